@@ -1,0 +1,262 @@
+"""The contract every agent meets: config, act / move_values, a training generator, save / load.
+
+Training is a plain generator of :class:`MetricEvent` records. It checks a :class:`Control` between
+steps (pause blocks, stop ends the generator cleanly) and never prints or imports Qt, so the same
+loop runs under the GUI's worker thread and under ``python main.py train``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from abc import ABC
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from agents.config import AgentConfig
+from engine import DIRECTIONS, Direction, Game, Rules
+
+if TYPE_CHECKING:
+    from engine.records import GameTrace
+
+
+# --------------------------------------------------------------------------------------------- events
+
+#: Metric names with a fixed meaning across agents (agents may add their own).
+STANDARD_METRICS = {
+    "score": "final score of the episode (game) just finished",
+    "max_tile": "largest tile of that episode",
+    "moves": "moves in that episode",
+    "loss": "training loss of the last update",
+    "epsilon": "exploration rate",
+    "lr": "learning rate",
+    "steps_per_s": "environment steps (moves) per second, recent average",
+}
+
+
+@dataclass(frozen=True)
+class MetricEvent:
+    """One training report.
+
+    ``kind``: ``"episode"`` (a game finished), ``"update"`` (a learning step / epoch without a game),
+    ``"info"`` (a status message in ``message``). ``episode`` / ``step`` are the agent's lifetime
+    counters (games finished, moves made); ``elapsed`` is lifetime training seconds; ``progress`` is the
+    fraction of this call's budget used (0..1). ``board`` (optional) is a board being played now, for
+    live display; ``game`` (optional) the finished game's trajectory, for the store.
+    """
+
+    kind: str
+    episode: int
+    step: int
+    elapsed: float
+    metrics: Mapping[str, float]
+    progress: float = 0.0
+    message: str = ""
+    board: np.ndarray | None = None
+    game: GameTrace | None = None
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much to train in one call: any of episodes, moves (steps) and seconds; the first reached ends it."""
+
+    episodes: int | None = None
+    steps: int | None = None
+    seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.episodes is None and self.steps is None and self.seconds is None:
+            raise ValueError("a training budget needs episodes, steps or seconds")
+        for name in ("episodes", "steps", "seconds"):
+            v = getattr(self, name)
+            if v is not None and v <= 0:
+                raise ValueError(f"budget {name} must be > 0, got {v}")
+
+    def progress(self, episodes: int, steps: int, seconds: float) -> float:
+        """Fraction used (the largest of the three ratios), clipped to [0, 1]."""
+        parts = []
+        if self.episodes:
+            parts.append(episodes / self.episodes)
+        if self.steps:
+            parts.append(steps / self.steps)
+        if self.seconds:
+            parts.append(seconds / self.seconds)
+        return float(min(1.0, max(parts))) if parts else 0.0
+
+    def done(self, episodes: int, steps: int, seconds: float) -> bool:
+        return (
+            (self.episodes is not None and episodes >= self.episodes)
+            or (self.steps is not None and steps >= self.steps)
+            or (self.seconds is not None and seconds >= self.seconds)
+        )
+
+
+class Control:
+    """Pause / resume / stop, shared between a training loop and whoever drives it (GUI, CLI, tests).
+
+    Loops call :meth:`checkpoint` between steps: it blocks while paused and returns False once a stop
+    was asked for (the loop then returns, leaving the agent in a consistent, saveable state).
+    """
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._running = threading.Event()
+        self._running.set()
+
+    def pause(self) -> None:
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._running.set()  # wake a paused loop so that it can see the stop
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    def checkpoint(self) -> bool:
+        """Block while paused; True = carry on, False = stop now."""
+        while not self._running.wait(0.05):
+            if self._stop.is_set():
+                return False
+        return not self._stop.is_set()
+
+
+@dataclass
+class TrainContext:
+    """What a training loop may need from outside the agent: where the data is, how to parallelise."""
+
+    data_dir: Path | None = None
+    workers: int = 1
+    backend: str = "local"  # "local" processes or "ray"
+    ray_address: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Counters:
+    """An agent's lifetime training counters, saved in checkpoints so a resumed run continues them."""
+
+    episodes: int = 0
+    steps: int = 0
+    seconds: float = 0.0
+    updates: int = 0
+
+
+class Clock:
+    """Tracks elapsed training time for one ``train`` call on top of the agent's lifetime seconds."""
+
+    def __init__(self, counters: Counters) -> None:
+        self.counters = counters
+        self.start_seconds = counters.seconds
+        self.t0 = time.perf_counter()
+
+    def tick(self) -> float:
+        """Update and return lifetime seconds."""
+        self.counters.seconds = self.start_seconds + (time.perf_counter() - self.t0)
+        return self.counters.seconds
+
+    @property
+    def call_seconds(self) -> float:
+        return time.perf_counter() - self.t0
+
+
+# ---------------------------------------------------------------------------------------------- agent
+
+
+class Agent(ABC):
+    """Base class of every agent.
+
+    A subclass sets ``name``, ``config_cls`` and ``description``, and overrides :meth:`move_values`
+    (or :meth:`act`). A learner also sets ``trainable = True`` and overrides :meth:`train`,
+    :meth:`get_state` and :meth:`set_state`. Checkpoint I/O is shared (:mod:`agents.checkpoint`).
+    """
+
+    name: ClassVar[str] = ""
+    config_cls: ClassVar[type[AgentConfig]] = AgentConfig
+    description: ClassVar[str] = ""
+    trainable: ClassVar[bool] = False
+    #: metrics to draw on the loss plot / the schedule (epsilon) plot of the Train tab
+    loss_metrics: ClassVar[tuple[str, ...]] = ("loss",)
+    schedule_metrics: ClassVar[tuple[str, ...]] = ("epsilon",)
+
+    def __init__(self, config: AgentConfig | None = None, rules: Rules | None = None, seed: int | None = None):
+        self.config = config if config is not None else self.config_cls()
+        if not isinstance(self.config, self.config_cls):
+            raise TypeError(f"{self.name} takes a {self.config_cls.__name__}, got {type(self.config).__name__}")
+        self.rules = rules if rules is not None else Rules()
+        reason = self.unsupported_reason(self.rules)
+        if reason:
+            raise ValueError(f"{self.name} cannot play these rules: {reason}")
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+        self.counters = Counters()
+
+    # ------------------------------------------------------------------ rules
+    @classmethod
+    def unsupported_reason(cls, rules: Rules) -> str | None:
+        """None when the agent can play ``rules``; otherwise why not (e.g. "n-tuple networks need 4x4")."""
+        return None
+
+    # ------------------------------------------------------------------ play
+    def move_values(self, game: Game) -> dict[Direction, float]:
+        """A value per **legal** move (higher is better): hints in the GUI, "why this move"."""
+        raise NotImplementedError(f"{self.name} does not rate moves")
+
+    def act(self, game: Game) -> Direction:
+        """The move to play: always legal. Default: the best of :meth:`move_values`, ties by action order."""
+        values = self.move_values(game)
+        if not values:
+            raise ValueError("no legal move: the game is over")
+        best = max(values.values())
+        for d in DIRECTIONS:
+            if d in values and values[d] == best:
+                return d
+        raise AssertionError("unreachable")
+
+    # ------------------------------------------------------------------ training
+    def train(
+        self, budget: Budget, control: Control | None = None, context: TrainContext | None = None
+    ) -> Iterator[MetricEvent]:
+        """Train within ``budget``, yielding metric events; returns when the budget is used or on stop."""
+        raise NotImplementedError(f"{self.name} does not learn")
+
+    # ------------------------------------------------------------------ state
+    def get_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Arrays (weights, optimiser moments, buffers worth keeping) and JSON-able metadata."""
+        return {}, {}
+
+    def set_state(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
+        """Inverse of :meth:`get_state`."""
+
+    def save(self, path: str | Path) -> Path:
+        from agents.checkpoint import save_checkpoint
+
+        return save_checkpoint(self, path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Agent:
+        """Load a checkpoint of this agent (``Agent.load`` accepts any agent's)."""
+        from agents.checkpoint import load_checkpoint
+
+        agent = load_checkpoint(path)
+        if cls is not Agent and not isinstance(agent, cls):
+            raise ValueError(f"{Path(path).name} is a checkpoint of agent {agent.name!r}, not {cls.name!r}")
+        return agent
+
+
+def legal_values(game: Game, values: np.ndarray) -> dict[Direction, float]:
+    """Keep ``values`` (one per action, in action order) of the legal moves only."""
+    mask = game.legal_mask()
+    return {d: float(values[d]) for d in DIRECTIONS if mask[d]}
