@@ -1,0 +1,778 @@
+"""``GameStore``: games (every move committed as it is made) and training runs in one SQLite file.
+
+See :mod:`engine.store.schema` for the tables, the file identity check and the durability choice.
+
+Interrupted games: a game is written by one process, whose pid and host are kept in its row. When a
+store is opened, ``playing`` games of this host whose process no longer exists are marked
+``abandoned`` (``ended`` = the time of their last move). A game of a live process (e.g. the GUI
+playing while ``games list`` runs in a terminal) is never touched, so "older than this process" is
+not used as the test. The same goes for runs: a ``running``/``paused`` run whose process is gone
+becomes ``stopped`` with the error ``interrupted ...`` (it can be resumed from its last checkpoint).
+On platforms where a pid cannot be probed safely, interrupted games simply stay ``playing``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.core import Direction, Rules, StepResult, _slide_unchecked, legal_mask
+from engine.game import Game
+from engine.paths import database_path
+from engine.records import GameTrace
+from engine.store import codec, exchange, schema
+from engine.store.model import (
+    GAME_STATUSES,
+    SOURCES,
+    GameRecord,
+    GameSummary,
+    StoreError,
+)
+from engine.store.runs import RunsMixin
+from engine.store.values import rules_of, seed_text, seed_value, to_json
+
+TimeLike = Any  # Unix seconds (float), ISO text, datetime.datetime or datetime.date
+
+_GAME_COLUMNS = (
+    "id, source, agent, checkpoint, run_id, rules, seed, started, ended, status, score, "
+    "max_tile, n_moves, origin"
+)
+
+
+def _pid_alive(pid: int) -> bool:
+    """True unless the process certainly does not exist (unknown counts as alive: never abandon a live game)."""
+    if pid == os.getpid():
+        return True
+    if os.name != "posix":
+        return True  # os.kill(pid, 0) would *terminate* the process on Windows
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # EPERM: exists, belongs to someone else
+    return True
+
+
+def to_timestamp(value: TimeLike, *, end_of_day: bool = False) -> float:
+    """Unix seconds from seconds, a datetime / date (local time) or ISO text (``2024-05-01[T12:00]``).
+
+    ``end_of_day``: a bare date means the end of that day (for "until" filters).
+    """
+    import datetime as dt
+
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = (
+                dt.datetime.fromisoformat(text)
+                if ("T" in text or " " in text or ":" in text)
+                else dt.date.fromisoformat(text)
+            )
+        except ValueError:
+            raise StoreError(f"{text!r} is not a date: use YYYY-MM-DD or YYYY-MM-DDTHH:MM") from None
+    if isinstance(value, dt.datetime):
+        return value.timestamp()
+    if isinstance(value, dt.date):
+        day = dt.datetime.combine(value, dt.time.max if end_of_day else dt.time.min)
+        return day.timestamp()
+    raise StoreError(f"{value!r} is not a time")
+
+
+class GameStore(RunsMixin):
+    """The studio's database of games and runs (one SQLite file, WAL).
+
+    ``GameStore.open()`` uses the data dir (``--data-dir`` / ``$STUDIO2048_DATA_DIR`` / user data dir).
+    One connection guarded by a lock, so threads of one process may share a store; other processes
+    open their own (SQLite serialises writers; a busy writer is waited for up to 30 s).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, durable: bool = False) -> None:
+        self._path = Path(path).expanduser()
+        self._con: sqlite3.Connection | None = schema.connect(self._path, durable=durable)
+        self._con.row_factory = sqlite3.Row
+        self._lock = threading.RLock()
+        self._host = socket.gethostname()
+        self._sweep_interrupted()
+
+    @classmethod
+    def open(cls, data_dir: str | os.PathLike[str] | None = None, *, durable: bool = False) -> GameStore:
+        """The store in ``data_dir`` (default: the studio's data dir)."""
+        return cls(database_path(data_dir), durable=durable)
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def close(self) -> None:
+        with self._lock:
+            if self._con is not None:
+                self._con.close()
+                self._con = None
+
+    def __enter__(self) -> GameStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"GameStore({str(self._path)!r})"
+
+    # ------------------------------------------------------------------------------ transactions
+    def _conn(self) -> sqlite3.Connection:
+        if self._con is None:
+            raise StoreError("the store is closed")
+        return self._con
+
+    @contextmanager
+    def _tx(self, write: bool) -> Iterator[sqlite3.Connection]:
+        """One transaction (IMMEDIATE for writes: take the write lock up front, no upgrade deadlocks).
+
+        Reads run in a transaction too, so a game and its moves come from one consistent snapshot.
+        SQLite errors become one-line StoreErrors.
+        """
+        with self._lock:
+            con = self._conn()
+            try:
+                con.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                try:
+                    yield con
+                except BaseException:
+                    if con.in_transaction:
+                        con.execute("ROLLBACK")
+                    raise
+                con.execute("COMMIT")
+            except sqlite3.Error as e:
+                if con.in_transaction:
+                    con.execute("ROLLBACK")
+                raise StoreError(f"database error in {self._path.name}: {e}") from e
+
+    def _sweep_interrupted(self) -> None:
+        with self._tx(write=False) as con:
+            games = con.execute(
+                "SELECT id, pid FROM games WHERE status = 'playing' AND host = ?", (self._host,)
+            ).fetchall()
+            runs = con.execute(
+                "SELECT id, pid FROM runs WHERE status IN ('running', 'paused') AND host = ?", (self._host,)
+            ).fetchall()
+        dead_games = [r["id"] for r in games if r["pid"] is not None and not _pid_alive(r["pid"])]
+        dead_runs = [(r["id"], r["pid"]) for r in runs if r["pid"] is not None and not _pid_alive(r["pid"])]
+        if not dead_games and not dead_runs:
+            return
+        with self._tx(write=True) as con:
+            con.executemany(
+                "UPDATE games SET status = 'abandoned', ended = updated WHERE id = ? AND status = 'playing'",
+                [(g,) for g in dead_games],
+            )
+            con.executemany(
+                "UPDATE runs SET status = 'stopped', updated = ?, "
+                "error = 'interrupted: process ' || ? || ' ended without closing the run (killed or crashed)' "
+                "WHERE id = ? AND status IN ('running', 'paused')",
+                [(time.time(), pid, rid) for rid, pid in dead_runs],
+            )
+
+    # ===================================================================================== games
+    def start_game(
+        self,
+        *,
+        source: str,
+        rules: Rules | Mapping[str, Any],
+        seed: int | None = None,
+        agent: str | None = None,
+        checkpoint: str | os.PathLike[str] | None = None,
+        initial_board: Any,
+        run_id: int | None = None,
+    ) -> int:
+        """Create a ``playing`` game and return its id (committed)."""
+        _check_source(source)
+        r = rules_of(rules)
+        board = self._checked_board(initial_board, r.shape, "initial board")
+        now = time.time()
+        with self._tx(write=True) as con:
+            cur = con.execute(
+                "INSERT INTO games (source, agent, checkpoint, run_id, rules, rows, cols, seed, started, updated, "
+                "status, score, max_tile, n_moves, initial_board, pid, host) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'playing', 0, ?, 0, ?, ?, ?)",
+                (
+                    source,
+                    agent,
+                    None if checkpoint is None else str(checkpoint),
+                    run_id,
+                    to_json(r, "rules"),
+                    r.rows,
+                    r.cols,
+                    seed_text(seed),
+                    now,
+                    now,
+                    int(board.max()),
+                    codec.encode_board(board),
+                    os.getpid(),
+                    self._host,
+                ),
+            )
+            return int(cur.lastrowid or 0)
+
+    def log_move(
+        self,
+        game_id: int,
+        *,
+        index: int,
+        board_before: Any,
+        direction: Direction | int | str,
+        reward: int,
+        score_after: int,
+        spawns: Iterable[Any],
+        board_after: Any = None,
+    ) -> None:
+        """Append move ``index`` (0-based, in order) to a playing game; committed before returning.
+
+        ``spawns``: ``engine.Spawn`` objects or ``(row, col, value)``. ``board_after`` (optional) saves
+        recomputing the new max tile.
+        """
+        d = Direction.parse(direction)
+        triples = codec.spawn_triples(spawns)
+        with self._tx(write=True) as con:
+            row = con.execute(
+                "SELECT rows, cols, status, n_moves FROM games WHERE id = ?", (game_id,)
+            ).fetchone()
+            if row is None:
+                raise StoreError(f"no game {game_id} (deleted?)")
+            if row["status"] != "playing":
+                raise StoreError(f"game {game_id} is {row['status']}: no more moves can be added")
+            if index != row["n_moves"]:
+                raise StoreError(
+                    f"game {game_id}: move {index} logged out of order (the next is {row['n_moves']})"
+                )
+            shape = (row["rows"], row["cols"])
+            before = self._checked_board(board_before, shape, "board before the move")
+            _check_triples(triples, shape)
+            if board_after is not None:
+                max_tile = int(self._checked_board(board_after, shape, "board after the move").max())
+            else:
+                slid, _ = _slide_unchecked(before, d)
+                max_tile = max([int(slid.max())] + [v for _, _, v in triples])
+            con.execute(
+                "INSERT INTO moves (game_id, idx, board, direction, reward, score, spawns) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    game_id,
+                    index,
+                    codec.encode_board(before),
+                    int(d),
+                    int(reward),
+                    int(score_after),
+                    codec.encode_spawns(triples, shape[1]),
+                ),
+            )
+            con.execute(
+                "UPDATE games SET n_moves = ?, score = ?, max_tile = max(max_tile, ?), updated = ? WHERE id = ?",
+                (index + 1, int(score_after), max_tile, time.time(), game_id),
+            )
+
+    def finish_game(self, game_id: int, status: str = "finished", final_board: Any = None) -> None:
+        """Close a playing game as ``finished`` (game over) or ``abandoned`` (left before the end)."""
+        if status not in ("finished", "abandoned"):
+            raise StoreError(f"a game finishes as 'finished' or 'abandoned', not {status!r}")
+        with self._tx(write=True) as con:
+            row = con.execute(
+                "SELECT rows, cols, status, initial_board FROM games WHERE id = ?", (game_id,)
+            ).fetchone()
+            if row is None:
+                raise StoreError(f"no game {game_id}")
+            if row["status"] != "playing":
+                raise StoreError(f"game {game_id} is already {row['status']}")
+            shape = (row["rows"], row["cols"])
+            if final_board is not None:
+                final = self._checked_board(final_board, shape, "final board")
+            else:
+                final = self._rebuild_final(con, game_id, shape, row["initial_board"])
+            con.execute(
+                "UPDATE games SET status = ?, ended = ?, final_board = ?, max_tile = max(max_tile, ?) WHERE id = ?",
+                (status, time.time(), codec.encode_board(final), int(final.max()), game_id),
+            )
+
+    def record_trace(
+        self,
+        trace: GameTrace,
+        source: str,
+        agent: str | None = None,
+        checkpoint: str | os.PathLike[str] | None = None,
+        *,
+        run_id: int | None = None,
+        status: str | None = None,
+        started: float | None = None,
+        ended: float | None = None,
+    ) -> int:
+        """Store a whole in-memory game in one transaction; returns its id.
+
+        ``status`` defaults to ``finished`` when the final board has no legal move, else ``abandoned``
+        (e.g. a training game cut off by the budget).
+        """
+        _check_source(source)
+        rules = trace.rules
+        n = trace.n_moves
+        layouts = np.stack(trace.layouts) if n else np.zeros((0, *rules.shape), dtype=np.int64)
+        final = trace.final_board if trace.final_board is not None else trace.initial_board
+        for what, arr in (
+            ("layouts", layouts),
+            ("initial board", trace.initial_board),
+            ("final board", final),
+        ):
+            problem = codec.tile_problem(arr)
+            if problem:
+                raise StoreError(f"trace {what}: {problem}")
+        if layouts.shape[1:] != rules.shape:
+            raise StoreError(f"trace boards are {layouts.shape[1:]}, the rules say {rules.shape}")
+        if status is None:
+            status = "abandoned" if legal_mask(final).any() else "finished"
+        now = time.time()
+        with self._tx(write=True) as con:
+            return self._insert_game(
+                con,
+                source=source,
+                agent=agent,
+                checkpoint=checkpoint,
+                run_id=run_id,
+                rules=rules,
+                seed=trace.seed,
+                started=now if started is None else started,
+                ended=now if ended is None else ended,
+                status=status,
+                initial=np.asarray(trace.initial_board),
+                layouts=layouts,
+                moves=np.asarray(trace.moves, dtype=np.int64),
+                rewards=np.asarray(trace.rewards, dtype=np.int64),
+                scores=np.asarray(trace.scores, dtype=np.int64),
+                spawns=[codec.spawn_triples(s) for s in trace.spawns],
+                final=np.asarray(final),
+                origin=None,
+            )
+
+    def _insert_game(
+        self,
+        con: sqlite3.Connection,
+        *,
+        source: str,
+        agent: str | None,
+        checkpoint: Any,
+        run_id: int | None,
+        rules: Rules,
+        seed: int | None,
+        started: float,
+        ended: float | None,
+        status: str,
+        initial: np.ndarray,
+        layouts: np.ndarray,
+        moves: np.ndarray,
+        rewards: np.ndarray,
+        scores: np.ndarray,
+        spawns: Sequence[Sequence[tuple[int, int, int]]],
+        final: np.ndarray,
+        origin: dict[str, Any] | None,
+    ) -> int:
+        n = len(moves)
+        if status not in GAME_STATUSES:
+            raise StoreError(f"game status must be one of {', '.join(GAME_STATUSES)}, got {status!r}")
+        cur = con.execute(
+            "INSERT INTO games (source, agent, checkpoint, run_id, rules, rows, cols, seed, started, updated, ended, "
+            "status, score, max_tile, n_moves, initial_board, final_board, origin) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                source,
+                agent,
+                None if checkpoint is None else str(checkpoint),
+                run_id,
+                to_json(rules, "rules"),
+                rules.rows,
+                rules.cols,
+                seed_text(seed),
+                started,
+                ended if ended is not None else started,
+                ended,
+                status,
+                int(scores[-1]) if n else 0,
+                int(final.max()),
+                n,
+                codec.encode_board(initial),
+                codec.encode_board(final),
+                None if origin is None else to_json(origin, "origin"),
+            ),
+        )
+        game_id = int(cur.lastrowid or 0)
+        boards = codec.encode_boards(layouts)
+        cols = rules.cols
+        con.executemany(
+            "INSERT INTO moves (game_id, idx, board, direction, reward, score, spawns) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    game_id,
+                    i,
+                    boards[i],
+                    int(moves[i]),
+                    int(rewards[i]),
+                    int(scores[i]),
+                    codec.encode_spawns(spawns[i], cols),
+                )
+                for i in range(n)
+            ],
+        )
+        return game_id
+
+    @staticmethod
+    def _checked_board(board: Any, shape: tuple[int, int], what: str) -> np.ndarray:
+        arr = np.asarray(board)
+        problem = codec.tile_problem(arr)
+        if problem:
+            raise StoreError(f"{what}: {problem}")
+        if arr.shape != shape:
+            raise StoreError(f"{what} has shape {arr.shape}, the game is {shape[0]}x{shape[1]}")
+        return arr.astype(np.int64)
+
+    @staticmethod
+    def _rebuild_final(
+        con: sqlite3.Connection, game_id: int, shape: tuple[int, int], initial: bytes
+    ) -> np.ndarray:
+        """The board after the last logged move: its layout slid, plus its spawns."""
+        last = con.execute(
+            "SELECT board, direction, spawns FROM moves WHERE game_id = ? ORDER BY idx DESC LIMIT 1",
+            (game_id,),
+        ).fetchone()
+        if last is None:
+            return codec.decode_board(initial, shape)
+        board, _ = _slide_unchecked(codec.decode_board(last["board"], shape), Direction(last["direction"]))
+        for r, c, v in codec.decode_spawns([last["spawns"]], shape[1]).reshape(-1, 3):
+            if v:
+                board[r, c] = v
+        return board
+
+    # ---------------------------------------------------------------------------------- queries
+    def _where(
+        self,
+        source: str | None,
+        agent: str | None,
+        min_score: int | None,
+        min_max_tile: int | None,
+        since: TimeLike | None,
+        until: TimeLike | None,
+        status: str | None,
+        run_id: int | None = None,
+    ) -> tuple[str, list[Any]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        for column, value in (("source", source), ("agent", agent), ("status", status), ("run_id", run_id)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        if min_score is not None:
+            clauses.append("score >= ?")
+            params.append(int(min_score))
+        if min_max_tile is not None:
+            clauses.append("max_tile >= ?")
+            params.append(int(min_max_tile))
+        if since is not None:
+            clauses.append("started >= ?")
+            params.append(to_timestamp(since))
+        if until is not None:
+            clauses.append("started <= ?")
+            params.append(to_timestamp(until, end_of_day=True))
+        return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+    def list_games(
+        self,
+        source: str | None = None,
+        agent: str | None = None,
+        min_score: int | None = None,
+        min_max_tile: int | None = None,
+        since: TimeLike | None = None,
+        until: TimeLike | None = None,
+        limit: int | None = None,
+        status: str | None = None,
+        *,
+        run_id: int | None = None,
+        offset: int = 0,
+    ) -> list[GameSummary]:
+        """Games matching every given filter, newest first. ``since`` / ``until`` bound the start time."""
+        where, params = self._where(source, agent, min_score, min_max_tile, since, until, status, run_id)
+        sql = f"SELECT {_GAME_COLUMNS} FROM games{where} ORDER BY started DESC, id DESC"
+        if limit is not None or offset:
+            sql += " LIMIT ? OFFSET ?"
+            params += [-1 if limit is None else int(limit), int(offset)]
+        with self._tx(write=False) as con:
+            return [_summary(r) for r in con.execute(sql, params).fetchall()]
+
+    def count_games(
+        self,
+        source: str | None = None,
+        agent: str | None = None,
+        min_score: int | None = None,
+        min_max_tile: int | None = None,
+        since: TimeLike | None = None,
+        until: TimeLike | None = None,
+        status: str | None = None,
+        *,
+        run_id: int | None = None,
+    ) -> int:
+        """How many games :meth:`list_games` would return without a limit."""
+        where, params = self._where(source, agent, min_score, min_max_tile, since, until, status, run_id)
+        with self._tx(write=False) as con:
+            return int(con.execute(f"SELECT count(*) FROM games{where}", params).fetchone()[0])
+
+    def get_game(self, game_id: int) -> GameSummary:
+        with self._tx(write=False) as con:
+            row = con.execute(f"SELECT {_GAME_COLUMNS} FROM games WHERE id = ?", (game_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"no game {game_id}")
+        return _summary(row)
+
+    def load_game(self, game_id: int) -> GameRecord:
+        """A game with its whole trajectory as numpy arrays (see :class:`GameRecord`)."""
+        with self._tx(write=False) as con:
+            row = con.execute(
+                f"SELECT {_GAME_COLUMNS}, rows, cols, initial_board, final_board FROM games WHERE id = ?",
+                (game_id,),
+            ).fetchone()
+            if row is None:
+                raise StoreError(f"no game {game_id}")
+            cur = con.cursor()
+            cur.row_factory = None  # plain tuples: the fastest way through 10^4 rows
+            moves = cur.execute(
+                "SELECT board, direction, reward, score, spawns FROM moves WHERE game_id = ? ORDER BY idx",
+                (game_id,),
+            ).fetchall()
+            shape = (row["rows"], row["cols"])
+            final = (
+                codec.decode_board(row["final_board"], shape)
+                if row["final_board"] is not None
+                else self._rebuild_final(con, game_id, shape, row["initial_board"])
+            )
+        n = len(moves)
+        boards, dirs, rewards, scores, spawns = zip(*moves) if n else ((), (), (), (), ())
+        try:
+            layouts = codec.decode_boards(boards, shape)
+        except ValueError as e:
+            raise StoreError(f"game {game_id} is damaged: {e}") from None
+        return GameRecord(
+            summary=_summary(row),
+            initial_board=codec.decode_board(row["initial_board"], shape),
+            layouts=layouts,
+            moves=np.array(dirs, dtype=np.int8),
+            rewards=np.array(rewards, dtype=np.int64),
+            scores=np.array(scores, dtype=np.int64),
+            spawns=codec.decode_spawns(spawns, shape[1]),
+            final_board=final,
+        )
+
+    def delete_games(self, ids: Iterable[int]) -> int:
+        """Delete games with their moves; all or none (an unknown id is an error). Returns how many."""
+        wanted = sorted({int(i) for i in ids})
+        if not wanted:
+            return 0
+        with self._tx(write=True) as con:
+            found: set[int] = set()
+            for chunk in _chunks(wanted, 500):
+                marks = ",".join("?" * len(chunk))
+                found.update(r[0] for r in con.execute(f"SELECT id FROM games WHERE id IN ({marks})", chunk))
+            missing = [i for i in wanted if i not in found]
+            if missing:
+                raise StoreError(f"no game {_id_list(missing)}: nothing deleted")
+            for chunk in _chunks(wanted, 500):
+                con.execute(f"DELETE FROM games WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+        return len(wanted)
+
+    # ---------------------------------------------------------------------------------- files
+    def _records(self, ids: Iterable[int]) -> list[GameRecord]:
+        ids = list(ids)
+        if not ids:
+            raise StoreError("no games to export")
+        return [self.load_game(int(i)) for i in ids]
+
+    def export_npz(self, ids: Iterable[int], path: str | os.PathLike[str]) -> Path:
+        """Write games to an ``.npz`` in seed 003's layout (see :mod:`engine.store.exchange`); atomic."""
+        out = Path(path)
+        exchange.write_npz(self._records(ids), out)
+        return out
+
+    def export_jsonl(self, ids: Iterable[int], path: str | os.PathLike[str]) -> Path:
+        """Write games to a ``.jsonl`` file, one game per line; atomic."""
+        out = Path(path)
+        exchange.write_jsonl(self._records(ids), out)
+        return out
+
+    def export_file(self, ids: Iterable[int], path: str | os.PathLike[str]) -> Path:
+        """:meth:`export_npz` or :meth:`export_jsonl` by the file's suffix."""
+        kind = exchange.file_kind(path)
+        return self.export_npz(ids, path) if kind == ".npz" else self.export_jsonl(ids, path)
+
+    def import_file(self, path: str | os.PathLike[str]) -> list[int]:
+        """Import every game of an ``.npz`` / ``.jsonl`` file, all or nothing; returns the new ids.
+
+        The whole file is read and checked first (see :func:`engine.store.exchange.check_game`), then
+        written in one transaction. Imported games get source ``imported``; where they came from
+        (file name, original id and source) is kept in ``GameSummary.origin``. A game that was
+        ``playing`` when exported is imported as ``abandoned`` (no process is playing it here).
+        """
+        games = exchange.read_games(path)
+        name = Path(path).name
+        now = time.time()
+        ids = []
+        with self._tx(write=True) as con:
+            for g in games:
+                m = g.meta
+                started = m["started"] if m["started"] is not None else now
+                ids.append(
+                    self._insert_game(
+                        con,
+                        source="imported",
+                        agent=m["agent"],
+                        checkpoint=m["checkpoint"],
+                        run_id=None,
+                        rules=g.rules,
+                        seed=m["seed"],
+                        started=started,
+                        ended=m["ended"] if m["ended"] is not None else started,
+                        status="abandoned" if m["status"] == "playing" else m["status"],
+                        initial=g.initial_board,
+                        layouts=g.layouts,
+                        moves=g.moves,
+                        rewards=g.rewards,
+                        scores=g.scores,
+                        spawns=g.spawns,
+                        final=g.final_board,
+                        origin={"file": name, "id": m["id"], "source": m["source"]},
+                    )
+                )
+        return ids
+
+
+class GameRecorder:
+    """Plays a :class:`engine.Game` and logs each move to the store the moment it is made.
+
+    ``with GameRecorder(store, Game(seed=1)) as rec: rec.step("left")`` — the game row is created at
+    once (status ``playing``); every legal move is committed before ``step`` returns; the game is
+    closed as ``finished`` when no move is left, or ``abandoned`` by :meth:`finish` / leaving the
+    ``with`` block before that. Illegal moves raise ``IllegalMoveError`` and log nothing.
+    """
+
+    def __init__(
+        self,
+        store: GameStore,
+        game: Game,
+        source: str = "human",
+        agent: str | None = None,
+        checkpoint: str | os.PathLike[str] | None = None,
+        *,
+        run_id: int | None = None,
+    ) -> None:
+        self.store = store
+        self.game = game
+        self.game_id = store.start_game(
+            source=source,
+            rules=game.rules,
+            seed=game.seed,
+            agent=agent,
+            checkpoint=checkpoint,
+            initial_board=game.board,
+            run_id=run_id,
+        )
+        self._n = 0
+        self._finished = False
+        if game.game_over:  # a board with no move at all: nothing will ever be logged
+            self.finish()
+
+    @property
+    def finished(self) -> bool:
+        return self._finished
+
+    @property
+    def n_moves(self) -> int:
+        return self._n
+
+    def step(self, direction: Direction | int | str) -> StepResult:
+        if self._finished:
+            raise StoreError(f"game {self.game_id} is already closed")
+        before = self.game.board
+        result = self.game.step(direction)
+        self.store.log_move(
+            self.game_id,
+            index=self._n,
+            board_before=before,
+            direction=result.direction,
+            reward=result.reward,
+            score_after=self.game.score,
+            spawns=result.spawns,
+            board_after=self.game.board,
+        )
+        self._n += 1
+        if result.game_over:
+            self.finish()
+        return result
+
+    def finish(self, status: str | None = None) -> None:
+        """Close the game (``finished`` if it is over, else ``abandoned``); later calls do nothing."""
+        if self._finished:
+            return
+        if status is None:
+            status = "finished" if self.game.game_over else "abandoned"
+        self.store.finish_game(self.game_id, status, final_board=self.game.board)
+        self._finished = True
+
+    def __enter__(self) -> GameRecorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.finish()
+
+
+# -------------------------------------------------------------------------------------- helpers
+
+
+def _check_source(source: str) -> None:
+    if source not in SOURCES:
+        raise StoreError(f"game source must be one of {', '.join(SOURCES)}, got {source!r}")
+
+
+def _check_triples(triples: Sequence[tuple[int, int, int]], shape: tuple[int, int]) -> None:
+    for r, c, v in triples:
+        if not (0 <= r < shape[0] and 0 <= c < shape[1]) or v < 2 or v & (v - 1):
+            raise StoreError(f"bad spawn ({r}, {c}, {v}) on a {shape[0]}x{shape[1]} board")
+
+
+def _summary(row: sqlite3.Row) -> GameSummary:
+    return GameSummary(
+        id=row["id"],
+        source=row["source"],
+        agent=row["agent"],
+        checkpoint=row["checkpoint"],
+        rules=Rules.from_dict(json.loads(row["rules"])),
+        seed=seed_value(row["seed"]),
+        started=row["started"],
+        ended=row["ended"],
+        status=row["status"],
+        score=row["score"],
+        max_tile=row["max_tile"],
+        n_moves=row["n_moves"],
+        run_id=row["run_id"],
+        origin=None if row["origin"] is None else json.loads(row["origin"]),
+    )
+
+
+def _chunks(items: Sequence[int], size: int) -> Iterator[list[int]]:
+    for i in range(0, len(items), size):
+        yield list(items[i : i + size])
+
+
+def _id_list(ids: Sequence[int]) -> str:
+    shown = ", ".join(map(str, ids[:10]))
+    return shown + (f" (and {len(ids) - 10} more)" if len(ids) > 10 else "")

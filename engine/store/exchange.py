@@ -1,0 +1,676 @@
+"""Game files: ``.npz`` (seed 003's layout) and ``.jsonl`` (one game per line), written and read back.
+
+``.npz`` (all games concatenated, N moves, G games, one board shape per file)::
+
+    layouts        (N, rows*cols) int64   board before each move, row-major (seed 003's ``layouts``)
+    moves          (N, 4) uint8           one-hot direction in action order up, left, down, right
+                                          (seed 003's w, a, s, d)
+    scores         (N,) int64             score after each move (seed 003's ``scores``)
+    rewards        (N,) int64             merge reward of each move
+    game_offsets   (G+1,) int64           game g is moves game_offsets[g]:game_offsets[g+1]
+    initial_boards (G, rows*cols) int64   first board of each game (what a 0-move game needs)
+    final_boards   (G, rows*cols) int64   last board of each game
+    spawns         (M, 3) int64           (global move index, flat cell, value) of every spawned tile
+    board_shape    (2,) int64             rows, cols
+    games          0-d str                JSON list of G dicts: id, source, agent, checkpoint, seed, rules,
+                                          started, ended, status, score, max_tile, n_moves
+    rules          0-d str                JSON rules shared by every game (when they all agree)
+    format, version                       "2048-studio-games", 1
+
+A bare seed-003 file (only ``layouts``, ``moves``, ``scores``; optionally ``num_moves`` per game)
+imports too: rules default to the classic game of that shape, spawns are read off the next layout.
+
+``.jsonl``: one JSON object per line with the same fields per game (``layouts`` as nested
+rows x cols lists, ``moves`` as direction names, ``spawns`` as ``[[row, col, value], ...]`` per move).
+
+Reading is data only (``allow_pickle=False``; JSON) and every game is checked before anything is
+returned: shapes, tile values, directions, and a replay of each move with the engine's slide that must
+give the next layout minus the spawned tiles, with the rewards and scores adding up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from engine.core import DIRECTIONS, Direction, Rules, _slide_unchecked, legal_mask
+from engine.store.codec import spawn_triples, tile_problem
+from engine.store.model import GAME_STATUSES, GameRecord, StoreError
+
+NPZ_FORMAT = "2048-studio-games"
+JSONL_FORMAT = "2048-studio-game"
+VERSION = 1
+SUFFIXES = (".npz", ".jsonl")
+
+Triple = tuple[int, int, int]
+
+
+@dataclass
+class IncomingGame:
+    """One game read from a file and fully checked; ``meta`` holds source, agent, seed, times, status, id."""
+
+    rules: Rules
+    meta: dict[str, Any]
+    initial_board: np.ndarray
+    layouts: np.ndarray  # (n, rows, cols) int64
+    moves: np.ndarray  # (n,) int8
+    rewards: np.ndarray  # (n,) int64
+    scores: np.ndarray  # (n,) int64
+    spawns: list[list[Triple]]
+    final_board: np.ndarray
+
+
+def file_kind(path: str | os.PathLike[str]) -> str:
+    """``".npz"`` or ``".jsonl"`` from the file name, or a StoreError naming the supported ones."""
+    suffix = Path(path).suffix.lower()
+    if suffix == ".json":
+        suffix = ".jsonl"
+    if suffix not in SUFFIXES:
+        raise StoreError(f"{Path(path).name}: unknown file type {suffix or '(none)'!r}: use .npz or .jsonl")
+    return suffix
+
+
+# ------------------------------------------------------------------------------------------- writing
+
+
+def _meta_of(rec: GameRecord) -> dict[str, Any]:
+    s = rec.summary
+    return {
+        "id": s.id,
+        "source": s.origin.get("source", s.source) if s.origin else s.source,
+        "agent": s.agent,
+        "checkpoint": s.checkpoint,
+        "seed": s.seed,
+        "rules": s.rules.to_dict(),
+        "started": s.started,
+        "ended": s.ended,
+        "status": s.status,
+        "score": s.score,
+        "max_tile": s.max_tile,
+        "n_moves": s.n_moves,
+    }
+
+
+def atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> None:
+    """Write through a temporary file beside ``path`` and rename it over: a killed export leaves no half file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def write_npz(records: Sequence[GameRecord], path: Path) -> None:
+    shapes = sorted({r.rules.shape for r in records})
+    if len(shapes) != 1:
+        listed = ", ".join(f"{a}x{b}" for a, b in shapes)
+        raise StoreError(
+            f"an .npz file holds one board shape, these games have {listed}: export them "
+            "separately or as .jsonl"
+        )
+    rows, cols = shapes[0]
+    cells = rows * cols
+    counts = [r.n_moves for r in records]
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    n = int(offsets[-1])
+
+    def cat(get: Callable[[GameRecord], np.ndarray], dtype: Any, width: int | None = None) -> np.ndarray:
+        parts = [
+            np.asarray(get(r), dtype=dtype).reshape(-1, width) if width else np.asarray(get(r), dtype=dtype)
+            for r in records
+        ]
+        return np.concatenate(parts) if parts else np.empty((0, width) if width else 0, dtype=dtype)
+
+    moves = cat(lambda r: r.moves, np.int64)
+    one_hot = np.zeros((n, 4), dtype=np.uint8)
+    one_hot[np.arange(n), moves] = 1
+    spawn_rows = []
+    for g, rec in enumerate(records):
+        for i in range(rec.n_moves):
+            for sr, sc, sv in rec.spawns[i]:
+                if sv:
+                    spawn_rows.append((int(offsets[g]) + i, int(sr) * cols + int(sc), int(sv)))
+    metas = [_meta_of(r) for r in records]
+    rules_all = {json.dumps(m["rules"], sort_keys=True) for m in metas}
+    arrays: dict[str, Any] = {
+        "format": np.array(NPZ_FORMAT),
+        "version": np.array(VERSION),
+        "board_shape": np.array([rows, cols], dtype=np.int64),
+        "layouts": cat(lambda r: r.layouts, np.int64, cells),
+        "moves": one_hot,
+        "scores": cat(lambda r: r.scores, np.int64),
+        "rewards": cat(lambda r: r.rewards, np.int64),
+        "game_offsets": offsets,
+        "initial_boards": np.stack([r.initial_board.reshape(cells) for r in records]).astype(np.int64),
+        "final_boards": np.stack([r.final_board.reshape(cells) for r in records]).astype(np.int64),
+        "spawns": np.array(spawn_rows, dtype=np.int64).reshape(-1, 3),
+        "games": np.array(json.dumps(metas)),
+    }
+    if len(rules_all) == 1:
+        arrays["rules"] = np.array(rules_all.pop())
+    atomic_write(path, lambda fh: np.savez_compressed(fh, **arrays))
+
+
+def game_to_json(rec: GameRecord) -> dict[str, Any]:
+    """One game as the JSON object of a ``.jsonl`` line."""
+    out: dict[str, Any] = {"format": JSONL_FORMAT, "version": VERSION, **_meta_of(rec)}
+    out["initial_board"] = rec.initial_board.tolist()
+    out["layouts"] = rec.layouts.tolist()
+    out["moves"] = [DIRECTIONS[int(m)].label for m in rec.moves]
+    out["rewards"] = rec.rewards.tolist()
+    out["scores"] = rec.scores.tolist()
+    out["spawns"] = [[[int(r), int(c), int(v)] for r, c, v in rec.spawns[i] if v] for i in range(rec.n_moves)]
+    out["final_board"] = rec.final_board.tolist()
+    return out
+
+
+def write_jsonl(records: Iterable[GameRecord], path: Path) -> None:
+    def write(fh: IO[bytes]) -> None:
+        for rec in records:
+            fh.write(json.dumps(game_to_json(rec), separators=(",", ":")).encode() + b"\n")
+
+    atomic_write(path, write)
+
+
+# ------------------------------------------------------------------------------------------- reading
+
+
+def read_games(path: str | os.PathLike[str]) -> list[IncomingGame]:
+    """Every game of a ``.npz`` / ``.jsonl`` file, checked; a StoreError (one line) on the first problem."""
+    p = Path(path)
+    kind = file_kind(p)
+    if not p.is_file():
+        raise StoreError(f"{p}: no such file")
+    games = _read_npz(p) if kind == ".npz" else _read_jsonl(p)
+    if not games:
+        raise StoreError(f"{p.name}: no games in the file")
+    return games
+
+
+def _int_array(value: Any, label: str, what: str) -> np.ndarray:
+    """``value`` as an int64 array (whole floats and bools accepted), or a StoreError saying what is wrong."""
+    try:
+        arr = np.asarray(value)
+    except ValueError:
+        raise StoreError(f"{label}: {what} is not a rectangular array") from None
+    if arr.dtype == object:
+        raise StoreError(f"{label}: {what} is not a rectangular array of numbers")
+    if arr.dtype.kind == "b":
+        return arr.astype(np.int64)
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)) or np.any(np.abs(arr) >= 2.0**63):
+            raise StoreError(f"{label}: {what} must hold whole numbers")
+        return arr.astype(np.int64)
+    if arr.dtype.kind == "u" and arr.size and int(arr.max()) >= 2**63:
+        raise StoreError(f"{label}: {what} holds a number too large for 64 bits")
+    if arr.dtype.kind not in "iu":
+        raise StoreError(f"{label}: {what} must hold numbers, got {arr.dtype}")
+    return arr.astype(np.int64)
+
+
+def _boards(value: Any, label: str, what: str, shape: tuple[int, ...]) -> np.ndarray:
+    """Tile-checked int64 boards of ``shape`` (a -1 first dimension = any count)."""
+    try:
+        arr = np.asarray(value)
+    except ValueError:
+        raise StoreError(f"{label}: {what} is not a rectangular array") from None
+    problem = tile_problem(arr)
+    if problem:
+        raise StoreError(f"{label}: {what}: {problem}")
+    arr = _int_array(arr, label, what)
+    want = tuple(arr.shape[0] if s == -1 and arr.ndim else s for s in shape)
+    if arr.shape != want:
+        want_txt = " x ".join("n" if s == -1 else str(s) for s in shape)
+        raise StoreError(f"{label}: {what} has shape {arr.shape}, expected {want_txt}")
+    return arr
+
+
+def _rules(value: Any, label: str, shape: tuple[int, int] | None) -> Rules:
+    if value is None:
+        if shape is None:
+            raise StoreError(f"{label}: no rules and no board shape given")
+        return Rules(rows=shape[0], cols=shape[1])
+    if not isinstance(value, Mapping):
+        raise StoreError(f"{label}: rules must be a JSON object, got {type(value).__name__}")
+    try:
+        return Rules.from_dict(dict(value))
+    except (TypeError, ValueError) as e:
+        raise StoreError(f"{label}: bad rules: {e}") from None
+
+
+def _meta(obj: Mapping[str, Any], label: str) -> dict[str, Any]:
+    """The descriptive fields of a game (all optional), type-checked."""
+    meta: dict[str, Any] = {}
+    for key in ("source", "agent", "checkpoint"):
+        v = obj.get(key)
+        if v is not None and not isinstance(v, str):
+            raise StoreError(f"{label}: {key} must be text, got {v!r}")
+        meta[key] = v
+    for key in ("seed", "id"):
+        v = obj.get(key)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
+            raise StoreError(f"{label}: {key} must be a whole number, got {v!r}")
+        meta[key] = v
+    for key in ("started", "ended"):
+        v = obj.get(key)
+        if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool) or not np.isfinite(v)):
+            raise StoreError(f"{label}: {key} must be Unix seconds, got {v!r}")
+        meta[key] = None if v is None else float(v)
+    status = obj.get("status")  # None: decided from the final board in check_game
+    if status is not None and status not in GAME_STATUSES:
+        raise StoreError(f"{label}: status must be one of {', '.join(GAME_STATUSES)}, got {status!r}")
+    meta["status"] = status
+    for key in ("score", "max_tile", "n_moves"):
+        v = obj.get(key)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
+            raise StoreError(f"{label}: {key} must be a whole number, got {v!r}")
+        meta[key] = v
+    return meta
+
+
+def _directions(value: Any, label: str) -> np.ndarray:
+    """Direction names / 0-3 / one-hot rows -> (n,) int8."""
+    if isinstance(value, list):
+        out = np.empty(len(value), dtype=np.int8)
+        for i, v in enumerate(value):
+            try:
+                if isinstance(v, (float, bool)):
+                    raise ValueError(v)
+                out[i] = int(Direction.parse(v))
+            except ValueError:
+                raise StoreError(
+                    f"{label}: move {i}: {v!r} is not a direction (up, left, down, right or 0-3)"
+                ) from None
+        return out
+    arr = _int_array(value, label, "moves")
+    if arr.ndim == 2:
+        if arr.shape[1] != 4 or np.any((arr != 0) & (arr != 1)) or np.any(arr.sum(axis=1) != 1):
+            raise StoreError(
+                f"{label}: moves must be one-hot rows of 4 (up, left, down, right), shape {arr.shape}"
+            )
+        return arr.argmax(axis=1).astype(np.int8)
+    if arr.ndim != 1 or np.any((arr < 0) | (arr > 3)):
+        raise StoreError(f"{label}: moves must be n one-hot rows of 4 or n directions 0-3")
+    return arr.astype(np.int8)
+
+
+def _spawn_list(value: Any, label: str, i: int) -> list[Triple]:
+    if not isinstance(value, list):
+        raise StoreError(f"{label}: move {i}: spawns must be a list of [row, col, value]")
+    try:
+        return spawn_triples(value)
+    except (TypeError, ValueError):
+        raise StoreError(f"{label}: move {i}: spawns must be a list of [row, col, value]") from None
+
+
+def check_game(
+    label: str,
+    rules: Rules,
+    meta: dict[str, Any],
+    *,
+    layouts: np.ndarray,
+    moves: np.ndarray,
+    scores: np.ndarray,
+    rewards: np.ndarray | None = None,
+    spawns: Sequence[Sequence[Triple]] | None = None,
+    initial_board: np.ndarray | None = None,
+    final_board: np.ndarray | None = None,
+) -> IncomingGame:
+    """Replay a game move by move and check everything agrees; returns it complete (rewards, spawns, boards).
+
+    For move ``i``: the move must be legal on ``layouts[i]``; its merge reward must match ``rewards[i]``
+    (when given); scores must rise by exactly the reward; and the next layout (``layouts[i+1]``, or
+    ``final_board`` after the last move) must be the slid board plus the spawned tiles: 2s or 4s on
+    empty cells, as many as the rules spawn (and exactly ``spawns[i]`` when spawns are given).
+    """
+    n = len(moves)
+    if scores.shape != (n,):
+        raise StoreError(f"{label}: {n} moves but scores has shape {scores.shape}")
+    if rewards is not None and rewards.shape != (n,):
+        raise StoreError(f"{label}: {n} moves but rewards has shape {rewards.shape}")
+    if layouts.shape[0] != n:
+        raise StoreError(f"{label}: {n} moves but {layouts.shape[0]} layouts")
+    if spawns is not None and len(spawns) != n:
+        raise StoreError(f"{label}: {n} moves but spawns for {len(spawns)}")
+    if initial_board is None:
+        if n == 0:
+            raise StoreError(f"{label}: a game without moves needs its initial board")
+        initial_board = layouts[0]
+    elif n and not np.array_equal(initial_board, layouts[0]):
+        raise StoreError(f"{label}: initial board differs from the layout before move 0")
+    rows, cols = rules.shape
+    out_rewards = np.empty(n, dtype=np.int64)
+    out_spawns: list[list[Triple]] = []
+    score = 0
+    board_after = initial_board
+    for i in range(n):
+        before = layouts[i]
+        d = Direction(int(moves[i]))
+        slid, reward = _slide_unchecked(before, d)
+        if np.array_equal(slid, before):
+            raise StoreError(f"{label}: move {i}: {d.label} changes nothing on that board (an illegal move)")
+        if rewards is not None and int(rewards[i]) != reward:
+            raise StoreError(f"{label}: move {i}: reward {int(rewards[i])} but {d.label} merges {reward}")
+        out_rewards[i] = reward
+        if i == 0:
+            score = int(scores[0]) - reward
+            if score < 0:
+                raise StoreError(f"{label}: move 0: score {int(scores[0])} is less than its reward {reward}")
+        if int(scores[i]) != score + reward:
+            raise StoreError(
+                f"{label}: move {i}: score {int(scores[i])}, expected {score + reward} "
+                f"(previous score {score} + reward {reward})"
+            )
+        score += reward
+        nxt = layouts[i + 1] if i + 1 < n else final_board
+        given = list(spawns[i]) if spawns is not None else None
+        if nxt is not None:
+            changed = np.argwhere(nxt != slid)
+            found = [(int(r), int(c), int(nxt[r, c])) for r, c in changed]
+            if any(slid[r, c] != 0 for r, c, _ in found):
+                what = "the next layout" if i + 1 < n else "the final board"
+                raise StoreError(f"{label}: move {i}: {what} is not the board after {d.label} plus new tiles")
+            if given is not None and sorted(given) != sorted(found):
+                raise StoreError(
+                    f"{label}: move {i}: spawns {given} do not match the next layout (which adds {found})"
+                )
+            triples = given if given is not None else found
+        else:
+            triples = given or []
+            board_after = slid.copy()
+            for r, c, v in triples:
+                if not (0 <= r < rows and 0 <= c < cols) or board_after[r, c] != 0:
+                    raise StoreError(f"{label}: move {i}: spawn at ({r}, {c}) is not on an empty cell")
+                board_after[r, c] = v
+        _check_spawns(label, i, rules, slid, triples, exact=nxt is not None or given is not None)
+        out_spawns.append(triples)
+    if final_board is None:
+        final_board = board_after
+    elif n == 0 and not np.array_equal(final_board, initial_board):
+        raise StoreError(f"{label}: a game without moves must end on its initial board")
+    final_score = int(scores[-1]) if n else 0
+    for key, actual in (("score", final_score), ("max_tile", int(final_board.max())), ("n_moves", n)):
+        if meta.get(key) is not None and meta[key] != actual and not (key == "score" and n == 0):
+            raise StoreError(f"{label}: says {key} {meta[key]} but its moves give {actual}")
+    if meta.get("status") is None:  # a bare file: over when no move is left
+        meta["status"] = "abandoned" if legal_mask(final_board).any() else "finished"
+    return IncomingGame(
+        rules,
+        meta,
+        initial_board,
+        layouts,
+        moves.astype(np.int8),
+        out_rewards,
+        scores.astype(np.int64),
+        out_spawns,
+        final_board,
+    )
+
+
+def _check_spawns(
+    label: str, i: int, rules: Rules, slid: np.ndarray, triples: list[Triple], *, exact: bool
+) -> None:
+    allowed = {v for v, ok in ((2, rules.p4 < 1), (4, rules.p4 > 0)) if ok}
+    for _r, _c, v in triples:
+        if v not in allowed:
+            raise StoreError(
+                f"{label}: move {i}: a {v} appeared, but these rules spawn only "
+                f"{' or '.join(map(str, sorted(allowed)))}"
+            )
+    expected = min(rules.spawn_per_move, int(np.count_nonzero(slid == 0)))
+    if exact and len(triples) != expected:
+        raise StoreError(f"{label}: move {i}: {len(triples)} tiles appeared, the rules spawn {expected}")
+
+
+# --------------------------------------------------------------------------------------------- .npz
+
+
+def _npz_text(data: Mapping[str, np.ndarray], key: str, name: str) -> str | None:
+    if key not in data:
+        return None
+    arr = data[key]
+    if arr.dtype.kind == "U" and arr.ndim == 0:
+        return str(arr)
+    if arr.dtype == np.uint8 and arr.ndim == 1:
+        try:
+            return arr.tobytes().decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+    raise StoreError(f"{name}: entry {key!r} must be text")
+
+
+def _npz_json(data: Mapping[str, np.ndarray], key: str, name: str) -> Any:
+    text = _npz_text(data, key, name)
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise StoreError(f"{name}: entry {key!r} is not valid JSON ({e.msg})") from None
+
+
+def _read_npz(path: Path) -> list[IncomingGame]:
+    name = path.name
+    try:
+        # allow_pickle=False: an object array raises instead of unpickling (no code from the file runs).
+        with np.load(path, allow_pickle=False) as z:
+            data = {k: z[k] for k in z.files}
+    except Exception as e:  # zip, zlib, format and pickle refusals all mean the same to the user
+        why = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise StoreError(f"{name}: not a readable .npz file ({why})") from None
+    fmt = _npz_text(data, "format", name)
+    if fmt is not None and fmt != NPZ_FORMAT:
+        raise StoreError(f"{name}: format {fmt!r} is not {NPZ_FORMAT!r}")
+    if "version" in data:
+        version = _int_array(data["version"], name, "version").reshape(-1)
+        if version.size != 1 or int(version[0]) > VERSION:
+            raise StoreError(f"{name}: written by a newer 2048 Studio (format version {version.tolist()})")
+    for key in ("layouts", "moves", "scores"):
+        if key not in data:
+            raise StoreError(f"{name}: missing {key!r} (an .npz of games needs layouts, moves and scores)")
+
+    metas = _npz_json(data, "games", name)
+    top_rules = _npz_json(data, "rules", name)
+    layouts_raw = data["layouts"]
+    if layouts_raw.ndim not in (2, 3):
+        raise StoreError(f"{name}: layouts must have shape (n, rows*cols), got {layouts_raw.shape}")
+    shape = _board_shape(data, layouts_raw, top_rules, metas, name)
+    cells = shape[0] * shape[1]
+    layouts = _boards(layouts_raw.reshape(len(layouts_raw), -1), name, "layouts", (-1, cells)).reshape(
+        -1, *shape
+    )
+    n_total = layouts.shape[0]
+    moves = _directions(data["moves"], name)
+    # seed 003 keeps a one-move game's scores as a 0-d array (np.array(score)); otherwise shapes must be (n,)
+    scores = np.atleast_1d(_int_array(data["scores"], name, "scores"))
+    rewards = np.atleast_1d(_int_array(data["rewards"], name, "rewards")) if "rewards" in data else None
+    for what, arr in (("moves", moves), ("scores", scores), ("rewards", rewards)):
+        if arr is not None and arr.shape[0] != n_total:
+            raise StoreError(f"{name}: {n_total} layouts but {arr.shape[0]} {what}")
+
+    offsets = _offsets(data, n_total, name)
+    n_games = len(offsets) - 1
+    if metas is not None and (
+        not isinstance(metas, list) or len(metas) != n_games or not all(isinstance(m, dict) for m in metas)
+    ):
+        raise StoreError(f"{name}: 'games' must be a JSON list of {n_games} objects")
+    initial = finals = None
+    if "initial_boards" in data:
+        initial = _boards(data["initial_boards"], name, "initial_boards", (n_games, cells)).reshape(
+            -1, *shape
+        )
+    if "final_boards" in data:
+        finals = _boards(data["final_boards"], name, "final_boards", (n_games, cells)).reshape(-1, *shape)
+    spawns_by_move: list[list[Triple]] | None = None
+    if "spawns" in data:
+        sp = _int_array(data["spawns"], name, "spawns")
+        if sp.ndim != 2 or sp.shape[1] != 3:
+            raise StoreError(f"{name}: spawns must have shape (m, 3): move, cell, value")
+        if sp.size and (
+            sp[:, 0].min() < 0 or sp[:, 0].max() >= n_total or sp[:, 1].min() < 0 or sp[:, 1].max() >= cells
+        ):
+            raise StoreError(f"{name}: spawns refer to a move or cell that does not exist")
+        spawns_by_move = [[] for _ in range(n_total)]
+        for m, cell, v in sp.tolist():
+            spawns_by_move[m].append((cell // shape[1], cell % shape[1], v))
+
+    games = []
+    for g in range(n_games):
+        label = f"{name}: game {g + 1}"
+        a, b = int(offsets[g]), int(offsets[g + 1])
+        meta_obj = metas[g] if metas is not None else {}
+        rules = _rules(meta_obj.get("rules", top_rules), label, shape)
+        if rules.shape != shape:
+            raise StoreError(
+                f"{label}: rules are {rules.rows}x{rules.cols} but the boards are {shape[0]}x{shape[1]}"
+            )
+        games.append(
+            check_game(
+                label,
+                rules,
+                _meta(meta_obj, label),
+                layouts=layouts[a:b],
+                moves=moves[a:b],
+                scores=scores[a:b],
+                rewards=None if rewards is None else rewards[a:b],
+                spawns=None if spawns_by_move is None else spawns_by_move[a:b],
+                initial_board=None if initial is None else initial[g],
+                final_board=None if finals is None else finals[g],
+            )
+        )
+    return games
+
+
+def _board_shape(
+    data: Mapping[str, np.ndarray], layouts: np.ndarray, rules: Any, metas: Any, name: str
+) -> tuple[int, int]:
+    if "board_shape" in data:
+        bs = _int_array(data["board_shape"], name, "board_shape").reshape(-1)
+        if bs.shape != (2,) or bs.min() < 1:
+            raise StoreError(f"{name}: board_shape must be two positive numbers (rows, cols)")
+        return int(bs[0]), int(bs[1])
+    if layouts.ndim == 3:
+        return int(layouts.shape[1]), int(layouts.shape[2])
+    for r in [rules] + (
+        [m.get("rules") for m in metas if isinstance(m, dict)] if isinstance(metas, list) else []
+    ):
+        if isinstance(r, dict) and "rows" in r and "cols" in r:
+            return int(r["rows"]), int(r["cols"])
+    if layouts.ndim != 2:
+        raise StoreError(f"{name}: layouts must have shape (n, rows*cols), got {layouts.shape}")
+    side = round(layouts.shape[1] ** 0.5)
+    if side * side != layouts.shape[1] or side == 0:
+        raise StoreError(
+            f"{name}: cannot tell the board shape from {layouts.shape[1]} cells: add board_shape"
+        )
+    return side, side
+
+
+def _offsets(data: Mapping[str, np.ndarray], n_total: int, name: str) -> np.ndarray:
+    if "game_offsets" in data:
+        off = _int_array(data["game_offsets"], name, "game_offsets").reshape(-1)
+    elif "num_moves" in data:  # seed 003's GameDriver keeps the move count of each game
+        counts = _int_array(data["num_moves"], name, "num_moves").reshape(-1)
+        if np.any(counts < 0):
+            raise StoreError(f"{name}: num_moves must not be negative")
+        off = np.concatenate([[0], np.cumsum(counts)])
+    else:
+        off = np.array([0, n_total])
+    if len(off) < 2 or off[0] != 0 or off[-1] != n_total or np.any(np.diff(off) < 0):
+        raise StoreError(
+            f"{name}: game boundaries do not cover the {n_total} moves (0 .. {n_total}, increasing)"
+        )
+    return off
+
+
+# -------------------------------------------------------------------------------------------- .jsonl
+
+
+def _read_jsonl(path: Path) -> list[IncomingGame]:
+    name = path.name
+    games = []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = list(fh)
+    except UnicodeDecodeError:
+        raise StoreError(f"{name}: not a UTF-8 text file") from None
+    for ln, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        label = f"{name} line {ln}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise StoreError(f"{label}: not valid JSON ({e.msg})") from None
+        if not isinstance(obj, dict):
+            raise StoreError(f"{label}: expected a JSON object (one game)")
+        games.append(_game_from_json(obj, label))
+    return games
+
+
+def _game_from_json(obj: dict[str, Any], label: str) -> IncomingGame:
+    fmt = obj.get("format")
+    if fmt is not None and fmt != JSONL_FORMAT:
+        raise StoreError(f"{label}: format {fmt!r} is not {JSONL_FORMAT!r}")
+    version = obj.get("version", VERSION)
+    if not isinstance(version, int) or version > VERSION:
+        raise StoreError(f"{label}: written by a newer 2048 Studio (format version {version!r})")
+    for key in ("layouts", "moves", "scores"):
+        if not isinstance(obj.get(key), list):
+            raise StoreError(f"{label}: missing list {key!r}")
+    raw_rules = obj.get("rules")
+    shape = None
+    if raw_rules is None:
+        probe = obj.get("initial_board") or (obj["layouts"][0] if obj["layouts"] else None)
+        if isinstance(probe, list) and probe and isinstance(probe[0], list):
+            shape = (len(probe), len(probe[0]))
+    rules = _rules(raw_rules, label, shape)
+    n = len(obj["moves"])
+    layouts = _boards(
+        obj["layouts"] if obj["layouts"] else np.zeros((0, *rules.shape), np.int64),
+        label,
+        "layouts",
+        (-1, *rules.shape),
+    )
+    moves = _directions(obj["moves"], label)
+    scores = _int_array(obj["scores"], label, "scores")
+    rewards = _int_array(obj["rewards"], label, "rewards") if obj.get("rewards") is not None else None
+    spawns = None
+    if obj.get("spawns") is not None:
+        if not isinstance(obj["spawns"], list) or len(obj["spawns"]) != n:
+            raise StoreError(f"{label}: spawns must be a list with one entry per move")
+        spawns = [_spawn_list(s, label, i) for i, s in enumerate(obj["spawns"])]
+    initial = (
+        _boards(obj["initial_board"], label, "initial_board", rules.shape)
+        if obj.get("initial_board") is not None
+        else None
+    )
+    final = (
+        _boards(obj["final_board"], label, "final_board", rules.shape)
+        if obj.get("final_board") is not None
+        else None
+    )
+    return check_game(
+        label,
+        rules,
+        _meta(obj, label),
+        layouts=layouts,
+        moves=moves,
+        scores=scores,
+        rewards=rewards,
+        spawns=spawns,
+        initial_board=initial,
+        final_board=final,
+    )

@@ -1,0 +1,299 @@
+"""Training runs in the store: the run record, its metric history (columnar blocks) and checkpoints.
+
+:class:`RunsMixin` is the runs half of :class:`engine.store.GameStore`; it uses the store's
+transaction helper and knows nothing about games.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.core import Rules
+from engine.store import metrics
+from engine.store.model import RUN_STATUSES, CheckpointInfo, RunMessage, RunSummary, StoreError
+from engine.store.values import rules_of, seed_text, seed_value, to_json
+
+_RUN_COLUMNS = (
+    "id, agent, config, rules, budget, seed, status, error, created, updated, n_events, "
+    "episodes, steps, elapsed, last_metrics"
+)
+
+
+class RunsMixin:
+    """Runs API of :class:`engine.store.GameStore` (see there for threads and transactions)."""
+
+    _path: Path
+    _host: str
+
+    def _tx(self, write: bool) -> AbstractContextManager[sqlite3.Connection]:
+        raise NotImplementedError  # provided by GameStore
+
+    def create_run(
+        self,
+        agent: str,
+        config: Mapping[str, Any] | Any,
+        rules: Rules | Mapping[str, Any],
+        budget: Mapping[str, Any] | Any,
+        seed: int | None = None,
+        *,
+        status: str = "running",
+    ) -> int:
+        """Record a new training run (status ``running`` unless told) and return its id."""
+        _check_run_status(status)
+        r = rules_of(rules)
+        now = time.time()
+        with self._tx(write=True) as con:
+            cur = con.execute(
+                "INSERT INTO runs (agent, config, rules, budget, seed, status, created, updated, pid, host) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    agent,
+                    to_json(config, "config"),
+                    to_json(r, "rules"),
+                    to_json(budget, "budget"),
+                    seed_text(seed),
+                    status,
+                    now,
+                    now,
+                    os.getpid(),
+                    self._host,
+                ),
+            )
+            return int(cur.lastrowid or 0)
+
+    def set_run_status(self, run_id: int, status: str, error: str | None = None) -> None:
+        """Set a run's status (running / paused / stopped / finished / failed) and its error text.
+
+        Setting ``running`` or ``paused`` also records this process as the one driving the run.
+        """
+        _check_run_status(status)
+        with self._tx(write=True) as con:
+            if status in ("running", "paused"):
+                cur = con.execute(
+                    "UPDATE runs SET status = ?, error = ?, updated = ?, pid = ?, host = ? WHERE id = ?",
+                    (status, error, time.time(), os.getpid(), self._host, run_id),
+                )
+            else:
+                cur = con.execute(
+                    "UPDATE runs SET status = ?, error = ?, updated = ? WHERE id = ?",
+                    (status, error, time.time(), run_id),
+                )
+            if cur.rowcount == 0:
+                raise StoreError(f"no run {run_id}")
+
+    def log_metrics(self, run_id: int, events: Sequence[Any]) -> None:
+        """Append metric events (``agents.base.MetricEvent``) to a run's history, in one transaction.
+
+        Stored: kind, episode, step, elapsed, progress, every metric, and the message of events that
+        have one. Boards and game traces are not stored here (use :meth:`record_trace` with ``run_id``).
+        """
+        events = list(events)
+        if not events:
+            return
+        try:
+            block = metrics.block_from_events(events)
+        except (TypeError, ValueError, AttributeError) as e:
+            raise StoreError(f"run {run_id}: bad metric event: {e}") from None
+        with self._tx(write=True) as con:
+            row = con.execute("SELECT n_events, last_metrics FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise StoreError(f"no run {run_id}")
+            first = int(row["n_events"])
+            con.execute(
+                "INSERT INTO run_metric_blocks (run_id, first, level, n, kinds, kind, episode, step, elapsed, "
+                "progress, names, vals) VALUES (:run_id, :first, 0, :n, :kinds, :kind, :episode, :step, :elapsed, "
+                ":progress, :names, :vals)",
+                {"run_id": run_id, "first": first, **metrics.block_to_row(block)},
+            )
+            con.executemany(
+                "INSERT INTO run_messages (run_id, seq, kind, episode, step, message) VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (run_id, first + i, str(ev.kind), int(ev.episode), int(ev.step), str(ev.message))
+                    for i, ev in enumerate(events)
+                    if getattr(ev, "message", "")
+                ],
+            )
+            last = json.loads(row["last_metrics"])
+            last.update(metrics.last_values(block))
+            tail = events[-1]
+            con.execute(
+                "UPDATE runs SET n_events = ?, episodes = ?, steps = ?, elapsed = ?, last_metrics = ?, updated = ? "
+                "WHERE id = ?",
+                (
+                    first + len(events),
+                    int(tail.episode),
+                    int(tail.step),
+                    float(tail.elapsed),
+                    json.dumps(_finite_or_none(last)),
+                    time.time(),
+                    run_id,
+                ),
+            )
+            self._compact(con, run_id)
+
+    @staticmethod
+    def _compact(con: sqlite3.Connection, run_id: int) -> None:
+        """Merge FANOUT blocks of one level into one block of the next, cascading upwards."""
+        level = 0
+        while True:
+            rows = con.execute(
+                "SELECT id, first, n, kinds, kind, episode, step, elapsed, progress, names, vals "
+                "FROM run_metric_blocks WHERE run_id = ? AND level = ? ORDER BY first",
+                (run_id, level),
+            ).fetchall()
+            if len(rows) < metrics.FANOUT:
+                return
+            merged = metrics.concat_blocks([metrics.block_from_row(r) for r in rows])
+            first = rows[0]["first"]
+            con.executemany("DELETE FROM run_metric_blocks WHERE id = ?", [(r["id"],) for r in rows])
+            con.execute(
+                "INSERT INTO run_metric_blocks (run_id, first, level, n, kinds, kind, episode, step, elapsed, "
+                "progress, names, vals) VALUES (:run_id, :first, :level, :n, :kinds, :kind, :episode, :step, "
+                ":elapsed, :progress, :names, :vals)",
+                {"run_id": run_id, "first": first, "level": level + 1, **metrics.block_to_row(merged)},
+            )
+            level += 1
+
+    def run_metrics(self, run_id: int, kinds: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+        """A run's whole metric history as numpy columns, one entry per event in order.
+
+        ``episode`` and ``step`` (int64), ``elapsed`` (float64), then one float64 column per metric name
+        (NaN where an event did not report it). ``kinds`` keeps only events of those kinds (e.g.
+        ``["episode"]``). A metric named like a fixed column comes back as ``"metric:<name>"``.
+        """
+        with self._tx(write=False) as con:
+            if con.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+                raise StoreError(f"no run {run_id}")
+            rows = con.execute(
+                "SELECT n, kinds, kind, episode, step, elapsed, progress, names, vals FROM run_metric_blocks "
+                "WHERE run_id = ? ORDER BY first",
+                (run_id,),
+            ).fetchall()
+        block = metrics.concat_blocks([metrics.block_from_row(r) for r in rows])
+        return metrics.columns(block, kinds)
+
+    def run_messages(self, run_id: int) -> list[RunMessage]:
+        """The messages a run reported (info events), in order."""
+        with self._tx(write=False) as con:
+            rows = con.execute(
+                "SELECT seq, kind, episode, step, message FROM run_messages WHERE run_id = ? ORDER BY seq",
+                (run_id,),
+            ).fetchall()
+        return [RunMessage(r["seq"], r["kind"], r["episode"], r["step"], r["message"]) for r in rows]
+
+    def add_checkpoint(
+        self, run_id: int, path: str | os.PathLike[str], episode: int, step: int, final: bool = False
+    ) -> int:
+        """Record a checkpoint file of a run. Paths inside the data dir are kept relative to it."""
+        p = Path(path)
+        base = self._path.parent.resolve()
+        try:
+            stored = p.resolve().relative_to(base).as_posix()
+        except ValueError:
+            stored = str(p.resolve())
+        with self._tx(write=True) as con:
+            if con.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+                raise StoreError(f"no run {run_id}")
+            cur = con.execute(
+                "INSERT INTO run_checkpoints (run_id, path, episode, step, final, created) VALUES (?, ?, ?, ?, ?, ?)",
+                (run_id, stored, int(episode), int(step), int(bool(final)), time.time()),
+            )
+            con.execute("UPDATE runs SET updated = ? WHERE id = ?", (time.time(), run_id))
+            return int(cur.lastrowid or 0)
+
+    def run_checkpoints(self, run_id: int) -> list[CheckpointInfo]:
+        """A run's checkpoints, oldest first."""
+        with self._tx(write=False) as con:
+            rows = con.execute(
+                "SELECT id, run_id, path, episode, step, final, created FROM run_checkpoints "
+                "WHERE run_id = ? ORDER BY id",
+                (run_id,),
+            ).fetchall()
+        base = self._path.parent
+        return [
+            CheckpointInfo(
+                r["id"],
+                r["run_id"],
+                base / r["path"],
+                r["episode"],
+                r["step"],
+                bool(r["final"]),
+                r["created"],
+            )
+            for r in rows
+        ]
+
+    def last_checkpoint(self, run_id: int) -> Path | None:
+        """The newest checkpoint of a run (what a resume loads), or None."""
+        cps = self.run_checkpoints(run_id)
+        return cps[-1].path if cps else None
+
+    def list_runs(
+        self, agent: str | None = None, status: str | None = None, limit: int | None = None
+    ) -> list[RunSummary]:
+        """Runs, newest first."""
+        clauses: list[str] = []
+        params: list[Any] = []
+        for column, value in (("agent", agent), ("status", status)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        sql = f"SELECT {_RUN_COLUMNS} FROM runs" + (" WHERE " + " AND ".join(clauses) if clauses else "")
+        sql += " ORDER BY id DESC LIMIT ?"
+        params.append(-1 if limit is None else int(limit))
+        with self._tx(write=False) as con:
+            return [_run_summary(r) for r in con.execute(sql, params).fetchall()]
+
+    def get_run(self, run_id: int) -> RunSummary:
+        with self._tx(write=False) as con:
+            row = con.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"no run {run_id}")
+        return _run_summary(row)
+
+    def delete_run(self, run_id: int) -> None:
+        """Delete a run's record, metrics and checkpoint entries (not the files; its games stay, unlinked)."""
+        with self._tx(write=True) as con:
+            if con.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount == 0:
+                raise StoreError(f"no run {run_id}")
+
+
+def _check_run_status(status: str) -> None:
+    if status not in RUN_STATUSES:
+        raise StoreError(f"run status must be one of {', '.join(RUN_STATUSES)}, got {status!r}")
+
+
+def _finite_or_none(d: Mapping[str, float]) -> dict[str, float | None]:
+    # JSON has no NaN/inf; a non-finite last value is shown as missing
+    return {k: (v if v is not None and math.isfinite(v) else None) for k, v in d.items()}
+
+
+def _run_summary(row: sqlite3.Row) -> RunSummary:
+    last = {k: (math.nan if v is None else float(v)) for k, v in json.loads(row["last_metrics"]).items()}
+    return RunSummary(
+        id=row["id"],
+        agent=row["agent"],
+        config=json.loads(row["config"]),
+        rules=Rules.from_dict(json.loads(row["rules"])),
+        budget=json.loads(row["budget"]),
+        seed=seed_value(row["seed"]),
+        status=row["status"],
+        error=row["error"],
+        created=row["created"],
+        updated=row["updated"],
+        n_events=row["n_events"],
+        episodes=row["episodes"],
+        steps=row["steps"],
+        elapsed=row["elapsed"],
+        last_metrics=last,
+    )

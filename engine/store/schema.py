@@ -1,0 +1,256 @@
+"""The database file: its schema, and opening it safely.
+
+Identity: SQLite's header field ``application_id`` is set to ``0x32303438`` (ASCII "2048") and
+``user_version`` to the schema version. A file is used only when it is empty, a brand-new SQLite file
+with no tables, or carries our application_id; anything else (another program's database, a text
+file, a newer schema) is refused with a one-line :class:`StoreError` before a single byte is written.
+
+Durability: WAL journal with ``synchronous=NORMAL``. In WAL mode a COMMIT has written the
+transaction to the ``-wal`` file (through the OS page cache) before it returns; SIGKILL ends the
+process, not the kernel, so every committed move survives a kill and the next open replays the WAL.
+What NORMAL gives up is the fsync per commit, i.e. the last commits before a *power cut or OS
+crash* (never consistency). ``durable=True`` selects ``synchronous=FULL`` (an fsync per commit) for
+callers who want that too; human play is slow enough for either.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from engine.store.model import StoreError
+
+APPLICATION_ID = 0x32303438  # "2048"
+SCHEMA_VERSION = 1
+SQLITE_MAGIC = b"SQLite format 3\x00"
+BUSY_TIMEOUT_MS = 30_000  # eval workers in several processes write to the same file
+
+SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+CREATE TABLE runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent TEXT NOT NULL,
+    config TEXT NOT NULL,              -- JSON
+    rules TEXT NOT NULL,               -- JSON of engine.Rules
+    budget TEXT NOT NULL,              -- JSON
+    seed TEXT,                         -- decimal text: seeds may exceed SQLite's 64-bit integers
+    status TEXT NOT NULL,              -- running / paused / stopped / finished / failed
+    error TEXT,
+    created REAL NOT NULL,             -- Unix seconds
+    updated REAL NOT NULL,
+    pid INTEGER, host TEXT,            -- process driving the run: tells a live run from a killed one
+    n_events INTEGER NOT NULL DEFAULT 0,
+    episodes INTEGER NOT NULL DEFAULT 0,   -- counters of the last logged event
+    steps INTEGER NOT NULL DEFAULT 0,
+    elapsed REAL NOT NULL DEFAULT 0,
+    last_metrics TEXT NOT NULL DEFAULT '{}'  -- JSON: last value of every metric name
+);
+
+-- Metric history, columnar: each row holds a block of consecutive events, one numpy blob per column.
+-- Blocks are merged log-structured (16 blocks of one level -> one of the next), so a run of a million
+-- events is a few dozen rows and loads with a few frombuffer calls instead of a million row fetches.
+CREATE TABLE run_metric_blocks (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    first INTEGER NOT NULL,            -- sequence number (0-based, per run) of the block's first event
+    n INTEGER NOT NULL,                -- events in the block
+    level INTEGER NOT NULL,
+    kinds TEXT NOT NULL,               -- JSON list of event kinds (kind indexes it)
+    kind BLOB NOT NULL,                -- uint8[n]
+    episode BLOB NOT NULL,             -- int64[n]
+    step BLOB NOT NULL,                -- int64[n]
+    elapsed BLOB NOT NULL,             -- float64[n]
+    progress BLOB NOT NULL,            -- float64[n]
+    names TEXT NOT NULL,               -- JSON list of metric names
+    vals BLOB NOT NULL                 -- float64[len(names), n], NaN where an event lacks the metric
+);
+CREATE UNIQUE INDEX run_metric_blocks_order ON run_metric_blocks(run_id, first);
+CREATE INDEX run_metric_blocks_level ON run_metric_blocks(run_id, level);
+
+CREATE TABLE run_messages (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    episode INTEGER NOT NULL,
+    step INTEGER NOT NULL,
+    message TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+
+CREATE TABLE run_checkpoints (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    path TEXT NOT NULL,                -- relative to the data dir when inside it (the dir may move)
+    episode INTEGER NOT NULL,
+    step INTEGER NOT NULL,
+    final INTEGER NOT NULL,
+    created REAL NOT NULL
+);
+CREATE INDEX run_checkpoints_run ON run_checkpoints(run_id, id);
+
+CREATE TABLE games (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused, so an id in an export stays unambiguous
+    source TEXT NOT NULL,              -- human / agent / evaluation / training / imported
+    agent TEXT,
+    checkpoint TEXT,
+    run_id INTEGER REFERENCES runs(id) ON DELETE SET NULL,
+    rules TEXT NOT NULL,               -- JSON of engine.Rules
+    rows INTEGER NOT NULL,             -- the rules' shape, needed to decode board blobs
+    cols INTEGER NOT NULL,
+    seed TEXT,
+    started REAL NOT NULL,
+    updated REAL NOT NULL,             -- last move (or start)
+    ended REAL,
+    status TEXT NOT NULL CHECK (status IN ('playing', 'finished', 'abandoned')),
+    score INTEGER NOT NULL,
+    max_tile INTEGER NOT NULL,
+    n_moves INTEGER NOT NULL,
+    initial_board BLOB NOT NULL,       -- exponent bytes, see engine.store.codec
+    final_board BLOB,                  -- NULL while playing: rebuilt from the last move
+    pid INTEGER, host TEXT,            -- process writing a 'playing' game
+    origin TEXT                        -- imported games: JSON {file, id, source}
+);
+CREATE INDEX games_source ON games(source, started);
+CREATE INDEX games_agent ON games(agent, started);
+CREATE INDEX games_score ON games(score);
+CREATE INDEX games_run ON games(run_id);
+
+-- One row per move, inserted and committed the moment the move is made.
+CREATE TABLE moves (
+    game_id INTEGER NOT NULL REFERENCES games(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,              -- 0-based move number
+    board BLOB NOT NULL,               -- layout before the move: exponent bytes, row-major
+    direction INTEGER NOT NULL CHECK (direction BETWEEN 0 AND 3),  -- up, left, down, right
+    reward INTEGER NOT NULL,
+    score INTEGER NOT NULL,            -- score after the move
+    spawns BLOB NOT NULL,              -- 5 bytes per spawned tile: uint32 cell + uint8 exponent
+    PRIMARY KEY (game_id, idx)
+) WITHOUT ROWID;
+"""
+
+
+def _refuse(path: Path, why: str) -> StoreError:
+    return StoreError(
+        f"{path} {why}; 2048 Studio will not open or change it (move it away or use another --data-dir)"
+    )
+
+
+def _inspect(path: Path) -> str:
+    """``"new"`` (absent, empty or a table-less SQLite file) or ``"ours"``; anything else raises.
+
+    Reads the 100-byte header directly, so a foreign file is judged without SQLite writing anything
+    (not even a -wal/-shm file or a checkpoint on close).
+    """
+    if path.is_dir():
+        raise _refuse(path, "is a directory, not a database file")
+    if not path.exists() or path.stat().st_size == 0:
+        return "new"
+    try:
+        with open(path, "rb") as fh:
+            header = fh.read(100)
+    except OSError as e:
+        raise StoreError(f"cannot read {path}: {e.strerror or e}") from e
+    if not header.startswith(SQLITE_MAGIC) or len(header) < 100:
+        raise _refuse(path, "is not an SQLite database")
+    app_id = int.from_bytes(header[68:72], "big")
+    if app_id == APPLICATION_ID:
+        return "ours"
+    if app_id == 0 and _sqlite_is_empty(path):
+        return "new"
+    label = f"application_id {app_id:#010x}" if app_id else "no application_id"
+    raise _refuse(path, f"is an SQLite database of another program ({label})")
+
+
+def _sqlite_is_empty(path: Path) -> bool:
+    """True for an SQLite file with no tables at all (opened read-only: nothing is written)."""
+    try:
+        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            return con.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False
+
+
+def connect(path: Path, *, durable: bool = False) -> sqlite3.Connection:
+    """Open (creating if needed) the studio database at ``path``, checked, migrated and in WAL mode."""
+    state = _inspect(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        con = sqlite3.connect(
+            path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+        )
+    except sqlite3.Error as e:
+        raise StoreError(f"cannot open the database {path}: {e}") from e
+    try:
+        con.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        if state == "new":
+            _create(con, path)
+        _check_version(con, path)
+        # WAL is set after the identity is written, so even the first header the file ever has is ours.
+        mode = con.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise StoreError(f"cannot switch {path} to WAL mode (got {mode!r})")
+        con.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
+        con.execute("PRAGMA foreign_keys = ON")
+    except sqlite3.DatabaseError as e:
+        con.close()
+        raise StoreError(f"cannot use the database {path}: {e}") from e
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def _create(con: sqlite3.Connection, path: Path) -> None:
+    # EXCLUSIVE: two processes creating the file at once must not both build the schema.
+    con.execute("BEGIN EXCLUSIVE")
+    try:
+        app_id = con.execute("PRAGMA application_id").fetchone()[0]
+        n_tables = con.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        if app_id == APPLICATION_ID:  # someone else created it meanwhile
+            con.execute("ROLLBACK")
+            return
+        if n_tables:
+            raise _refuse(path, "is an SQLite database of another program")
+        con.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        for statement in _statements(SCHEMA):
+            con.execute(statement)
+        con.executemany(
+            "INSERT INTO meta(key, value) VALUES (?, ?)",
+            [("created_by", "2048 Studio"), ("schema_version", str(SCHEMA_VERSION))],
+        )
+        con.execute("COMMIT")
+    except BaseException:
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        raise
+
+
+def _statements(script: str) -> list[str]:
+    """Split a script into statements (executescript would COMMIT the open transaction)."""
+    out, buf = [], ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            out.append(buf.strip())
+            buf = ""
+    if buf.strip() and not all(ln.strip().startswith("--") for ln in buf.strip().splitlines()):
+        raise ValueError(f"incomplete SQL statement: {buf.strip()[:60]}")
+    return out
+
+
+def _check_version(con: sqlite3.Connection, path: Path) -> None:
+    app_id = con.execute("PRAGMA application_id").fetchone()[0]
+    if app_id != APPLICATION_ID:
+        raise _refuse(path, "is not a 2048 Studio database")
+    version = con.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} was written by a newer 2048 Studio (schema {version}, this one knows up to "
+            f"{SCHEMA_VERSION}); upgrade the studio to open it"
+        )
+    # Future migrations go here: `if version < 2: ...` inside one transaction, then bump user_version.

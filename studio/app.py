@@ -1,0 +1,375 @@
+"""The main window: tabs Play, Train, Replay, Arena, Games; menus, status bar, shortcuts, saved state.
+
+``create_window(data_dir)`` builds it without an event loop (tests, scripts, screenshots);
+``run_app(data_dir)`` is what ``python main.py`` runs. Each tab is its own module under
+``studio/tabs``; a tab module that does not exist yet (Train and Arena until issue 9) shows a
+placeholder page, so adding one is adding ``studio/tabs/<name>.py`` with its class.
+
+Tab classes are built as ``cls(store, settings, parent)`` and may expose the signals ``status(str)``
+(status-bar message), ``gamesChanged()`` (records were written), ``openInReplay(int)`` and
+``useInPlay(agent, checkpoint)`` / ``useInArena(agent, checkpoint)`` (routed to Play / to the Arena
+tab's ``use_agent``), and the methods ``mark_dirty()`` (games changed elsewhere) and ``shutdown()``
+(the window is closing).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QSettings, Qt, QTimer, QUrl
+from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence
+from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QMessageBox, QTabWidget, QWidget
+
+from studio.settings import get_int
+from studio.tabs.placeholder import PlaceholderTab
+
+ORGANIZATION = "2048 Studio"
+APPLICATION = "2048 Studio"
+
+#: (tab title, module, class, placeholder text while the module is missing)
+TABS: tuple[tuple[str, str, str, str], ...] = (
+    ("Play", "studio.tabs.play", "PlayTab", ""),
+    (
+        "Train",
+        "studio.tabs.train",
+        "TrainTab",
+        "Training from a form with live curves comes with the next part of the studio.\n"
+        "Meanwhile: python main.py train --help",
+    ),
+    ("Replay", "studio.tabs.replay", "ReplayTab", ""),
+    (
+        "Arena",
+        "studio.tabs.arena",
+        "ArenaTab",
+        "Comparing agents side by side comes with the next part of the studio.\n"
+        "Meanwhile: python main.py eval --help",
+    ),
+    ("Games", "studio.tabs.games", "GamesTab", ""),
+)
+
+SHORTCUTS_HELP = """
+<table cellspacing=6>
+<tr><td colspan=2><b>Play</b></td></tr>
+<tr><td>Arrows, W A S D</td><td>move (takes over from a watched agent)</td></tr>
+<tr><td>H</td><td>hint from the chosen agent</td></tr>
+<tr><td>Space</td><td>watch the agent / pause</td></tr>
+<tr><td>.</td><td>the agent makes one move</td></tr>
+<tr><td>Ctrl+N</td><td>new game (board size, spawn rules)</td></tr>
+<tr><td colspan=2><b>Replay</b></td></tr>
+<tr><td>Left / Right, comma / period</td><td>step back / forward</td></tr>
+<tr><td>Home / End</td><td>first / last position</td></tr>
+<tr><td>Space</td><td>play / pause</td></tr>
+<tr><td colspan=2><b>Games</b></td></tr>
+<tr><td>Enter, double-click</td><td>open in Replay</td></tr>
+<tr><td>Delete</td><td>delete the selected games</td></tr>
+<tr><td>Ctrl+E / Ctrl+I</td><td>export the selection / import files</td></tr>
+<tr><td colspan=2><b>Window</b></td></tr>
+<tr><td>Ctrl+1 … Ctrl+5</td><td>switch tabs</td></tr>
+<tr><td>F11</td><td>full screen</td></tr>
+</table>
+"""
+
+
+def make_settings() -> QSettings:
+    """The app's persistent settings (window geometry, last rules, agent, speeds)."""
+    return QSettings(ORGANIZATION, APPLICATION)
+
+
+class MainWindow(QMainWindow):
+    """The studio window. ``tab(name)`` returns a tab's widget; the store is closed with the window."""
+
+    def __init__(self, store: Any, data_dir: Path, settings: QSettings) -> None:
+        super().__init__()
+        self.setObjectName("mainWindow")
+        self.setWindowTitle("2048 Studio")
+        self.store = store
+        self.data_dir = data_dir
+        self.settings = settings
+        self._closed = False
+        self.tabs = QTabWidget(self)
+        self.tabs.setObjectName("tabs")
+        self.tabs.setDocumentMode(True)
+        self._tabs: dict[str, QWidget] = {}
+        for title, module, cls_name, note in TABS:
+            widget = self._build_tab(title, module, cls_name, note)
+            self._tabs[title] = widget
+            self.tabs.addTab(widget, title)
+        self.setCentralWidget(self.tabs)
+        self._wire_tabs()
+        self._build_menus()
+        self._build_status_bar()
+        self.tabs.currentChanged.connect(self._on_tab_changed)
+        self._restore_state()
+        self._on_tab_changed(self.tabs.currentIndex())
+
+    # ------------------------------------------------------------------ tabs
+    def _build_tab(self, title: str, module: str, cls_name: str, note: str) -> QWidget:
+        try:
+            cls = getattr(importlib.import_module(module), cls_name)
+        except ModuleNotFoundError as e:
+            if e.name != module:
+                raise
+            return PlaceholderTab(title, note or f"The {title} tab is not available in this build.")
+        try:
+            widget: QWidget = cls(self.store, self.settings, self)
+        except Exception as e:  # a broken tab must not keep the rest of the studio from opening
+            traceback.print_exc()
+            return PlaceholderTab(title, f"The {title} tab failed to open:\n{type(e).__name__}: {e}")
+        return widget
+
+    def tab(self, title: str) -> Any:
+        """The widget of tab ``title`` ("Play", "Train", "Replay", "Arena", "Games")."""
+        return self._tabs[title]
+
+    @property
+    def play(self) -> Any:
+        return self._tabs["Play"]
+
+    @property
+    def replay(self) -> Any:
+        return self._tabs["Replay"]
+
+    @property
+    def games(self) -> Any:
+        return self._tabs["Games"]
+
+    def _wire_tabs(self) -> None:
+        for widget in self._tabs.values():
+            if hasattr(widget, "status"):
+                widget.status.connect(self.show_message)
+            if hasattr(widget, "gamesChanged"):
+                widget.gamesChanged.connect(lambda w=widget: self._games_changed(w))
+            if hasattr(widget, "openInReplay"):
+                widget.openInReplay.connect(self.open_in_replay)
+            if hasattr(widget, "useInPlay"):
+                widget.useInPlay.connect(self.use_in_play)
+            arena: Any = self._tabs.get("Arena")
+            if hasattr(widget, "useInArena") and hasattr(arena, "use_agent"):
+                widget.useInArena.connect(arena.use_agent)
+
+    def _games_changed(self, origin: QWidget) -> None:
+        # Other tabs re-read the store lazily, when they are next shown; the count in the status bar
+        # is refreshed at most a few times a second (a watched agent moves up to 60 times a second).
+        for widget in self._tabs.values():
+            if widget is not origin and hasattr(widget, "mark_dirty"):
+                widget.mark_dirty()
+        if not self._db_timer.isActive():
+            self._db_timer.start()
+
+    def use_in_play(self, agent: str, checkpoint: str = "") -> None:
+        """Hint / watch with ``agent`` (from ``checkpoint`` when given), e.g. a run's from the Train tab."""
+        from studio.thinking import AgentSpec
+
+        self.show_tab("Play")
+        if checkpoint:
+            self.play.use_checkpoint(Path(checkpoint))
+        else:
+            self.play.set_agent(AgentSpec(agent))
+
+    def open_in_replay(self, game_id: int) -> None:
+        self.tabs.setCurrentWidget(self.replay)
+        self.replay.open_game(game_id)
+
+    def show_tab(self, title: str) -> None:
+        self.tabs.setCurrentWidget(self._tabs[title])
+
+    def _on_tab_changed(self, index: int) -> None:
+        self.statusBar().clearMessage()  # a message belongs to the tab that showed it
+        on_play = self.tabs.widget(index) is self._tabs["Play"]
+        for action in self._play_actions:
+            action.setEnabled(on_play)
+        on_games = self.tabs.widget(index) is self._tabs["Games"]
+        self.export_action.setEnabled(on_games)
+        if on_play and hasattr(self.play, "board"):
+            self.play.board.setFocus()
+        self.settings.setValue("window/tab", index)
+
+    # ------------------------------------------------------------------ menus
+    def _action(self, text: str, slot: Any, shortcut: str | QKeySequence.StandardKey | None = None, tip: str = "") -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        if tip:
+            action.setStatusTip(tip)
+        action.triggered.connect(slot)
+        self.addAction(action)  # shortcuts work with the menu bar hidden (full screen) too
+        return action
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        file_menu = bar.addMenu("&File")
+        self.new_game_action = self._action("&New game…", self._new_game, "Ctrl+N", "Start a new game: board size, spawns")
+        self.import_action = self._action("&Import games…", self._import, "Ctrl+I", "Import games from .npz / .jsonl")
+        self.export_action = self._action("&Export selected games…", self._export, "Ctrl+E", "Export the selected games")
+        self.data_action = self._action("Open &data folder", self._open_data_dir, None, str(self.data_dir))
+        self.quit_action = self._action("&Quit", self.close, QKeySequence.StandardKey.Quit)
+        for a in (self.new_game_action, self.import_action, self.export_action):
+            file_menu.addAction(a)
+        file_menu.addSeparator()
+        file_menu.addAction(self.data_action)
+        file_menu.addSeparator()
+        file_menu.addAction(self.quit_action)
+
+        game_menu = bar.addMenu("&Game")
+        play = self.play
+        has_play = hasattr(play, "request_hint")
+        self.hint_action = self._action("&Hint", play.request_hint if has_play else _noop, "H", "Ask the agent for a hint")
+        self.watch_action = self._action(
+            "&Watch agent / pause", lambda: play.autoplayButton.toggle() if has_play else None, "Space"
+        )
+        self.step_action = self._action("Agent &step", play.step_agent if has_play else _noop, ".")
+        self._play_actions = [self.hint_action, self.watch_action, self.step_action]
+        game_menu.addAction(self.new_game_action)
+        game_menu.addSeparator()
+        for a in self._play_actions:
+            game_menu.addAction(a)
+
+        view_menu = bar.addMenu("&View")
+        for i, (title, *_rest) in enumerate(TABS):
+            view_menu.addAction(self._action(f"&{title}", lambda _=False, t=title: self.show_tab(t), f"Ctrl+{i + 1}"))
+        view_menu.addSeparator()
+        view_menu.addAction(self._action("&Full screen", self._toggle_full_screen, "F11"))
+
+        help_menu = bar.addMenu("&Help")
+        help_menu.addAction(self._action("&Keyboard shortcuts", self._show_shortcuts, "F1"))
+        help_menu.addAction(self._action("&About 2048 Studio", self._about))
+
+    def _new_game(self) -> None:
+        self.show_tab("Play")
+        if hasattr(self.play, "show_new_game_dialog"):
+            self.play.show_new_game_dialog()
+
+    def _import(self) -> None:
+        self.show_tab("Games")
+        if hasattr(self.games, "import_dialog"):
+            self.games.import_dialog()
+
+    def _export(self) -> None:
+        if hasattr(self.games, "export_dialog"):
+            self.games.export_dialog()
+
+    def _open_data_dir(self) -> None:
+        QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.data_dir)))
+
+    def _toggle_full_screen(self) -> None:
+        self.setWindowState(self.windowState() ^ Qt.WindowState.WindowFullScreen)
+
+    def _show_shortcuts(self) -> None:
+        box = QMessageBox(QMessageBox.Icon.NoIcon, "Keyboard shortcuts", SHORTCUTS_HELP, QMessageBox.StandardButton.Ok, self)
+        box.setObjectName("shortcutsBox")
+        box.open()
+
+    def _about(self) -> None:
+        QMessageBox.about(
+            self,
+            "About 2048 Studio",
+            "<b>2048 Studio</b><br>Train, watch, play and compare 2048 agents.<br><br>"
+            f"Data: {self.data_dir}",
+        )
+
+    # ------------------------------------------------------------------ status bar
+    def _build_status_bar(self) -> None:
+        self._db_timer = QTimer(self)
+        self._db_timer.setSingleShot(True)
+        self._db_timer.setInterval(300)
+        self._db_timer.timeout.connect(self._update_db_label)
+        self.db_label = QLabel()
+        self.db_label.setObjectName("dbLabel")
+        self.db_label.setStyleSheet("color: #8a8178; padding-right: 6px;")
+        self.statusBar().addPermanentWidget(self.db_label)
+        self._update_db_label()
+        self.statusBar().showMessage("Arrows or WASD to play · F1 for shortcuts", 8000)
+
+    def _update_db_label(self) -> None:
+        try:
+            n = int(self.store.count_games())
+        except Exception:  # the label is informative only
+            n = 0
+        self.db_label.setText(f"{n:,} games · {self.data_dir}")
+
+    def show_message(self, text: str) -> None:
+        self.statusBar().showMessage(text, 6000)
+
+    # ------------------------------------------------------------------ state
+    def _restore_state(self) -> None:
+        geometry = self.settings.value("window/geometry")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1060, 720)
+        state = self.settings.value("window/state")
+        if state is not None:
+            self.restoreState(state)
+        index = get_int(self.settings, "window/tab", 0)
+        if 0 <= index < self.tabs.count():
+            self.tabs.setCurrentIndex(index)
+
+    def save_state(self) -> None:
+        self.settings.setValue("window/geometry", self.saveGeometry())
+        self.settings.setValue("window/state", self.saveState())
+        self.settings.setValue("window/tab", self.tabs.currentIndex())
+        self.settings.sync()
+
+    def shutdown(self) -> None:
+        """Stop agents and timers, end the current game's record, close the store. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._db_timer.stop()
+        self.save_state()
+        for widget in self._tabs.values():
+            for name in ("close_game", "shutdown", "stop"):
+                method = getattr(widget, name, None)
+                if callable(method):
+                    method()
+        if hasattr(self.play, "thinker"):
+            self.play.thinker.shutdown()
+        self.store.close()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.shutdown()
+        super().closeEvent(event)
+
+
+def _noop() -> None:
+    pass
+
+
+def create_window(
+    data_dir: str | os.PathLike[str] | None = None, *, settings: QSettings | None = None, store: Any = None
+) -> MainWindow:
+    """Build the main window on the store in ``data_dir`` (default: the user data dir), not shown.
+
+    A QApplication must exist (one is created if not). ``settings`` defaults to the app's QSettings;
+    tests pass one in a temporary location.
+    """
+    from engine.paths import data_dir as resolve_data_dir
+    from engine.store import GameStore
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setOrganizationName(ORGANIZATION)
+    app.setApplicationName(APPLICATION)
+    path = resolve_data_dir(data_dir)
+    if store is None:
+        store = GameStore.open(path)
+    return MainWindow(store, path, settings if settings is not None else make_settings())
+
+
+def run_app(data_dir: str | os.PathLike[str] | None = None) -> int:
+    """Open the studio window and run the event loop; the exit status."""
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setOrganizationName(ORGANIZATION)
+    app.setApplicationName(APPLICATION)
+    try:
+        window = create_window(data_dir)
+    except ValueError as e:  # StoreError: a foreign or newer database file, an unusable data dir
+        print(f"2048 Studio cannot start: {e}", file=sys.stderr)
+        QMessageBox.critical(None, "2048 Studio cannot start", str(e))
+        return 2
+    window.show()
+    return int(app.exec())

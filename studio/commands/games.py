@@ -1,0 +1,279 @@
+"""``python main.py games list | show ID | export IDS|--all --out FILE | import FILE | delete IDS``.
+
+The game-record store from a terminal: every human, agent, evaluation and training game.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from typing import Any
+
+import numpy as np
+
+from engine.core import DIRECTIONS
+from engine.store import SOURCES, GameRecord, GameStore, GameSummary, format_time
+from studio.cli import CliError
+from studio.commands._text import board_lines, duration, side_by_side, table
+
+DEFAULT_LIMIT = 50
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "games",
+        help="list, show, export, import and delete recorded games",
+        description="The game records: every game played by a person or an agent, move by move.",
+    )
+    sub = parser.add_subparsers(dest="games_command", metavar="ACTION", required=True)
+
+    p = sub.add_parser("list", help="list games, newest first (filters combine)")
+    _add_filters(p)
+    p.add_argument(
+        "--limit",
+        type=_positive,
+        default=DEFAULT_LIMIT,
+        help=f"at most this many rows (default {DEFAULT_LIMIT})",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object per game instead of a table")
+    p.set_defaults(func=run_list)
+
+    p = sub.add_parser("show", help="one game: who played, rules, score, boards (--moves: every move)")
+    p.add_argument("id", type=_positive, help="game id (see games list)")
+    p.add_argument("--moves", action="store_true", help="also print every move")
+    p.set_defaults(func=run_show)
+
+    p = sub.add_parser("export", help="write games to .npz (seed 003's layout) or .jsonl")
+    p.add_argument("ids", nargs="*", help="game ids: 3 7 12, 3,7,12 or 3-12")
+    p.add_argument("--all", action="store_true", help="every game that passes the filters below")
+    _add_filters(p)
+    p.add_argument("--out", required=True, help="output file, .npz or .jsonl")
+    p.set_defaults(func=run_export)
+
+    p = sub.add_parser("import", help="read games from .npz or .jsonl (checked; all or nothing)")
+    p.add_argument("file", help="an .npz or .jsonl file")
+    p.set_defaults(func=run_import)
+
+    p = sub.add_parser("delete", help="delete games and their moves")
+    p.add_argument("ids", nargs="+", help="game ids: 3 7 12, 3,7,12 or 3-12")
+    p.set_defaults(func=run_delete)
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
+    return v
+
+
+def _add_filters(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--source", choices=SOURCES, help="who played")
+    p.add_argument("--agent", help="agent name (e.g. expectimax)")
+    p.add_argument("--status", choices=("playing", "finished", "abandoned"), help="game status")
+    p.add_argument("--min-score", type=int, metavar="N", help="score at least N")
+    p.add_argument("--min-tile", type=int, metavar="T", help="max tile at least T (e.g. 2048)")
+    p.add_argument("--since", metavar="DATE", help="started on or after DATE (YYYY-MM-DD[THH:MM])")
+    p.add_argument(
+        "--until", metavar="DATE", help="started on or before DATE (a bare date includes that day)"
+    )
+
+
+def _filters(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "source": args.source,
+        "agent": args.agent,
+        "status": args.status,
+        "min_score": args.min_score,
+        "min_max_tile": args.min_tile,
+        "since": args.since,
+        "until": args.until,
+    }
+
+
+def parse_ids(tokens: list[str]) -> list[int]:
+    """``["3", "7,9", "12-14"] -> [3, 7, 9, 12, 13, 14]`` (order kept, duplicates dropped)."""
+    out: list[int] = []
+    seen: set[int] = set()
+    for token in tokens:
+        for part in filter(None, re.split(r"[,\s]+", token)):
+            m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+            if not m:
+                raise CliError(f"{part!r} is not a game id or range (e.g. 7 or 3-12)")
+            a, b = int(m.group(1)), int(m.group(2) or m.group(1))
+            if b < a:
+                raise CliError(f"range {part!r} runs backwards")
+            if b - a > 1_000_000:
+                raise CliError(f"range {part!r} is too long")
+            for i in range(a, b + 1):
+                if i not in seen:
+                    seen.add(i)
+                    out.append(i)
+    return out
+
+
+def _who(g: GameSummary) -> str:
+    return g.agent or "-"
+
+
+# ------------------------------------------------------------------------------------------ actions
+
+
+def run_list(args: argparse.Namespace) -> int:
+    with GameStore.open(args.data_dir) as store:
+        filters = _filters(args)
+        games = store.list_games(**filters, limit=args.limit)
+        total = store.count_games(**filters)
+    if args.json:
+        for g in games:
+            print(json.dumps(_summary_json(g)))
+        return 0
+    if not games:
+        print(
+            "no games" + (" match these filters" if any(v is not None for v in filters.values()) else " yet")
+        )
+        return 0
+    rows = [
+        (
+            g.id,
+            g.source,
+            _who(g),
+            g.status,
+            g.score,
+            g.max_tile,
+            g.n_moves,
+            f"{g.rules.rows}x{g.rules.cols}",
+            format_time(g.started),
+        )
+        for g in games
+    ]
+    print(
+        table(
+            ("ID", "SOURCE", "AGENT", "STATUS", "SCORE", "MAX TILE", "MOVES", "BOARD", "STARTED"),
+            rows,
+            right={0, 4, 5, 6},
+        )
+    )
+    if total > len(games):
+        print(f"showing {len(games)} of {total} games (--limit N for more)")
+    return 0
+
+
+def _summary_json(g: GameSummary) -> dict[str, Any]:
+    return {
+        "id": g.id,
+        "source": g.source,
+        "agent": g.agent,
+        "checkpoint": g.checkpoint,
+        "run_id": g.run_id,
+        "rules": g.rules.to_dict(),
+        "seed": g.seed,
+        "started": g.started,
+        "ended": g.ended,
+        "status": g.status,
+        "score": g.score,
+        "max_tile": g.max_tile,
+        "n_moves": g.n_moves,
+        "origin": g.origin,
+    }
+
+
+def run_show(args: argparse.Namespace) -> int:
+    with GameStore.open(args.data_dir) as store:
+        rec = store.load_game(args.id)
+    print(describe_game(rec, moves=args.moves))
+    return 0
+
+
+def describe_game(rec: GameRecord, moves: bool = False) -> str:
+    """The text of ``games show``."""
+    g = rec.summary
+    r = g.rules
+    lines = [f"game {g.id}: {g.source}" + (f" ({g.agent})" if g.agent else "") + f", {g.status}"]
+    if g.checkpoint:
+        lines.append(f"checkpoint: {g.checkpoint}")
+    if g.run_id is not None:
+        lines.append(f"training run: {g.run_id}")
+    if g.origin:
+        lines.append(
+            f"imported from {g.origin.get('file')} (game {g.origin.get('id')}, {g.origin.get('source')})"
+        )
+    lines.append(
+        f"rules: {r.rows}x{r.cols}, p4 {r.p4:g}, {r.start_tiles} start tiles, "
+        f"{r.spawn_per_move} spawn per move; seed {g.seed if g.seed is not None else '-'}"
+    )
+    when = f"started {format_time(g.started)}"
+    if g.ended is not None:
+        when += f", ended {format_time(g.ended)} ({duration(g.ended - g.started)})"
+    lines.append(when)
+    counts = (
+        np.bincount(rec.moves.astype(np.int64), minlength=4) if rec.n_moves else np.zeros(4, dtype=np.int64)
+    )
+    per_dir = ", ".join(f"{d.label} {int(counts[d])}" for d in DIRECTIONS)
+    lines.append(f"score {g.score}, max tile {g.max_tile}, {g.n_moves} moves ({per_dir})")
+    last_spawns = {(s.row, s.col) for s in rec.spawns_of(rec.n_moves - 1)} if rec.n_moves else set()
+    lines.append("")
+    lines.append(
+        side_by_side(
+            [
+                ("start", board_lines(rec.initial_board)),
+                ("end (* = last new tile)", board_lines(rec.final_board, last_spawns)),
+            ]
+        )
+    )
+    if moves and rec.n_moves:
+        rows = []
+        for i in range(rec.n_moves):
+            spawn = ", ".join(f"{s.value}@({s.row},{s.col})" for s in rec.spawns_of(i)) or "-"
+            rows.append(
+                (
+                    i + 1,
+                    DIRECTIONS[int(rec.moves[i])].label,
+                    int(rec.rewards[i]),
+                    int(rec.scores[i]),
+                    int(rec.layouts[i].max()),
+                    spawn,
+                )
+            )
+        lines.append("")
+        lines.append(
+            table(("#", "MOVE", "REWARD", "SCORE", "MAX BEFORE", "NEW TILE"), rows, right={0, 2, 3, 4})
+        )
+    return "\n".join(lines)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    if args.all == bool(args.ids):
+        raise CliError("give game ids or --all (not both)")
+    with GameStore.open(args.data_dir) as store:
+        if args.all:
+            ids = sorted(g.id for g in store.list_games(**_filters(args)))
+            if not ids:
+                raise CliError("no games to export (none match)")
+        else:
+            if any(v is not None for v in _filters(args).values()):
+                raise CliError("filters go with --all; with ids, the ids choose the games")
+            ids = parse_ids(args.ids)
+        path = store.export_file(ids, args.out)
+        n_moves = sum(store.get_game(i).n_moves for i in ids)
+    print(f"exported {len(ids)} game{'s' * (len(ids) != 1)} ({n_moves} moves) to {path}")
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    with GameStore.open(args.data_dir) as store:
+        ids = store.import_file(args.file)
+    span = f"{ids[0]}" if len(ids) == 1 else f"{ids[0]}-{ids[-1]}"
+    print(f"imported {len(ids)} game{'s' * (len(ids) != 1)} from {args.file} as id {span}")
+    return 0
+
+
+def run_delete(args: argparse.Namespace) -> int:
+    ids = parse_ids(args.ids)
+    with GameStore.open(args.data_dir) as store:
+        n = store.delete_games(ids)
+    print(f"deleted {n} game{'s' * (n != 1)}")
+    return 0

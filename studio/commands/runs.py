@@ -1,0 +1,158 @@
+"""``python main.py runs list | show ID``: training runs recorded in the store (config, status, curves)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+import numpy as np
+
+from engine.store import RUN_STATUSES, GameStore, RunSummary, format_time
+from studio.commands._text import duration, number, sparkline, table
+
+#: Metrics shown first (in this order) in summaries; others follow alphabetically.
+PREFERRED = ("score", "max_tile", "moves", "loss", "epsilon", "lr", "steps_per_s")
+MAX_CURVE_COLUMNS = 6
+PARTS = 10
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "runs",
+        help="list training runs, or show one (config, status, curves)",
+        description="Training runs recorded in the store.",
+    )
+    sub = parser.add_subparsers(dest="runs_command", metavar="ACTION", required=True)
+    p = sub.add_parser("list", help="list runs, newest first")
+    p.add_argument("--agent", help="only runs of this agent")
+    p.add_argument("--status", choices=RUN_STATUSES, help="only runs with this status")
+    p.add_argument("--limit", type=int, default=50, help="at most this many rows (default 50)")
+    p.set_defaults(func=run_list)
+    p = sub.add_parser("show", help="one run: config, status, last metrics, checkpoints, curve summary")
+    p.add_argument("id", type=int, help="run id (see runs list)")
+    p.set_defaults(func=run_show)
+
+
+def _metric_order(names: list[str]) -> list[str]:
+    return [m for m in PREFERRED if m in names] + sorted(m for m in names if m not in PREFERRED)
+
+
+def run_list(args: argparse.Namespace) -> int:
+    with GameStore.open(args.data_dir) as store:
+        runs = store.list_runs(agent=args.agent, status=args.status, limit=args.limit)
+    if not runs:
+        print("no training runs yet" if args.agent is None and args.status is None else "no runs match")
+        return 0
+    rows = [
+        (
+            r.id,
+            r.agent,
+            r.status,
+            r.episodes,
+            r.steps,
+            duration(r.elapsed),
+            number(r.last_metrics.get("score")),
+            format_time(r.created),
+        )
+        for r in runs
+    ]
+    print(
+        table(
+            ("ID", "AGENT", "STATUS", "EPISODES", "STEPS", "TIME", "LAST SCORE", "CREATED"),
+            rows,
+            right={0, 3, 4, 5, 6},
+        )
+    )
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    with GameStore.open(args.data_dir) as store:
+        run = store.get_run(args.id)
+        cols = store.run_metrics(args.id)
+        checkpoints = store.run_checkpoints(args.id)
+        messages = store.run_messages(args.id)
+        n_games = store.count_games(run_id=args.id)
+    lines = [describe_run(run), ""]
+    if n_games:
+        lines.append(f"training games in the store: {n_games} (python main.py games list --source training)")
+    if checkpoints:
+        lines.append("checkpoints:")
+        rows = [
+            (c.id, c.episode, c.step, "final" if c.final else "", format_time(c.created), c.path)
+            for c in checkpoints
+        ]
+        lines.append(_indent(table(("ID", "EPISODE", "STEP", "", "SAVED", "PATH"), rows, right={0, 1, 2})))
+    else:
+        lines.append("checkpoints: none")
+    curves = curve_summary(cols)
+    if curves:
+        lines += ["", curves]
+    if messages:
+        last = messages[-1]
+        lines += ["", f"last message (episode {last.episode}): {last.message}"]
+    print("\n".join(lines))
+    return 0
+
+
+def describe_run(run: RunSummary) -> str:
+    r = run.rules
+    lines = [f"run {run.id}: {run.agent}, {run.status}" + (f" ({run.error})" if run.error else "")]
+    lines.append(f"created {format_time(run.created)}, updated {format_time(run.updated)}")
+    lines.append(
+        f"rules: {r.rows}x{r.cols}, p4 {r.p4:g}; seed {run.seed if run.seed is not None else '-'}; "
+        f"budget: {_kv(run.budget) or '-'}"
+    )
+    lines.append(
+        f"progress: {run.episodes} episodes, {run.steps} steps, {duration(run.elapsed)} of training, "
+        f"{run.n_events} events logged"
+    )
+    if run.last_metrics:
+        names = _metric_order(list(run.last_metrics))
+        lines.append("last metrics: " + ", ".join(f"{m} {number(run.last_metrics[m])}" for m in names))
+    lines.append("config:")
+    lines += [f"  {k} = {json.dumps(v)}" for k, v in sorted(run.config.items())] or ["  (defaults)"]
+    return "\n".join(lines)
+
+
+def _kv(d: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in d.items() if v is not None)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + ln for ln in text.splitlines())
+
+
+def curve_summary(cols: dict[str, np.ndarray], parts: int = PARTS) -> str:
+    """Each metric's mean over each tenth of the run (by steps, or events when steps do not move)."""
+    n = len(cols.get("step", ()))
+    names = _metric_order([k for k in cols if k not in ("episode", "step", "elapsed")])
+    names = [m for m in names if np.any(~np.isnan(cols[m]))][:MAX_CURVE_COLUMNS]
+    if n == 0 or not names:
+        return ""
+    step = cols["step"].astype(float)
+    axis, label = (step, "STEPS") if step[-1] > step[0] else (np.arange(n, dtype=float), "EVENTS")
+    edges = np.linspace(axis[0], axis[-1], parts + 1)
+    bins = np.clip(np.searchsorted(edges, axis, side="right") - 1, 0, parts - 1)
+    rows = []
+    means: dict[str, list[float]] = {m: [] for m in names}
+    for b in range(parts):
+        sel = bins == b
+        if not sel.any():
+            continue
+        row: list[Any] = [
+            f"{b * 100 // parts}-{(b + 1) * 100 // parts}%",
+            f"{number(edges[b])}-{number(edges[b + 1])}",
+        ]
+        for m in names:
+            vals = cols[m][sel]
+            vals = vals[~np.isnan(vals)]
+            mean = float(vals.mean()) if vals.size else float("nan")
+            means[m].append(mean)
+            row.append(number(mean))
+        rows.append(row)
+    head = f"curves (mean per tenth of the run, by {label.lower()}):"
+    body = table(("PART", label, *names), rows, right=set(range(2, 2 + len(names))))
+    spark = "\n".join(f"  {m:<10} {sparkline(means[m])}" for m in names[:2])
+    return "\n".join([head, _indent(body), spark])

@@ -1,0 +1,447 @@
+"""The Games tab: the library of logged games (a sortable, filterable table), with delete, export,
+import, "open in Replay" and a summary of the selection.
+
+The table is a :class:`GamesTableModel` over the store's ``GameSummary`` rows, so a library of
+100,000 training games costs one Python object per game, not a widget per cell. Filters on source,
+agent, score, max tile, status and date go to :meth:`GameStore.list_games`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QItemSelection,
+    QModelIndex,
+    QPersistentModelIndex,
+    QSettings,
+    Qt,
+    Signal,
+)
+from PySide6.QtGui import QColor, QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QMessageBox,
+    QPushButton,
+    QSpinBox,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from studio.widgets.histogram import TileHistogram
+
+TABLE_LIMIT = 50_000
+PERIODS: tuple[tuple[str, float | None], ...] = (
+    ("any date", None),
+    ("last 24 hours", 86_400.0),
+    ("last 7 days", 7 * 86_400.0),
+    ("last 30 days", 30 * 86_400.0),
+    ("last year", 365 * 86_400.0),
+)
+#: The store's statuses in the user's words: a game left before game over (new game, window closed,
+#: process killed, handed to an agent) is "unfinished"; "in progress" is being played right now.
+STATUS_TEXT = {"finished": "finished", "abandoned": "unfinished", "playing": "in progress"}
+
+Index = QModelIndex | QPersistentModelIndex
+
+
+def _when(ts: float | None) -> str:
+    return "-" if ts is None else time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
+
+
+class GamesTableModel(QAbstractTableModel):
+    """Rows of ``GameSummary``; sorting is done here on the raw values (numbers sort as numbers)."""
+
+    COLUMNS: tuple[tuple[str, str], ...] = (
+        ("id", "#"),
+        ("source", "Source"),
+        ("agent", "Agent"),
+        ("board", "Board"),
+        ("score", "Score"),
+        ("max_tile", "Max tile"),
+        ("n_moves", "Moves"),
+        ("status", "Status"),
+        ("started", "Started"),
+    )
+    NUMERIC = frozenset({"id", "score", "max_tile", "n_moves"})
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self.games: list[Any] = []
+        self._sort: tuple[int, Qt.SortOrder] = (0, Qt.SortOrder.DescendingOrder)
+
+    def set_games(self, games: Sequence[Any]) -> None:
+        self.beginResetModel()
+        self.games = list(games)
+        self._apply_sort()
+        self.endResetModel()
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 - Qt's own signature
+        return 0 if parent.isValid() else len(self.games)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self.COLUMNS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return self.COLUMNS[section][1]
+        return None
+
+    @staticmethod
+    def raw(g: Any, key: str) -> Any:
+        if key == "board":
+            return (g.rules.rows, g.rules.cols)
+        if key == "agent":
+            return g.agent or ""
+        return getattr(g, key)
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        g = self.games[index.row()]
+        key = self.COLUMNS[index.column()][0]
+        if role == Qt.ItemDataRole.DisplayRole:
+            if key == "board":
+                return f"{g.rules.rows}x{g.rules.cols}"
+            if key == "status":
+                return STATUS_TEXT.get(g.status, g.status)
+            if key == "started":
+                return _when(g.started)
+            if key == "score":
+                return f"{g.score:,}"
+            if key == "agent":
+                return g.agent or ""
+            return str(getattr(g, key))
+        if role == Qt.ItemDataRole.UserRole:
+            return self.raw(g, key)
+        if role == Qt.ItemDataRole.TextAlignmentRole and key in self.NUMERIC:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ForegroundRole and key == "status" and g.status != "finished":
+            return QColor("#b7791f" if g.status == "abandoned" else "#2b7a3d")
+        if role == Qt.ItemDataRole.ToolTipRole:
+            bits = [f"game #{g.id}", f"p4 {g.rules.p4:g}", f"{g.rules.spawn_per_move} per spawn"]
+            if g.seed is not None:
+                bits.append(f"seed {g.seed}")
+            if g.checkpoint:
+                bits.append(f"checkpoint {g.checkpoint}")
+            if getattr(g, "origin", None):
+                bits.append(f"imported from {g.origin.get('file', '?')}")
+            if g.ended is not None:
+                bits.append(f"ended {_when(g.ended)}")
+            return " · ".join(bits)
+        return None
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        self.layoutAboutToBeChanged.emit()
+        self._sort = (column, order)
+        self._apply_sort()
+        self.layoutChanged.emit()
+
+    def _apply_sort(self) -> None:
+        column, order = self._sort
+        key = self.COLUMNS[column][0]
+        self.games.sort(key=lambda g: self.raw(g, key), reverse=order == Qt.SortOrder.DescendingOrder)
+
+    def game(self, row: int) -> Any:
+        return self.games[row]
+
+
+class GamesTab(QWidget):
+    """The games library. ``openInReplay(game_id)`` asks the window to show a game in Replay."""
+
+    openInReplay = Signal(int)
+    gamesChanged = Signal()
+    status = Signal(str)
+
+    def __init__(self, store: Any, settings: QSettings, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("gamesTab")
+        self.store = store
+        self.settings = settings
+        self.last_error = ""
+        self._dirty = True
+        self._box: QMessageBox | None = None
+        self._build()
+
+    # ------------------------------------------------------------------ layout
+    def _build(self) -> None:
+        filters = QHBoxLayout()
+        self.sourceFilter = QComboBox()
+        self.sourceFilter.setObjectName("gamesSourceFilter")
+        self.sourceFilter.addItem("all sources", None)
+        for s in ("human", "agent", "evaluation", "training", "imported"):
+            self.sourceFilter.addItem(s, s)
+        self.agentFilter = QLineEdit()
+        self.agentFilter.setObjectName("gamesAgentFilter")
+        self.agentFilter.setPlaceholderText("agent")
+        self.agentFilter.setClearButtonEnabled(True)
+        self.minScore = QSpinBox()
+        self.minScore.setObjectName("gamesMinScore")
+        self.minScore.setRange(0, 100_000_000)
+        self.minScore.setSingleStep(1000)
+        self.minScore.setPrefix("score ≥ ")
+        self.minTile = QComboBox()
+        self.minTile.setObjectName("gamesMinTile")
+        self.minTile.addItem("any max tile", None)
+        for e in range(5, 18):
+            self.minTile.addItem(f"max tile ≥ {2**e}", 2**e)
+        self.statusFilter = QComboBox()
+        self.statusFilter.setObjectName("gamesStatusFilter")
+        self.statusFilter.addItem("any status", None)
+        for key, text in STATUS_TEXT.items():
+            self.statusFilter.addItem(text, key)
+        self.periodFilter = QComboBox()
+        self.periodFilter.setObjectName("gamesPeriodFilter")
+        for text, seconds in PERIODS:
+            self.periodFilter.addItem(text, seconds)
+        for w in (self.sourceFilter, self.minTile, self.statusFilter, self.periodFilter):
+            w.currentIndexChanged.connect(self.refresh)
+            filters.addWidget(w)
+        self.agentFilter.editingFinished.connect(self.refresh)
+        self.minScore.editingFinished.connect(self.refresh)
+        filters.insertWidget(1, self.agentFilter)
+        filters.insertWidget(2, self.minScore)
+        filters.addStretch(1)
+
+        self.model = GamesTableModel(self)
+        self.table = QTableView()
+        self.table.setObjectName("gamesTable")
+        self.table.setModel(self.model)
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(0, Qt.SortOrder.DescendingOrder)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.table.setAlternatingRowColors(True)
+        self.table.verticalHeader().setVisible(False)
+        self.table.verticalHeader().setDefaultSectionSize(24)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        for col, width in enumerate((60, 90, 110, 60, 90, 75, 65, 90, 140)):
+            self.table.setColumnWidth(col, width)
+        # Enter or a double-click (the platform's "activate") opens the game in Replay.
+        self.table.activated.connect(lambda idx: self.openInReplay.emit(self.model.game(idx.row()).id))
+        self.table.selectionModel().selectionChanged.connect(self._on_selection)
+
+        actions = QHBoxLayout()
+        self.openButton = self._button("Open in Replay", self.open_selected, "gamesOpenButton")
+        self.deleteButton = self._button("Delete…", lambda: self.delete_selected(confirm=True), "gamesDeleteButton")
+        self.exportButton = self._button("Export…", self.export_dialog, "gamesExportButton")
+        self.importButton = self._button("Import…", self.import_dialog, "gamesImportButton")
+        self.refreshButton = self._button("Refresh", self.refresh, "gamesRefreshButton")
+        for b in (self.openButton, self.deleteButton, self.exportButton):
+            actions.addWidget(b)
+        actions.addStretch(1)
+        actions.addWidget(self.importButton)
+        actions.addWidget(self.refreshButton)
+
+        summary = QFrame()
+        summary.setObjectName("gamesSummary")
+        summary.setFrameShape(QFrame.Shape.StyledPanel)
+        srow = QHBoxLayout(summary)
+        self.summaryLabel = QLabel()
+        self.summaryLabel.setObjectName("gamesSummaryLabel")
+        self.summaryLabel.setMinimumWidth(220)
+        self.summaryLabel.setTextFormat(Qt.TextFormat.RichText)
+        self.histogram = TileHistogram()
+        srow.addWidget(self.summaryLabel)
+        srow.addWidget(self.histogram, 1)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(12, 12, 12, 12)
+        layout.addLayout(filters)
+        layout.addWidget(self.table, 1)
+        layout.addLayout(actions)
+        layout.addWidget(summary)
+
+        delete = QShortcut(QKeySequence(QKeySequence.StandardKey.Delete), self.table)
+        delete.setContext(Qt.ShortcutContext.WidgetShortcut)  # only while the table has the focus
+        delete.activated.connect(lambda: self.delete_selected(confirm=True))
+        self._update_buttons()
+
+    def _button(self, text: str, slot: Any, name: str) -> QPushButton:
+        b = QPushButton(text)
+        b.setObjectName(name)
+        b.clicked.connect(slot)
+        return b
+
+    # ------------------------------------------------------------------ data
+    def mark_dirty(self) -> None:
+        self._dirty = True
+
+    def showEvent(self, event: Any) -> None:
+        super().showEvent(event)
+        if self._dirty:
+            self.refresh()
+
+    def refresh(self) -> None:
+        """Re-read the games that pass the filters, keeping the selected ones selected."""
+        self._dirty = False
+        keep = set(self.selected_ids())
+        period = self.periodFilter.currentData()
+        agent = self.agentFilter.text().strip() or None
+        games = self.store.list_games(
+            source=self.sourceFilter.currentData(),
+            agent=agent,
+            min_score=self.minScore.value() or None,
+            min_max_tile=self.minTile.currentData(),
+            since=time.time() - period if period else None,
+            status=self.statusFilter.currentData(),
+            limit=TABLE_LIMIT,
+        )
+        self.model.set_games(games)
+        if keep:
+            sel = QItemSelection()
+            for row, g in enumerate(self.model.games):
+                if g.id in keep:
+                    sel.select(self.model.index(row, 0), self.model.index(row, self.model.columnCount() - 1))
+            self.table.selectionModel().select(sel, self.table.selectionModel().SelectionFlag.ClearAndSelect)
+        self._on_selection()
+
+    def selected_ids(self) -> list[int]:
+        rows = sorted({i.row() for i in self.table.selectionModel().selectedRows()})
+        return [self.model.game(r).id for r in rows]
+
+    def select_ids(self, ids: Sequence[int]) -> None:
+        wanted = set(ids)
+        sel = QItemSelection()
+        for row, g in enumerate(self.model.games):
+            if g.id in wanted:
+                sel.select(self.model.index(row, 0), self.model.index(row, self.model.columnCount() - 1))
+        self.table.selectionModel().select(sel, self.table.selectionModel().SelectionFlag.ClearAndSelect)
+
+    def _on_selection(self, *args: Any) -> None:
+        ids = set(self.selected_ids())
+        games = [g for g in self.model.games if g.id in ids] if ids else self.model.games
+        what = f"{len(games):,} selected" if ids else f"{len(games):,} listed"
+        if len(self.model.games) >= TABLE_LIMIT and not ids:
+            what += " (newest only)"
+        best = max((g.score for g in games), default=0)
+        moves = sum(g.n_moves for g in games)
+        unfinished = sum(g.status != "finished" for g in games)
+        lines = [f"<b>{what}</b>", f"best score <b>{best:,}</b>", f"{moves:,} moves"]
+        if unfinished:
+            lines.append(f"{unfinished} unfinished")
+        self.summaryLabel.setText("<br>".join(lines))
+        self.histogram.set_counts(Counter(int(g.max_tile) for g in games if g.max_tile))
+        self._update_buttons()
+
+    def _update_buttons(self) -> None:
+        n = len(self.table.selectionModel().selectedRows())
+        self.openButton.setEnabled(n == 1)
+        self.deleteButton.setEnabled(n > 0)
+        self.exportButton.setEnabled(n > 0)
+
+    # ------------------------------------------------------------------ actions
+    def open_selected(self) -> None:
+        ids = self.selected_ids()
+        if ids:
+            self.openInReplay.emit(ids[0])
+
+    def delete_selected(self, confirm: bool = True) -> int:
+        ids = self.selected_ids()
+        if not ids:
+            return 0
+        if confirm:
+            answer = QMessageBox.question(
+                self,
+                "Delete games",
+                f"Delete {len(ids)} game{'s' if len(ids) > 1 else ''} and all their moves? This cannot be undone.",
+            )
+            if answer != QMessageBox.StandardButton.Yes:
+                return 0
+        self.store.delete_games(ids)
+        self.refresh()
+        self.gamesChanged.emit()
+        self.status.emit(f"Deleted {len(ids)} games")
+        return len(ids)
+
+    def export_dialog(self) -> None:
+        ids = self.selected_ids()
+        if not ids:
+            self.status.emit("Select the games to export first")
+            return
+        start = str(Path(str(self.settings.value("games/export_dir", str(Path.home())))) / "games.npz")
+        path, chosen = QFileDialog.getSaveFileName(
+            self, "Export games", start, "NumPy archive (*.npz);;JSON lines (*.jsonl)"
+        )
+        if path:
+            if not Path(path).suffix:
+                path += ".jsonl" if "jsonl" in chosen else ".npz"
+            self.export_selected(Path(path))
+
+    def export_selected(self, path: Path) -> bool:
+        """Write the selected games to ``path`` (.npz or .jsonl by its suffix)."""
+        ids = self.selected_ids()
+        try:
+            if path.suffix.lower() == ".jsonl":
+                self.store.export_jsonl(ids, path)
+            elif path.suffix.lower() == ".npz":
+                self.store.export_npz(ids, path)
+            else:
+                raise ValueError(f"cannot export to {path.name}: choose a .npz or .jsonl file")
+        except (OSError, ValueError) as e:
+            self.show_error("Export failed", str(e))
+            return False
+        self.settings.setValue("games/export_dir", str(path.parent))
+        self.status.emit(f"Exported {len(ids)} games to {path}")
+        return True
+
+    def import_dialog(self) -> None:
+        paths, _ = QFileDialog.getOpenFileNames(
+            self,
+            "Import games",
+            str(self.settings.value("games/import_dir", str(Path.home()))),
+            "Game files (*.npz *.jsonl);;All files (*)",
+        )
+        if paths:
+            self.import_files([Path(p) for p in paths])
+
+    def import_files(self, paths: Sequence[Path]) -> list[int]:
+        """Import each file whole or not at all (the store's guarantee); errors are shown, not raised."""
+        imported: list[int] = []
+        errors: list[str] = []
+        for path in paths:
+            try:
+                imported += self.store.import_file(path)
+            except (OSError, ValueError) as e:
+                errors.append(f"{Path(path).name}: {e}")
+            self.settings.setValue("games/import_dir", str(Path(path).parent))
+        if imported:
+            self.refresh()
+            self.select_ids(imported)
+            self.gamesChanged.emit()
+            self.status.emit(f"Imported {len(imported)} games")
+        if errors:
+            done = f"\n\nImported {len(imported)} games from the other files." if imported else ""
+            self.show_error(
+                "Import failed",
+                "Nothing was imported from:\n\n" + "\n".join(errors) + done,
+            )
+        return imported
+
+    def show_error(self, title: str, text: str) -> None:
+        """A clear, non-blocking message box (tests read ``last_error``)."""
+        self.last_error = text
+        self.status.emit(f"{title}: {text.splitlines()[0] if text else ''}")
+        if self._box is not None:
+            self._box.close()
+        self._box = QMessageBox(QMessageBox.Icon.Critical, title, text, QMessageBox.StandardButton.Ok, self)
+        self._box.setObjectName("gamesErrorBox")
+        self._box.open()
+
+    @property
+    def error_box(self) -> QMessageBox | None:
+        return self._box

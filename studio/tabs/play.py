@@ -1,0 +1,628 @@
+"""The Play tab: a person plays (arrows / WASD), asks an agent for a hint, or watches it play on.
+
+Moves go through :class:`studio.session.PlaySession`, which logs each one to the store before the board
+even starts animating; see that module for how games mixing human and agent moves are recorded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QFrame,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSizePolicy,
+    QSlider,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from engine import DIRECTIONS, Direction, Rules
+from studio.session import HUMAN, Player, PlaySession
+from studio.settings import get_float, get_int, get_str_list
+from studio.theme import load_theme
+from studio.thinking import AgentSpec, Thinker, ThinkResult
+from studio.widgets.board import BoardWidget
+
+ARROWS = {Direction.UP: "↑", Direction.LEFT: "←", Direction.DOWN: "↓", Direction.RIGHT: "→"}
+MAX_SPEED = 60  # the slider's top notch means "as fast as the agent thinks"
+CHECKPOINT_ITEM = "Checkpoint file…"
+
+
+def preferred_agents(names: list[str]) -> list[str]:
+    """Registered agents, strongest-looking first (the default hint should be a good one)."""
+    order = ["expectimax", "greedy"]
+    return [n for n in order if n in names] + [n for n in names if n not in order]
+
+
+class NewGameDialog(QDialog):
+    """Rules of the next game: rows, cols, probability of a 4, start tiles, tiles per spawn, seed."""
+
+    def __init__(self, rules: Rules, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("newGameDialog")
+        self.setWindowTitle("New game")
+        form = QFormLayout()
+        self.rows = QSpinBox(minimum=1, maximum=16, value=rules.rows)
+        self.cols = QSpinBox(minimum=1, maximum=16, value=rules.cols)
+        self.p4 = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2, value=rules.p4)
+        self.start_tiles = QSpinBox(minimum=0, maximum=256, value=rules.start_tiles)
+        self.spawn = QSpinBox(minimum=0, maximum=255, value=rules.spawn_per_move)
+        self.seed = QLineEdit()
+        self.seed.setPlaceholderText("random")
+        self.rows.setObjectName("rowsSpin")
+        self.cols.setObjectName("colsSpin")
+        self.p4.setObjectName("p4Spin")
+        self.start_tiles.setObjectName("startTilesSpin")
+        self.spawn.setObjectName("spawnSpin")
+        self.seed.setObjectName("seedEdit")
+        form.addRow("Rows", self.rows)
+        form.addRow("Columns", self.cols)
+        form.addRow("Probability of a 4", self.p4)
+        form.addRow("Start tiles", self.start_tiles)
+        form.addRow("Tiles per spawn", self.spawn)
+        form.addRow("Seed", self.seed)
+        self.error = QLabel()
+        self.error.setObjectName("newGameError")
+        self.error.setStyleSheet("color: #c0392b;")
+        self.error.setWordWrap(True)
+        self.error.hide()
+        classic = QPushButton("Classic 4x4")
+        classic.clicked.connect(self._classic)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.addButton(classic, QDialogButtonBox.ButtonRole.ResetRole)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.error)
+        layout.addWidget(buttons)
+
+    def _classic(self) -> None:
+        r = Rules()
+        self.rows.setValue(r.rows)
+        self.cols.setValue(r.cols)
+        self.p4.setValue(r.p4)
+        self.start_tiles.setValue(r.start_tiles)
+        self.spawn.setValue(r.spawn_per_move)
+
+    def values(self) -> tuple[Rules, int | None]:
+        """The chosen rules and seed; ValueError (from Rules) with the reason when they are not valid."""
+        rules = Rules(
+            rows=self.rows.value(),
+            cols=self.cols.value(),
+            p4=round(self.p4.value(), 4),
+            start_tiles=self.start_tiles.value(),
+            spawn_per_move=self.spawn.value(),
+        )
+        text = self.seed.text().strip()
+        if text and not text.lstrip("-").isdigit():
+            raise ValueError(f"the seed must be a whole number (or empty for a random game), got {text!r}")
+        return rules, int(text) if text else None
+
+    def accept(self) -> None:
+        try:
+            self.values()
+        except ValueError as e:
+            self.error.setText(str(e))
+            self.error.show()
+            return
+        super().accept()
+
+
+class _ScoreBox(QFrame):
+    """The classic game's score / best boxes."""
+
+    def __init__(self, caption: str, name: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        theme = load_theme()
+        self.setStyleSheet(f"QFrame {{ background: {theme.board}; border-radius: 5px; }}")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 4, 10, 6)
+        layout.setSpacing(0)
+        cap = QLabel(caption)
+        cap.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        cap.setStyleSheet(f"color: {theme.tiles.get(2, theme.empty)}; font-weight: bold; font-size: 11px; background: transparent;")
+        self.value = QLabel("0")
+        self.value.setObjectName(name)
+        self.value.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.value.setStyleSheet("color: white; font-weight: bold; font-size: 22px; background: transparent;")
+        layout.addWidget(cap)
+        layout.addWidget(self.value)
+
+
+class PlayTab(QWidget):
+    """Human play with hint and watch. Signals tell the window about records and status lines."""
+
+    status = Signal(str)
+    gamesChanged = Signal()  # a record was created, extended or closed
+
+    def __init__(
+        self, store: Any, settings: QSettings, parent: QWidget | None = None, *, thinker: Thinker | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("playTab")
+        # The classic game's warm page behind the board (the other tabs keep the platform look).
+        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+        self.setStyleSheet(f"#playTab {{ background: {load_theme().window}; }}")
+        self.store = store
+        self.settings = settings
+        self.thinker = thinker or Thinker(self)
+        self.thinker.resultReady.connect(self._on_think_result)
+        self.session: PlaySession | None = None
+        self._best: dict[tuple[int, int], int] = {}
+        self._pending: str | None = None  # "hint" / "watch" / "step": what the in-flight ticket is for
+        self._ticket = 0
+        self._reached_2048 = False
+        self.last_hint: ThinkResult | None = None
+        self._watch_timer = QTimer(self)
+        self._watch_timer.setSingleShot(True)
+        self._watch_timer.timeout.connect(self._watch_tick)
+        self._build()
+        rules = self._saved_rules()
+        self.new_game(rules)
+
+    # ------------------------------------------------------------------ layout
+    def _build(self) -> None:
+        theme = load_theme()
+        self.board = BoardWidget(self)
+        self.board.moveRequested.connect(self._on_key_move)
+        self.board.newGameRequested.connect(lambda: self.new_game(self.rules))
+
+        side = QWidget(self)
+        side.setObjectName("playSidePanel")
+        side.setFixedWidth(270)
+        col = QVBoxLayout(side)
+        col.setContentsMargins(6, 0, 0, 0)
+
+        title = QLabel("2048")
+        title.setStyleSheet(f"color: {theme.text_dark}; font-size: 44px; font-weight: bold;")
+        boxes = QHBoxLayout()
+        self.score_box = _ScoreBox("SCORE", "scoreLabel")
+        self.best_box = _ScoreBox("BEST", "bestLabel")
+        self.scoreLabel = self.score_box.value
+        self.bestLabel = self.best_box.value
+        boxes.addWidget(self.score_box)
+        boxes.addWidget(self.best_box)
+        head = QHBoxLayout()
+        head.addWidget(title)
+        head.addStretch(1)
+        self.movesLabel = QLabel()
+        self.movesLabel.setObjectName("movesLabel")
+        self.gameInfoLabel = QLabel()
+        self.gameInfoLabel.setObjectName("gameInfoLabel")
+        self.gameInfoLabel.setStyleSheet("color: #8a8178;")
+        self.newGameButton = QPushButton("New game…")
+        self.newGameButton.setObjectName("newGameButton")
+        self.newGameButton.setToolTip("Start a new game: board size and spawn rules (Ctrl+N)")
+        self.newGameButton.clicked.connect(self.show_new_game_dialog)
+        col.addLayout(head)
+        col.addLayout(boxes)
+        col.addWidget(self.movesLabel)
+        col.addWidget(self.gameInfoLabel)
+        col.addWidget(self.newGameButton)
+
+        # ---- agent: hint + watch
+        agent_box = QGroupBox("Agent")
+        grid = QVBoxLayout(agent_box)
+        self.agentCombo = QComboBox()
+        self.agentCombo.setObjectName("agentCombo")
+        self.agentCombo.setToolTip("Which agent gives hints and plays when you watch")
+        self._fill_agents()
+        self.agentCombo.activated.connect(self._on_agent_activated)
+        grid.addWidget(self.agentCombo)
+        hint_row = QHBoxLayout()
+        self.hintButton = QPushButton("Hint")
+        self.hintButton.setObjectName("hintButton")
+        self.hintButton.setToolTip("Ask the agent to rate each legal move (H)")
+        self.hintButton.clicked.connect(self.request_hint)
+        self.autoHintCheck = QCheckBox("after every move")
+        self.autoHintCheck.setObjectName("autoHintCheck")
+        hint_row.addWidget(self.hintButton)
+        hint_row.addWidget(self.autoHintCheck)
+        grid.addLayout(hint_row)
+        self.hintGrid = QGridLayout()
+        self.hintLabels: dict[Direction, tuple[QLabel, QLabel]] = {}
+        for i, d in enumerate(DIRECTIONS):
+            name = QLabel(f"{ARROWS[d]}  {d.label}")
+            value = QLabel("")
+            value.setObjectName(f"hintValue_{d.label}")
+            value.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            self.hintGrid.addWidget(name, i, 0)
+            self.hintGrid.addWidget(value, i, 1)
+            self.hintLabels[d] = (name, value)
+        grid.addLayout(self.hintGrid)
+        self.hintStatus = QLabel("")
+        self.hintStatus.setObjectName("hintStatus")
+        self.hintStatus.setWordWrap(True)
+        self.hintStatus.setStyleSheet("color: #8a8178;")
+        grid.addWidget(self.hintStatus)
+
+        watch_row = QHBoxLayout()
+        self.autoplayButton = QPushButton("▶ Watch")
+        self.autoplayButton.setObjectName("autoplayButton")
+        self.autoplayButton.setCheckable(True)
+        self.autoplayButton.setToolTip("Let the agent play this game on; press any arrow to take over (Space)")
+        self.autoplayButton.toggled.connect(self._on_autoplay_toggled)
+        self.stepButton = QPushButton("Step")
+        self.stepButton.setObjectName("stepButton")
+        self.stepButton.setToolTip("The agent makes one move (.)")
+        self.stepButton.clicked.connect(self.step_agent)
+        watch_row.addWidget(self.autoplayButton)
+        watch_row.addWidget(self.stepButton)
+        grid.addLayout(watch_row)
+        speed_row = QHBoxLayout()
+        self.speedSlider = QSlider(Qt.Orientation.Horizontal)
+        self.speedSlider.setObjectName("speedSlider")
+        self.speedSlider.setRange(1, MAX_SPEED)
+        self.speedSlider.setValue(get_int(self.settings, "play/speed", 5))
+        self.speedSlider.valueChanged.connect(self._on_speed)
+        self.speedLabel = QLabel()
+        self.speedLabel.setMinimumWidth(70)
+        speed_row.addWidget(QLabel("Speed"))
+        speed_row.addWidget(self.speedSlider, 1)
+        speed_row.addWidget(self.speedLabel)
+        grid.addLayout(speed_row)
+        self._on_speed(self.speedSlider.value())
+        col.addWidget(agent_box)
+
+        keys = QLabel("Arrows or WASD move. Any move of yours takes over from a watched agent.")
+        keys.setWordWrap(True)
+        keys.setStyleSheet("color: #8a8178;")
+        col.addWidget(keys)
+        col.addStretch(1)
+        # The board keeps the keyboard: clicking Hint or the speed slider must not steal the arrows.
+        for w in (self.newGameButton, self.hintButton, self.autoHintCheck, self.autoplayButton, self.stepButton,
+                  self.speedSlider):
+            w.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(12, 12, 12, 12)
+        layout.addWidget(self.board, 1)
+        layout.addWidget(side, 0, Qt.AlignmentFlag.AlignTop)
+        side.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Preferred)
+
+    def _fill_agents(self) -> None:
+        from agents.registry import agent_names
+
+        self.agentCombo.clear()
+        for name in preferred_agents(agent_names()):
+            self.agentCombo.addItem(name, AgentSpec(name))
+        for path in self._recent_checkpoints():
+            self.agentCombo.addItem(f"{Path(path).name} (checkpoint)", AgentSpec(Path(path).stem, Path(path)))
+        self.agentCombo.addItem(CHECKPOINT_ITEM, None)
+        last = self.settings.value("play/agent", "")
+        idx = self.agentCombo.findText(str(last)) if last else -1
+        self.agentCombo.setCurrentIndex(max(0, idx))
+        self._agent_index = self.agentCombo.currentIndex()
+
+    def _recent_checkpoints(self) -> list[str]:
+        return [p for p in get_str_list(self.settings, "play/checkpoints") if Path(p).exists()][:5]
+
+    # ------------------------------------------------------------------ state
+    @property
+    def rules(self) -> Rules:
+        return self.session.rules if self.session is not None else Rules()
+
+    @property
+    def agent_spec(self) -> AgentSpec | None:
+        data = self.agentCombo.currentData()
+        return data if isinstance(data, AgentSpec) else None
+
+    def set_agent(self, spec: AgentSpec) -> None:
+        """Choose the hint / watch agent (registered name or checkpoint), adding it to the list if new."""
+        for i in range(self.agentCombo.count()):
+            if self.agentCombo.itemData(i) == spec:
+                self.agentCombo.setCurrentIndex(i)
+                self._agent_index = i
+                return
+        label = spec.name if spec.checkpoint is None else f"{spec.checkpoint.name} (checkpoint)"
+        self.agentCombo.insertItem(self.agentCombo.count() - 1, label, spec)
+        self.agentCombo.setCurrentIndex(self.agentCombo.count() - 2)
+        self._agent_index = self.agentCombo.currentIndex()
+
+    def _saved_rules(self) -> Rules:
+        try:
+            return Rules(
+                rows=get_int(self.settings, "play/rows", 4),
+                cols=get_int(self.settings, "play/cols", 4),
+                p4=get_float(self.settings, "play/p4", 0.1),
+                start_tiles=get_int(self.settings, "play/start_tiles", 2),
+                spawn_per_move=get_int(self.settings, "play/spawn_per_move", 1),
+            )
+        except (TypeError, ValueError):  # hand-edited settings: fall back to the classic game
+            return Rules()
+
+    def _best_for(self, rules: Rules) -> int:
+        key = rules.shape
+        if key not in self._best:
+            best = 0
+            try:
+                for g in self.store.list_games(source="human"):
+                    g_rules = getattr(g, "rules", None)
+                    if g_rules is None or tuple(getattr(g_rules, "shape", key)) == key:
+                        best = max(best, int(getattr(g, "score", 0)))
+            except Exception:  # a damaged store must not stop play: best starts from 0
+                best = 0
+            self._best[key] = best
+        return self._best[key]
+
+    # ------------------------------------------------------------------ games
+    def new_game(self, rules: Rules | None = None, seed: int | None = None) -> None:
+        """Abandon the current game (its record says so) and start another; ``rules`` default to the last."""
+        rules = rules or self.rules
+        self.stop_watching()
+        self.thinker.cancel()
+        self._pending = None
+        if self.session is not None and not self.session.closed:
+            had_record = self.session.game_id is not None
+            self.session.close("abandoned")
+            if had_record:
+                self.gamesChanged.emit()
+        self.session = PlaySession(self.store, rules, seed)
+        self._reached_2048 = False
+        for key, value in (
+            ("rows", rules.rows),
+            ("cols", rules.cols),
+            ("p4", rules.p4),
+            ("start_tiles", rules.start_tiles),
+            ("spawn_per_move", rules.spawn_per_move),
+        ):
+            self.settings.setValue(f"play/{key}", value)
+        self.board.hide_overlay()
+        self.board.set_board(self.session.board, self.session.game.last_spawns)
+        self._clear_hint()
+        self._update_labels()
+        self.board.setFocus()
+        self.status.emit(f"New {rules.rows}x{rules.cols} game")
+        if self.session.game_over:  # e.g. no start tiles and no spawns: nothing can ever move
+            self.board.show_overlay("No move possible", "These rules give a board without a legal move")
+        elif self.autoHintCheck.isChecked():
+            self.request_hint()
+
+    def show_new_game_dialog(self) -> bool:
+        dialog = NewGameDialog(self.rules, self)
+        if dialog.exec() != QDialog.DialogCode.Accepted:
+            return False
+        rules, seed = dialog.values()
+        self.new_game(rules, seed)
+        return True
+
+    def close_game(self) -> None:
+        """The window is closing: stop the agent and end the record as abandoned (nothing else to save)."""
+        self.stop_watching()
+        self.thinker.cancel()
+        if self.session is not None:
+            self.session.close("abandoned")
+
+    def play_move(self, direction: Direction, player: Player = HUMAN) -> bool:
+        """Make one move (logged at once) and animate it; False when it is illegal."""
+        session = self.session
+        if session is None:
+            return False
+        before = session.board
+        try:
+            result = session.play(direction, player)
+        except ValueError as e:  # StoreError: the move could not be saved, so it was not made
+            self.status.emit(f"Move not made, the store refused it: {e}")
+            self.stop_watching()
+            return False
+        if result is None:
+            return False
+        self.thinker.cancel()  # any answer in flight is about the old board
+        if self._pending in ("hint", "step"):
+            self._pending = None
+        self.board.push_transition(before, direction, session.board, result.spawns)
+        self._clear_hint()
+        self._update_labels()
+        self.gamesChanged.emit()  # other tabs re-read lazily, when shown
+        if session.closed:
+            self.stop_watching()
+            best = int(session.board.max())
+            self.board.show_overlay("Game over!", f"Score {session.score} · best tile {best} · {session.moves} moves")
+            self.status.emit(f"Game over: score {session.score}, best tile {best}")
+            return True
+        if not self._reached_2048 and int(session.board.max()) >= 2048:
+            self._reached_2048 = True
+            self.status.emit("2048! Keep going: the game goes on until no move is left.")
+        if self.autoHintCheck.isChecked() and not self.autoplayButton.isChecked():
+            self.request_hint()
+        return True
+
+    def _on_key_move(self, direction: Direction) -> None:
+        if self.autoplayButton.isChecked():
+            self.stop_watching()
+            self.status.emit("You took over from the agent")
+        self.play_move(direction, HUMAN)
+
+    def _update_labels(self) -> None:
+        s = self.session
+        assert s is not None
+        best = self._best_for(s.rules)
+        if s.player is None or s.player.is_human:  # BEST is the person's: a watched agent does not raise it
+            best = max(best, s.score)
+            self._best[s.rules.shape] = best
+        self.scoreLabel.setText(str(s.score))
+        self.bestLabel.setText(str(best))
+        self.movesLabel.setText(f"Moves: {s.moves}")
+        r = s.rules
+        extras = []
+        if r.p4 != 0.1:
+            extras.append(f"p4 {r.p4:g}")
+        if r.spawn_per_move != 1:
+            extras.append(f"{r.spawn_per_move} per spawn")
+        record = f"record #{s.game_id}" if s.game_id is not None else "not logged yet"
+        self.gameInfoLabel.setText(" · ".join([f"{r.rows}x{r.cols}", *extras, record]))
+
+    # ------------------------------------------------------------------ agent
+    def _on_agent_activated(self, index: int) -> None:
+        if self.agentCombo.itemData(index) is None:  # "Checkpoint file…"
+            path, _ = QFileDialog.getOpenFileName(
+                self, "Choose a checkpoint", str(self.settings.value("play/checkpoint_dir", "")), "Checkpoints (*.npz)"
+            )
+            if not path:
+                self.agentCombo.setCurrentIndex(self._agent_index)
+                return
+            self.use_checkpoint(Path(path))
+            return
+        self._agent_index = index
+        self.settings.setValue("play/agent", self.agentCombo.itemText(index))
+        self._clear_hint()
+        self.board.setFocus()
+
+    def use_checkpoint(self, path: Path) -> None:
+        """Hint / watch with the agent saved in ``path`` (errors show when it is first asked)."""
+        self.settings.setValue("play/checkpoint_dir", str(path.parent))
+        recent = [str(path), *[p for p in self._recent_checkpoints() if p != str(path)]][:5]
+        self.settings.setValue("play/checkpoints", recent)
+        self.set_agent(AgentSpec(path.stem, path))
+        self._clear_hint()
+        self.board.setFocus()
+
+    def _ask(self, purpose: str, want_values: bool) -> bool:
+        spec = self.agent_spec
+        if spec is None or self.session is None or self.session.closed:
+            return False
+        self._pending = purpose
+        self._ticket = self.thinker.request(spec, self.session.game, want_values=want_values)
+        return True
+
+    def request_hint(self) -> None:
+        """Ask the agent to rate the legal moves of the current board (off the GUI thread)."""
+        if self._ask("hint", want_values=True):
+            self.hintStatus.setText(f"{self.agent_spec.label if self.agent_spec else ''} is thinking…")
+
+    def step_agent(self) -> None:
+        """The agent makes one move (from a pause or before watching)."""
+        if self.autoplayButton.isChecked():
+            self.stop_watching()
+        self._ask("step", want_values=self.autoHintCheck.isChecked())
+
+    def _on_think_result(self, result: ThinkResult) -> None:
+        purpose = self._pending
+        s = self.session
+        if result.ticket != self._ticket or purpose is None or s is None or result.moves_at_request != s.moves:
+            return  # stale: about a board that has moved on
+        self._pending = None
+        if result.error:
+            self.hintStatus.setText(f"{result.spec.label}: {result.error}")
+            self.status.emit(f"{result.spec.label}: {result.error}")
+            self.stop_watching()
+            return
+        if purpose == "hint":
+            self._show_values(result, arrow=True)
+        elif result.choice is not None:  # watch / step: the agent moves now
+            checkpoint = str(result.spec.checkpoint) if result.spec.checkpoint is not None else None
+            legal = s.game.legal_mask()
+            self.play_move(result.choice, Player("agent", result.agent_name, checkpoint))
+            if result.values is not None:
+                # "Why this move": the values of the position it was played from (no arrow: it is done).
+                self._show_values(result, arrow=False, legal=legal)
+        if self.autoplayButton.isChecked() and not self._watch_timer.isActive():
+            # Also after a hint asked for mid-watch, which took the watch's turn: carry on watching.
+            delay = self._watch_delay_ms() - (int(result.seconds * 1000) if purpose == "watch" else 0)
+            self._watch_timer.start(max(0, delay))
+
+    def _show_values(self, result: ThinkResult, *, arrow: bool, legal: Any = None) -> None:
+        """Fill the value table (legal moves only; the agent's choice in bold) and maybe the board arrow."""
+        self.last_hint = result
+        values = result.values or {}
+        mask = legal if legal is not None else self.session.game.legal_mask() if self.session else None
+        for d, (name, label) in self.hintLabels.items():
+            weight = "bold" if d == result.choice else "normal"
+            name.setStyleSheet(f"font-weight: {weight};")
+            label.setStyleSheet(f"font-weight: {weight};")
+            label.setText(_fmt_value(values[d]) if d in values else "")
+            name.setEnabled(bool(mask[d]) if mask is not None else d in values)
+        choice = result.choice.label if result.choice is not None else "-"
+        if result.values is None:
+            self.hintStatus.setText(f"{result.agent_name} does not rate moves; its choice: {choice}")
+        elif arrow:
+            self.hintStatus.setText(f"{result.agent_name}: {choice} ({result.seconds * 1000:.0f} ms)")
+        else:
+            self.hintStatus.setText(f"{result.agent_name} played {choice} ({result.seconds * 1000:.0f} ms)")
+        self.board.set_hint(result.choice if arrow else None)
+
+    def _clear_hint(self) -> None:
+        self.last_hint = None
+        for name, label in self.hintLabels.values():
+            label.setText("")
+            name.setStyleSheet("")
+            label.setStyleSheet("")
+            name.setEnabled(True)
+        self.hintStatus.setText("")
+        self.board.set_hint(None)
+
+    # ------------------------------------------------------------------ watch
+    def _on_speed(self, value: int) -> None:
+        self.speedLabel.setText("max" if value >= MAX_SPEED else f"{value} moves/s")
+        self.settings.setValue("play/speed", value)
+        self._apply_animation_speed()
+
+    def _apply_animation_speed(self) -> None:
+        # Watching fast: shorter animations (none at "max") so that the board keeps up with the agent.
+        if self.autoplayButton.isChecked():
+            delay = self._watch_delay_ms()
+            self.board.animation_ms = min(110, int(0.8 * delay)) if delay else 0
+        else:
+            self.board.animation_ms = 110
+
+    def _watch_delay_ms(self) -> int:
+        v = self.speedSlider.value()
+        return 0 if v >= MAX_SPEED else int(1000 / v)
+
+    def _on_autoplay_toggled(self, on: bool) -> None:
+        self.autoplayButton.setText("❚❚ Pause" if on else "▶ Watch")
+        if on:
+            if self.session is None or self.session.closed:
+                self.autoplayButton.setChecked(False)
+                return
+            self.status.emit("Watching the agent: press an arrow to take over")
+            self._watch_tick()
+        else:
+            self._watch_timer.stop()
+            if self._pending == "watch":
+                self.thinker.cancel()
+                self._pending = None
+        self._apply_animation_speed()
+
+    def start_watching(self) -> None:
+        self.autoplayButton.setChecked(True)
+
+    def stop_watching(self) -> None:
+        if self.autoplayButton.isChecked():
+            self.autoplayButton.setChecked(False)
+
+    @property
+    def watching(self) -> bool:
+        return self.autoplayButton.isChecked()
+
+    def _watch_tick(self) -> None:
+        if not self.autoplayButton.isChecked() or self._pending == "watch":
+            return
+        if not self._ask("watch", want_values=self.autoHintCheck.isChecked()):
+            self.stop_watching()
+
+
+def _fmt_value(v: float) -> str:
+    """Hint values span 0.x (probabilities) to 1e6 (expectimax sums): short, and aligned in one column."""
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    if abs(v) >= 10:
+        return f"{v:.1f}"
+    return f"{v:.3g}"

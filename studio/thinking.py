@@ -1,0 +1,162 @@
+"""Agent thinking off the GUI thread: hints and watched moves (training runs use ``studio.worker``).
+
+An expectimax hint at depth 3 can take hundreds of milliseconds and the first use of a learner imports
+torch, so the Play tab never calls an agent directly: it asks a :class:`Thinker`, which loads the agent
+and runs ``move_values`` / ``act`` on a single worker thread (one at a time, so an agent's own state such
+as its RNG or a transposition table is never used by two threads at once). Every request gets a ticket;
+a newer request or :meth:`Thinker.cancel` makes older tickets stale and their results are dropped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
+
+from agents.base import Agent
+from engine import DIRECTIONS, Direction, Game, Rules
+
+AGENT_CACHE = 3  # agents kept loaded
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """Which agent to ask: a registered name, or a checkpoint file (then ``name`` is a display label)."""
+
+    name: str
+    checkpoint: Path | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.checkpoint.name}" if self.checkpoint is not None else self.name
+
+
+def load_agent(spec: AgentSpec, rules: Rules) -> Agent:
+    """The agent for ``spec`` playing ``rules``; ValueError (with the reason) when it cannot."""
+    if spec.checkpoint is not None:
+        from agents.checkpoint import load_checkpoint
+
+        agent = load_checkpoint(spec.checkpoint)
+        if agent.rules.shape != rules.shape:
+            raise ValueError(
+                f"{spec.checkpoint.name} plays {agent.rules.rows}x{agent.rules.cols} boards, "
+                f"this game is {rules.rows}x{rules.cols}"
+            )
+        return agent
+    from agents.registry import create_agent
+
+    return create_agent(spec.name, rules=rules)
+
+
+def choose(agent: Agent, game: Game, values: dict[Direction, float] | None) -> Direction:
+    """The agent's move. When the agent keeps the base ``act`` (best value, ties by action order) and we
+    already have its values, reuse them rather than search twice; otherwise ask ``act``."""
+    if values and type(agent).act is Agent.act:
+        best = max(values.values())
+        return next(d for d in DIRECTIONS if d in values and values[d] == best)
+    return agent.act(game)
+
+
+@dataclass(frozen=True)
+class ThinkResult:
+    """What an agent said about one position. ``values`` is None when it does not rate moves."""
+
+    ticket: int
+    spec: AgentSpec
+    agent_name: str
+    moves_at_request: int
+    values: dict[Direction, float] | None
+    choice: Direction | None
+    seconds: float
+    error: str | None = None
+
+
+class _Emitter(QObject):
+    done = Signal(object)
+
+
+class _ThinkTask(QRunnable):
+    def __init__(self, thinker: Thinker, ticket: int, spec: AgentSpec, game: Game, want_values: bool):
+        super().__init__()
+        self.thinker, self.ticket, self.spec, self.game, self.want_values = thinker, ticket, spec, game, want_values
+        self.setAutoDelete(True)
+
+    def run(self) -> None:
+        t0 = time.perf_counter()
+        values: dict[Direction, float] | None = None
+        agent_name = self.spec.name
+        try:
+            if self.ticket != self.thinker.ticket:
+                return  # stale before it started: skip the work entirely
+            agent = self.thinker.agent_for(self.spec, self.game.rules)
+            agent_name = agent.name
+            if self.want_values:
+                try:
+                    values = {Direction(d): float(v) for d, v in agent.move_values(self.game).items()}
+                except NotImplementedError:
+                    values = None
+            choice = choose(agent, self.game, values)
+            result = ThinkResult(
+                self.ticket, self.spec, agent_name, self.game.moves, values, choice, time.perf_counter() - t0
+            )
+        except Exception as e:  # an agent bug or a bad checkpoint must not take the window down
+            result = ThinkResult(
+                self.ticket, self.spec, agent_name, self.game.moves, None, None, time.perf_counter() - t0,
+                error=str(e) or type(e).__name__,
+            )
+        self.thinker.emitter.done.emit(result)
+
+
+class Thinker(QObject):
+    """Asks agents for values and moves on one worker thread; emits :attr:`resultReady` on the GUI thread."""
+
+    resultReady = Signal(object)  # ThinkResult, fresh tickets only
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.pool = QThreadPool(self)
+        self.pool.setMaxThreadCount(1)
+        self.emitter = _Emitter(self)
+        self.emitter.done.connect(self._deliver)
+        self.ticket = 0
+        # Only touched from the worker thread (one at a time), so no lock is needed. A few agents are
+        # kept (switching back and forth is instant) but not all: learners can hold large tables.
+        self._agents: OrderedDict[tuple[AgentSpec, Rules], Agent] = OrderedDict()
+
+    def agent_for(self, spec: AgentSpec, rules: Rules) -> Agent:
+        key = (spec, rules)
+        if key in self._agents:
+            self._agents.move_to_end(key)
+        else:
+            self._agents[key] = load_agent(spec, rules)
+            while len(self._agents) > AGENT_CACHE:
+                self._agents.popitem(last=False)
+        return self._agents[key]
+
+    def request(self, spec: AgentSpec, game: Game, *, want_values: bool) -> int:
+        """Start thinking about (a copy of) ``game``; returns the ticket. Older requests become stale."""
+        self.ticket += 1
+        self.pool.clear()  # queued, not yet started, requests are stale now
+        self.pool.start(_ThinkTask(self, self.ticket, spec, game.copy(), want_values))
+        return self.ticket
+
+    def cancel(self) -> None:
+        """Forget pending requests (a move was made, the game changed)."""
+        self.ticket += 1
+        self.pool.clear()
+
+    @property
+    def busy(self) -> bool:
+        return self.pool.activeThreadCount() > 0
+
+    def shutdown(self, wait_ms: int = 3000) -> None:
+        self.cancel()
+        self.pool.waitForDone(wait_ms)
+
+    @Slot(object)
+    def _deliver(self, result: ThinkResult) -> None:
+        if result.ticket == self.ticket:
+            self.resultReady.emit(result)

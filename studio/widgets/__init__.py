@@ -1,0 +1,1 @@
+"""Reusable Qt widgets of the studio (the board, the small histogram)."""

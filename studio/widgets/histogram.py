@@ -1,0 +1,83 @@
+"""A small bar chart of max-tile counts, each bar in its tile's colour (the Games tab's summary)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QFont, QPainter, QPaintEvent
+from PySide6.QtWidgets import QSizePolicy, QWidget
+
+from studio.theme import Theme, load_theme
+
+
+class TileHistogram(QWidget):
+    """``set_counts({256: 3, 512: 10, 1024: 2})`` draws one labelled bar per tile value, in order."""
+
+    def __init__(self, parent: QWidget | None = None, theme: Theme | None = None, title: str = "max tile of each game") -> None:
+        super().__init__(parent)
+        self.title = title
+        self.setObjectName("tileHistogram")
+        self.theme = theme or load_theme()
+        self._counts: dict[int, int] = {}
+        self.setMinimumHeight(90)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+
+    @property
+    def counts(self) -> dict[int, int]:
+        return dict(self._counts)
+
+    def set_counts(self, counts: Mapping[int, int]) -> None:
+        self._counts = {int(k): int(v) for k, v in sorted(counts.items()) if v}
+        self.update()
+
+    def sizeHint(self) -> QSize:
+        return QSize(360, 120)
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        w, h = self.width(), self.height()
+        if not self._counts:
+            p.setPen(QColor("#8a8178"))
+            p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "no games")
+            p.end()
+            return
+        n = len(self._counts)
+        top = max(self._counts.values())
+        label_h, count_h = 16.0, 14.0
+        top_margin = 16.0  # the title
+        slot = min(w / n, 90.0)  # a few bars stay together instead of spreading over the whole width
+        left = (w - slot * n) / 2
+        bar_w = min(56.0, slot * 0.8)
+        small = QFont(self.font())
+        small.setPixelSize(11)
+        p.setFont(small)
+        p.setPen(QColor("#8a8178"))
+        p.drawText(QRectF(0, 0, w, 14), Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop, self.title)
+        for i, (tile, count) in enumerate(self._counts.items()):
+            x = left + i * slot + (slot - bar_w) / 2
+            bar_h = max(2.0, (h - label_h - count_h - top_margin) * count / top)
+            rect = QRectF(x, h - label_h - bar_h, bar_w, bar_h)
+            p.setPen(Qt.PenStyle.NoPen)
+            p.setBrush(QColor(self.theme.tile_color(tile)))
+            p.drawRoundedRect(rect, 3, 3)
+            p.setPen(QColor(self.theme.text_dark))
+            p.drawText(
+                QRectF(left + i * slot, rect.top() - count_h, slot, count_h),
+                Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignBottom,
+                str(count),
+            )
+            p.drawText(
+                QRectF(left + i * slot, h - label_h, slot, label_h),
+                Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignVCenter,
+                _short(tile),
+            )
+        p.end()
+
+
+def _short(tile: int) -> str:
+    """Axis labels that fit under narrow bars: 131072 -> 128k."""
+    if tile >= 16384:
+        return f"{tile // 1024}k"
+    return str(tile)

@@ -1,0 +1,60 @@
+"""Helpers for the main-window tests: test agents with known move values, seeds, expected boards.
+
+The fixtures that use them are in ``gui_fixtures.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from agents.base import Agent, legal_values
+from agents.config import AgentConfig
+from engine import DIRECTIONS, Direction, Game, Rules
+
+
+class RaterAgent(Agent):
+    """Rates legal moves with known values: up 1, left 2, down 3, right 4 (so its choice is predictable)."""
+
+    name = "test_rater"
+    config_cls = AgentConfig
+    description = "test agent with fixed move values"
+
+    def move_values(self, game: Game) -> dict[Direction, float]:
+        return legal_values(game, np.array([1.0, 2.0, 3.0, 4.0]))
+
+
+class SlowAgent(RaterAgent):
+    """Like RaterAgent but thinks for 0.4 s (a stand-in for a deep expectimax)."""
+
+    name = "test_slow"
+
+    def move_values(self, game: Game) -> dict[Direction, float]:
+        import time
+
+        time.sleep(0.4)
+        return super().move_values(game)
+
+
+def seed_with(rules: Rules, want: Callable[[np.ndarray], bool]) -> int:
+    """The first seed whose starting board satisfies ``want(legal_mask)``."""
+    for seed in range(1000):
+        if want(Game(rules=rules, seed=seed).legal_mask()):
+            return seed
+    raise AssertionError("no such seed below 1000")
+
+
+def apply_logged(before: np.ndarray, direction: Direction, spawns: np.ndarray) -> np.ndarray:
+    """``engine.slide`` of ``before`` plus the logged spawn rows (row, col, value)."""
+    from engine import slide
+
+    after, _ = slide(before, direction)
+    for r, c, v in spawns:
+        if v:
+            assert after[r, c] == 0, "a spawn must land on an empty cell"
+            after[r, c] = v
+    return after
+
+
+__all__ = ["DIRECTIONS", "RaterAgent", "SlowAgent", "apply_logged", "seed_with"]
