@@ -3,6 +3,9 @@
 numpy / numba (and the standard library) only: never imports torch or Qt, never prints.
 """
 
+from typing import TYPE_CHECKING
+
+from engine.batch import BatchEngine
 from engine.core import (
     DIRECTIONS,
     Board,
@@ -20,14 +23,19 @@ from engine.core import (
     to_exponents,
     validate_board,
 )
+from engine.fast import PlayoutBatch, PlayoutResult, pack, random_playout, random_playouts, unpack
 from engine.game import Game, IllegalMoveError
 
 __all__ = [
     "DIRECTIONS",
+    "BatchEngine",
     "Board",
     "Direction",
     "Game",
+    "Game2048Env",
     "IllegalMoveError",
+    "PlayoutBatch",
+    "PlayoutResult",
     "Rules",
     "Spawn",
     "SpawnRng",
@@ -36,8 +44,24 @@ __all__ = [
     "from_exponents",
     "legal_mask",
     "legal_moves",
+    "pack",
+    "random_playout",
+    "random_playouts",
     "slide",
     "slide_row_left",
     "to_exponents",
+    "unpack",
     "validate_board",
 ]
+
+if TYPE_CHECKING:
+    from engine.env import Game2048Env
+
+
+def __getattr__(name: str) -> object:
+    # Game2048Env pulls in gymnasium (~0.1 s): import it only when someone asks for it.
+    if name == "Game2048Env":
+        from engine.env import Game2048Env
+
+        return Game2048Env
+    raise AttributeError(f"module 'engine' has no attribute {name!r}")

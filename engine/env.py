@@ -1,0 +1,108 @@
+"""``Game2048Env``: 2048 as a Gymnasium environment (any board size), a thin shell over ``Game``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import numpy.typing as npt
+from gymnasium import spaces
+
+from engine.core import Rules, to_exponents
+from engine.fast import unpack_exponents
+from engine.game import Game
+
+
+class Game2048Env(gym.Env[npt.NDArray[np.uint8], np.int64]):
+    """2048 on a ``rows x cols`` board (default: the classic 4x4 rules).
+
+    * **Observation**: tile exponents, ``(rows, cols)`` uint8: 0 = empty, ``k`` = tile ``2**k``
+      (``[[2, 0], [0, 2048]] -> [[1, 0], [0, 11]]``). Tiles are unbounded, so the space's high is the
+      largest exponent the board can ever hold (``rows * cols + 1``, capped at 255).
+    * **Action**: ``Discrete(4)`` in the studio's order ``0 = up, 1 = left, 2 = down, 3 = right``.
+    * **Reward**: the merge reward of the move, the sum of the values of the tiles it created
+      (``[2 2 2 2]`` left -> 8). 0 for a move that merges nothing.
+    * **Termination**: ``terminated`` is True once no move is legal (the game does not stop at 2048).
+      ``truncated`` is always False; wrap with ``gymnasium.wrappers.TimeLimit`` for a step cap.
+    * **Illegal action** (a move that changes nothing): a no-op. The board, score and spawn stream
+      stay as they were, the reward is 0 and ``info["illegal_action"]`` is True; ``terminated``
+      stays False (an illegal move never ends an episode: the game is not over while some move is
+      legal). Agents should pick from ``info["action_mask"]``.
+    * **Info**: ``action_mask`` (``(4,)`` int8, 1 = legal, Gymnasium's mask convention), ``score``,
+      ``max_tile``, ``moves``, ``illegal_action``.
+    * **Seeding**: ``reset(seed=s)`` starts ``Game(seed=s)``, the same game the rest of the studio
+      plays from that seed; ``reset()`` without a seed draws the game's seed from ``self.np_random``.
+      ``reset(options={"board": values})`` starts from a given board (values, not exponents).
+    * **Rendering**: ``render_mode="ansi"`` returns ``Game.render_text()``.
+    """
+
+    metadata = {"render_modes": ["ansi"]}  # noqa: RUF012 (Gymnasium's convention: a class dict)
+
+    def __init__(
+        self,
+        rules: Rules | None = None,
+        *,
+        rows: int | None = None,
+        cols: int | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        if rules is None:
+            rules = Rules(rows=4 if rows is None else rows, cols=4 if cols is None else cols)
+        elif (rows is not None and rows != rules.rows) or (cols is not None and cols != rules.cols):
+            raise ValueError(f"rows/cols {rows}x{cols} disagree with rules {rules.rows}x{rules.cols}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        self.rules = rules
+        self.render_mode = render_mode
+        high = min(255, rules.rows * rules.cols + 1)
+        self.observation_space = spaces.Box(0, high, shape=rules.shape, dtype=np.uint8)
+        self.action_space = spaces.Discrete(4)
+        self.game: Game = Game(rules=rules, seed=0)
+
+    def _info(self, illegal: bool = False) -> dict[str, Any]:
+        return {
+            "action_mask": self.game.legal_mask().astype(np.int8),
+            "score": self.game.score,
+            "max_tile": self.game.max_tile,
+            "moves": self.game.moves,
+            "illegal_action": illegal,
+        }
+
+    def _obs(self) -> npt.NDArray[np.uint8]:
+        packed = self.game.packed
+        if packed is not None:  # 4x4 fast path: straight from the nibbles
+            return unpack_exponents(packed)
+        return to_exponents(self.game.board)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[npt.NDArray[np.uint8], dict[str, Any]]:
+        super().reset(seed=seed)
+        game_seed = seed if seed is not None else int(self.np_random.integers(0, 2**62))
+        board = (options or {}).get("board")
+        if board is not None:
+            self.game = Game(rules=self.rules, seed=game_seed, board=board)
+        else:
+            self.game = Game(rules=self.rules, seed=game_seed)
+        return self._obs(), self._info()
+
+    def step(
+        self, action: int | np.integer
+    ) -> tuple[npt.NDArray[np.uint8], float, bool, bool, dict[str, Any]]:
+        if isinstance(action, bool) or not isinstance(action, (int, np.integer)) or not 0 <= int(action) <= 3:
+            raise ValueError(f"action must be 0 (up), 1 (left), 2 (down) or 3 (right), got {action!r}")
+        a = int(action)
+        if not self.game.legal_mask()[a]:
+            return self._obs(), 0.0, self.game.game_over, False, self._info(illegal=True)
+        result = self.game.step(a)
+        return self._obs(), float(result.reward), result.game_over, False, self._info()
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return self.game.render_text()
+        return None
+
+    def action_masks(self) -> npt.NDArray[np.bool_]:
+        """Legal moves as bools (the method sb3-contrib's MaskablePPO looks for)."""
+        return self.game.legal_mask()

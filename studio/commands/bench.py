@@ -1,0 +1,331 @@
+"""``python main.py bench NAME [--json] [--seconds S]``: timed benchmarks, one sub-command each.
+
+Adding a benchmark is one line in :data:`BENCHMARKS`: ``name: ("module:function", "one-line help")``.
+The function takes ``(options: BenchOptions, progress: ProgressLine)`` and returns a
+:class:`BenchReport`; this module parses the flags, shows progress on stderr, and prints the report
+as a table or (``--json``) as one JSON object on stdout. Benchmark-specific settings travel as
+``-o KEY=VALUE`` (``options.extra``), so a new benchmark needs no new flags here.
+
+``bench engine`` measures random-play steps per second of the 2048 engine's paths against a
+plain-Python reference (:mod:`engine._reference`, the same module the tests trust):
+
+(a) plain Python, (b) the public ``Game`` API one game at a time, (c) the jitted whole-game playout
+(``engine.fast.playout``, one call per game), (d) ``BatchEngine`` at N = 1, 64, 1024, 8192 (one
+``step`` moves N games; ``sample_actions`` picks random legal moves). Compile time is excluded (every
+path runs once before the clock starts). The paths are measured in interleaved rounds and each keeps
+its best round. Rates count the process's CPU time by default, because on a shared machine wall time
+mostly measures the neighbours (everything here runs on one thread); ``-o clock=wall`` for wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib
+import json
+import os
+import platform
+import random
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from studio.progress import ProgressLine
+
+# name -> ("module:function", help). One line per benchmark.
+BENCHMARKS: dict[str, tuple[str, str]] = {
+    "engine": (
+        "studio.commands.bench:engine_benchmark",
+        "random-play steps/s: plain Python vs Game vs jitted vs batched (-o sizes=1,64,1024,8192 -o clock=cpu|wall)",
+    ),
+    "mcts": ("studio.commands.bench_mcts:mcts_benchmark", "MCTS self-play games/s: 1 and 2 local workers, Ray"),
+    "ntuple": ("studio.commands.bench_ntuple:ntuple_benchmark", "n-tuple TD training moves/s on one core"),
+    "gui": ("studio.commands.bench_gui:gui_benchmark", "GUI main-thread stalls (p50/p99/max ms) while an agent trains"),
+}
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """What every benchmark is told: seconds per measurement, rounds, seed, and ``-o`` extras."""
+
+    seconds: float = 1.0
+    rounds: int = 3
+    seed: int = 0
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One figure: ``value`` in the report's unit; ``ratio`` against the report's baseline."""
+
+    key: str  # stable JSON key, e.g. "batch_1024"
+    label: str  # for people
+    value: float
+    ratio: float | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class BenchReport:
+    benchmark: str
+    unit: str
+    measurements: list[Measurement]
+    baseline: str | None = None  # key of the measurement the ratios divide by
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "benchmark": self.benchmark,
+            "unit": self.unit,
+            "baseline": self.baseline,
+            "results": {
+                m.key: {"label": m.label, self.unit: m.value, "ratio": m.ratio, **m.detail}
+                for m in self.measurements
+            },
+            "info": self.info,
+        }
+
+    def render_text(self) -> str:
+        width = max(len(m.label) for m in self.measurements)
+        lines = [f"bench {self.benchmark} ({self.unit}, best of {self.info.get('rounds', 1)} rounds)"]
+        for m in self.measurements:
+            ratio = "" if m.ratio is None else f"  {m.ratio:10.1f}x"
+            lines.append(f"  {m.label:<{width}}  {m.value:14,.0f}{ratio}")
+        for k in ("clock", "warmup_s", "seconds_per_round", "load_average", "machine"):
+            if k in self.info:
+                lines.append(f"  {k}: {self.info[k]}")
+        return "\n".join(lines)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("bench", help="timed benchmarks (engine, ...)", description=__doc__.split("\n")[0])
+    names = parser.add_subparsers(dest="benchmark", metavar="NAME", required=True)
+    for name, (_, help_text) in BENCHMARKS.items():
+        p = names.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("--json", action="store_true", help="print one JSON object (progress still goes to stderr)")
+        p.add_argument("--seconds", type=_positive_float, default=1.0, help="seconds per measurement (default 1)")
+        p.add_argument("--rounds", type=_positive_int, default=3, help="interleaved rounds, best kept (default 3)")
+        p.add_argument("--seed", type=int, default=0, help="seed of the games played (default 0)")
+        p.add_argument(
+            "-o", "--option", action="append", default=[], metavar="KEY=VALUE",
+            help="benchmark-specific setting, repeatable (the benchmark's description lists them)",
+        )
+        p.set_defaults(func=run)
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    return value
+
+
+def _resolve(target: str) -> Callable[[BenchOptions, ProgressLine], BenchReport]:
+    module, _, func = target.partition(":")
+    fn: Callable[[BenchOptions, ProgressLine], BenchReport] = getattr(importlib.import_module(module), func)
+    return fn
+
+
+def run(args: argparse.Namespace) -> int:
+    extra: dict[str, str] = {}
+    for item in args.option:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"-o expects KEY=VALUE, got {item!r}")
+        extra[key.strip()] = value.strip()
+    options = BenchOptions(seconds=args.seconds, rounds=args.rounds, seed=args.seed, extra=extra)
+    bench = _resolve(BENCHMARKS[args.benchmark][0])
+    with ProgressLine(f"bench {args.benchmark}") as progress:
+        report = bench(options, progress)
+    print(json.dumps(report.to_dict()) if args.json else report.render_text())
+    return 0
+
+
+# --------------------------------------------------------------------------------------------------
+# bench engine
+
+_PICKS = 4096  # precomputed random ints: the move choice costs the same on every path
+
+
+def _machine() -> dict[str, Any]:
+    import numba
+    import numpy
+
+    return {
+        "python": platform.python_version(),
+        "numpy": numpy.__version__,
+        "numba": numba.__version__,
+        "cpu": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+    }
+
+
+Clock = Callable[[], float]
+
+
+def _play_games(
+    new_game: Callable[[int], Any], seconds: float, seed: int, picks: list[int], clock: Clock
+) -> tuple[int, float]:
+    """Random legal moves, whole games, for ``seconds``: ``-> (steps, elapsed)``. The same loop
+    drives the plain-Python reference and ``Game`` (both have ``legal_moves()`` / ``step(d)``)."""
+    steps = 0
+    i = 0
+    t0 = clock()
+    while True:
+        g = new_game(seed)
+        seed += 1
+        legal = g.legal_moves()
+        while legal:
+            g.step(legal[picks[i & (_PICKS - 1)] % len(legal)])
+            i += 1
+            legal = g.legal_moves()
+        steps += g.moves
+        elapsed = clock() - t0
+        if elapsed >= seconds:
+            return steps, elapsed
+
+
+def _playout_starts(seed: int, count: int = 256) -> list[tuple[Any, Any, Any]]:
+    """Start boards and both generator states for ``count`` games, made before the clock runs."""
+    import numpy as np
+
+    from engine import fast
+    from engine.core import seed_to_state
+
+    starts = []
+    for k in range(count):
+        board, spawn_state = fast.new_board(np.uint64(seed_to_state(seed + 2 * k)), 0.1, 2)
+        # numba hands uint64 results back as Python ints; np.uint64 keeps them >= 2**63 passable.
+        starts.append((np.uint64(board), np.uint64(spawn_state), np.uint64(seed_to_state(seed + 2 * k + 1))))
+    return starts
+
+
+def _jitted_playouts(seconds: float, starts: list[tuple[Any, Any, Any]], clock: Clock) -> tuple[int, float]:
+    """One ``engine.fast.playout`` call per game (a whole game each), cycling through ``starts``."""
+    from engine.fast import playout
+
+    steps = 0
+    t0 = clock()
+    while True:
+        for board, spawn_state, move_state in starts[:32]:  # 32 games between clock reads
+            steps += playout(board, spawn_state, move_state, 0.1, 1)[4]
+        starts = starts[32:] + starts[:32]
+        elapsed = clock() - t0
+        if elapsed >= seconds:
+            return steps, elapsed
+
+
+def _batched(engine: Any, seconds: float, clock: Clock) -> tuple[int, float]:
+    """``step(sample_actions())`` for ``seconds``; the clock is read every ~4096 moves, not every step
+    (reading the CPU clock costs as much as a whole step at N = 1)."""
+    steps = 0
+    step, sample = engine.step, engine.sample_actions
+    per_read = max(1, 4096 // engine.n)
+    t0 = clock()
+    while True:
+        for _ in range(per_read):
+            step(sample())
+        steps += engine.n * per_read
+        elapsed = clock() - t0
+        if elapsed >= seconds:
+            return steps, elapsed
+
+
+CLOCKS: dict[str, Clock] = {"cpu": time.process_time, "wall": time.perf_counter}
+
+
+def engine_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchReport:
+    """Random-play steps/s of every engine path, with ratios to the plain-Python reference."""
+    from engine import BatchEngine, Game
+    from engine import _reference as ref
+
+    sizes = [int(s) for s in options.extra.get("sizes", "1,64,1024,8192").split(",") if s.strip()]
+    if not sizes or min(sizes) < 1:
+        raise ValueError(f"sizes must be whole numbers >= 1, got {options.extra.get('sizes')!r}")
+    unknown = set(options.extra) - {"sizes", "clock"}
+    if unknown:
+        raise ValueError(f"bench engine has no option {sorted(unknown)[0]!r} (known: sizes, clock)")
+    rnd = random.Random(options.seed)
+    picks = [rnd.getrandbits(30) for _ in range(_PICKS)]
+    seed = options.seed
+
+    clock_name = options.extra.get("clock", "cpu")
+    if clock_name not in CLOCKS:
+        raise ValueError(f"clock must be one of {', '.join(CLOCKS)}, got {clock_name!r}")
+    clock = CLOCKS[clock_name]
+    starts = _playout_starts(seed)
+
+    def reference(seconds: float) -> tuple[int, float]:
+        return _play_games(lambda s: ref.RefGame(4, 4, seed=s), seconds, seed, picks, clock)
+
+    def game_api(seconds: float) -> tuple[int, float]:
+        return _play_games(lambda s: Game(seed=s), seconds, seed, picks, clock)
+
+    def jitted(seconds: float) -> tuple[int, float]:
+        return _jitted_playouts(seconds, starts, clock)
+
+    engines = {n: BatchEngine(n, seed=seed) for n in sizes}
+    paths: list[tuple[str, str, Callable[[float], tuple[int, float]]]] = [
+        ("plain_python", "(a) plain Python reference", reference),
+        ("game_api", "(b) Game API, one game at a time", game_api),
+        ("jitted_playout", "(c) jitted playout, one call per game", jitted),
+    ]
+    for n in sizes:
+        paths.append((f"batch_{n}", f"(d) BatchEngine N={n}", functools.partial(_batched, engines[n], clock=clock)))
+
+    # Warm-up: load / compile every kernel and touch every path before any clock runs.
+    t0 = time.perf_counter()
+    progress.update(0, "warming up (loading compiled kernels)", force=True)
+    for _, _, fn in paths:
+        fn(0.0)
+    warmup = time.perf_counter() - t0
+
+    total = options.rounds * len(paths)
+    progress.total = total
+    per_round = options.seconds / options.rounds
+    best: dict[str, tuple[float, int, float]] = {}
+    done = 0
+    for _ in range(options.rounds):
+        for key, label, fn in paths:
+            steps, elapsed = fn(per_round)
+            rate = steps / elapsed
+            if key not in best or rate > best[key][0]:
+                best[key] = (rate, steps, elapsed)
+            done += 1
+            progress.update(done, f"{label}: {rate:,.0f} steps/s")
+    progress.update(total, "done", force=True)
+
+    base = best["plain_python"][0]
+    measurements = [
+        Measurement(
+            key, label, round(best[key][0], 1), round(best[key][0] / base, 2),
+            {"us_per_step": round(1e6 / best[key][0], 4), "steps": best[key][1], "elapsed_s": round(best[key][2], 3)},
+        )
+        for key, label, _ in paths
+    ]
+    info: dict[str, Any] = {
+        "clock": {"cpu": "process CPU time", "wall": "wall clock"}[clock_name],
+        "rounds": options.rounds,
+        "seconds_per_round": round(per_round, 3),
+        "warmup_s": round(warmup, 2),
+        "seed": options.seed,
+        "machine": _machine(),
+    }
+    if hasattr(os, "getloadavg"):
+        info["load_average"] = [round(x, 2) for x in os.getloadavg()]
+    return BenchReport("engine", "steps_per_s", measurements, baseline="plain_python", info=info)
+
+
+if __name__ == "__main__":  # pragma: no cover - python -m studio.commands.bench engine
+    from studio.cli import main
+
+    sys.exit(main(["bench", *sys.argv[1:]]))

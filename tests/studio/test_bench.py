@@ -1,0 +1,63 @@
+"""``python main.py bench``: the registry, the figures' shape and their ratios."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from studio.cli import main
+from studio.commands.bench import BENCHMARKS, _resolve
+
+
+def test_every_registered_benchmark_resolves():
+    for name, (target, help_text) in BENCHMARKS.items():
+        assert callable(_resolve(target)) and help_text, name
+
+
+def test_bench_engine_json(capsys):
+    code = main(["bench", "engine", "--json", "--seconds", "0.3", "--rounds", "1", "-o", "sizes=1,8"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "bench engine" in err  # progress on stderr, JSON alone on stdout
+    report = json.loads(out)
+    assert report["benchmark"] == "engine" and report["baseline"] == "plain_python"
+    results = report["results"]
+    assert list(results) == ["plain_python", "game_api", "jitted_playout", "batch_1", "batch_8"]
+    base = results["plain_python"]["steps_per_s"]
+    assert results["plain_python"]["ratio"] == 1.0
+    for key, row in results.items():
+        assert row["steps_per_s"] > 0 and row["steps"] > 0
+        assert row["ratio"] == pytest.approx(row["steps_per_s"] / base, rel=0.01), key
+    # the fast paths are faster than plain Python by a wide margin even on a busy machine
+    assert results["game_api"]["ratio"] > 5 and results["jitted_playout"]["ratio"] > 50
+    assert report["info"]["clock"] == "process CPU time"
+
+
+def test_bench_engine_text(capsys):
+    assert main(["bench", "engine", "--seconds", "0.2", "--rounds", "1", "-o", "sizes=4", "-o", "clock=wall"]) == 0
+    out = capsys.readouterr().out
+    assert "(a) plain Python reference" in out and "1.0x" in out and "BatchEngine N=4" in out
+    assert "wall clock" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-o", "nope=1"], "no option 'nope'"),
+        (["-o", "sizes=0"], "sizes"),
+        (["-o", "clock=sundial"], "clock"),
+        (["-o", "sizes"], "KEY=VALUE"),
+    ],
+)
+def test_bench_bad_options_are_one_line_errors(args, message, capsys):
+    assert main(["bench", "engine", "--seconds", "0.1", *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_bench_bad_flags_exit_with_usage(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["bench", "engine", "--seconds", "-1"])
+    assert e.value.code == 2 and "usage" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["bench", "nosuch"])
