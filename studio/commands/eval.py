@@ -1,0 +1,176 @@
+"""``python main.py eval --agent NAME [--agent NAME2 ...] [--checkpoint PATH ...] --games N --seed S --workers K``.
+
+Plays N games per contestant in K processes (:mod:`agents.arena`), logs them to the store as
+``source="evaluation"``, and prints one column per contestant: mean / median / max score, moves per
+game, seconds per move, and the share of games whose max tile reached 32, 64, ... (seed 004's table).
+``--json`` prints the same as one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from agents.arena import TILE_THRESHOLDS, AgentSpec, EvalResult, GameOutcome, evaluate
+from agents.checkpoint import read_checkpoint
+from agents.config import load_preset
+from engine.store import GameStore
+from studio.cli import CliError
+from studio.commands import _agent_flags as flags
+from studio.commands._text import table
+from studio.progress import ProgressLine
+
+DESCRIPTION = """Evaluate agents: N games each, the same N seeds for every contestant.
+
+Contestants: each --agent (its defaults + the settings given here), each --preset (that preset's
+agent and settings + the settings given here) and each --checkpoint (the saved agent, its own
+settings). An --agent named by a given --preset or --checkpoint is that contestant, not another one
+(--agent dqn --checkpoint dqn.npz evaluates the checkpoint). A setting flag applies to every fresh
+contestant that has that setting. Give --agent NAME with --help to list its settings."""
+
+
+def register(subparsers: Any) -> None:
+    flags.register_two_stage(
+        subparsers,
+        "eval",
+        help="evaluate agents side by side (N games, K processes)",
+        build=build_parser,
+        run=run,
+    )
+
+
+def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
+    p = flags.new_parser("eval", DESCRIPTION)
+    p.add_argument(
+        "--agent", action="append", default=[], help=f"an agent to evaluate: {flags.agent_list_text()}"
+    )
+    p.add_argument("--preset", action="append", default=[], help="evaluate a preset's agent and settings")
+    p.add_argument("--checkpoint", action="append", default=[], metavar="PATH", help="evaluate a saved agent")
+    p.add_argument("--games", type=int, default=100, help="games per contestant (default 100)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the game seeds (default 0)")
+    p.add_argument("--workers", type=int, default=1, help="processes playing games (default 1)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    p.add_argument("--no-log", action="store_true", help="do not record the games in the store")
+    flags.add_rules_flags(p)
+    flags.add_agent_flags(p, [*first.agent, *flags.preset_agents(first.preset)])
+    return p
+
+
+def _label(name: str, overrides: dict[str, Any], base: str | None = None) -> str:
+    text = base or name
+    if overrides:
+        text += " " + " ".join(
+            f"{k}={','.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in overrides.items()
+        )
+    return text
+
+
+def contestants(args: argparse.Namespace) -> list[AgentSpec]:
+    if not (args.agent or args.preset or args.checkpoint):
+        raise CliError("give something to evaluate: --agent NAME, --preset P or --checkpoint PATH")
+    cli_rules = flags.rules_from(args)
+    specs: list[AgentSpec] = []
+    covered: set[str] = set()
+    presets = [(p, load_preset(p)) for p in args.preset]
+    for path in args.checkpoint:
+        meta, _ = read_checkpoint(path)
+        covered.add(str(meta.get("agent")))
+    covered.update(str(data["agent"]) for _, data in presets)
+    for name in dict.fromkeys(args.agent):  # once each, in order
+        if name in covered:
+            continue
+        over = flags.overrides_for(args, name)
+        specs.append(AgentSpec(name, over, rules=cli_rules, label=_label(name, over)))
+    for pname, data in presets:
+        name = str(data["agent"])
+        over = flags.overrides_for(args, name)
+        specs.append(
+            AgentSpec(
+                name,
+                {**data.get("config", {}), **over},
+                rules=flags.rules_from(args, data),
+                label=_label(name, over, f"{name} ({pname})"),
+            )
+        )
+    for path in args.checkpoint:
+        meta, _ = read_checkpoint(path)
+        specs.append(AgentSpec(str(meta.get("agent")), checkpoint=path, rules=cli_rules))
+    return specs
+
+
+def _seconds(s: float) -> str:
+    if s >= 1:
+        return f"{s:.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    return f"{s * 1e6:.3g} µs"
+
+
+def format_table(results: list[EvalResult]) -> str:
+    def pct(share: float, games: int) -> str:
+        return f"{share * 100:.0f}%" if games <= 100 else f"{share * 100:.1f}%"
+
+    rows: list[list[str]] = [
+        ["games", *(f"{r.games:,}" for r in results)],
+        ["mean score", *(f"{r.mean_score:,.0f}" for r in results)],
+        ["median score", *(f"{r.median_score:,.0f}" for r in results)],
+        ["max score", *(f"{r.max_score:,}" for r in results)],
+        ["moves / game", *(f"{r.moves_per_game:,.0f}" for r in results)],
+        ["seconds / move", *(_seconds(r.seconds_per_move) for r in results)],
+    ]
+    shares = [r.tile_at_least() for r in results]
+    for t in TILE_THRESHOLDS:
+        rows.append([f"max tile >= {t}", *(pct(s[t], r.games) for s, r in zip(shares, results))])
+        if all(s[t] == 0 for s in shares):
+            break  # the rest are 0 % too
+    return table(["", *(r.label for r in results)], rows, right=set(range(1, len(results) + 1)))
+
+
+def _progress(line: ProgressLine) -> Callable[[int, int, GameOutcome], None]:
+    scores: list[int] = []
+
+    def progress(done: int, total: int, game: GameOutcome) -> None:
+        scores.append(game.score)
+        line.update(done, f"mean score {sum(scores) / len(scores):,.0f}", force=done == total)
+
+    return progress
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.games < 1 or args.workers < 1:
+        raise CliError("--games and --workers must be >= 1")
+    specs = contestants(args)
+    results: list[EvalResult] = []
+    with GameStore.open(args.data_dir) as store:
+        for spec in specs:
+            with ProgressLine(f"eval {spec.display}", total=args.games) as line:
+                results.append(
+                    evaluate(
+                        spec,
+                        args.games,
+                        args.seed,
+                        args.workers,
+                        None if args.no_log else store,
+                        _progress(line),
+                    )
+                )
+    if args.json:
+        out = {
+            "games": args.games,
+            "seed": args.seed,
+            "workers": args.workers,
+            "results": [r.to_dict() for r in results],
+        }
+        print(json.dumps(out))
+        return 0
+    print(format_table(results))
+    if not args.no_log:
+        print(
+            f"\n{args.games * len(results):,} games recorded (source evaluation): "
+            "python main.py games list --source evaluation",
+            file=sys.stderr,
+        )
+    return 0

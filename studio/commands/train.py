@@ -1,0 +1,251 @@
+"""``python main.py train --agent NAME [settings] [--episodes N | --minutes M | --steps S] [--resume RUN_ID]``.
+
+Trains an agent as a recorded run (:mod:`agents.runner`): a live progress line on stderr, periodic
+checkpoints, Ctrl-C stops cleanly (first press: stop after the current step and save; second: abort),
+and the checkpoint path printed at the end. ``train --agent NAME --help`` lists that agent's settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any
+
+from agents.base import Budget, Control, MetricEvent, TrainContext
+from agents.config import load_preset
+from agents.registry import get_agent_class
+from agents.runner import DEFAULT_CHECKPOINT_EVERY_S, DEFAULT_LOG_EVERY, TrainingRun, resume_run, run_training
+from engine.store import GameStore
+from studio.cli import CliError
+from studio.commands import _agent_flags as flags
+from studio.commands._text import duration, number
+from studio.progress import ProgressLine
+
+DESCRIPTION = """Train an agent as a recorded run (see: python main.py runs list).
+
+The run's settings come from the agent's defaults, then --preset, then the flags given here.
+Budget: any of --episodes / --minutes / --steps (the first reached ends the run), or the preset's.
+Ctrl-C stops after the current step and saves a checkpoint; --resume RUN_ID continues from it."""
+
+
+def register(subparsers: Any) -> None:
+    flags.register_two_stage(
+        subparsers,
+        "train",
+        help="train an agent (recorded run, checkpoints, resume)",
+        build=build_parser,
+        run=run,
+    )
+
+
+def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
+    names = list(first.agent[-1:]) or flags.preset_agents(first.preset[-1:])
+    epilog = None if names else "Give --agent NAME (with --help) to list that agent's settings."
+    p = flags.new_parser("train", DESCRIPTION, epilog)
+    p.add_argument("--agent", help=f"the agent to train: {flags.agent_list_text()} (learners only)")
+    p.add_argument("--preset", help="start from a preset's settings (resources/presets/<name>.json)")
+    b = p.add_argument_group("budget")
+    b.add_argument("--episodes", type=int, help="train this many episodes (games)")
+    b.add_argument("--minutes", type=float, help="train this many minutes")
+    b.add_argument("--steps", type=int, help="train this many steps (moves)")
+    p.add_argument("--seed", type=int, default=None, help="random seed of the agent (default: fresh)")
+    flags.add_rules_flags(p)
+    p.add_argument("--resume", type=int, metavar="RUN_ID", help="continue this run from its last checkpoint")
+    p.add_argument(
+        "--checkpoint-every",
+        type=float,
+        default=DEFAULT_CHECKPOINT_EVERY_S,
+        metavar="SECONDS",
+        help=f"seconds between periodic checkpoints (default {DEFAULT_CHECKPOINT_EVERY_S:g})",
+    )
+    p.add_argument(
+        "--log-every",
+        type=int,
+        default=DEFAULT_LOG_EVERY,
+        metavar="N",
+        help=f"store one training game in N (0 = none; default {DEFAULT_LOG_EVERY}: keeps the store small)",
+    )
+    p.add_argument(
+        "--workers", type=int, default=1, help="processes for agents that play in parallel (default 1)"
+    )
+    p.add_argument(
+        "--backend",
+        choices=("local", "ray"),
+        default="local",
+        help="where those parallel games run: local processes (default) or Ray actors (optional extra)",
+    )
+    p.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="ADDR",
+        help="a running Ray cluster to use, e.g. 10.0.0.5:6379 (implies --backend ray)",
+    )
+    flags.add_agent_flags(p, names)
+    return p
+
+
+def budget_from(args: argparse.Namespace, preset: dict[str, Any] | None) -> Budget | None:
+    """Budget from the flags, else from the preset; None when neither gives one."""
+    given = {
+        "episodes": args.episodes,
+        "steps": args.steps,
+        "seconds": None if args.minutes is None else args.minutes * 60.0,
+    }
+    if all(v is None for v in given.values()) and preset and preset.get("budget"):
+        pb = preset["budget"]
+        given = {
+            "episodes": pb.get("episodes"),
+            "steps": pb.get("steps"),
+            "seconds": pb.get("seconds", None if pb.get("minutes") is None else pb["minutes"] * 60.0),
+        }
+    if all(v is None for v in given.values()):
+        return None
+    return Budget(**given)
+
+
+def _start(args: argparse.Namespace, store: GameStore, control: Control, ctx: TrainContext) -> TrainingRun:
+    opts = {"checkpoint_every_s": args.checkpoint_every, "log_every": args.log_every}
+    if args.resume is not None:
+        if args.agent or args.preset:
+            raise CliError(
+                "--resume continues a run with its own agent and settings: drop --agent / --preset"
+            )
+        return resume_run(args.resume, store, budget_from(args, None), control, ctx, **opts)
+    preset = load_preset(args.preset) if args.preset else None
+    name = args.agent or (preset or {}).get("agent")
+    if not name:
+        raise CliError("give the agent to train: --agent NAME (or --preset P)")
+    if preset and preset["agent"] != name:
+        raise CliError(f"preset {args.preset!r} is for agent {preset['agent']!r}, not {name!r}")
+    cls = get_agent_class(name)
+    if not cls.trainable:
+        raise CliError(
+            f"agent {name!r} does not learn, so there is nothing to train: evaluate it with "
+            f"python main.py eval --agent {name}"
+        )
+    budget = budget_from(args, preset)
+    if budget is None:
+        raise CliError("give a budget: --episodes N, --minutes M or --steps S")
+    config = cls.config_cls.from_dict({**(preset or {}).get("config", {}), **flags.overrides_for(args, name)})
+    agent = cls(config, flags.rules_from(args, preset), args.seed)
+    return run_training(agent, budget, store, control, ctx, **opts)
+
+
+class _Live:
+    """The progress line's figures: recent episodes' scores and tiles, the agent's loss and schedules."""
+
+    def __init__(self, run: TrainingRun) -> None:
+        self.run = run
+        self.scores: deque[float] = deque(maxlen=100)
+        self.tiles: deque[float] = deque(maxlen=100)
+        self.last: dict[str, float] = {}
+        self.message = ""
+        self.step0: int | None = None
+        self.t0 = time.perf_counter()
+        self.event: MetricEvent | None = None
+
+    def add(self, ev: MetricEvent) -> str:
+        self.event = ev
+        if self.step0 is None:
+            self.step0 = ev.step
+        self.last.update(ev.metrics)
+        if ev.kind == "episode":
+            if "score" in ev.metrics:
+                self.scores.append(float(ev.metrics["score"]))
+            if "max_tile" in ev.metrics:
+                self.tiles.append(float(ev.metrics["max_tile"]))
+        if ev.message:
+            self.message = ev.message
+        agent = self.run.agent
+        parts = [f"ep {ev.episode:,}"]
+        if self.scores:
+            parts += [
+                f"score {self.scores[-1]:,.0f}",
+                f"mean {sum(self.scores) / len(self.scores):,.0f}",
+                f"tile {max(self.tiles):,.0f}" if self.tiles else "",
+            ]
+        for key in (*agent.loss_metrics, *agent.schedule_metrics):
+            if key in self.last:
+                parts.append(f"{key} {number(self.last[key])}")
+        parts.append(f"{self.steps_per_s():,.0f} steps/s")
+        if self.message:
+            parts.append(self.message)
+        return " ".join(p for p in parts if p)
+
+    def steps_per_s(self) -> float:
+        if "steps_per_s" in self.last:
+            return float(self.last["steps_per_s"])
+        if self.event is None or self.step0 is None:
+            return 0.0
+        return (self.event.step - self.step0) / max(1e-9, time.perf_counter() - self.t0)
+
+
+def _events_with_ctrl_c(run: TrainingRun) -> Iterator[MetricEvent]:
+    """Iterate the run; the first Ctrl-C asks it to stop (it then saves), the second aborts."""
+    if threading.current_thread() is not threading.main_thread():
+        yield from run
+        return
+
+    def on_sigint(signum: int, frame: FrameType | None) -> None:
+        if run.control.stopped:
+            raise KeyboardInterrupt
+        run.control.stop()
+        print(
+            "\nstopping after the current step and saving a checkpoint (Ctrl-C again to abort)",
+            file=sys.stderr,
+        )
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield from run
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def run(args: argparse.Namespace) -> int:
+    control = Control()
+    with GameStore.open(args.data_dir) as store:
+        ctx = TrainContext(
+            data_dir=store.path.parent,
+            workers=args.workers,
+            backend="ray" if args.ray_address else args.backend,
+            ray_address=args.ray_address,
+        )
+        training = _start(args, store, control, ctx)
+        live = _Live(training)
+        try:
+            with ProgressLine(f"train {training.agent.name} run {training.run_id}", total=1.0) as line:
+                for ev in _events_with_ctrl_c(training):
+                    line.update(ev.progress, live.add(ev))
+                if live.event is not None:
+                    line.update(live.event.progress, live.add(live.event), force=True)
+        except (KeyboardInterrupt, CliError):
+            raise
+        except Exception as e:
+            # A bug in the agent: its traceback helps whoever fixes it; the run is recorded as failed.
+            traceback.print_exc()
+            print(f"run {training.run_id} failed: {type(e).__name__}: {e}", file=sys.stderr)
+            return 1
+        c = training.agent.counters
+        print(
+            f"run {training.run_id} {training.status}: {c.episodes:,} episodes, {c.steps:,} steps, "
+            f"{duration(c.seconds)} of training in all"
+        )
+        if live.scores:
+            tile = f", best tile {max(live.tiles):,.0f}" if live.tiles else ""
+            print(
+                f"last {len(live.scores)} episodes: mean score {sum(live.scores) / len(live.scores):,.0f}{tile}"
+            )
+        if training.games_logged:
+            print(
+                f"training games stored: {training.games_logged} (python main.py games list --source training)"
+            )
+        print(f"checkpoint: {training.last_checkpoint}")
+    return 0

@@ -1,0 +1,102 @@
+"""A tiny trainable agent for runner and CLI tests: plays random 2x2-ish games, "learns" a counter.
+
+Register it for a test with :func:`registered` (a fixture helper that undoes itself).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+
+from agents import registry
+from agents.base import Agent, Budget, Clock, Control, MetricEvent, TrainContext
+from agents.config import AgentConfig, knob
+from engine import Game
+from engine.records import GameTrace, play_recorded
+
+NAME = "fake-learner"
+TARGET = "tests.agents.fake_learner:FakeLearner"
+
+
+@dataclass
+class FakeConfig(AgentConfig):
+    """Knobs that let a test steer the training loop."""
+
+    fail_at: int = knob(0, "raise RuntimeError when this episode is reached (0 = never)", low=0, high=10**6)
+    pause_s: float = knob(0.0, "seconds to sleep after each episode", low=0.0, high=60.0)
+
+
+class FakeLearner(Agent):
+    """Counts episodes into a weight; plays uniformly at random."""
+
+    name = NAME
+    config_cls = FakeConfig
+    description = "test double"
+    trainable = True
+    config: FakeConfig
+
+    def __init__(self, config: AgentConfig | None = None, rules: Any = None, seed: int | None = None) -> None:
+        super().__init__(config, rules, seed)
+        self.weight = np.zeros(3)
+
+    def move_values(self, game: Game) -> dict:
+        return {d: float(self.weight[0]) for d in game.legal_moves()}
+
+    def act(self, game: Game) -> Any:
+        moves = game.legal_moves()
+        return moves[int(self.rng.integers(len(moves)))]
+
+    def train(
+        self, budget: Budget, control: Control | None = None, context: TrainContext | None = None
+    ) -> Iterator[MetricEvent]:
+        control = control or Control()
+        clock = Clock(self.counters)
+        start_ep, start_steps = self.counters.episodes, self.counters.steps
+        while not budget.done(
+            self.counters.episodes - start_ep, self.counters.steps - start_steps, clock.call_seconds
+        ):
+            if not control.checkpoint():
+                return
+            game = Game(rules=self.rules, seed=int(self.rng.integers(1 << 30)))
+            trace = GameTrace.start(game)
+            while not game.game_over:
+                play_recorded(game, self.act(game), trace)
+            self.counters.episodes += 1
+            self.counters.steps += game.moves
+            self.weight[0] += 1
+            if self.config.fail_at and self.counters.episodes == self.config.fail_at:
+                raise RuntimeError(f"boom at episode {self.counters.episodes}")
+            if self.config.pause_s:
+                time.sleep(self.config.pause_s)
+            yield MetricEvent(
+                "episode",
+                self.counters.episodes,
+                self.counters.steps,
+                clock.tick(),
+                {
+                    "score": float(game.score),
+                    "max_tile": float(game.max_tile),
+                    "loss": 1.0 / self.counters.episodes,
+                },
+                progress=budget.progress(
+                    self.counters.episodes - start_ep, self.counters.steps - start_steps, clock.call_seconds
+                ),
+                game=trace,
+            )
+
+    def get_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        return {"weight": self.weight.copy()}, {"note": "fake"}
+
+    def set_state(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
+        self.weight = np.array(arrays["weight"], dtype=float)
+
+
+def registered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Register the fake learner for one test (monkeypatch restores the registry afterwards)."""
+    monkeypatch.setitem(registry._AGENTS, NAME, TARGET)
+    monkeypatch.delitem(registry._cache, NAME, raising=False)

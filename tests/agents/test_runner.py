@@ -1,0 +1,186 @@
+"""Training runs with a tiny fake learner: events, checkpoints, status, stop, failure, resume, pause."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from agents.base import Budget, Control, Counters
+from agents.checkpoint import load_checkpoint
+from agents.runner import remaining_budget, resume_run, run_training
+from engine import Rules
+from engine.store import GameStore
+from tests.agents.fake_learner import FakeConfig, FakeLearner, registered
+
+
+@pytest.fixture
+def store(data_dir: Path, monkeypatch: pytest.MonkeyPatch):
+    registered(monkeypatch)
+    with GameStore.open(data_dir) as s:
+        yield s
+
+
+def learner(**kw: object) -> FakeLearner:
+    return FakeLearner(FakeConfig(**kw), Rules(rows=2, cols=2), seed=1)  # type: ignore[arg-type]
+
+
+def test_a_finished_run_logs_every_event_games_and_a_final_checkpoint(
+    store: GameStore, data_dir: Path
+) -> None:
+    run = run_training(learner(), Budget(episodes=6), store, log_every=2)
+    events = list(run)
+    assert [e.episode for e in events] == [1, 2, 3, 4, 5, 6]
+    assert run.status == "finished"
+    summary = store.get_run(run.run_id)
+    assert summary.status == "finished" and summary.error is None
+    assert summary.agent == "fake-learner" and summary.episodes == 6
+    metrics = store.run_metrics(run.run_id)
+    assert metrics["episode"].tolist() == [1, 2, 3, 4, 5, 6]
+    assert metrics["score"].tolist() == [e.metrics["score"] for e in events]
+    # Games 2, 4, 6 stored as training samples of this run.
+    games = store.list_games(source="training")
+    assert len(games) == 3 and run.games_logged == 3
+    assert all(g.run_id == run.run_id for g in games)
+    # The final checkpoint is under the data dir's checkpoints folder, recorded, and loads.
+    assert run.last_checkpoint is not None and run.last_checkpoint.exists()
+    assert run.last_checkpoint.is_relative_to(data_dir / "checkpoints")
+    cps = store.run_checkpoints(run.run_id)
+    assert cps[-1].final and cps[-1].episode == 6 and cps[-1].path == run.last_checkpoint
+    again = load_checkpoint(run.last_checkpoint)
+    assert again.counters.episodes == 6 and float(again.weight[0]) == 6.0  # type: ignore[attr-defined]
+
+
+def test_periodic_checkpoints(store: GameStore) -> None:
+    run = run_training(learner(pause_s=0.05), Budget(episodes=6), store, checkpoint_every_s=0.1)
+    run.run_to_end()
+    cps = store.run_checkpoints(run.run_id)
+    assert len(cps) >= 3 and not any(c.final for c in cps[:-1]) and cps[-1].final
+
+
+def test_stop_mid_run_saves_a_checkpoint_that_loads(store: GameStore) -> None:
+    control = Control()
+    run = run_training(learner(), Budget(episodes=100), store, control)
+    seen = []
+    for event in run:
+        seen.append(event.episode)
+        if event.episode == 3:
+            control.stop()
+    assert seen == [1, 2, 3]
+    assert run.status == "stopped" and store.get_run(run.run_id).status == "stopped"
+    assert run.last_checkpoint is not None
+    agent = load_checkpoint(run.last_checkpoint)
+    assert agent.counters.episodes == 3
+    assert store.run_checkpoints(run.run_id)[-1].final
+
+
+def test_closing_the_iterator_stops_the_run(store: GameStore) -> None:
+    run = run_training(learner(), Budget(episodes=100), store)
+    next(run)
+    next(run)
+    run.close()
+    assert store.get_run(run.run_id).status == "stopped"
+    assert run.last_checkpoint is not None and load_checkpoint(run.last_checkpoint).counters.episodes == 2
+
+
+def test_an_exception_fails_the_run_with_its_message(store: GameStore) -> None:
+    run = run_training(learner(fail_at=3), Budget(episodes=10), store)
+    with pytest.raises(RuntimeError, match="boom at episode 3"):
+        list(run)
+    summary = store.get_run(run.run_id)
+    assert summary.status == "failed"
+    assert summary.error == "RuntimeError: boom at episode 3"
+    assert store.run_metrics(run.run_id)["episode"].tolist() == [1, 2]  # what came before is kept
+
+
+def test_resume_continues_counters_with_the_remaining_budget(store: GameStore) -> None:
+    control = Control()
+    run = run_training(learner(), Budget(episodes=6), store, control)
+    for event in run:
+        if event.episode == 2:
+            control.stop()
+    resumed = resume_run(run.run_id, store)
+    assert resumed.run_id == run.run_id and resumed.budget == Budget(episodes=4)
+    assert store.get_run(run.run_id).status == "running"
+    assert [e.episode for e in resumed] == [3, 4, 5, 6]
+    assert store.get_run(run.run_id).status == "finished"
+    assert store.run_metrics(run.run_id)["episode"].tolist() == [1, 2, 3, 4, 5, 6]
+    assert resumed.last_checkpoint is not None
+    assert float(load_checkpoint(resumed.last_checkpoint).weight[0]) == 6.0  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="whole budget"):
+        resume_run(run.run_id, store)
+    more = resume_run(run.run_id, store, Budget(episodes=1))
+    assert [e.episode for e in more] == [7]
+
+
+def test_resume_refuses_a_live_run_and_a_run_without_checkpoint(store: GameStore) -> None:
+    run = run_training(learner(), Budget(episodes=5), store)
+    next(run)  # running, no checkpoint yet
+    with pytest.raises(ValueError, match="running in another window"):
+        resume_run(run.run_id, store)
+    store.set_run_status(run.run_id, "stopped")
+    with pytest.raises(ValueError, match="no checkpoint"):
+        resume_run(run.run_id, store)
+    run.close()
+
+
+def test_metrics_reach_the_store_within_a_second_when_the_agent_goes_quiet(store: GameStore) -> None:
+    run = run_training(learner(), Budget(episodes=5), store)
+    next(run)  # one event buffered; the agent now "thinks" for a long time (we do not ask for more)
+    other = GameStore(store.path)  # another connection, as another process would see it
+    try:
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline and other.get_run(run.run_id).n_events == 0:
+            time.sleep(0.05)
+        assert other.get_run(run.run_id).n_events == 1
+    finally:
+        other.close()
+        run.close()
+
+
+def test_pause_marks_the_run_paused_and_saves(store: GameStore) -> None:
+    control = Control()
+    run = run_training(learner(), Budget(episodes=3), store, control)
+    next(run)
+    control.pause()
+    seen: dict[str, object] = {}
+
+    def look_then_resume() -> None:
+        time.sleep(0.3)
+        probe = GameStore(store.path)
+        try:
+            seen["status"] = probe.get_run(run.run_id).status
+            seen["checkpoints"] = len(probe.run_checkpoints(run.run_id))
+        finally:
+            probe.close()
+        control.resume()
+
+    t = threading.Thread(target=look_then_resume)
+    t.start()
+    rest = [e.episode for e in run]  # blocks in the agent's control.checkpoint() while paused
+    t.join()
+    assert seen == {"status": "paused", "checkpoints": 1}
+    assert rest == [2, 3] and run.status == "finished"
+
+
+def test_non_trainable_agents_are_refused(store: GameStore) -> None:
+    from agents.baselines import GreedyAgent
+
+    with pytest.raises(ValueError, match="does not learn"):
+        run_training(GreedyAgent(), Budget(episodes=1), store)
+    assert store.list_runs() == []
+
+
+def test_remaining_budget() -> None:
+    stored = {
+        "episodes": 10,
+        "steps": None,
+        "seconds": 60.0,
+        "start": {"episodes": 5, "steps": 0, "seconds": 1.0},
+    }
+    assert remaining_budget(stored, Counters(episodes=8, seconds=31.0)) == Budget(episodes=7, seconds=30.0)
+    assert remaining_budget(stored, Counters(episodes=15, seconds=2.0)) is None
+    assert remaining_budget(stored, Counters(episodes=6, seconds=61.0)) is None
+    assert remaining_budget({"seconds": 5.0}, Counters(seconds=1.5)) == Budget(seconds=3.5)
