@@ -72,8 +72,17 @@ def save_checkpoint(agent: Agent, path: str | Path) -> Path:
         if k == META_KEY or v.dtype == object:
             raise ValueError(f"checkpoint array {k!r} must be a plain numeric array")
     payload[META_KEY] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
-    atomic_write(path, lambda fh: np.savez(fh, **payload))
+    atomic_write(path, lambda fh: _write_npz(fh, payload))
     return path
+
+
+def _write_npz(fh: Any, arrays: dict[str, np.ndarray]) -> None:
+    """What ``np.savez`` does, minus its keyword clash (an array named ``allow_pickle``) and with
+    pickling refused on the writing side too."""
+    with zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for name, arr in arrays.items():
+            with zf.open(f"{name}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, arr, allow_pickle=False)
 
 
 def read_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
