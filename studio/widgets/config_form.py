@@ -1,0 +1,538 @@
+"""A settings form generated from an agent's config dataclass (``AgentConfig.specs()``).
+
+Nothing here knows any particular agent: every editor, range, tooltip and error message comes from
+the :class:`~agents.config.FieldSpec` of a field, so a new agent (or a new knob) gets its form for free.
+
+Editors by field kind:
+
+* ``int`` -> :class:`IntSpin` (a ``QSpinBox``), ``float`` -> :class:`FloatSpin` (a ``QDoubleSpinBox``).
+  The arrows step inside the declared ``[low, high]`` (geometrically on a 1-2-5 ladder for ``log``
+  fields such as learning rates); typed values are *not* clamped silently: a value outside the range
+  stays in the box and is marked, with the reason from :meth:`FieldSpec.check`, under the field.
+* ``choices`` -> ``QComboBox``; ``bool`` -> ``QCheckBox``; ``str`` -> ``QLineEdit``;
+  tuples -> ``QLineEdit`` holding ``3,3,2,2``.
+* ``advanced`` fields sit in a fold that opens by itself when one of them is invalid.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QValidator
+from PySide6.QtWidgets import (
+    QAbstractSpinBox,
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from agents.config import AgentConfig, ConfigError, FieldSpec, list_presets, load_preset
+
+INT32_MAX = 2**31 - 1
+#: QDoubleSpinBox rounds its value to ``decimals`` places; enough for learning rates like 1e-9.
+FLOAT_DECIMALS = 15
+#: The unbounded side of a float field (QDoubleSpinBox needs a finite range).
+FLOAT_LIMIT = 1e300
+ERROR_STYLE = "color: #c62828;"
+INVALID_EDITOR_STYLE = "border: 1px solid #c62828; background: #ffebee;"
+
+
+def _ladder_step(value: float, up: bool, steps: int = 1) -> float:
+    """Next value of the 1-2-5 ladder (..., 1e-4, 2e-4, 5e-4, 1e-3, ...) above / below ``value``.
+
+    Log-scale knobs (learning rates) span decades; a linear step of 1e-5 would take thousands of clicks.
+    """
+    v = value
+    for _ in range(abs(steps)):
+        if v <= 0:
+            v = 1e-6 if up else v
+            continue
+        exp = math.floor(math.log10(v))
+        candidates = [m * 10.0**e for e in (exp - 1, exp, exp + 1) for m in (1.0, 2.0, 5.0)]
+        if up:
+            v = min(c for c in candidates if c > v * (1 + 1e-9))
+        else:
+            v = max(c for c in candidates if c < v * (1 - 1e-9))
+    return float(f"{v:.12g}")
+
+
+class _RangedStep:
+    """Mixin for spin boxes: the hard range is wide (so nothing typed is clamped silently), while the
+    arrows and PageUp/PageDown stay inside the field's declared range."""
+
+    spec: FieldSpec
+
+    def _declared_clamp(self, v: float) -> float:
+        if self.spec.low is not None:
+            v = max(v, self.spec.low)
+        if self.spec.high is not None:
+            v = min(v, self.spec.high)
+        return v
+
+    def _step_flags(self, value: float) -> QAbstractSpinBox.StepEnabledFlag:
+        flags = QAbstractSpinBox.StepEnabledFlag.StepNone
+        if self.spec.high is None or value < self.spec.high:
+            flags |= QAbstractSpinBox.StepEnabledFlag.StepUpEnabled
+        if self.spec.low is None or value > self.spec.low:
+            flags |= QAbstractSpinBox.StepEnabledFlag.StepDownEnabled
+        return flags
+
+
+class IntSpin(_RangedStep, QSpinBox):
+    """Integer knob. Hard range: int32; arrows: the declared range."""
+
+    def __init__(self, spec: FieldSpec, parent: QWidget | None = None) -> None:
+        QSpinBox.__init__(self, parent)
+        self.spec = spec
+        self.setRange(-INT32_MAX - 1, INT32_MAX)
+        self.setSingleStep(int(spec.step) if spec.step else 1)
+        self.setKeyboardTracking(True)
+
+    def stepBy(self, steps: int) -> None:
+        if self.spec.log:
+            v = _ladder_step(max(1, self.value()), steps > 0, abs(steps))
+            target = round(v)
+        else:
+            target = self.value() + steps * self.singleStep()
+        self.setValue(int(self._declared_clamp(target)))
+        self.selectAll()
+
+    def stepEnabled(self) -> QAbstractSpinBox.StepEnabledFlag:
+        return self._step_flags(self.value())
+
+
+class FloatSpin(_RangedStep, QDoubleSpinBox):
+    """Float knob shown in ``%g`` (so 5e-05 reads as such, not 0.00); accepts ``1e-4`` typed in."""
+
+    def __init__(self, spec: FieldSpec, parent: QWidget | None = None) -> None:
+        QDoubleSpinBox.__init__(self, parent)
+        self.spec = spec
+        self.setDecimals(FLOAT_DECIMALS)
+        self.setRange(-FLOAT_LIMIT, FLOAT_LIMIT)
+        if spec.step:
+            self.setSingleStep(spec.step)
+        elif spec.low is not None and spec.high is not None and not spec.log:
+            # About a hundred clicks from one end to the other, rounded to a readable step.
+            span = float(spec.high) - float(spec.low)
+            self.setSingleStep(10.0 ** math.floor(math.log10(span / 100)) if span > 0 else 0.1)
+        else:
+            self.setSingleStep(0.1)
+        self.setKeyboardTracking(True)
+
+    def textFromValue(self, value: float) -> str:
+        return f"{value:.10g}"
+
+    def valueFromText(self, text: str) -> float:
+        try:
+            return float(text.strip())
+        except ValueError:
+            return self.value()
+
+    def validate(self, text: str, pos: int) -> tuple[QValidator.State, str, int]:
+        t = text.strip()
+        try:
+            float(t)
+            return QValidator.State.Acceptable, text, pos
+        except ValueError:
+            # "1e-", "-", "" are on their way to a number; anything with letters other than e is not.
+            ok = all(ch in "0123456789.eE+-" for ch in t)
+            return (QValidator.State.Intermediate if ok else QValidator.State.Invalid), text, pos
+
+    def fixup(self, text: str) -> str:
+        return self.textFromValue(self.value())
+
+    def stepBy(self, steps: int) -> None:
+        if self.spec.log:
+            target = _ladder_step(self.value(), steps > 0, abs(steps))
+        else:
+            target = round(self.value() + steps * self.singleStep(), 12)
+        self.setValue(self._declared_clamp(target))
+        self.selectAll()
+
+    def stepEnabled(self) -> QAbstractSpinBox.StepEnabledFlag:
+        return self._step_flags(self.value())
+
+
+def _tooltip(spec: FieldSpec) -> str:
+    lines = [spec.help or spec.label]
+    if spec.choices:
+        lines.append("one of: " + ", ".join(map(str, spec.choices)))
+    elif spec.low is not None or spec.high is not None:
+        lo = "-∞" if spec.low is None else f"{spec.low:g}"
+        hi = "∞" if spec.high is None else f"{spec.high:g}"
+        each = " (each value)" if spec.kind.endswith("_tuple") else ""
+        lines.append(f"range {lo} .. {hi}{each}" + (" — log scale" if spec.log else ""))
+    if spec.kind.endswith("_tuple"):
+        lines.append("comma-separated, e.g. " + (spec.format(spec.default) or "1,2,3"))
+    lines.append(f"default: {spec.format(spec.default)}")
+    return "\n".join(lines)
+
+
+class _Field:
+    """One knob's editor, its error label and the glue to read / write typed values."""
+
+    def __init__(self, spec: FieldSpec, on_change: Any) -> None:
+        self.spec = spec
+        self.editor: QWidget
+        if spec.choices is not None:
+            combo = QComboBox()
+            for c in spec.choices:
+                combo.addItem(str(c), c)
+            combo.currentIndexChanged.connect(on_change)
+            self.editor = combo
+        elif spec.kind == "bool":
+            box = QCheckBox()
+            box.toggled.connect(on_change)
+            self.editor = box
+        elif spec.kind == "int" and _fits_int32(spec):
+            spin = IntSpin(spec)
+            spin.valueChanged.connect(on_change)
+            self.editor = spin
+        elif spec.kind in ("int", "float"):
+            fspin = FloatSpin(spec)
+            if spec.kind == "int":
+                fspin.setDecimals(0)
+                fspin.setSingleStep(spec.step or 1)
+            fspin.valueChanged.connect(on_change)
+            self.editor = fspin
+        else:
+            edit = QLineEdit()
+            edit.textChanged.connect(on_change)
+            self.editor = edit
+        self.editor.setObjectName(f"field_{spec.name}")
+        self.editor.setToolTip(_tooltip(spec))
+        self.error = QLabel()
+        self.error.setObjectName(f"error_{spec.name}")
+        self.error.setStyleSheet(ERROR_STYLE)
+        self.error.setWordWrap(True)
+        self.error.hide()
+        self.container = QWidget()
+        box_layout = QVBoxLayout(self.container)
+        box_layout.setContentsMargins(0, 0, 0, 0)
+        box_layout.setSpacing(1)
+        box_layout.addWidget(self.editor)
+        box_layout.addWidget(self.error)
+        self.label = QLabel(spec.label[:1].upper() + spec.label[1:])
+        self.label.setToolTip(self.editor.toolTip())
+        self.label.setBuddy(self.editor)
+
+    def raw(self) -> Any:
+        """The editor's value, typed; ConfigError when the text does not parse."""
+        e = self.editor
+        if isinstance(e, QComboBox):
+            return e.currentData()
+        if isinstance(e, QCheckBox):
+            return e.isChecked()
+        if isinstance(e, QSpinBox):
+            return int(e.value())
+        if isinstance(e, QDoubleSpinBox):
+            # The line edit may hold text that the box has not taken yet ("1e-" while typing).
+            try:
+                v = float(e.lineEdit().text().strip())
+            except ValueError:
+                raise ConfigError(
+                    self.spec.name, f"cannot read {e.lineEdit().text()!r} as a number"
+                ) from None
+            if self.spec.kind == "int":
+                if not v.is_integer():
+                    raise ConfigError(self.spec.name, f"must be a whole number, got {v:g}")
+                return int(v)
+            return v
+        assert isinstance(e, QLineEdit)
+        return self.spec.parse(e.text())
+
+    def set(self, value: Any) -> None:
+        e = self.editor
+        if isinstance(e, QComboBox):
+            idx = e.findData(value)
+            if idx < 0:
+                # A value outside the choices (an old preset): show it, so the error can point at it.
+                e.addItem(f"{value} (not allowed)", value)
+                idx = e.count() - 1
+            e.setCurrentIndex(idx)
+        elif isinstance(e, QCheckBox):
+            e.setChecked(bool(value))
+        elif isinstance(e, QSpinBox):
+            e.setValue(int(value))
+        elif isinstance(e, QDoubleSpinBox):
+            e.setValue(float(value))
+        else:
+            assert isinstance(e, QLineEdit)
+            e.setText(self.spec.format(value) if isinstance(value, (tuple, list)) else str(value))
+
+    def mark(self, reason: str | None) -> None:
+        if reason:
+            self.error.setText(reason)
+            self.error.show()
+            self.editor.setStyleSheet(INVALID_EDITOR_STYLE)
+            self.editor.setProperty("invalid", True)
+        else:
+            self.error.clear()
+            self.error.hide()
+            self.editor.setStyleSheet("")
+            self.editor.setProperty("invalid", False)
+
+
+def _fits_int32(spec: FieldSpec) -> bool:
+    return (
+        all(b is None or abs(b) <= INT32_MAX for b in (spec.low, spec.high))
+        and abs(int(spec.default)) <= INT32_MAX
+    )
+
+
+class ConfigForm(QWidget):
+    """The form of one config class; ``set_config_class`` rebuilds it for another agent.
+
+    ``values()`` -> dict of typed values (what the fields hold, valid or not); ``set_values(dict)``;
+    ``config()`` -> a validated config or ConfigError, with the guilty field marked; ``errors()``.
+    """
+
+    #: a field changed (after validation ran)
+    changed = Signal()
+    #: the whole form became valid (True) or invalid (False)
+    validityChanged = Signal(bool)
+    #: a preset was loaded: the whole preset dict (config, and maybe rules and budget for the caller)
+    presetLoaded = Signal(dict)
+
+    def __init__(
+        self,
+        config_cls: type[AgentConfig] | None = None,
+        agent: str | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("configForm")
+        self._fields: dict[str, _Field] = {}
+        self._config_cls: type[AgentConfig] | None = None
+        self._agent: str | None = None
+        self._valid = True
+        self._building = False
+
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+
+        preset_row = QHBoxLayout()
+        preset_row.addWidget(QLabel("Preset"))
+        self.presetCombo = QComboBox()
+        self.presetCombo.setObjectName("presetCombo")
+        self.presetCombo.setToolTip("Settings of a seed experiment (resources/presets)")
+        preset_row.addWidget(self.presetCombo, 1)
+        self.presetButton = QPushButton("Load")
+        self.presetButton.setObjectName("presetButton")
+        self.presetButton.clicked.connect(self._load_selected_preset)
+        preset_row.addWidget(self.presetButton)
+        self.defaultsButton = QPushButton("Defaults")
+        self.defaultsButton.setObjectName("defaultsButton")
+        self.defaultsButton.setToolTip("Reset every field to the agent's default")
+        self.defaultsButton.clicked.connect(self.reset_defaults)
+        preset_row.addWidget(self.defaultsButton)
+        outer.addLayout(preset_row)
+
+        self._body = QWidget()
+        self._form = QFormLayout(self._body)
+        self._form.setContentsMargins(0, 0, 0, 0)
+        self._form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        outer.addWidget(self._body)
+
+        self.advancedToggle = QToolButton()
+        self.advancedToggle.setObjectName("advancedToggle")
+        self.advancedToggle.setCheckable(True)
+        self.advancedToggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.advancedToggle.setArrowType(Qt.ArrowType.RightArrow)
+        self.advancedToggle.setText("Advanced")
+        self.advancedToggle.setAutoRaise(True)
+        self.advancedToggle.toggled.connect(self._fold)
+        outer.addWidget(self.advancedToggle)
+        self._advanced = QWidget()
+        self._advanced_form = QFormLayout(self._advanced)
+        self._advanced_form.setContentsMargins(12, 0, 0, 0)
+        self._advanced_form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self._advanced.hide()
+        outer.addWidget(self._advanced)
+
+        self._empty = QLabel("This agent has no settings.")
+        self._empty.setEnabled(False)
+        outer.addWidget(self._empty)
+
+        if config_cls is not None:
+            self.set_config_class(config_cls, agent)
+
+    # ------------------------------------------------------------------ building
+    @property
+    def config_cls(self) -> type[AgentConfig] | None:
+        return self._config_cls
+
+    def field_widget(self, name: str) -> QWidget:
+        """The editor of field ``name`` (for tests and for focusing an invalid field)."""
+        return self._fields[name].editor
+
+    def error_label(self, name: str) -> QLabel:
+        return self._fields[name].error
+
+    def set_config_class(self, config_cls: type[AgentConfig], agent: str | None = None) -> None:
+        """Rebuild the form for ``config_cls`` with its defaults; ``agent`` selects its presets."""
+        self._building = True
+        try:
+            for form in (self._form, self._advanced_form):
+                while form.rowCount():
+                    form.removeRow(0)
+            self._fields.clear()
+            self._config_cls = config_cls
+            self._agent = agent
+            specs = config_cls.specs()
+            for spec in specs:
+                f = _Field(spec, self._on_change)
+                (self._advanced_form if spec.advanced else self._form).addRow(f.label, f.container)
+                # Shown now, not when the layout next activates (a queued show): callers and tests
+                # look at the fields right after switching agents.
+                f.label.show()
+                f.container.show()
+                self._fields[spec.name] = f
+                f.set(spec.default)
+            n_adv = sum(1 for s in specs if s.advanced)
+            self.advancedToggle.setVisible(n_adv > 0)
+            self.advancedToggle.setText(f"Advanced ({n_adv})")
+            self._fold(self.advancedToggle.isChecked())
+            self._empty.setVisible(not specs)
+            self._refresh_presets()
+        finally:
+            self._building = False
+        self.validate()
+
+    def _refresh_presets(self) -> None:
+        self.presetCombo.clear()
+        names: list[str] = []
+        if self._agent is not None:
+            try:
+                names = list_presets(self._agent)
+            except ValueError:
+                names = []  # a broken preset file must not break the form; loading it says why
+        for name in names:
+            self.presetCombo.addItem(name, name)
+        has = bool(names)
+        self.presetCombo.setEnabled(has)
+        self.presetButton.setEnabled(has)
+        if not has:
+            self.presetCombo.addItem("(none)", None)
+
+    def _fold(self, open_: bool) -> None:
+        self._advanced.setVisible(open_ and bool(self._advanced_form.rowCount()))
+        self.advancedToggle.setArrowType(Qt.ArrowType.DownArrow if open_ else Qt.ArrowType.RightArrow)
+
+    # ------------------------------------------------------------------ values
+    def values(self) -> dict[str, Any]:
+        """Field name -> typed value as the form holds it (valid or not; unparseable text stays a string)."""
+        out: dict[str, Any] = {}
+        for name, f in self._fields.items():
+            try:
+                out[name] = f.raw()
+            except ConfigError:
+                out[name] = f.editor.text() if isinstance(f.editor, QLineEdit) else None
+        return out
+
+    def set_values(self, values: dict[str, Any]) -> None:
+        """Put ``values`` in their fields (others keep theirs); unknown names raise ConfigError."""
+        unknown = sorted(set(values) - set(self._fields))
+        if unknown:
+            raise ConfigError(
+                unknown[0], f"is not a setting of this agent (known: {', '.join(self._fields)})"
+            )
+        self._building = True
+        try:
+            for name, v in values.items():
+                self._fields[name].set(v)
+        finally:
+            self._building = False
+        self.validate()
+
+    def reset_defaults(self) -> None:
+        if self._config_cls is not None:
+            self.set_values({s.name: s.default for s in self._config_cls.specs()})
+
+    def load_preset(self, name: str) -> dict[str, Any]:
+        """Load preset ``name`` into the form; returns the preset (its rules / budget are the caller's)."""
+        preset = load_preset(name)
+        if self._agent is not None and preset.get("agent") != self._agent:
+            raise ValueError(f"preset {name!r} is for agent {preset.get('agent')!r}, not {self._agent!r}")
+        if self._config_cls is not None:
+            self.reset_defaults()
+        self.set_values(dict(preset.get("config", {})))
+        self.presetLoaded.emit(preset)
+        return preset
+
+    def _load_selected_preset(self) -> None:
+        name = self.presetCombo.currentData()
+        if not name:
+            return
+        try:
+            self.load_preset(str(name))
+        except (ValueError, ConfigError) as e:
+            from PySide6.QtWidgets import QMessageBox
+
+            QMessageBox.warning(self, "Preset", str(e))
+
+    # ------------------------------------------------------------------ validation
+    def errors(self) -> dict[str, str]:
+        """Field -> reason for every invalid field right now (the same marks the form shows)."""
+        errs: dict[str, str] = {}
+        typed: dict[str, Any] = {}
+        for name, f in self._fields.items():
+            try:
+                typed[name] = f.spec.check(f.raw())
+            except ConfigError as e:
+                errs[name] = e.reason
+        if not errs and self._config_cls is not None:
+            # Cross-field rules live in the config's validate(): build it to run them.
+            try:
+                self._config_cls.from_dict(typed)
+            except ConfigError as e:
+                errs[e.field if e.field in self._fields else next(iter(self._fields), "")] = e.reason
+            except (TypeError, ValueError) as e:
+                errs[next(iter(self._fields), "")] = str(e)
+        return errs
+
+    def validate(self) -> bool:
+        """Mark every invalid field with its reason; True when the form is valid."""
+        errs = self.errors()
+        for name, f in self._fields.items():
+            f.mark(errs.get(name))
+        if any(self._fields[n].spec.advanced for n in errs if n in self._fields):
+            self.advancedToggle.setChecked(True)  # never hide an error in a folded section
+        valid = not errs
+        if valid != self._valid:
+            self._valid = valid
+            self.validityChanged.emit(valid)
+        return valid
+
+    def is_valid(self) -> bool:
+        return self._valid
+
+    def config(self) -> AgentConfig:
+        """The validated config; raises ConfigError (field marked, focused) when a value is wrong."""
+        if self._config_cls is None:
+            raise RuntimeError("the form has no config class")
+        errs = self.errors()
+        self.validate()
+        if errs:
+            name, reason = next(iter(errs.items()))
+            if name in self._fields:
+                self._fields[name].editor.setFocus()
+            raise ConfigError(name, reason)
+        return self._config_cls.from_dict({n: f.spec.check(f.raw()) for n, f in self._fields.items()})
+
+    def _on_change(self, *_: Any) -> None:
+        if self._building:
+            return
+        self.validate()
+        self.changed.emit()

@@ -1,0 +1,269 @@
+"""Run a training generator (or any blocking call) off the GUI thread and report through Qt signals.
+
+superqt's generator-worker pattern: a plain Python generator is consumed by a QObject moved to a
+QThread, and the :class:`agents.base.Control` is checked between yields. Nothing here touches a widget.
+
+Two objects per job, on purpose:
+
+* ``_Loop`` lives in the worker thread and iterates the generator. It sends the events across the
+  thread boundary in **batches** (one queued signal per ``batch_interval``): a fast learner yields
+  thousands of events a second, and one cross-thread delivery per event would keep the GUI thread busy
+  unpacking them.
+* :class:`TrainingWorker` (and :class:`CallWorker`) is the facade the GUI holds. It lives in the GUI
+  thread and re-emits what the loop reports: ``batch`` and then ``metric`` once per MetricEvent. Because
+  these are emitted from the GUI thread, any listener (a widget method, a lambda, a pytest-qt blocker)
+  runs in the GUI thread: in PySide6 a signal connected to a plain callable runs that callable in the
+  *emitting* thread, so emitting from the worker thread directly would be a trap.
+
+``pause()`` / ``resume()`` / ``stop()`` only flip the thread-safe Control; they never wait.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+
+from agents.base import Control, MetricEvent
+
+#: How long a generator may keep yielding after stop() before it is closed (it should end by itself:
+#: agents check the control; this only protects the GUI from one that does not).
+STOP_GRACE_S = 5.0
+
+GeneratorFactory = Callable[[Control], Iterator[MetricEvent]]
+
+
+class _Loop(QObject):
+    """The part that runs in the worker thread: calls ``body(self)``, reports errors, always ends with ``done``."""
+
+    batch = Signal(object)
+    progress = Signal(float, float, str)
+    result = Signal(object)
+    error = Signal(str, str)  # "Type: message", traceback
+    done = Signal()
+
+    def __init__(self, body: Callable[[_Loop], None]) -> None:
+        super().__init__()
+        self._body = body
+
+    @Slot()
+    def run(self) -> None:
+        try:
+            self._body(self)
+        except Exception as e:  # any failure goes to the GUI; the app must live on
+            self.error.emit(f"{type(e).__name__}: {e}", traceback.format_exc())
+        finally:
+            self.done.emit()
+
+
+class _Worker(QObject):
+    """Facade in the GUI thread: owns the QThread and the loop, re-emits the loop's reports."""
+
+    #: "ExceptionType: message" of an exception raised by the job (the traceback is in ``.traceback``)
+    error = Signal(str)
+    #: always emitted last, after an error too; the thread has ended by then
+    finished = Signal()
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.traceback = ""
+        self.error_message = ""
+        self.done = False
+        self._thread: QThread | None = None
+        self._loop: _Loop | None = None
+
+    def _body(self, loop: _Loop) -> None:
+        raise NotImplementedError
+
+    def start(self) -> None:
+        """Start the job in a new thread (once)."""
+        if self._thread is not None:
+            raise RuntimeError("a worker runs once; make a new one")
+        loop = _Loop(self._body)
+        thread = QThread()
+        loop.moveToThread(thread)
+        thread.started.connect(loop.run)
+        queued = Qt.ConnectionType.QueuedConnection
+        loop.batch.connect(self._on_batch, queued)
+        loop.progress.connect(self._on_progress, queued)
+        loop.result.connect(self._on_result, queued)
+        loop.error.connect(self._on_error, queued)
+        loop.done.connect(self._on_done, queued)
+        # quit() is thread-safe; direct, so the thread ends even while the GUI thread waits for it.
+        loop.done.connect(thread.quit, Qt.ConnectionType.DirectConnection)
+        self._loop, self._thread = loop, thread
+        thread.start()
+
+    def wait(self, timeout_ms: int = 10_000) -> bool:
+        """Block until the thread has ended (True) or ``timeout_ms`` passed (False)."""
+        return self._thread is None or self._thread.wait(timeout_ms)
+
+    @property
+    def qthread(self) -> QThread | None:
+        """The worker thread (``thread()`` is QObject's: the thread this facade lives in)."""
+        return self._thread
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and not self.done
+
+    # Slots run in the GUI thread (queued from the loop). Subclasses override the plain ``_handle_*``
+    # hooks, never these slots: PySide6 6.12 does not deliver queued signals to a slot overridden in
+    # a subclass when annotations are strings (seen with ``from __future__ import annotations``).
+    @Slot(object)
+    def _on_batch(self, events: object) -> None:
+        self._handle_batch(events)  # type: ignore[arg-type]
+
+    @Slot(float, float, str)
+    def _on_progress(self, done: float, total: float, text: str) -> None:
+        self._handle_progress(done, total, text)
+
+    @Slot(object)
+    def _on_result(self, value: object) -> None:
+        self._handle_result(value)
+
+    def _handle_batch(self, events: list[MetricEvent]) -> None:
+        pass
+
+    def _handle_progress(self, done: float, total: float, text: str) -> None:
+        pass
+
+    def _handle_result(self, value: object) -> None:
+        pass
+
+    @Slot(str, str)
+    def _on_error(self, message: str, tb: str) -> None:
+        self.error_message, self.traceback = message, tb
+        self.error.emit(message)
+
+    @Slot()
+    def _on_done(self) -> None:
+        if self._thread is not None:
+            self._thread.wait()
+        self.done = True
+        self.finished.emit()
+
+
+class TrainingWorker(_Worker):
+    """Consumes ``factory(control)`` in a worker thread; ``event`` per MetricEvent, ``batch`` per delivery.
+
+    ``factory`` is called in the worker thread, so slow set-up (importing torch, building the agent,
+    opening a store connection) never blocks the GUI; a generator function is the natural factory.
+    The worker also checks the control between yields, so even a generator that forgets to pauses.
+    """
+
+    #: one MetricEvent (emitted in the GUI thread, in order). Not named ``event``: that would hide
+    #: QObject.event(), through which Qt delivers this object's queued calls.
+    metric = Signal(object)
+    #: list[MetricEvent] delivered together (flushed before ``finished``)
+    batch = Signal(object)
+    #: "running" / "paused" / "stopping"
+    state = Signal(str)
+
+    def __init__(
+        self,
+        factory: GeneratorFactory,
+        control: Control | None = None,
+        batch_interval: float = 0.05,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._factory = factory
+        self.control = control if control is not None else Control()
+        self.batch_interval = batch_interval
+        self.events_seen = 0  # counted in the worker thread: the generator's own pace
+
+    # ------------------------------------------------------------------ control (any thread)
+    def pause(self) -> None:
+        self.control.pause()
+        self.state.emit("paused")
+
+    def resume(self) -> None:
+        self.control.resume()
+        self.state.emit("running")
+
+    def stop(self) -> None:
+        self.control.stop()
+        self.state.emit("stopping")
+
+    @property
+    def paused(self) -> bool:
+        return self.control.paused
+
+    # ------------------------------------------------------------------ the loop (worker thread)
+    def _body(self, loop: _Loop) -> None:
+        pending: list[MetricEvent] = []
+        last_flush = time.perf_counter()
+        stop_seen_at: float | None = None
+        gen = self._factory(self.control)
+        try:
+            for ev in gen:
+                self.events_seen += 1
+                pending.append(ev)
+                now = time.perf_counter()
+                if now - last_flush >= self.batch_interval:
+                    loop.batch.emit(pending)
+                    pending = []
+                    last_flush = now
+                if self.control.paused:
+                    # Show everything so far, then wait here too (a generator that does not check
+                    # the control still pauses between its yields).
+                    if pending:
+                        loop.batch.emit(pending)
+                        pending = []
+                    self.control.checkpoint()
+                    last_flush = time.perf_counter()
+                if self.control.stopped:
+                    # The generator should end by itself (final checkpoint, run status): give it time.
+                    stop_seen_at = stop_seen_at or time.perf_counter()
+                    if time.perf_counter() - stop_seen_at > STOP_GRACE_S:
+                        break
+        finally:
+            if pending:
+                loop.batch.emit(pending)
+            close = getattr(gen, "close", None)
+            if close is not None:
+                close()  # runs the generator's finally blocks (closing its store) if it was cut short
+
+    def _handle_batch(self, events: list[MetricEvent]) -> None:
+        self.batch.emit(events)
+        for ev in events:
+            self.metric.emit(ev)
+
+
+class CallWorker(_Worker):
+    """Runs ``fn(report)`` once in a worker thread; ``report(done, total, text)`` becomes ``progress``.
+
+    For blocking jobs with a progress callback (the arena's ``evaluate``): the return value comes back
+    in ``result``, an exception in ``error``; ``finished`` always comes last.
+    """
+
+    progress = Signal(float, float, str)
+    result = Signal(object)
+
+    def __init__(self, fn: Callable[[Callable[..., None]], Any], parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._fn = fn
+        self.value: Any = None
+
+    def _body(self, loop: _Loop) -> None:
+        def report(done: float, total: float = 0.0, text: str = "", *_: Any) -> None:
+            loop.progress.emit(float(done), float(total), str(text))
+
+        loop.result.emit(self._fn(report))
+
+    def _handle_progress(self, done: float, total: float, text: str) -> None:
+        self.progress.emit(done, total, text)
+
+    def _handle_result(self, value: object) -> None:
+        self.value = value
+        self.result.emit(value)
+
+
+def start_worker(worker: _Worker) -> _Worker:
+    """``worker.start()`` and return it (keep a reference until ``finished``)."""
+    worker.start()
+    return worker

@@ -1,0 +1,136 @@
+"""The Arena tab: contestants, background evaluation in processes, results equal to agents.arena's."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+
+from agents.arena import AgentSpec, evaluate
+from agents.base import Budget
+from agents.registry import create_agent
+from engine.store import GameStore
+from studio.tabs.arena import ArenaTab
+from tests.studio.train_fakes import register_fakes
+
+CLICK = Qt.MouseButton.LeftButton
+
+
+@pytest.fixture
+def store(data_dir: Path) -> Iterator[GameStore]:
+    s = GameStore.open(data_dir)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def arena(qtbot, store) -> Iterator[ArenaTab]:
+    tab = ArenaTab(store, None)
+    qtbot.addWidget(tab)
+    tab.resize(1100, 750)
+    tab.show()
+    yield tab
+    tab.shutdown()
+
+
+def _table(t) -> list[list[str]]:
+    return [[t.item(r, c).text() for c in range(t.columnCount())] for r in range(t.rowCount())]
+
+
+def test_random_agent_results_match_agents_arena(qtbot, arena, store):
+    arena.agentPicker.setCurrentIndex(arena.agentPicker.findData("random"))
+    qtbot.mouseClick(arena.addAgentButton, CLICK)
+    assert [s.name for s in arena.contestants()] == ["random"]
+    arena.gamesSpin.setValue(6)
+    arena.seedSpin.setValue(11)
+    arena.workersSpin.setValue(min(2, arena.workersSpin.maximum()))
+    with qtbot.waitSignal(arena.evaluationFinished, timeout=180_000) as fin:
+        qtbot.mouseClick(arena.runButton, CLICK)
+        assert arena.is_running and not arena.runButton.isEnabled()
+    assert fin.args == [True]
+
+    expected = evaluate(AgentSpec("random"), 6, 11, workers=1)  # same seed: same games whatever the processes
+    got = arena.results[0]
+    np.testing.assert_array_equal(got.scores, expected.scores)
+    np.testing.assert_array_equal(got.max_tiles, expected.max_tiles)
+    row = _table(arena.resultsTable)[0]
+    assert row[:6] == [
+        "random",
+        "6",
+        f"{expected.mean_score:,.1f}",
+        f"{expected.median_score:,.1f}",
+        f"{expected.max_score:,}",
+        f"{expected.moves_per_game:,.1f}",
+    ]
+    # seed 004's layout: one row per max tile, games in the cells
+    tiles = _table(arena.tileTable)
+    want = {int(v): int(c) for v, c in zip(*np.unique(expected.max_tiles, return_counts=True))}
+    assert [int(r[0].replace(",", "")) for r in tiles] == sorted(want)
+    assert [int(r[1].split()[0]) for r in tiles] == [want[t] for t in sorted(want)]
+    assert arena.tile_counts() == {"random": want}
+    assert arena.progressBar.value() == 1000
+    # the bar chart has one bar per tile value
+    bars = [i for i in arena.barChart.getPlotItem().items if i.__class__.__name__ == "BarGraphItem"]
+    assert len(bars) == 1 and len(bars[0].opts["height"]) == len(want)
+
+    # the games are in the store and the best one opens in Replay
+    stored = store.list_games(source="evaluation")
+    assert len(stored) == 6 and sorted(g.score for g in stored) == sorted(expected.scores.tolist())
+    where = arena.resultsTable.visualItemRect(arena.resultsTable.item(0, 0)).center()
+    with qtbot.waitSignal(arena.openInReplay, timeout=2000) as sig:
+        # a double-click is a press/release, then the double-click event
+        qtbot.mouseClick(arena.resultsTable.viewport(), CLICK, pos=where)
+        qtbot.mouseDClick(arena.resultsTable.viewport(), CLICK, pos=where)
+    assert store.get_game(sig.args[0]).score == expected.max_score
+
+
+def test_two_contestants_and_a_checkpoint(qtbot, arena, store, tmp_path, monkeypatch):
+    register_fakes(monkeypatch)
+    agent = create_agent("fake_learner", {"delay_ms": 0.0}, seed=3)
+    for _ in agent.train(Budget(episodes=1)):
+        pass
+    path = agent.save(tmp_path / "fake.npz")
+    arena.add_agent("random")
+    arena.add_checkpoint("fake_learner", path)
+    arena.add_checkpoint("fake_learner", path)  # the same one twice is one entry
+    assert arena.entryList.count() == 2
+    arena.gamesSpin.setValue(3)
+    arena.workersSpin.setValue(1)  # the fake agent is registered in this process only
+    with qtbot.waitSignal(arena.evaluationFinished, timeout=120_000) as fin:
+        arena.run()
+    assert fin.args == [True]
+    labels = [r.label for r in arena.results]
+    assert labels == ["random", "fake"]
+    assert arena.tileTable.columnCount() == 3
+    assert len(store.list_games(source="evaluation")) == 6
+
+
+def test_untick_and_remove(qtbot, arena):
+    arena.add_agent("random")
+    item = arena.entryList.item(0)
+    item.setCheckState(Qt.CheckState.Unchecked)
+    assert arena.contestants() == [] and not arena.runButton.isEnabled() and not arena.run()
+    arena.entryList.setCurrentRow(0)
+    qtbot.mouseClick(arena.removeButton, CLICK)
+    assert arena.entryList.count() == 0
+
+
+def test_a_bad_checkpoint_shows_an_error_and_the_tab_lives(qtbot, arena, tmp_path):
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a checkpoint")
+    arena.add_checkpoint(None, bad)
+    arena.workersSpin.setValue(1)
+    arena.gamesSpin.setValue(2)
+    with qtbot.waitSignal(arena.evaluationFinished, timeout=60_000) as fin:
+        arena.run()
+    assert fin.args == [False]
+    assert arena.error_box is not None and "not a 2048 Studio checkpoint" in arena.error_box.text()
+    arena.error_box.close()
+    arena.entryList.clear()
+    arena.add_agent("random")
+    with qtbot.waitSignal(arena.evaluationFinished, timeout=60_000) as fin2:
+        arena.run()
+    assert fin2.args == [True]

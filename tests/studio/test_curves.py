@@ -1,0 +1,179 @@
+"""Curves: growing arrays, incremental min/max decimation, moving averages, 1M points at >= 10 frames/s."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from agents.base import MetricEvent
+from studio.widgets.curves import CurvesPanel, GrowingArray, PeakDecimator, RunSeries, peak_decimate
+
+
+def test_growing_array_doubles_and_keeps_values():
+    a = GrowingArray(capacity=4)
+    caps = set()
+    expected = []
+    for i in range(1000):
+        a.append(i * 0.5)
+        expected.append(i * 0.5)
+        caps.add(a.capacity)
+    a.extend(np.arange(3.0))
+    expected += [0.0, 1.0, 2.0]
+    np.testing.assert_array_equal(a.view, expected)
+    assert caps == {4 * 2**k for k in range(9)}  # doubling: log2(n) reallocations
+    a.clear()
+    assert len(a) == 0 and a.view.size == 0
+
+
+@pytest.mark.parametrize("n", [1, 7, 999, 12_345])
+def test_peak_decimator_incremental_equals_one_shot_envelope(n):
+    rng = np.random.default_rng(n)
+    x = np.arange(n, dtype=float)
+    y = rng.normal(size=n)
+    dec = PeakDecimator(target=50)
+    done = 0
+    while done < n:  # fed in uneven chunks, as events arrive
+        done = min(n, done + int(rng.integers(1, 400)))
+        dx, dy = dec.update(x[:done], y[:done])
+    assert len(dx) <= 4 * 50 + dec.bucket
+    assert dy.max() == y.max() and dy.min() == y.min()  # peaks are never lost
+    b, k = dec.bucket, dec.consumed // dec.bucket
+    np.testing.assert_array_equal(dy[0 : 2 * k : 2], y[: k * b].reshape(k, b).max(axis=1))
+    np.testing.assert_array_equal(dy[1 : 2 * k : 2], y[: k * b].reshape(k, b).min(axis=1))
+    np.testing.assert_array_equal(dx[0 : 2 * k : 2], x[: k * b : b])
+    np.testing.assert_array_equal(dy[2 * k :], y[k * b :])  # the unfinished bucket, raw
+
+
+def test_peak_decimate_slice():
+    x = np.arange(10_000.0)
+    y = np.sin(x / 100)
+    dx, dy = peak_decimate(x, y, 100)
+    assert len(dx) <= 2 * 100 + 100 and dy.max() == y.max() and dy.min() == y.min()
+    _sx, sy = peak_decimate(x[:50], y[:50], 100)
+    np.testing.assert_array_equal(sy, y[:50])
+
+
+def test_moving_averages_match_convolution():
+    rng = np.random.default_rng(0)
+    scores = rng.integers(0, 5000, 537).astype(float)
+    tiles = 2.0 ** rng.integers(3, 12, 537)
+    run = RunSeries("r", ma_window=20)
+    events = [
+        MetricEvent("episode", i + 1, 10 * i, 0.1 * i, {"score": s, "max_tile": t})
+        for i, (s, t) in enumerate(zip(scores, tiles))
+    ]
+    run.add_events(events[:100])
+    run.add_events(events[100:])
+    want = np.array([scores[max(0, i - 19) : i + 1].mean() for i in range(len(scores))])
+    np.testing.assert_allclose(run.ma["score"].view, want)
+    lt = np.log2(tiles)
+    np.testing.assert_allclose(
+        run.ma["max_tile"].view, [lt[max(0, i - 19) : i + 1].mean() for i in range(len(lt))]
+    )
+
+
+def test_stored_columns_with_nan_become_series():
+    run = RunSeries("stored")
+    run.add_columns(
+        {
+            "episode": np.array([0, 1, 1, 2]),
+            "step": np.array([5, 10, 12, 20]),
+            "elapsed": np.array([0.1, 0.2, 0.3, 0.4]),
+            "score": np.array([np.nan, 100.0, np.nan, 300.0]),
+            "loss": np.array([0.5, np.nan, 0.25, np.nan]),
+        }
+    )
+    np.testing.assert_array_equal(run.metrics["score"].y.view, [100.0, 300.0])
+    np.testing.assert_array_equal(run.metrics["score"].episode.view, [1, 2])
+    np.testing.assert_array_equal(run.metrics["loss"].step.view, [5, 12])
+
+
+def test_x_falls_back_to_the_point_index_when_the_counter_does_not_move():
+    run = RunSeries("imitation")
+    run.add_events([MetricEvent("update", 0, 0, 0.1 * i, {"loss": 1.0 / (i + 1)}) for i in range(5)])
+    np.testing.assert_array_equal(run.metrics["loss"].x("step"), np.arange(5.0))
+
+
+def _fill(panel: CurvesPanel, n: int) -> RunSeries:
+    rng = np.random.default_rng(0)
+    run = panel.start_live("live")
+    run.add_columns(
+        {
+            "episode": np.arange(n, dtype=float),
+            "step": np.arange(n) * 100.0,
+            "elapsed": np.arange(n) * 0.01,
+            "score": rng.gamma(4.0, 300.0, n),
+            "max_tile": 2.0 ** rng.integers(5, 11, n),
+            "loss": rng.random(n),
+            "epsilon": np.linspace(1, 0.01, n),
+            "steps_per_s": rng.normal(1000, 50, n),
+        }
+    )
+    panel.mark_dirty()
+    panel.redraw()
+    return run
+
+
+def test_a_million_points_redraw_at_ten_frames_a_second(qtbot):
+    panel = CurvesPanel()
+    qtbot.addWidget(panel)
+    panel.resize(1000, 700)
+    panel.show()
+    qtbot.waitExposed(panel)
+    _fill(panel, 1_000_000)
+    assert panel.data_length("scorePlot") == 1_000_000
+    frames = []
+    for i in range(10):
+        n = 1_000_000 + i
+        t0 = time.perf_counter()
+        panel.add_events(
+            [
+                MetricEvent(
+                    "episode",
+                    n,
+                    100 * n,
+                    0.01 * n,
+                    {"score": 900.0, "max_tile": 256.0, "loss": 0.3, "epsilon": 0.01, "steps_per_s": 1000.0},
+                )
+            ]
+        )
+        panel.redraw()
+        for name in ("scorePlot", "maxTilePlot", "lossPlot", "epsilonPlot", "speedPlot"):
+            getattr(panel, name).viewport().repaint()  # paint now, as the event loop would
+        frames.append(time.perf_counter() - t0)
+    assert panel.data_length("scorePlot") == 1_000_010
+    # every plot, a million points each, in well under 100 ms a frame (>= 10 frames/s)
+    assert np.median(frames) < 0.1, frames
+    drawn = max(len(c.item.xData) for c in panel._curves)
+    assert drawn <= 4 * 400 + 64  # what reaches the painter is bounded by the decimation, not the data
+
+
+def test_zooming_draws_the_visible_slice_in_detail(qtbot):
+    panel = CurvesPanel()
+    qtbot.addWidget(panel)
+    panel.show()
+    _fill(panel, 100_000)
+    panel.scorePlot.setXRange(1000, 1100, padding=0)
+    panel.redraw()
+    raw = next(c for c in panel._curves if c.plot is panel.scorePlot and not c.moving_average)
+    xs = raw.item.xData
+    assert xs.min() >= 998 and xs.max() <= 1102 and len(xs) >= 100  # every point of the slice, nothing else
+    panel.scorePlot.enableAutoRange()
+    panel.redraw()
+    assert raw.item.xData.max() > 90_000
+
+
+def test_overlaid_runs_each_get_a_line(qtbot):
+    panel = CurvesPanel()
+    qtbot.addWidget(panel)
+    a, b = RunSeries("run 1"), RunSeries("run 2")
+    for r, k in ((a, 1.0), (b, 2.0)):
+        r.add_events([MetricEvent("episode", i + 1, i, 0.0, {"score": k * i}) for i in range(10)])
+    panel.add_run(1, a)
+    panel.add_run(2, b)
+    labels = [item[1].text for item in panel.scorePlot.getPlotItem().legend.items]
+    assert labels == ["run 1 mean of 100", "run 2 mean of 100"]
+    panel.remove_run(1)
+    assert [k for k, _ in panel.runs] == [2]
