@@ -72,9 +72,14 @@ def test_a_tiny_run_draws_curves_and_lands_in_the_store(qtbot, tab, store):
     qtbot.keyClicks(spin.lineEdit(), "64")
     tab.form.set_values({"delay_ms": 0.0})
     tab.set_budget(episodes=3)
+    # Read the buttons the moment the run starts: a 3-episode run may be over before waitSignal returns.
+    buttons_at_start: list[tuple[bool, bool]] = []
+    tab.runStarted.connect(
+        lambda *_: buttons_at_start.append((tab.startButton.isEnabled(), tab.stopButton.isEnabled()))
+    )
     with qtbot.waitSignal(tab.runStarted, timeout=30_000) as started:
         qtbot.mouseClick(tab.startButton, CLICK)
-    assert not tab.startButton.isEnabled() and tab.stopButton.isEnabled()
+    assert buttons_at_start == [(False, True)]
     qtbot.waitUntil(lambda: not tab.is_training, timeout=30_000)
     run_id = started.args[0]
 
