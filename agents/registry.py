@@ -14,6 +14,14 @@ if TYPE_CHECKING:
 
 _AGENTS: dict[str, str] = {
     "random": "agents.baselines:RandomAgent",
+    "greedy": "agents.baselines:GreedyAgent",
+    "expectimax": "agents.expectimax:ExpectimaxAgent",
+    "ntuple": "agents.ntuple:NTupleAgent",
+    "td-afterstate": "agents.td_afterstate:TDAfterstateAgent",
+    "dqn": "agents.dqn:DQNAgent",
+    "policy": "agents.policy:PolicyAgent",
+    "imitation": "agents.imitation:ImitationAgent",
+    "mcts": "agents.mcts:MCTSAgent",
 }
 
 _cache: dict[str, type[Agent]] = {}

@@ -12,7 +12,14 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-COMMANDS: tuple[str, ...] = ()
+COMMANDS: tuple[str, ...] = (
+    "bench",
+    "games",
+    "play",
+    "runs",
+    "train",
+    "eval",
+)
 
 
 class CliError(Exception):

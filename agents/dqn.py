@@ -1,0 +1,399 @@
+"""DQN (seed 000): a Q-network over the board, epsilon-greedy play, a replay buffer, one-step targets.
+
+The ``dqn-seed000*`` presets reproduce the notebook: the seed's networks on its 16-float log2 input,
+reward = merges in the move, epsilon 0.9 x 0.998^episode, gamma 0.9, Adam 5e-5, MSE, batch 100,
+capacity 10,000, learning once the buffer holds more than 10 batches, one update per move, no target
+network. Two details of the notebook are kept as switches because they change results:
+
+- its target ``r + gamma * max Q(s')`` was not detached, so the gradient also flowed through the next
+  state's Q-values (``semi_gradient = false``) and the max ran over all four moves, legal or not
+  (``mask_targets = false``);
+- it never called ``.eval()``, so its dropout network played (and was evaluated) with dropout on
+  (``dropout_when_playing = true``).
+
+The studio defaults add a target network, double DQN, Huber loss, a one-hot encoder, board-symmetry
+augmentation and a log2 score reward.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import deque
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from agents.base import Budget, Control, MetricEvent, TrainContext
+from agents.config import AgentConfig, ConfigError, knob
+from agents.nn.agent import TorchAgent, afterstate_values
+from agents.nn.boards import N_ACTIONS, afterstates, count_tiles, game_exponents, symmetries
+from agents.nn.encoders import ENCODERS, make_encoder
+from agents.nn.loop import TrainTracker
+from agents.nn.masking import masked_argmax, masked_max
+from agents.nn.networks import build_network, has_dropout
+from agents.nn.replay import Batch, ReplayBuffer
+from agents.nn.schedules import SCHEDULE_KINDS, Schedule
+from agents.nn.state import draw_seed
+from engine import Game, Rules
+from engine.records import GameTrace, play_recorded
+
+REWARDS = ("merges", "score", "log2_score")
+
+
+@dataclass
+class DQNConfig(AgentConfig):
+    """Deep Q-learning settings (defaults: the studio's; presets ``dqn-seed000-*``: the notebook's)."""
+
+    head: str = knob("q", "q: one output per move (seed 000); afterstate: Q(s, a) = r + gamma V(board after the move), one value net rating the boards the four moves lead to", choices=("q", "afterstate"))
+    network: str = knob("mlp", "Q-network (simple / dropout / conv: seed 000's three)", choices=("simple", "dropout", "conv", "mlp", "cnn"))
+    hidden: tuple[int, ...] = knob((256, 256), "hidden layer widths of the mlp network (cnn: filters, head width)", low=1, high=4096)
+    encoder: str = knob("onehot", "board encoding (log2: seed 000's 16 floats)", choices=ENCODERS)
+    planes: int = knob(16, "one-hot planes (exponents >= planes share the last plane)", low=2, high=32)
+    replay_capacity: int = knob(100_000, "replay buffer capacity (transitions)", low=100, high=10_000_000)
+    batch_size: int = knob(256, "transitions per gradient update", low=1, high=8192)
+    learning_starts: int = knob(1000, "learn once the buffer holds more than this many transitions (seed: 10 batches)", low=0, high=10_000_000)
+    train_every: int = knob(4, "moves between gradient updates (seed: 1)", low=1, high=1000)
+    envs: int = knob(8, "games played side by side (one forward pass picks all their moves)", low=1, high=1024)
+    gamma: float = knob(0.99, "discount factor", low=0.0, high=1.0)
+    n_step: int = knob(1, "n-step returns: rewards of n moves, then gamma^n x the value n moves later (seed: 1)", low=1, high=100)
+    lr: float = knob(2.5e-4, "Adam learning rate", low=1e-7, high=1.0, log=True)
+    loss: str = knob("huber", "TD loss", choices=("mse", "huber"))
+    reward: str = knob("log2_score", "reward of a move: merges made, score gained, or log2(1 + score gained)", choices=REWARDS)
+    reward_scale: float = knob(1.0, "rewards are multiplied by this (keeps Q-values near 1 for the loss)", low=1e-6, high=1e6)
+    double: bool = knob(True, "double DQN: the online net picks the next move, the target net rates it")
+    target_update: int = knob(1000, "gradient updates between target-net refreshes; 0 = no target net (seed 000)", low=0, high=10_000_000)
+    semi_gradient: bool = knob(True, "treat the TD target as a constant (seed 000 let the gradient flow through it)")
+    mask_targets: bool = knob(True, "max over the next board's legal moves only (seed 000 took all four)")
+    augment: bool = knob(True, "apply a random board symmetry to every sampled transition")
+    grad_clip: float = knob(10.0, "gradient norm clip; 0 = off", low=0.0, high=1e6)
+    eps_schedule: str = knob("linear", "exploration schedule", choices=SCHEDULE_KINDS)
+    eps_start: float = knob(0.5, "epsilon at the start", low=0.0, high=1.0)
+    eps_end: float = knob(0.01, "epsilon at the end (floor of an exponential decay)", low=0.0, high=1.0)
+    eps_rate: float = knob(0.998, "per-unit factor of an exponential schedule (seed: 0.998 per episode)", low=1e-6, high=1.0)
+    eps_steps: int = knob(100_000, "length of a linear / polynomial schedule, in eps_unit", low=1, high=1_000_000_000)
+    eps_unit: str = knob("step", "what the schedule counts", choices=("episode", "step"))
+    dropout_when_playing: bool = knob(False, "keep dropout on when choosing moves (seed 000 never called .eval())", advanced=True)
+    checkpoint_buffer: bool = knob(True, "save the replay buffer in checkpoints (exact resume; capacity x 42 bytes)", advanced=True)
+
+    def validate(self) -> None:
+        if self.head == "afterstate" and self.n_step != 1:
+            raise ConfigError("n_step", "the afterstate head learns one-step targets: set n_step to 1")
+        if self.network == "cnn" and self.encoder != "onehot":
+            raise ConfigError("network", "the cnn network reads one-hot planes: set encoder to onehot")
+        if self.learning_starts < self.batch_size - 1:
+            raise ConfigError("learning_starts", f"must be at least batch_size - 1 ({self.batch_size - 1}) to fill a batch")
+        if self.batch_size > self.replay_capacity:
+            raise ConfigError("batch_size", "cannot exceed replay_capacity")
+
+
+@dataclass
+class _Pending:
+    """Statistics gathered between two events."""
+
+    losses: list[float]
+    qs: list[float]
+
+    def take(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        if self.losses:
+            out["loss"] = float(np.mean(self.losses))
+            out["mean_q"] = float(np.mean(self.qs))
+        self.losses.clear()
+        self.qs.clear()
+        return out
+
+
+class DQNAgent(TorchAgent):
+    """Deep Q-network learner (seed 000), with the studio's improvements as switches."""
+
+    name = "dqn"
+    config_cls = DQNConfig
+    description = "Deep Q-learning (seed 000): Q-network, epsilon-greedy, replay buffer; target net + double DQN by default."
+    loss_metrics = ("loss", "mean_q")
+    schedule_metrics = ("epsilon",)
+    config: DQNConfig
+
+    def __init__(self, config: DQNConfig | None = None, rules: Rules | None = None, seed: int | None = None):
+        super().__init__(config, rules, seed)
+        cfg = self.config
+        self.encoder = make_encoder(cfg.encoder, cfg.planes)
+        in_shape = self.encoder.shape(self.rules.rows, self.rules.cols)
+        # The afterstate head rates one board (the one a move leads to) per output.
+        n_out = 1 if cfg.head == "afterstate" else N_ACTIONS
+        self.net = build_network(cfg.network, in_shape, n_out, cfg.hidden)
+        self.target_net: nn.Module | None = None
+        if cfg.target_update > 0:
+            self.target_net = copy.deepcopy(self.net)
+            self.target_net.requires_grad_(False)
+            self.target_net.eval()
+        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=cfg.lr)
+        self.epsilon_schedule = Schedule(
+            cfg.eps_schedule, start=cfg.eps_start, end=cfg.eps_end, steps=cfg.eps_steps, rate=cfg.eps_rate
+        )
+        self._buffer: ReplayBuffer | None = None
+        self._since_update = 0  # moves since the last gradient update
+        self._nstep: list[deque[tuple[np.ndarray, int, float]]] = []
+        self._syms = symmetries(self.rules.rows, self.rules.cols)
+        self.afterstate_head = cfg.head == "afterstate"
+
+    # ------------------------------------------------------------------ pieces
+    @property
+    def buffer(self) -> ReplayBuffer:
+        """Allocated on first use, so that an agent loaded only to play does not hold one."""
+        if self._buffer is None:
+            self._buffer = ReplayBuffer(self.config.replay_capacity, self.rules.shape, N_ACTIONS)
+        return self._buffer
+
+    def play_in_train_mode(self) -> bool:
+        return self.config.dropout_when_playing and has_dropout(self.net)
+
+    def epsilon(self) -> float:
+        t = self.counters.episodes if self.config.eps_unit == "episode" else self.counters.steps
+        return self.epsilon_schedule(t)
+
+    def _reward(self, merged: int, merges: int) -> float:
+        """The configured reward of a move that merged tiles worth ``merged`` in ``merges`` merges."""
+        if self.config.reward == "merges":
+            r = float(merges)
+        elif self.config.reward == "score":
+            r = float(merged)
+        else:
+            r = float(np.log2(1.0 + merged))
+        return r * self.config.reward_scale
+
+    def _rewards(self, value: np.ndarray, merges: np.ndarray) -> np.ndarray:
+        """:meth:`_reward` over arrays (float32)."""
+        if self.config.reward == "merges":
+            r = merges.astype(np.float32)
+        elif self.config.reward == "score":
+            r = value.astype(np.float32)
+        else:
+            r = np.log2(1.0 + value).astype(np.float32)
+        return r * np.float32(self.config.reward_scale)
+
+    def combine_afterstate(self, v_BA: torch.Tensor, value_BA: np.ndarray, merges_BA: np.ndarray) -> torch.Tensor:
+        # Q(s, a) = r(s, a) + gamma V(after(s, a))
+        return torch.from_numpy(self._rewards(value_BA, merges_BA)) + self.config.gamma * v_BA
+
+    def _afterstate_q(
+        self, exps_BRC: np.ndarray, net: nn.Module, moves: tuple[np.ndarray, np.ndarray, np.ndarray]
+    ) -> torch.Tensor:
+        """Q-values ``(B, 4)`` of the afterstate head from already computed afterstates."""
+        return self.combine_afterstate(*afterstate_values(net, self.encoder, exps_BRC, moves))
+
+    def _store(self, i: int, state: np.ndarray, move: int, reward: float, next_state: np.ndarray,
+               done: bool, next_mask: np.ndarray) -> None:
+        """Queue env ``i``'s move; push n-step transitions once n moves (or the game's end) are known."""
+        queue = self._nstep[i]
+        queue.append((state.copy(), move, reward))
+        n, gamma = self.config.n_step, self.config.gamma
+        while queue and (done or len(queue) == n):
+            ret = sum(r * gamma**k for k, (_, _, r) in enumerate(queue))
+            s0, a0, _ = queue.popleft()
+            self.buffer.push(s0, a0, ret, next_state, done, next_mask)
+
+    def _new_game(self) -> tuple[Game, GameTrace]:
+        game = Game(seed=draw_seed(self.rng), rules=self.rules)
+        return game, GameTrace.start(game)
+
+    def _select_moves(self, exps_NRC: np.ndarray, masks_NA: np.ndarray, eps: float) -> np.ndarray:
+        """Epsilon-greedy over legal moves: greedy when a uniform draw exceeds epsilon (the seed's test)."""
+        n = len(masks_NA)
+        greedy_N = self.rng.random(n) > eps
+        moves_N = np.empty(n, dtype=np.int64)
+        if greedy_N.any():
+            out_GA = self.network_output(exps_NRC[greedy_N])
+            moves_N[greedy_N] = masked_argmax(out_GA, torch.from_numpy(masks_NA[greedy_N])).numpy()
+        for i in np.flatnonzero(~greedy_N):
+            legal = np.flatnonzero(masks_NA[i])
+            moves_N[i] = legal[self.rng.integers(len(legal))]
+        return moves_N
+
+    def _augment(self, b: Batch) -> Batch:
+        """The same random symmetry on both boards of a transition, with its move and next mask mapped."""
+        pick_B = self.rng.integers(len(self._syms), size=len(b.actions_B))
+        states, next_states = b.states_BRC.copy(), b.next_states_BRC.copy()
+        actions, next_masks = b.actions_B.copy(), b.next_masks_BA.copy()
+        for i, sym in enumerate(self._syms[1:], start=1):
+            sel = pick_B == i
+            if sel.any():
+                states[sel] = sym.apply(b.states_BRC[sel])
+                next_states[sel] = sym.apply(b.next_states_BRC[sel])
+                actions[sel] = sym.apply_actions(b.actions_B[sel])
+                next_masks[sel] = sym.apply_masks(b.next_masks_BA[sel])
+        return Batch(states, actions, b.rewards_B, next_states, b.dones_B, next_masks)
+
+    def _next_values(self, next_x: torch.Tensor, next_mask_BA: torch.Tensor) -> torch.Tensor:
+        """max_a' Q(s', a') under the configured variant (target net, double, masking)."""
+        cfg = self.config
+        if self.target_net is None:
+            # Without a separate target net, double DQN would pick and rate with the same net: plain max.
+            return masked_max(self.net(next_x), next_mask_BA)
+        q_target_BA = self.target_net(next_x)
+        if not cfg.double:
+            return masked_max(q_target_BA, next_mask_BA)
+        with torch.no_grad():
+            pick_B = masked_argmax(self.net(next_x), next_mask_BA).clamp(min=0)
+        q_B = q_target_BA.gather(1, pick_B[:, None]).squeeze(1)
+        return torch.where(next_mask_BA.any(dim=1), q_B, torch.zeros_like(q_B))
+
+    def _update(self) -> tuple[float, float]:
+        """One gradient step on a sampled batch; returns (loss, mean Q of the moves taken)."""
+        cfg = self.config
+        batch = self.buffer.sample(cfg.batch_size, self.rng)
+        if cfg.augment and len(self._syms) > 1:
+            batch = self._augment(batch)
+        actions_B = torch.from_numpy(batch.actions_B)
+        rewards_B = torch.from_numpy(batch.rewards_B)
+        dones_B = torch.from_numpy(batch.dones_B)
+        next_mask_BA = torch.from_numpy(batch.next_masks_BA)
+        if not cfg.mask_targets:
+            next_mask_BA = torch.ones_like(next_mask_BA)
+        # Terminal boards have no legal move: their future value is 0 whatever the mask says.
+        next_mask_BA = next_mask_BA & ~dones_B[:, None]
+
+        self.net.train()
+        if cfg.head == "afterstate":
+            return self._update_afterstate(batch, next_mask_BA)
+        x = self.encoder.tensor(batch.states_BRC)
+        next_x = self.encoder.tensor(batch.next_states_BRC)
+        q_B = self.net(x).gather(1, actions_B[:, None]).squeeze(1)
+        if cfg.semi_gradient:
+            with torch.no_grad():
+                next_v_B = self._next_values(next_x, next_mask_BA)
+        else:
+            next_v_B = self._next_values(next_x, next_mask_BA)
+        # n-step transitions bootstrap n moves later (a game that ended sooner is marked done).
+        target_B = rewards_B + cfg.gamma**cfg.n_step * next_v_B
+        return self._descend(q_B, target_B)
+
+    def _update_afterstate(self, batch: Batch, next_mask_BA: torch.Tensor) -> tuple[float, float]:
+        """V(after(s, a)) towards max_a' [r(s', a') + gamma V(after(s', a'))] (0 when s' is terminal)."""
+        cfg = self.config
+        b = len(batch.actions_B)
+        after_BARC, _, _ = afterstates(batch.states_BRC)
+        after_BRC = after_BARC[np.arange(b), batch.actions_B]
+        v_B = self.net(self.encoder.tensor(after_BRC)).squeeze(1)
+        with torch.no_grad():
+            moves = afterstates(batch.next_states_BRC)
+            rater = self.target_net if self.target_net is not None else self.net
+            q_next_BA = self._afterstate_q(batch.next_states_BRC, rater, moves)
+            if cfg.double and self.target_net is not None:
+                q_online_BA = self._afterstate_q(batch.next_states_BRC, self.net, moves)
+                pick_B = masked_argmax(q_online_BA, next_mask_BA).clamp(min=0)
+                best_B = q_next_BA.gather(1, pick_B[:, None]).squeeze(1)
+                target_B = torch.where(next_mask_BA.any(dim=1), best_B, torch.zeros_like(best_B))
+            else:
+                target_B = masked_max(q_next_BA, next_mask_BA)
+        return self._descend(v_B, target_B)
+
+    def _descend(self, pred_B: torch.Tensor, target_B: torch.Tensor) -> tuple[float, float]:
+        """One optimiser step on the TD loss; returns (loss, mean prediction)."""
+        cfg = self.config
+        if cfg.loss == "mse":
+            loss = F.mse_loss(pred_B, target_B)
+        else:
+            loss = F.smooth_l1_loss(pred_B, target_B)
+        self.optimizer.zero_grad()
+        loss.backward()
+        if cfg.grad_clip > 0:
+            nn.utils.clip_grad_norm_(self.net.parameters(), cfg.grad_clip)
+        self.optimizer.step()
+        self.counters.updates += 1
+        if self.target_net is not None and self.counters.updates % cfg.target_update == 0:
+            self.target_net.load_state_dict(self.net.state_dict())
+        return float(loss.item()), float(pred_B.detach().mean().item())
+
+    # ------------------------------------------------------------------ training
+    def train(
+        self, budget: Budget, control: Control | None = None, context: TrainContext | None = None
+    ) -> Iterator[MetricEvent]:
+        cfg = self.config
+        self.seed_training()
+        tracker = TrainTracker(self.counters, budget, control)
+        pending = _Pending([], [])
+        envs = [self._new_game() for _ in range(cfg.envs)]
+        exps_NRC = np.stack([game_exponents(g) for g, _ in envs])
+        masks_NA = np.stack([g.legal_mask() for g, _ in envs])
+        next_NRC = np.empty_like(exps_NRC)
+        next_masks_NA = np.empty_like(masks_NA)
+        dones_N = np.zeros(cfg.envs, dtype=bool)
+        # Moves whose n-step return is not known yet belong to games that end with this call.
+        self._nstep = [deque() for _ in range(cfg.envs)]
+        tiles_N = count_tiles(exps_NRC)
+        live_t = tracker.clock.call_seconds
+        last_loss = float("nan")
+        while tracker.proceed():
+            eps = self.epsilon()
+            moves_N = self._select_moves(exps_NRC, masks_NA, eps)
+            for i, (game, trace) in enumerate(envs):
+                result = play_recorded(game, int(moves_N[i]), trace)
+                next_NRC[i] = game_exponents(game)
+                next_masks_NA[i] = game.legal_mask()
+                dones_N[i] = result.game_over
+                # Merges = tiles before - tiles after the slide (the spawns are added back).
+                tiles_after = int(np.count_nonzero(next_NRC[i]))
+                merges = int(tiles_N[i]) - (tiles_after - len(result.spawns))
+                reward = self._reward(result.reward, merges)
+                self._store(i, exps_NRC[i], int(moves_N[i]), reward, next_NRC[i], bool(dones_N[i]), next_masks_NA[i])
+                tiles_N[i] = tiles_after
+            self.counters.steps += cfg.envs
+            if len(self.buffer) > cfg.learning_starts:
+                self._since_update += cfg.envs
+                while self._since_update >= cfg.train_every:
+                    self._since_update -= cfg.train_every
+                    loss, mean_q = self._update()
+                    pending.losses.append(loss)
+                    pending.qs.append(mean_q)
+                    last_loss = loss
+            exps_NRC, next_NRC = next_NRC, exps_NRC
+            masks_NA, next_masks_NA = next_masks_NA, masks_NA
+            for i in map(int, np.flatnonzero(dones_N)):
+                game, trace = envs[i]
+                self.counters.episodes += 1
+                metrics = {
+                    "score": game.score,
+                    "max_tile": game.max_tile,
+                    "moves": game.moves,
+                    "epsilon": eps,
+                    "lr": cfg.lr,
+                    "steps_per_s": tracker.steps_per_s(),
+                    **pending.take(),
+                }
+                yield tracker.event("episode", metrics, game=trace)
+                envs[i] = self._new_game()
+                exps_NRC[i] = game_exponents(envs[i][0])
+                masks_NA[i] = envs[i][0].legal_mask()
+                tiles_N[i] = int(np.count_nonzero(exps_NRC[i]))
+            if tracker.clock.call_seconds - live_t >= 1.0:
+                # A live board for displays, at most once a second. It leaves the per-episode averages
+                # alone, so episode events do not depend on timing (determinism).
+                live_t = tracker.clock.call_seconds
+                metrics = {"epsilon": eps, "steps_per_s": tracker.steps_per_s()}
+                if pending.losses:
+                    metrics["loss"] = last_loss
+                yield tracker.event("update", metrics, board=envs[0][0].board)
+        tracker.clock.tick()
+
+    # ------------------------------------------------------------------ state
+    def _state_modules(self) -> dict[str, nn.Module]:
+        out: dict[str, nn.Module] = {"net/": self.net}
+        if self.target_net is not None:
+            out["target/"] = self.target_net
+        return out
+
+    def _extra_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        arrays: dict[str, np.ndarray] = {}
+        if self.config.checkpoint_buffer and self._buffer is not None and len(self._buffer) > 0:
+            arrays = self._buffer.get_arrays("buffer/")
+        return arrays, {"since_update": self._since_update}
+
+    def _set_extra_state(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
+        self._since_update = int(meta.get("since_update", 0))
+        if "buffer/states" in arrays:
+            self.buffer.set_arrays(arrays, "buffer/")

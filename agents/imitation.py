@@ -1,0 +1,257 @@
+"""Imitation (behaviour cloning): learn to play like the games logged in the store.
+
+The config's filters pick games (source, the agent that played them, minimum score, dates); each move
+of those games is a labelled example ``board -> move``. A policy network is trained with cross-entropy
+on the move taken, over the **legal** moves only (the mask is part of the input to the loss: the net
+never spends capacity on ruling out illegal moves). Whole games go to the validation split, so no
+position of a validation game is seen in training. Afterwards the agent plays the most probable
+legal move, like any other agent; its checkpoint holds the network.
+
+Training counts one pass over the training data (an epoch) as an episode and one example as a step,
+so ``--episodes 20`` trains 20 epochs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from agents.base import Budget, Control, MetricEvent, TrainContext
+from agents.config import AgentConfig, ConfigError, knob
+from agents.nn.agent import TorchAgent
+from agents.nn.boards import N_ACTIONS, augment_batch, legal_masks, symmetries
+from agents.nn.encoders import ENCODERS, make_encoder
+from agents.nn.loop import TrainTracker
+from agents.nn.masking import masked_argmax, masked_log_softmax, masked_softmax
+from agents.nn.networks import build_network
+from engine import Rules, to_exponents
+
+SOURCE_CHOICES = ("any", "human", "agent", "evaluation", "training", "imported")
+
+
+@dataclass
+class ImitationConfig(AgentConfig):
+    """Which logged games to learn from, and how."""
+
+    source: str = knob("any", "games of this source only (human, agent, evaluation, ...)", choices=SOURCE_CHOICES)
+    teacher: str = knob("", "games played by this agent only (e.g. expectimax); empty = any player")
+    min_score: int = knob(0, "games with at least this final score", low=0, high=10**9)
+    since: str = knob("", "games started on or after this date (YYYY-MM-DD); empty = no limit")
+    until: str = knob("", "games started on or before this date (YYYY-MM-DD); empty = no limit")
+    max_games: int = knob(0, "use at most this many games (the newest); 0 = all that match", low=0, high=10**9)
+    head: str = knob("afterstate", "moves: four logits read off the board; afterstate: the net scores the board each move leads to (it learns an evaluation function, as the teacher's)", choices=("moves", "afterstate"))
+    network: str = knob("mlp", "policy network", choices=("policy", "mlp", "conv", "cnn"))
+    hidden: tuple[int, ...] = knob((256, 256), "hidden widths of the mlp network (cnn: filters, head width)", low=1, high=4096)
+    encoder: str = knob("onehot", "board encoding", choices=ENCODERS)
+    planes: int = knob(16, "one-hot planes", low=2, high=32)
+    lr: float = knob(1e-3, "Adam learning rate", low=1e-7, high=1.0, log=True)
+    weight_decay: float = knob(0.0, "Adam weight decay (L2)", low=0.0, high=1.0)
+    batch_size: int = knob(256, "examples per gradient step", low=1, high=65536)
+    val_frac: float = knob(0.1, "share of the games held out for validation", low=0.0, high=0.9)
+    augment: bool = knob(False, "train on random board symmetries too (for symmetric teachers such as expectimax; a human's corner habit would be blurred)")
+
+    def validate(self) -> None:
+        if self.network == "cnn" and self.encoder != "onehot":
+            raise ConfigError("network", "the cnn network reads one-hot planes: set encoder to onehot")
+        for name in ("since", "until"):
+            text = getattr(self, name).strip()
+            if text:
+                import datetime as dt
+
+                try:
+                    dt.datetime.fromisoformat(text)
+                except ValueError:
+                    raise ConfigError(name, f"{text!r} is not a date: use YYYY-MM-DD") from None
+
+
+@dataclass
+class Dataset:
+    """Examples from logged games: exponent boards, moves, legal masks, and the game each came from."""
+
+    exps_NRC: np.ndarray
+    moves_N: np.ndarray
+    masks_NA: np.ndarray
+    game_N: np.ndarray  # index into game_ids
+    game_ids: list[int]
+    skipped: int  # examples dropped because the logged move was not legal on the logged board
+
+    def subset(self, sel_N: np.ndarray) -> Dataset:
+        return Dataset(self.exps_NRC[sel_N], self.moves_N[sel_N], self.masks_NA[sel_N], self.game_N[sel_N],
+                       self.game_ids, 0)
+
+    def __len__(self) -> int:
+        return len(self.moves_N)
+
+
+def describe_filters(cfg: ImitationConfig) -> str:
+    parts = [f"source={cfg.source}"]
+    if cfg.teacher:
+        parts.append(f"teacher={cfg.teacher}")
+    if cfg.min_score:
+        parts.append(f"min_score={cfg.min_score}")
+    if cfg.since:
+        parts.append(f"since={cfg.since}")
+    if cfg.until:
+        parts.append(f"until={cfg.until}")
+    return ", ".join(parts)
+
+
+def load_dataset(cfg: ImitationConfig, rules: Rules, data_dir: Any = None) -> Dataset:
+    """The examples of every logged game the config's filters select (ValueError when there is none)."""
+    from engine.store import GameStore
+
+    with GameStore.open(data_dir) as store:
+        summaries = store.list_games(
+            source=None if cfg.source == "any" else cfg.source,
+            agent=cfg.teacher or None,
+            min_score=cfg.min_score or None,
+            since=cfg.since or None,
+            until=cfg.until or None,
+        )
+        # Newest first; the limit applies to the games this agent can use.
+        summaries = [s for s in summaries if s.n_moves > 0 and s.rules.shape == rules.shape]
+        if cfg.max_games:
+            summaries = summaries[: cfg.max_games]
+        if not summaries:
+            raise ValueError(
+                f"no logged {rules.rows}x{rules.cols} games with moves match the filters ({describe_filters(cfg)}) "
+                f"in {store.path}: play or evaluate some games first, or loosen the filters"
+            )
+        records = [store.load_game(s.id) for s in summaries]
+    exps = np.concatenate([to_exponents(r.layouts.reshape(-1, rules.cols)).reshape(r.layouts.shape) for r in records])
+    moves = np.concatenate([r.moves.astype(np.int64) for r in records])
+    game = np.concatenate([np.full(r.n_moves, k, dtype=np.int64) for k, r in enumerate(records)])
+    masks = legal_masks(exps)
+    ok = masks[np.arange(len(moves)), moves]
+    return Dataset(exps[ok], moves[ok], masks[ok], game[ok], [r.id for r in records], int((~ok).sum()))
+
+
+class ImitationAgent(TorchAgent):
+    """Behaviour cloning from logged games (humans, agents, evaluations)."""
+
+    name = "imitation"
+    config_cls = ImitationConfig
+    description = "Imitation: a policy network trained to play the moves of logged games (one epoch = one episode)."
+    loss_metrics = ("loss", "val_loss")
+    schedule_metrics = ("accuracy", "val_accuracy")
+    config: ImitationConfig
+
+    def __init__(self, config: ImitationConfig | None = None, rules: Rules | None = None, seed: int | None = None):
+        super().__init__(config, rules, seed)
+        cfg = self.config
+        self.encoder = make_encoder(cfg.encoder, cfg.planes)
+        self.afterstate_head = cfg.head == "afterstate"
+        n_out = 1 if self.afterstate_head else N_ACTIONS
+        self.net = build_network(cfg.network, self.encoder.shape(*self.rules.shape), n_out, cfg.hidden)
+        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.val_game_ids: list[int] | None = None  # fixed at the first train call, kept in checkpoints
+
+    def output_to_values(self, out_BA: torch.Tensor, mask_BA: torch.Tensor) -> torch.Tensor:
+        return masked_softmax(out_BA, mask_BA)
+
+    # ------------------------------------------------------------------ data
+    def split(self, data: Dataset) -> tuple[Dataset, Dataset]:
+        """Whole games to validation (the same games again when a run resumes)."""
+        ids = np.asarray(data.game_ids)
+        if self.val_game_ids is None:
+            n_val = round(self.config.val_frac * len(ids))
+            if self.config.val_frac > 0 and len(ids) >= 2:
+                n_val = min(max(n_val, 1), len(ids) - 1)
+            else:
+                n_val = 0
+            self.val_game_ids = sorted(int(i) for i in self.rng.choice(ids, size=n_val, replace=False))
+        val_games = np.isin(ids, self.val_game_ids)
+        val_N = val_games[data.game_N]
+        return data.subset(~val_N), data.subset(val_N)
+
+    # ------------------------------------------------------------------ learning
+    def _loss(self, exps_BRC: np.ndarray, moves_B: np.ndarray, masks_BA: np.ndarray) -> tuple[torch.Tensor, int]:
+        logits_BA = self.head_outputs(exps_BRC)
+        mask_BA = torch.from_numpy(masks_BA)
+        moves_t = torch.from_numpy(moves_B)
+        loss = F.nll_loss(masked_log_softmax(logits_BA, mask_BA), moves_t)
+        correct = int((masked_argmax(logits_BA.detach(), mask_BA) == moves_t).sum())
+        return loss, correct
+
+    @torch.no_grad()
+    def evaluate(self, data: Dataset, batch: int = 4096) -> tuple[float, float]:
+        """(mean cross-entropy, accuracy) of the current net on ``data``."""
+        if len(data) == 0:
+            return float("nan"), float("nan")
+        self.net.eval()
+        total, correct = 0.0, 0
+        for s in range(0, len(data), batch):
+            sl = slice(s, s + batch)
+            loss, c = self._loss(data.exps_NRC[sl], data.moves_N[sl], data.masks_NA[sl])
+            total += loss.item() * len(data.moves_N[sl])
+            correct += c
+        return total / len(data), correct / len(data)
+
+    def train(
+        self, budget: Budget, control: Control | None = None, context: TrainContext | None = None
+    ) -> Iterator[MetricEvent]:
+        cfg = self.config
+        self.seed_training()
+        tracker = TrainTracker(self.counters, budget, control)
+        data = load_dataset(cfg, self.rules, context.data_dir if context is not None else None)
+        train_set, val_set = self.split(data)
+        if len(train_set) == 0:
+            raise ValueError("every selected game went to validation: lower val_frac or select more games")
+        syms = symmetries(*self.rules.shape)
+        message = (
+            f"{len(data.game_ids)} games ({describe_filters(cfg)}): {len(train_set)} training and "
+            f"{len(val_set)} validation examples"
+            + (f"; {data.skipped} moves skipped (not legal on their logged board)" if data.skipped else "")
+        )
+        yield tracker.event("info", {"games": len(data.game_ids), "examples": len(data)}, message=message)
+        n = len(train_set)
+        while tracker.proceed():
+            order = self.rng.permutation(n)
+            total, correct, seen = 0.0, 0, 0
+            self.net.train()
+            stopped = False
+            for s in range(0, n, cfg.batch_size):
+                if s > 0 and not tracker.proceed():
+                    stopped = True
+                    break
+                idx = order[s : s + cfg.batch_size]
+                exps, moves, masks = train_set.exps_NRC[idx], train_set.moves_N[idx], train_set.masks_NA[idx]
+                if cfg.augment and len(syms) > 1:
+                    exps, moves, aug_masks = augment_batch(exps, moves, masks, self.rng, syms)
+                    masks = aug_masks if aug_masks is not None else masks
+                loss, c = self._loss(exps, moves, masks)
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+                self.counters.updates += 1
+                self.counters.steps += len(idx)
+                total += loss.item() * len(idx)
+                correct += c
+                seen += len(idx)
+            if stopped:
+                break
+            self.counters.episodes += 1
+            val_loss, val_acc = self.evaluate(val_set)
+            metrics = {
+                "loss": total / max(seen, 1),
+                "accuracy": correct / max(seen, 1),
+                "lr": cfg.lr,
+                "steps_per_s": tracker.steps_per_s(),
+            }
+            if len(val_set):
+                metrics.update(val_loss=val_loss, val_accuracy=val_acc)
+            yield tracker.event("update", metrics)
+        tracker.clock.tick()
+
+    # ------------------------------------------------------------------ state
+    def _extra_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        return {}, {"val_game_ids": self.val_game_ids}
+
+    def _set_extra_state(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
+        ids = meta.get("val_game_ids")
+        self.val_game_ids = None if ids is None else [int(i) for i in ids]

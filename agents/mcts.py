@@ -1,0 +1,638 @@
+"""AlphaZero-like MCTS agent (seed 004): PUCT search over a policy-value network, trained by self-play.
+
+Play: every move runs ``simulations`` PUCT simulations (:mod:`agents.mcts_search`: decision nodes for the
+player, chance nodes that take the exact expectation over the spawn, the network's value at the
+leaves) and plays the most visited move. Self-play adds Dirichlet noise (alpha 0.3, epsilon 0.25) to
+the root priors and samples moves from the visit counts at ``temperature`` for the first
+``temperature_moves`` moves.
+
+Training, one generation at a time: the current weights go to the workers as numpy arrays; the workers
+play ``games_per_generation`` self-play games (in this process, in local processes, or as Ray actors:
+:mod:`agents.selfplay`); their positions join a replay window; the learner (here, in the driver) runs
+``epochs`` passes over the window: policy cross-entropy against the root visit distribution plus value
+MSE, SGD with momentum and weight decay, a StepLR schedule over epochs.
+
+Value target. The network's value head predicts ``log(1 + G)``, where ``G`` is the score still to come
+from the position (the sum of the rewards of the moves after it; 0 once the game is over). Why this:
+in 2048 there is no win / loss to predict, and "score still to come" is what the search maximises
+(``Q = reward + E[V(next)]``), so values and rewards add up in the same units; scores run from 0 to
+tens of thousands, and the log keeps the regression target in ~[0, 11] so that its MSE does not swamp
+the policy loss. ``value_target`` picks how ``G`` is estimated from a self-play game:
+
+- ``return``: the score the game actually made after the position (Monte Carlo; unbiased, noisy);
+- ``search``: the root's search value (seed 004's ``z``: "the expected value of the root");
+- ``n_step``: the next ``td_steps`` rewards plus the search value ``td_steps`` moves later (MuZero).
+
+A game cut at ``max_moves`` adds the network's value of its last board to every return (it was not over).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+from torch import nn
+
+from agents.base import Budget, Control, MetricEvent, TrainContext
+from agents.config import AgentConfig, ConfigError, knob
+from agents.mcts_nets import build_network, inference_copy
+from agents.mcts_search import Evaluator, FastOps, Node, Search, board_ops
+from agents.nn.agent import TorchAgent
+from agents.nn.boards import legal_masks, symmetries
+from agents.nn.encoders import Encoder, make_encoder
+from agents.nn.loop import TrainTracker
+from agents.nn.masking import masked_log_softmax
+from agents.nn.state import draw_seed, load_module_arrays, module_arrays
+from agents.selfplay import WorkerSpec, make_pool
+from engine import DIRECTIONS, Direction, Game, Rules, to_exponents
+from engine.records import GameTrace, play_recorded
+
+# ------------------------------------------------------------------------------------------- config
+
+
+@dataclass
+class MCTSConfig(AgentConfig):
+    """Settings of the MCTS agent. Defaults are sized for a 2-core CPU; preset ``mcts-seed004`` has the seed's."""
+
+    # network
+    network: str = knob(
+        "mini",
+        "network: seed 004's ZeroNetworkMini or the LC0-style SE residual tower",
+        choices=("mini", "lc0"),
+    )
+    planes: int = knob(
+        16,
+        "k one-hot input planes (plane 0 empty, plane i tile 2**i; larger tiles share the last)",
+        low=2,
+        high=32,
+    )
+    filters: int = knob(16, "conv filters per layer", low=1, high=512)
+    dense: int = knob(64, "width of each tower's dense layer (mini)", low=1, high=4096)
+    blocks: int = knob(2, "residual blocks (lc0)", low=0, high=40)
+    se_channels: int = knob(32, "squeeze-excitation width (lc0)", low=1, high=512, advanced=True)
+    # search
+    simulations: int = knob(16, "MCTS simulations per self-play move", low=1, high=100_000)
+    eval_simulations: int = knob(
+        32, "simulations per move when playing / evaluating (0: same as simulations)", low=0, high=100_000
+    )
+    c_puct: float = knob(1.25, "PUCT exploration constant (on min-max normalised Q)", low=0.0, high=100.0)
+    dirichlet_alpha: float = knob(
+        0.3, "Dirichlet noise concentration at the root (self-play)", low=0.001, high=100.0
+    )
+    dirichlet_epsilon: float = knob(
+        0.25, "weight of the Dirichlet noise in the root priors (self-play)", low=0.0, high=1.0
+    )
+    temperature: float = knob(
+        1.0, "self-play move sampling temperature over visit counts (0: most visited)", low=0.0, high=10.0
+    )
+    temperature_moves: int = knob(
+        30,
+        "self-play moves sampled at that temperature; later moves take the most visited",
+        low=0,
+        high=1_000_000,
+    )
+    max_moves: int = knob(2000, "self-play games are cut after this many moves", low=1, high=1_000_000)
+    chance_outcomes: int = knob(
+        32,
+        "spawn outcomes a chance node enumerates exactly; more are sampled (this many)",
+        low=1,
+        high=4096,
+        advanced=True,
+    )
+    # self-play and learning
+    games_per_generation: int = knob(4, "self-play games between two learning phases", low=1, high=100_000)
+    replay_size: int = knob(40_000, "positions kept for learning (newest first)", low=64, high=10_000_000)
+    epochs: int = knob(2, "passes over the replay window per generation", low=1, high=1000)
+    batch_size: int = knob(64, "minibatch size", low=1, high=65_536)
+    lr: float = knob(0.01, "SGD learning rate", low=1e-6, high=10.0, log=True)
+    momentum: float = knob(0.9, "SGD momentum", low=0.0, high=0.999)
+    weight_decay: float = knob(1e-4, "SGD weight decay", low=0.0, high=1.0, log=True)
+    lr_step_epochs: int = knob(
+        200, "StepLR: multiply the learning rate by lr_gamma every this many epochs", low=1, high=1_000_000
+    )
+    lr_gamma: float = knob(0.5, "StepLR factor", low=0.0, high=1.0)
+    value_target: str = knob(
+        "return", "what the value head learns (see the module doc)", choices=("return", "search", "n_step")
+    )
+    td_steps: int = knob(10, "n of the n_step value target", low=1, high=100_000)
+    value_loss_weight: float = knob(
+        1.0, "weight of the value MSE next to the policy cross-entropy", low=0.0, high=100.0
+    )
+    validation_split: float = knob(
+        0.1, "fraction of self-play games held out for the validation losses", low=0.0, high=0.9
+    )
+    augment: bool = knob(
+        True, "train on a random board symmetry of each position (8 on square boards, 4 otherwise)"
+    )
+
+    def validate(self) -> None:
+        if self.eval_simulations == 0 and self.simulations < 1:
+            raise ConfigError("simulations", "must be >= 1")
+
+    @property
+    def play_simulations(self) -> int:
+        return self.eval_simulations or self.simulations
+
+
+# ------------------------------------------------------------------------------------------ helpers
+
+
+#: ``G`` is clipped to ``exp(30)`` before use: any finite network output stays a finite score.
+_LOG_VALUE_CAP = 30.0
+
+
+def make_evaluator(net: nn.Module, encoder: Encoder, rows: int, cols: int) -> Evaluator:
+    """The search's view of ``net`` (a snapshot of its weights now): exponents -> (logits, score units).
+
+    Plays through :func:`~agents.mcts_nets.inference_copy`, whose small convs are single matrix
+    products: the search evaluates a few states at a time, where CPU conv kernels are mostly overhead.
+    """
+    net = inference_copy(net, rows, cols)
+
+    def evaluate(exps_NRC: npt.NDArray[np.uint8]) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float64]]:
+        with torch.inference_mode():
+            logits_N4, value_N = net(encoder.tensor(exps_NRC))
+        log_value_N = np.clip(value_N.numpy().astype(np.float64), 0.0, _LOG_VALUE_CAP)
+        return logits_N4.numpy(), np.expm1(log_value_N)
+
+    return evaluate
+
+
+def value_targets(
+    rewards_N: npt.NDArray[np.int64],
+    root_values_N: npt.NDArray[np.float64],
+    tail_value: float,
+    kind: str,
+    td_steps: int,
+) -> npt.NDArray[np.float32]:
+    """``log(1 + G_t)`` for every position of one game (see the module doc for ``kind``).
+
+    ``rewards_N[t]`` is the reward of the move played at position ``t``; ``tail_value`` is the value of the
+    board after the last move (0 when the game is over). Rewards [4, 0, 8], tail 0, ``return`` ->
+    ``log1p([12, 8, 8])``.
+    """
+    n = len(rewards_N)
+    r = rewards_N.astype(np.float64)
+    if kind == "search":
+        g = root_values_N.astype(np.float64)
+    else:
+        # after[t] = sum of rewards from t to the end, plus the tail.
+        after = np.concatenate([np.cumsum(r[::-1])[::-1], [0.0]]) + tail_value
+        if kind == "return":
+            g = after[:n]
+        elif kind == "n_step":
+            idx = np.arange(n)
+            end = np.minimum(idx + td_steps, n)
+            boot = np.append(root_values_N.astype(np.float64), tail_value)[end]
+            g = after[idx] - after[end] + boot
+        else:
+            raise ValueError(f"unknown value target {kind!r}")
+    return np.log1p(np.maximum(g, 0.0)).astype(np.float32)
+
+
+@dataclass(frozen=True)
+class SelfPlayTask:
+    """One self-play game to play: its seed fixes the spawns, the noise and the sampled moves."""
+
+    seed: int
+
+
+@dataclass
+class SelfPlayGame:
+    """A finished self-play game, as it travels back from a worker (N positions)."""
+
+    seed: int
+    exps_NRC: npt.NDArray[np.uint8]  # boards before each move, exponents
+    policy_N4: npt.NDArray[np.float32]  # root visit distributions
+    rewards_N: npt.NDArray[np.int64]  # reward of the move played
+    root_values_N: npt.NDArray[np.float64]  # root search values (score units)
+    tail_value: float  # value of the final board: 0 when over, the network's when cut at max_moves
+    score: int
+    max_tile: int
+    moves: int
+    truncated: bool
+    seconds: float
+    trace: GameTrace
+
+
+def play_selfplay_game(
+    evaluate: Evaluator,
+    rules: Rules,
+    config: MCTSConfig,
+    seed: int,
+    should_stop: Callable[[], bool] | None = None,
+) -> SelfPlayGame | None:
+    """Play one self-play game with search + root noise, reusing the subtree of the move played.
+
+    ``should_stop`` is asked before every move; the game is abandoned (None) once it says True.
+    """
+    t0 = time.perf_counter()
+    game = Game(rules=rules, seed=seed)
+    rng = np.random.default_rng(seed)  # noise and move sampling; the spawns use the game's own stream
+    trace = GameTrace.start(game)
+    exps: list[npt.NDArray[np.uint8]] = []
+    policies: list[npt.NDArray[np.float32]] = []
+    root_values: list[float] = []
+    search: Search | None = None
+    root: Node | None = None
+    while not game.game_over and game.moves < config.max_moves:
+        if should_stop is not None and should_stop():
+            return None
+        board = game.board
+        if search is None or (isinstance(search.ops, FastOps) and not FastOps.fits(board)):
+            search = _new_search(rules, board, evaluate, rng, config)
+            root = None
+        root = search.root(board, reuse=root)
+        search.add_noise(root)
+        search.run(root, config.simulations)
+        exps.append(to_exponents(board))
+        policies.append(search.policy(root))
+        root_values.append(root.value)
+        temperature = config.temperature if game.moves < config.temperature_moves else 0.0
+        action = search.choose(root, temperature)
+        play_recorded(game, action, trace)
+        root = search.child(root, action, game.board)
+    truncated = not game.game_over
+    tail = 0.0
+    if truncated:
+        tail = float(evaluate(to_exponents(game.board)[None])[1][0])
+    shape = rules.shape
+    return SelfPlayGame(
+        seed=seed,
+        exps_NRC=np.array(exps, dtype=np.uint8).reshape(-1, *shape),
+        policy_N4=np.array(policies, dtype=np.float32).reshape(-1, 4),
+        rewards_N=np.array(trace.rewards, dtype=np.int64),
+        root_values_N=np.array(root_values, dtype=np.float64),
+        tail_value=tail,
+        score=game.score,
+        max_tile=game.max_tile,
+        moves=game.moves,
+        truncated=truncated,
+        seconds=time.perf_counter() - t0,
+        trace=trace,
+    )
+
+
+def _new_search(
+    rules: Rules,
+    board: npt.NDArray[np.int64],
+    evaluate: Evaluator,
+    rng: np.random.Generator,
+    config: MCTSConfig,
+) -> Search:
+    return Search(
+        board_ops(rules, board, config.chance_outcomes),
+        evaluate,
+        rng,
+        c_puct=config.c_puct,
+        dirichlet_alpha=config.dirichlet_alpha,
+        dirichlet_epsilon=config.dirichlet_epsilon,
+    )
+
+
+def _build_net(config: MCTSConfig, rules: Rules) -> nn.Module:
+    return build_network(
+        config.network,
+        rules.rows,
+        rules.cols,
+        planes=config.planes,
+        filters=config.filters,
+        dense=config.dense,
+        blocks=config.blocks,
+        se_channels=config.se_channels,
+    )
+
+
+class MCTSWorker:
+    """A self-play worker (in this process, a local process or a Ray actor): network copy + games."""
+
+    def __init__(
+        self, config: Mapping[str, Any], rules: Mapping[str, Any], threads: int | None = None
+    ) -> None:
+        if threads is not None:
+            torch.set_num_threads(threads)
+        self.config = MCTSConfig.from_dict(dict(config))
+        self.rules = Rules.from_dict(dict(rules))
+        self.net = _build_net(self.config, self.rules).eval()
+        self.encoder = make_encoder("onehot", planes=self.config.planes)
+        self.evaluate = make_evaluator(self.net, self.encoder, *self.rules.shape)
+
+    def set_weights(self, arrays: Mapping[str, np.ndarray]) -> None:
+        load_module_arrays(self.net, arrays, "net/")
+        self.evaluate = make_evaluator(self.net, self.encoder, *self.rules.shape)
+
+    def play(self, task: SelfPlayTask, should_stop: Callable[[], bool] | None = None) -> SelfPlayGame | None:
+        return play_selfplay_game(self.evaluate, self.rules, self.config, task.seed, should_stop)
+
+
+# ------------------------------------------------------------------------------------ replay window
+
+
+class PositionWindow:
+    """The newest ``capacity`` self-play positions: board, visit policy, legal mask, value target, held-out flag."""
+
+    _FIELDS = ("exps", "policy", "masks", "targets", "held_out")
+
+    def __init__(self, capacity: int, shape: tuple[int, int]) -> None:
+        self.capacity = capacity
+        self.exps = np.zeros((capacity, *shape), dtype=np.uint8)
+        self.policy = np.zeros((capacity, 4), dtype=np.float32)
+        self.masks = np.zeros((capacity, 4), dtype=bool)
+        self.targets = np.zeros(capacity, dtype=np.float32)
+        self.held_out = np.zeros(capacity, dtype=bool)
+        self.position = 0
+        self.size = 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def add(
+        self,
+        exps_NRC: np.ndarray,
+        policy_N4: np.ndarray,
+        masks_N4: np.ndarray,
+        targets_N: np.ndarray,
+        held_out: bool | np.ndarray,
+    ) -> None:
+        """Append N positions; ``held_out`` is one flag for all of them or one per position."""
+        n = len(targets_N)
+        held_N = np.broadcast_to(np.asarray(held_out, dtype=bool), (n,))
+        start = max(0, n - self.capacity)
+        idx = (self.position + np.arange(n - start)) % self.capacity
+        self.exps[idx] = exps_NRC[start:]
+        self.policy[idx] = policy_N4[start:]
+        self.masks[idx] = masks_N4[start:]
+        self.targets[idx] = targets_N[start:]
+        self.held_out[idx] = held_N[start:]
+        self.position = int((self.position + n - start) % self.capacity)
+        self.size = min(self.size + n - start, self.capacity)
+
+    def split(self) -> tuple[np.ndarray, np.ndarray]:
+        """Indices of the training and the held-out positions."""
+        flags = self.held_out[: self.size]
+        return np.flatnonzero(~flags), np.flatnonzero(flags)
+
+    def get_arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        """Oldest first, so that a restored window overwrites in the same order."""
+        order = (
+            np.arange(self.size)
+            if self.size < self.capacity
+            else (self.position + np.arange(self.capacity)) % self.capacity
+        )
+        return {prefix + f: getattr(self, f)[order] for f in self._FIELDS}
+
+    def set_arrays(self, arrays: Mapping[str, np.ndarray], prefix: str) -> None:
+        self.position = self.size = 0
+        if prefix + "exps" not in arrays:
+            return
+        self.add(*(np.asarray(arrays[prefix + f]) for f in self._FIELDS))
+
+
+# -------------------------------------------------------------------------------------------- agent
+
+
+class MCTSAgent(TorchAgent):
+    """AlphaZero-like MCTS over a policy-value network (seed 004), trained by self-play."""
+
+    name = "mcts"
+    config_cls = MCTSConfig
+    description = (
+        "AlphaZero-like: PUCT tree search with spawn expectations over a policy-value network, "
+        "trained from self-play (seed 004); self-play scales over local processes or a Ray cluster."
+    )
+    loss_metrics = ("policy_loss", "value_loss", "val_policy_loss", "val_value_loss")
+    schedule_metrics = ("lr",)
+    config: MCTSConfig
+
+    def __init__(self, config: MCTSConfig | None = None, rules: Rules | None = None, seed: int | None = None):
+        super().__init__(config, rules, seed)
+        cfg = self.config
+        self.encoder = make_encoder("onehot", planes=cfg.planes)
+        self.net = _build_net(cfg, self.rules).eval()
+        self.optimizer = torch.optim.SGD(
+            self.net.parameters(), lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay
+        )
+        self.scheduler = torch.optim.lr_scheduler.StepLR(self.optimizer, cfg.lr_step_epochs, cfg.lr_gamma)
+        self.window = PositionWindow(cfg.replay_size, self.rules.shape)
+        self.generation = 0
+        self._evaluator: Evaluator | None = None  # built on first play after the weights changed
+        self._symmetries = symmetries(self.rules.rows, self.rules.cols)
+        # The last play search, kept so that the next act() on the following board reuses its subtree.
+        self._play: tuple[Search, Node, int] | None = None
+
+    # ------------------------------------------------------------------ play
+    @property
+    def evaluate(self) -> Evaluator:
+        """The network as the search sees it (rebuilt after the weights change)."""
+        if self._evaluator is None:
+            self._evaluator = make_evaluator(self.net, self.encoder, *self.rules.shape)
+        return self._evaluator
+
+    def _weights_changed(self) -> None:
+        self._evaluator = None
+        self._play = None  # a kept subtree holds the old network's opinions
+
+    def search(self, game: Game, simulations: int | None = None) -> tuple[Search, Node]:
+        """Search from ``game``'s board (no noise), reusing the last search's subtree when it leads here."""
+        board = game.board
+        reuse: Node | None = None
+        search: Search | None = None
+        if self._play is not None:
+            search, last_root, last_action = self._play
+            if isinstance(search.ops, FastOps) and not FastOps.fits(board):
+                search = None
+            elif search.is_at(last_root, board):
+                reuse = last_root
+            else:
+                reuse = search.child(last_root, last_action, board)
+        if search is None:
+            search = _new_search(self.rules, board, self.evaluate, np.random.default_rng(0), self.config)
+        root = search.root(board, reuse=reuse)
+        search.run(root, simulations if simulations is not None else self.config.play_simulations)
+        return search, root
+
+    def move_values(self, game: Game) -> dict[Direction, float]:
+        """The search's visit share of each legal move (what :meth:`act` chooses by)."""
+        search, root = self.search(game)
+        if not root.actions:
+            return {}
+        self._play = (search, root, root.actions[0])
+        policy = search.policy(root)
+        return {DIRECTIONS[a]: float(policy[a]) for a in root.actions}
+
+    def act(self, game: Game) -> Direction:
+        """The most visited move (ties: the higher Q, then action order); always legal."""
+        search, root = self.search(game)
+        action = search.choose(root, 0.0)
+        self._play = (search, root, action)
+        return DIRECTIONS[action]
+
+    # ------------------------------------------------------------------ training
+    def _worker_spec(self) -> WorkerSpec:
+        return WorkerSpec(
+            "agents.mcts:MCTSWorker", {"config": self.config.to_dict(), "rules": self.rules.to_dict()}
+        )
+
+    def train(
+        self, budget: Budget, control: Control | None = None, context: TrainContext | None = None
+    ) -> Iterator[MetricEvent]:
+        context = context if context is not None else TrainContext()
+        tracker = TrainTracker(self.counters, budget, control)
+        self.seed_training()
+        self._weights_changed()
+        pool = make_pool(self._worker_spec(), context.workers, context.backend, context.ray_address)
+        try:
+            yield tracker.event("info", {}, message=f"self-play on {pool.describe()}")
+            while tracker.proceed():
+                n_games = self.config.games_per_generation
+                if budget.episodes is not None:
+                    n_games = min(n_games, budget.episodes - tracker.episodes)
+                tasks = [SelfPlayTask(draw_seed(self.rng)) for _ in range(n_games)]
+                pool.set_weights(module_arrays(self.net, "net/"))
+                finished: dict[int, SelfPlayGame] = {}
+                t0 = time.perf_counter()
+                # Asked while games are in flight too: a stop, a pause or the end of a time budget
+                # does not wait for a long game to finish (the unfinished games are dropped).
+                for index, result in pool.run(tasks, keep_going=tracker.proceed):
+                    finished[index] = result
+                    self.counters.episodes += 1
+                    self.counters.steps += result.moves
+                    yield self._game_event(tracker, result, len(finished) / (time.perf_counter() - t0))
+                    if not tracker.proceed():
+                        break
+                gen_seconds = time.perf_counter() - t0
+                # Task order, not finishing order: the same seed gives the same window for any worker count.
+                for index in sorted(finished):
+                    self._add_game(finished[index])
+                if tracker.stopped or not finished:
+                    return
+                # Budget used up mid-generation: its finished games still get their learning phase.
+                yield from self._learn(tracker)
+                self._weights_changed()
+                self.generation += 1
+                games = [finished[i] for i in sorted(finished)]
+                yield tracker.event(
+                    "update",
+                    {
+                        "generation": self.generation,
+                        "selfplay_mean_score": float(np.mean([g.score for g in games])),
+                        "selfplay_max_tile": float(max(g.max_tile for g in games)),
+                        "games_per_s": len(games) / gen_seconds,
+                        "window_positions": len(self.window),
+                    },
+                    message=f"generation {self.generation}: {len(games)} games",
+                )
+        finally:
+            pool.close()
+
+    def _game_event(self, tracker: TrainTracker, g: SelfPlayGame, games_per_s: float) -> MetricEvent:
+        return tracker.event(
+            "episode",
+            {
+                "score": g.score,
+                "max_tile": g.max_tile,
+                "moves": g.moves,
+                "games_per_s": games_per_s,
+                "steps_per_s": tracker.steps_per_s(),
+                "generation": self.generation,
+            },
+            game=g.trace,
+            board=g.trace.final_board,
+        )
+
+    def _add_game(self, g: SelfPlayGame) -> None:
+        if g.moves == 0:
+            return
+        targets = value_targets(
+            g.rewards_N, g.root_values_N, g.tail_value, self.config.value_target, self.config.td_steps
+        )
+        held_out = bool(self.rng.random() < self.config.validation_split)
+        self.window.add(g.exps_NRC, g.policy_N4, legal_masks(g.exps_NRC), targets, held_out)
+
+    def _batch(self, idx: np.ndarray, augment: bool) -> tuple[torch.Tensor, ...]:
+        w = self.window
+        exps_BRC, policy_B4, masks_B4 = w.exps[idx], w.policy[idx], w.masks[idx]
+        if augment:
+            pick_B = self.rng.integers(len(self._symmetries), size=len(idx))
+            exps_BRC, policy_B4, masks_B4 = exps_BRC.copy(), policy_B4.copy(), masks_B4.copy()
+            for s, sym in enumerate(self._symmetries[1:], start=1):
+                sel = pick_B == s
+                if sel.any():
+                    exps_BRC[sel] = sym.apply(w.exps[idx[sel]])
+                    policy_B4[sel] = sym.apply_masks(w.policy[idx[sel]])  # moves follow the board
+                    masks_B4[sel] = sym.apply_masks(w.masks[idx[sel]])
+        return (
+            self.encoder.tensor(exps_BRC),
+            torch.from_numpy(policy_B4),
+            torch.from_numpy(masks_B4),
+            torch.from_numpy(w.targets[idx]),
+        )
+
+    def _losses(
+        self, x_BKRC: torch.Tensor, pi_B4: torch.Tensor, mask_B4: torch.Tensor, z_B: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        logits_B4, v_B = self.net(x_BKRC)
+        logp_B4 = masked_log_softmax(logits_B4, mask_B4).masked_fill(~mask_B4, 0.0)  # 0 * -inf would be NaN
+        policy_loss = -(pi_B4 * logp_B4).sum(dim=1).mean()
+        value_loss = torch.mean((v_B - z_B) ** 2)
+        return policy_loss, value_loss
+
+    def _learn(self, tracker: TrainTracker) -> Iterator[MetricEvent]:
+        cfg = self.config
+        train_idx, val_idx = self.window.split()
+        if len(train_idx) == 0:
+            return
+        for _ in range(cfg.epochs):
+            if not tracker.control.checkpoint():
+                return
+            self.net.train()
+            order = self.rng.permutation(train_idx)
+            sums = np.zeros(2)
+            for start in range(0, len(order), cfg.batch_size):
+                idx = order[start : start + cfg.batch_size]
+                policy_loss, value_loss = self._losses(*self._batch(idx, cfg.augment))
+                loss = policy_loss + cfg.value_loss_weight * value_loss
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+                self.counters.updates += 1
+                sums += np.array([policy_loss.item(), value_loss.item()]) * len(idx)
+            self.net.eval()
+            lr = self.optimizer.param_groups[0]["lr"]
+            self.scheduler.step()
+            metrics = {
+                "policy_loss": sums[0] / len(order),
+                "value_loss": sums[1] / len(order),
+                "loss": (sums[0] + cfg.value_loss_weight * sums[1]) / len(order),
+                "lr": lr,
+            }
+            if len(val_idx):
+                metrics.update(self._validation(val_idx))
+            yield tracker.event("update", metrics)
+
+    def _validation(self, val_idx: np.ndarray) -> dict[str, float]:
+        sums = np.zeros(2)
+        with torch.inference_mode():
+            for start in range(0, len(val_idx), 1024):
+                idx = val_idx[start : start + 1024]
+                p, v = self._losses(*self._batch(idx, augment=False))
+                sums += np.array([p.item(), v.item()]) * len(idx)
+        return {"val_policy_loss": sums[0] / len(val_idx), "val_value_loss": sums[1] / len(val_idx)}
+
+    # ------------------------------------------------------------------ state
+    def _extra_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        return self.window.get_arrays("window/"), {
+            "generation": self.generation,
+            "scheduler_epoch": self.scheduler.last_epoch,
+        }
+
+    def _set_extra_state(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
+        self.window.set_arrays(arrays, "window/")
+        self.generation = int(meta.get("generation", 0))
+        self.scheduler.last_epoch = int(meta.get("scheduler_epoch", 0))
+        self._weights_changed()

@@ -1,0 +1,170 @@
+"""``TorchAgent``: the part every torch learner shares — encoder + network play, state for checkpoints.
+
+A subclass builds ``self.encoder``, ``self.net`` and ``self.optimizer`` in ``__init__`` (after calling
+``super().__init__``, which seeds torch from the agent's seed so that the same seed gives the same
+initial weights), and lists any extra modules / optimisers / arrays through the ``_state_*`` hooks.
+Playing is the same for all: encode the board, run the network, pick the best **legal** output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from agents.base import Agent, legal_values
+from agents.config import AgentConfig
+from agents.nn.boards import N_ACTIONS, afterstates, game_exponents
+from agents.nn.encoders import Encoder
+from agents.nn.masking import masked_argmax
+from agents.nn.state import (
+    draw_seed,
+    load_module_arrays,
+    load_optimizer_state,
+    module_arrays,
+    numpy_rng_state,
+    optimizer_state,
+    seed_torch,
+    set_numpy_rng_state,
+)
+from engine import DIRECTIONS, Direction, Game, Rules
+
+
+def afterstate_values(
+    net: nn.Module,
+    encoder: Encoder,
+    exps_BRC: np.ndarray,
+    moves: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> tuple[torch.Tensor, np.ndarray, np.ndarray]:
+    """``net`` (one output) on the board each move leads to: ``(ratings (B, 4), merged values (B, 4),
+    merges (B, 4))``. Illegal moves leave the board unchanged (callers mask them). ``moves``: the
+    :func:`~agents.nn.boards.afterstates` of the boards when already computed."""
+    after_BARC, value_BA, merges_BA = moves if moves is not None else afterstates(exps_BRC)
+    b, rows, cols = after_BARC.shape[0], after_BARC.shape[2], after_BARC.shape[3]
+    v_BA = net(encoder.tensor(after_BARC.reshape(b * N_ACTIONS, rows, cols))).view(b, N_ACTIONS)
+    return v_BA, value_BA, merges_BA
+
+
+class TorchAgent(Agent):
+    """Base of the torch learners: one policy / Q network over encoded exponent boards."""
+
+    trainable = True
+    #: rate the boards the moves lead to instead of reading four outputs off the board (see head_outputs)
+    afterstate_head: bool = False
+    encoder: Encoder
+    net: nn.Module
+    optimizer: torch.optim.Optimizer
+
+    def __init__(self, config: AgentConfig | None = None, rules: Rules | None = None, seed: int | None = None):
+        super().__init__(config, rules, seed)
+        # Weight initialisation draws from torch's global generator: seed it from the agent's own
+        # generator so that one agent seed fixes the initial network too.
+        seed_torch(draw_seed(self.rng))
+
+    def seed_training(self) -> None:
+        """Seed torch (dropout masks) at the start of a train call, from the agent's generator.
+
+        Torch's generator is global to the process; re-seeding per call keeps a learner deterministic
+        even when other code (another agent, the GUI) drew from it in between.
+        """
+        seed_torch(draw_seed(self.rng))
+
+    # ------------------------------------------------------------------ play
+    def play_in_train_mode(self) -> bool:
+        """Whether play keeps dropout active (seed 000 never switched its networks to eval mode)."""
+        return False
+
+    def head_outputs(self, exps_BRC: np.ndarray, net: nn.Module | None = None) -> torch.Tensor:
+        """One output per move ``(B, 4)`` from ``net`` (default: ``self.net``), with gradient.
+
+        A plain head reads the board and outputs four numbers. With ``afterstate_head`` the net rates
+        the board each move leads to (one output per board), and :meth:`combine_afterstate` turns those
+        ratings into the four outputs: the net learns an evaluation function, and which boards the
+        moves lead to is computed exactly instead of learned.
+        """
+        net = self.net if net is None else net
+        if not self.afterstate_head:
+            return net(self.encoder.tensor(exps_BRC))
+        v_BA, value_BA, merges_BA = afterstate_values(net, self.encoder, exps_BRC)
+        return self.combine_afterstate(v_BA, value_BA, merges_BA)
+
+    def combine_afterstate(self, v_BA: torch.Tensor, value_BA: np.ndarray, merges_BA: np.ndarray) -> torch.Tensor:
+        """Outputs from afterstate ratings and each move's merged value / merges (default: the ratings)."""
+        return v_BA
+
+    @torch.no_grad()
+    def play_forward(self, exps_BRC: np.ndarray) -> torch.Tensor:
+        """:meth:`head_outputs` in play mode (no gradient, dropout off unless kept on)."""
+        was_training = self.net.training
+        self.net.train(self.play_in_train_mode())
+        try:
+            return self.head_outputs(exps_BRC)
+        finally:
+            self.net.train(was_training)
+
+    def network_output(self, exps_BRC: np.ndarray) -> torch.Tensor:
+        """One output per move ``(B, 4)`` for exponent boards (Q-values or logits), in play mode."""
+        return self.play_forward(exps_BRC)
+
+    def output_to_values(self, out_BA: torch.Tensor, mask_BA: torch.Tensor) -> torch.Tensor:
+        """What :meth:`move_values` reports for legal moves (Q-values; policies override: probabilities)."""
+        return out_BA
+
+    def move_values(self, game: Game) -> dict[Direction, float]:
+        mask_A = game.legal_mask()
+        out_1A = self.network_output(game_exponents(game)[None])
+        values_1A = self.output_to_values(out_1A, torch.from_numpy(mask_A)[None])
+        return legal_values(game, values_1A[0].numpy())
+
+    def act(self, game: Game) -> Direction:
+        mask_A = game.legal_mask()
+        if not mask_A.any():
+            raise ValueError("no legal move: the game is over")
+        out_1A = self.network_output(game_exponents(game)[None])
+        return DIRECTIONS[int(masked_argmax(out_1A, torch.from_numpy(mask_A)[None])[0])]
+
+    # ------------------------------------------------------------------ state
+    def _state_modules(self) -> dict[str, nn.Module]:
+        """Modules saved in checkpoints, by array-name prefix."""
+        return {"net/": self.net}
+
+    def _state_optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        return {"opt/": self.optimizer}
+
+    def _extra_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Subclass arrays / metadata worth keeping (a replay buffer, a game window, ...)."""
+        return {}, {}
+
+    def _set_extra_state(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
+        """Inverse of :meth:`_extra_state`."""
+
+    def get_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        arrays: dict[str, np.ndarray] = {}
+        meta: dict[str, Any] = {"optimizers": {}}
+        for prefix, module in self._state_modules().items():
+            arrays.update(module_arrays(module, prefix))
+        for prefix, opt in self._state_optimizers().items():
+            opt_arrays, opt_meta = optimizer_state(opt, prefix)
+            arrays.update(opt_arrays)
+            meta["optimizers"][prefix] = opt_meta
+        # The numpy generator drives everything random in training (games, exploration, sampling, and
+        # the torch seed of each train call): saving it makes a resumed run continue the same streams.
+        meta["numpy_rng"] = numpy_rng_state(self.rng)
+        extra_arrays, extra_meta = self._extra_state()
+        arrays.update(extra_arrays)
+        meta["extra"] = extra_meta
+        return arrays, meta
+
+    def set_state(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
+        for prefix, module in self._state_modules().items():
+            load_module_arrays(module, arrays, prefix)
+        for prefix, opt in self._state_optimizers().items():
+            opt_meta = meta.get("optimizers", {}).get(prefix)
+            if opt_meta is not None:
+                load_optimizer_state(opt, arrays, opt_meta, prefix)
+        if "numpy_rng" in meta:
+            set_numpy_rng_state(self.rng, meta["numpy_rng"])
+        self._set_extra_state(arrays, meta.get("extra", {}))

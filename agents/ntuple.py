@@ -1,0 +1,490 @@
+"""``ntuple``: TD(0) afterstate learning with an n-tuple network (Szubert & Jaśkowski 2014; Wu et al. 2014).
+
+V(afterstate) is a sum of table lookups: each tuple of cells (e.g. a 2x3 rectangle) indexes a table by
+the exponents it sees, under all 8 symmetries of the board (the 8 views share the tuple's table).
+Self-play is greedy on reward + V(afterstate); at the end of each game every afterstate moves towards
+the next reward plus the next afterstate's value (backwards, so the outcome reaches the start in one
+pass). Optional: temporal-coherence learning rates (each weight slows down on its own when its errors
+cancel out) and multi-stage weights (separate tables once a given tile is reached, each started as a
+copy of the previous stage). The whole loop (moves, spawns, lookups, updates) runs in one numba call
+per few hundred ms (:mod:`agents.ntuple_kernels`).
+
+Play: 1-ply (argmax reward + V) or expectimax over V with a fixed depth or a depth per number of free
+cells (``depths_policy``, seed 002's switching-ply), with a transposition table.
+
+Tiles past 32768 (4-bit nibbles): training ends a game as a truncation when its move would merge two
+32768s (reported as max tile 65536); when playing a ``Game`` that holds 65536+ or could merge two
+32768s, the move is computed by the general engine and the value of each afterstate reads its tiles
+capped at 32768 (the features saturate). Nothing crashes and no board is ever written wrongly.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from agents import ntuple_kernels as K
+from agents.base import Agent, Budget, Control, MetricEvent, TrainContext
+from agents.config import AgentConfig, ConfigError, knob
+from agents.nn.loop import TrainTracker
+from engine import DIRECTIONS, Direction, Game, Rules
+from engine.core import _slide_unchecked, seed_to_state
+from engine.fast import overflows, pack, pack_exponents, unpack
+
+# ------------------------------------------------------------------------------------------ layouts
+
+#: Named tuple layouts: cells numbered row-major (``4*r + c``), each tuple read under 8 symmetries.
+LAYOUTS: dict[str, tuple[tuple[int, ...], ...]] = {
+    # Wu, Yeh et al. 2014: two "row + 2" and two 2x3 rectangles; the usual strong default.
+    "4x6": ((0, 1, 2, 3, 4, 5), (4, 5, 6, 7, 8, 9), (0, 1, 2, 4, 5, 6), (4, 5, 6, 8, 9, 10)),
+    # Szubert & Jaśkowski 2014: two 2x3 rectangles and two straight lines (outer and inner row).
+    "2x6+2x4": ((0, 1, 2, 4, 5, 6), (4, 5, 6, 8, 9, 10), (0, 1, 2, 3), (4, 5, 6, 7)),
+    # Jaśkowski 2016: the 4x6 network plus a third "row + 2".
+    "5x6": (
+        (0, 1, 2, 3, 4, 5),
+        (4, 5, 6, 7, 8, 9),
+        (8, 9, 10, 11, 12, 13),
+        (0, 1, 2, 4, 5, 6),
+        (4, 5, 6, 8, 9, 10),
+    ),
+    # Matsuzaki 2016 (systematic selection), as listed by TDL2048+: stronger, twice as slow as 4x6.
+    "8x6": (
+        (0, 1, 2, 4, 5, 6),
+        (4, 5, 6, 7, 8, 9),
+        (0, 1, 2, 3, 4, 5),
+        (2, 3, 4, 5, 6, 9),
+        (0, 1, 2, 5, 9, 10),
+        (3, 4, 5, 6, 7, 8),
+        (1, 3, 4, 5, 6, 7),
+        (0, 1, 4, 8, 9, 10),
+    ),
+    # Small and quick: outer and inner row plus two 2x2 squares (1 MB of weights; weak, for tests/demos).
+    "4x4": ((0, 1, 2, 3), (4, 5, 6, 7), (0, 1, 4, 5), (5, 6, 9, 10)),
+}
+
+
+def symmetry_cells(s: int) -> np.ndarray:
+    """Board cell read as cell ``p`` of a tuple under symmetry ``s`` (0..7), as a 16-vector.
+
+    Symmetry ``s = k + 4*f``: the board rotated by ``np.rot90(board, k)``, then mirrored left-right
+    (``np.fliplr``) when ``f`` is 1. Reading cell ``p`` of the transformed board is reading board cell
+    ``symmetry_cells(s)[p]`` of the original.
+    """
+    if not 0 <= s < 8:
+        raise ValueError(f"symmetry must be 0..7, got {s}")
+    cells = np.rot90(np.arange(16).reshape(4, 4), s % 4)
+    if s >= 4:
+        cells = np.fliplr(cells)
+    return np.ascontiguousarray(cells).ravel()
+
+
+@dataclass(frozen=True)
+class TupleLayout:
+    """A tuple layout compiled to the flat arrays the kernels read (see :mod:`agents.ntuple_kernels`)."""
+
+    name: str
+    tuples: tuple[tuple[int, ...], ...]
+    stage_exponents: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        for t in self.tuples:
+            if not 1 <= len(t) <= 8 or len(set(t)) != len(t) or not all(0 <= c < 16 for c in t):
+                raise ValueError(f"bad tuple {t}: 1..8 distinct cells in 0..15")
+        if list(self.stage_exponents) != sorted(set(self.stage_exponents)):
+            raise ValueError("stage tiles must be increasing")
+
+    @property
+    def n_stages(self) -> int:
+        return len(self.stage_exponents) + 1
+
+    @property
+    def stage_size(self) -> int:
+        return int(sum(16 ** len(t) for t in self.tuples))
+
+    @property
+    def size(self) -> int:
+        """Weights in all stages."""
+        return self.stage_size * self.n_stages
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(sh, tlen, toff, stage_thr)`` for the kernels."""
+        n_t = len(self.tuples)
+        width = max(len(t) for t in self.tuples)
+        sh = np.zeros((n_t, 8, width), dtype=np.uint64)
+        for t, cells in enumerate(self.tuples):
+            for s in range(8):
+                m = symmetry_cells(s)
+                for i, p in enumerate(cells):
+                    sh[t, s, i] = 4 * int(m[p])
+        tlen = np.array([len(t) for t in self.tuples], dtype=np.int64)
+        toff = np.concatenate([[0], np.cumsum([16 ** len(t) for t in self.tuples])[:-1]]).astype(np.int64)
+        return sh, tlen, toff, np.array(self.stage_exponents, dtype=np.int64)
+
+    def describe(self) -> dict[str, Any]:
+        return {"layout": self.name, "tuples": [list(t) for t in self.tuples], "stages": list(self.stage_exponents)}
+
+
+# ------------------------------------------------------------------------------------------- config
+
+
+@dataclass
+class NTupleConfig(AgentConfig):
+    """Settings of the n-tuple TD learner."""
+
+    layout: str = knob(
+        "4x6",
+        "tuple layout: 4x6 (Wu et al., default), 2x6+2x4 (Szubert & Jaśkowski), 5x6, 8x6 (Matsuzaki), 4x4 (tiny)",
+        choices=tuple(LAYOUTS),
+    )
+    lr: float = knob(
+        1.0,
+        "learning rate α of one TD update, shared by the 8 x tuples features (1.0 with TC; ~0.1 without)",
+        low=1e-4,
+        high=2.0,
+        log=True,
+    )
+    lam: float = knob(0.5, "TD(λ): 0 = TD(0); >0 mixes in the later rewards (backward λ-returns)", low=0.0, high=1.0)
+    restart: float = knob(
+        0.5, "probability that a finished game is followed by a replay from its middle (late-game practice)",
+        low=0.0, high=0.95,
+    )
+    tc: bool = knob(True, "temporal coherence: per-weight rates |Σ errors| / Σ |errors| (Jaśkowski)")
+    stage_tiles: tuple[int, ...] = knob(
+        (),
+        "multi-stage weights: a new set of tables once the max tile reaches each of these (e.g. 16384)",
+        low=8,
+        high=32768,
+    )
+    search_depth: int = knob(1, "player moves searched when playing: 1 = greedy (1-ply), 2 = expectimax 2-ply", low=1, high=5)
+    depths_policy: tuple[int, ...] = knob(
+        (),
+        "search depth by free cells (index = free cells; overrides search depth), e.g. 3,3,2,2,1",
+        low=1,
+        high=5,
+    )
+    window: int = knob(1000, "games in the rolling statistics (mean score, tile rates)", low=10, high=1_000_000)
+    tt_bits: int = knob(20, "expectimax transposition table: 2^bits entries", low=10, high=26, advanced=True)
+
+    def validate(self) -> None:
+        for v in self.stage_tiles:
+            if v & (v - 1):
+                raise ConfigError("stage_tiles", f"must be tile values (powers of two), got {v}")
+        if list(self.stage_tiles) != sorted(set(self.stage_tiles)):
+            raise ConfigError("stage_tiles", "must be increasing")
+
+    def tuple_layout(self) -> TupleLayout:
+        exps = tuple(int(v).bit_length() - 1 for v in self.stage_tiles)
+        return TupleLayout(self.layout, LAYOUTS[self.layout], exps)
+
+    def policy(self) -> np.ndarray:
+        """Depth per free-cell count (one entry = the same depth everywhere)."""
+        if self.depths_policy:
+            return np.array(self.depths_policy, dtype=np.int64)
+        return np.array([self.search_depth], dtype=np.int64)
+
+
+#: Max-tile thresholds of the rate metrics (exponents).
+RATE_TILES = (11, 13, 14, 15)
+
+
+# -------------------------------------------------------------------------------------------- agent
+
+
+class NTupleAgent(Agent):
+    """TD(0) afterstate learner on an n-tuple network; plays 1-ply or by expectimax over its values."""
+
+    name = "ntuple"
+    config_cls = NTupleConfig
+    description = (
+        "n-tuple network learnt by TD(0) on afterstates (Szubert & Jaśkowski; Wu et al.), numba-jitted; "
+        "plays 1-ply or by expectimax. 4x4 only."
+    )
+    trainable = True
+    loss_metrics: ClassVar[tuple[str, ...]] = ("td_error",)
+    schedule_metrics: ClassVar[tuple[str, ...]] = ("lr",)
+
+    config: NTupleConfig
+
+    def __init__(self, config: NTupleConfig | None = None, rules: Rules | None = None, seed: int | None = None):
+        super().__init__(config, rules, seed)
+        self.layout = self.config.tuple_layout()
+        self._sh, self._tlen, self._toff, self._stage_thr = self.layout.arrays()
+        # np.zeros maps untouched pages lazily: a fresh 4x6 network costs nothing until it learns.
+        self.weights = np.zeros(self.layout.size, dtype=np.float32)
+        self.n_live = 1  # stages reached in training so far
+        self.truncated_games = 0
+        self._tc_e: np.ndarray | None = None
+        self._tc_a: np.ndarray | None = None
+        # the game in progress: board, spawn rng state, restart rng state (see ntuple_kernels.train_steps)
+        self._game_u = np.zeros(3, dtype=np.uint64)
+        self._game_u[1] = np.uint64(seed_to_state(seed))
+        self._game_u[2] = np.uint64(seed_to_state(None if seed is None else seed + 1))
+        # score, moves, in progress, live stages, truncated games, is a restart, score at its start
+        self._game_i = np.zeros(7, dtype=np.int64)
+        self._buf_board = np.zeros(0, dtype=np.uint64)
+        self._buf_after = np.zeros(0, dtype=np.uint64)
+        self._buf_reward = np.zeros(0, dtype=np.float32)
+        self._recent = np.zeros((0, 2), dtype=np.int64)  # (score, max exponent) of the last `window` games
+        self._tt: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._tt_gen = 0
+
+    @classmethod
+    def unsupported_reason(cls, rules: Rules) -> str | None:
+        if not rules.is_classic_shape:
+            return f"n-tuple networks here are built for 4x4 boards, not {rules.rows}x{rules.cols}"
+        if rules.spawn_per_move != 1:
+            return f"its afterstate learning and search assume one spawn per move, not {rules.spawn_per_move}"
+        return None
+
+    # ------------------------------------------------------------------ values
+    def _net(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, int]:
+        return self._sh, self._tlen, self._toff, self.layout.stage_size, self._stage_thr, self.n_live
+
+    def value(self, afterstate: Any) -> float:
+        """V of a 4x4 afterstate (tile values); tiles past 32768 read as 32768."""
+        return float(K.evaluate(self.weights, np.uint64(_pack_capped(afterstate)), *self._net()))
+
+    def _table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        if self._tt is None:
+            n = 1 << self.config.tt_bits
+            self._tt = (
+                np.zeros(n, dtype=np.uint64),
+                np.zeros(n, dtype=np.int64),
+                np.zeros(n, dtype=np.int64),
+                np.zeros(n, dtype=np.float64),
+            )
+        return self._tt
+
+    def move_values(self, game: Game) -> dict[Direction, float]:
+        """reward + value of each legal move (afterstate value, or its expectimax with search depth > 1)."""
+        board = game.board
+        mask = game.legal_mask()
+        fast = int(board.max()) <= 32768
+        if fast:
+            b = np.uint64(pack(board))
+            fast = not any(mask[d] and overflows(b, int(d)) for d in DIRECTIONS)
+        if not fast:
+            # 65536+ on the board or a 32768 merge: the general engine moves, capped features value.
+            out = {}
+            for d in DIRECTIONS:
+                if mask[d]:
+                    after, reward = _slide_unchecked(board, d)
+                    out[d] = float(reward) + self.value(after)
+            return out
+        self._tt_gen += 1
+        vals = K.search_values(self.weights, b, self.config.policy(), float(self.rules.p4), *self._net(),
+                               *self._table(), self._tt_gen)
+        return {d: float(vals[d]) for d in DIRECTIONS if mask[d]}
+
+    # ------------------------------------------------------------------ training
+    def _training_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        if not self.config.tc:
+            dummy = np.zeros(1, dtype=np.float32)
+            return dummy, dummy
+        if self._tc_e is None or self._tc_a is None or self._tc_e.shape != self.weights.shape:
+            self._tc_e = np.zeros_like(self.weights)
+            self._tc_a = np.zeros_like(self.weights)
+        return self._tc_e, self._tc_a
+
+    def _ensure_buffer(self, needed: int) -> None:
+        if self._buf_after.shape[0] < needed:
+            size = max(needed, 2 * self._buf_after.shape[0], 1 << 14)
+            board = np.zeros(size, dtype=np.uint64)
+            after = np.zeros(size, dtype=np.uint64)
+            reward = np.zeros(size, dtype=np.float32)
+            n = int(self._game_i[1])
+            board[:n] = self._buf_board[:n]
+            after[:n] = self._buf_after[:n]
+            reward[:n] = self._buf_reward[:n]
+            self._buf_board, self._buf_after, self._buf_reward = board, after, reward
+
+    def _record(self, scores: np.ndarray, maxexp: np.ndarray) -> None:
+        new = np.stack([scores, maxexp.astype(np.int64)], axis=1)
+        self._recent = np.concatenate([self._recent, new])[-self.config.window :]
+
+    def recent_stats(self) -> dict[str, float]:
+        """Mean score and max-tile rates over the last ``window`` training games (restarts left out)."""
+        if self._recent.shape[0] == 0:
+            return {}
+        out = {"mean_score": float(self._recent[:, 0].mean())}
+        for e in RATE_TILES:
+            out[f"rate_{1 << e}"] = float((self._recent[:, 1] >= e).mean())
+        return out
+
+    def train(
+        self, budget: Budget, control: Control | None = None, context: TrainContext | None = None
+    ) -> Iterator[MetricEvent]:
+        """Self-play TD(0) in jitted slices of ~0.25 s (pause / stop are seen between slices); one
+        metric event per slice, carrying the games that slice finished."""
+        tracker = TrainTracker(self.counters, budget, control)
+        tc_e, tc_a = self._training_arrays()
+        self._game_i[3] = self.n_live
+        self._game_i[4] = self.truncated_games
+        slice_steps = 2000  # grown to ~0.25 s per call once the speed is known (first call compiles)
+        target_s = 0.25
+        while tracker.proceed():
+            max_steps = slice_steps
+            if budget.steps is not None:
+                max_steps = min(max_steps, budget.steps - tracker.steps)
+            room = 1 + max_steps // 4 + 64  # a game lasts at least a few moves
+            if budget.episodes is not None:
+                room = min(room, budget.episodes - tracker.episodes)
+            self._ensure_buffer(int(self._game_i[1]) + max_steps + 1)
+            out_score = np.zeros(room, dtype=np.int64)
+            out_maxexp = np.zeros(room, dtype=np.int8)
+            out_moves = np.zeros(room, dtype=np.int64)
+            out_restart = np.zeros(room, dtype=np.int8)
+            acc = np.zeros(2)
+            t0 = time.perf_counter()
+            done, n_steps = K.train_steps(
+                self.weights, tc_e, tc_a, self.config.tc, self._sh, self._tlen, self._toff,
+                self.layout.stage_size, self._stage_thr, float(self.config.lr), float(self.config.lam), float(self.config.restart),
+                float(self.rules.p4), int(self.rules.start_tiles), self._game_u, self._game_i, self._buf_board,
+                self._buf_after, self._buf_reward, int(max_steps), out_score, out_maxexp, out_moves, out_restart, acc,
+            )  # fmt: skip
+            dt = time.perf_counter() - t0
+            self.n_live = int(self._game_i[3])
+            self.truncated_games = int(self._game_i[4])
+            self.counters.episodes += done
+            self.counters.steps += n_steps
+            self.counters.updates += int(out_moves[:done].sum())
+            if dt > 0 and n_steps > 0:
+                slice_steps = int(min(max(n_steps * target_s / dt, 1000), 2_000_000))
+            metrics: dict[str, float] = {
+                "lr": float(self.config.lr),
+                "steps_per_s": n_steps / dt if dt > 0 else 0.0,
+                "games": float(done),
+                "truncated_games": float(self.truncated_games),
+            }
+            if acc[1]:
+                metrics["td_error"] = float(acc[0] / acc[1])
+            fresh = out_restart[:done] == 0  # restarted games carry their first half's score: not counted
+            if self.config.restart > 0:
+                metrics["restarted_games"] = float(done - int(fresh.sum()))
+            if fresh.any():
+                sc = out_score[:done][fresh]
+                me = out_maxexp[:done][fresh]
+                self._record(sc, me)
+                metrics.update(
+                    score=float(sc.mean()), max_tile=float(1 << int(me.max())), moves=float(out_moves[:done][fresh].mean())
+                )
+                metrics.update(self.recent_stats())
+            yield tracker.event("episode" if done else "update", metrics, board=unpack(int(self._game_u[0])))
+        tracker.clock.tick()
+
+    # ------------------------------------------------------------------ evaluation
+    def play_fast(self, games: int, seed: int | None = None) -> dict[str, np.ndarray]:
+        """Play ``games`` games in one jitted call with this agent's search settings (no learning).
+
+        Game ``i`` has the spawns of ``Game(seed=seed + i)``. Returns score, max tile (65536 marks a game
+        ended by a 32768 merge), moves and the seconds it took.
+        """
+        base = 0 if seed is None else int(seed)
+        states = np.array([seed_to_state(base + i) for i in range(games)], dtype=np.uint64)
+        score = np.zeros(games, dtype=np.int64)
+        maxexp = np.zeros(games, dtype=np.int8)
+        moves = np.zeros(games, dtype=np.int64)
+        t0 = time.perf_counter()
+        self._tt_gen = K.play_games(
+            self.weights, self.config.policy(), float(self.rules.p4), int(self.rules.start_tiles), states,
+            *self._net(), *self._table(), score, maxexp, moves, self._tt_gen,
+        )  # fmt: skip
+        seconds = time.perf_counter() - t0
+        return {
+            "score": score,
+            "max_tile": np.left_shift(np.int64(1), maxexp.astype(np.int64)),
+            "moves": moves,
+            "seconds": np.array(seconds),
+        }
+
+    # ------------------------------------------------------------------ state
+    def get_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Only the weights (float32) and the layout; sparse (index, value) when that is smaller.
+
+        The temporal-coherence accumulators are not saved (they would triple the file): a resumed
+        run starts them afresh, i.e. every weight at its full learning rate again.
+        """
+        live = self.weights[: self.n_live * self.layout.stage_size]
+        nz = np.flatnonzero(live)
+        if nz.size * 2 < live.size:
+            arrays = {"weights_index": nz.astype(np.uint32), "weights_value": live[nz]}
+            storage = "sparse"
+        else:
+            arrays = {"weights": live}
+            storage = "dense"
+        meta = {
+            **self.layout.describe(),
+            "storage": storage,
+            "size": int(self.layout.size),
+            "live_stages": self.n_live,
+            "truncated_games": self.truncated_games,
+            "rng_state": str(int(self._game_u[1])),
+        }
+        return arrays, meta
+
+    def set_state(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
+        mine = self.layout.describe()
+        theirs = {"layout": meta.get("layout"), "tuples": meta.get("tuples"), "stages": meta.get("stages", [])}
+        if theirs["tuples"] != mine["tuples"] or list(theirs["stages"] or []) != mine["stages"]:
+            raise ValueError(
+                f"the weights are for tuple layout {theirs['layout']!r} (tuples {theirs['tuples']}, stage "
+                f"exponents {theirs['stages']}), but this agent uses {mine['layout']!r} (tuples {mine['tuples']}, "
+                f"stage exponents {mine['stages']}): a different layout cannot reuse them"
+            )
+        n_live = int(meta.get("live_stages", 1))
+        if not 1 <= n_live <= self.layout.n_stages:
+            raise ValueError(f"live stages {n_live} outside 1..{self.layout.n_stages}")
+        w = np.zeros(self.layout.size, dtype=np.float32)
+        span = n_live * self.layout.stage_size
+        if meta.get("storage") == "sparse":
+            idx = np.asarray(arrays["weights_index"]).astype(np.int64)
+            val = np.asarray(arrays["weights_value"], dtype=np.float32)
+            if idx.shape != val.shape or (idx.size and (idx.min() < 0 or idx.max() >= span)):
+                raise ValueError("sparse weights do not fit the layout")
+            w[idx] = val
+        else:
+            dense = np.asarray(arrays["weights"], dtype=np.float32)
+            if dense.shape != (span,):
+                raise ValueError(f"weights have shape {dense.shape}, the layout needs ({span},)")
+            w[:span] = dense
+        self.weights = w
+        self.n_live = n_live
+        self.truncated_games = int(meta.get("truncated_games", 0))
+        self._tc_e = self._tc_a = None
+        self._game_i[:] = 0
+        self._game_u[1] = np.uint64(int(meta.get("rng_state", seed_to_state(self.seed))))
+        self._recent = np.zeros((0, 2), dtype=np.int64)
+
+
+def _pack_capped(values: Any) -> int:
+    """Pack a 4x4 board of tile values with exponents capped at 15 (65536+ reads as 32768)."""
+    v = np.asarray(values, dtype=np.int64)
+    e = np.where(v > 0, np.log2(np.maximum(v, 1)).round(), 0).astype(np.int64)
+    return pack_exponents(np.minimum(e, 15))
+
+
+# ------------------------------------------------------------------------------------------- bench
+
+
+def bench_training(agent: NTupleAgent, seconds: float, clock: Callable[[], float] = time.process_time) -> dict[str, float]:
+    """Train ``agent`` for ``seconds`` of ``clock`` (CPU time by default: on a shared machine wall time
+    mostly measures the neighbours) and report moves per second of that clock and of the wall."""
+    steps0, games0 = agent.counters.steps, agent.counters.episodes
+    c0, w0 = clock(), time.perf_counter()
+    while clock() - c0 < seconds:
+        for _ in agent.train(Budget(seconds=min(1.0, seconds))):
+            pass
+    used, wall = clock() - c0, time.perf_counter() - w0
+    steps = agent.counters.steps - steps0
+    return {
+        "moves_per_s": steps / used,
+        "moves_per_wall_s": steps / wall,
+        "moves": float(steps),
+        "games": float(agent.counters.episodes - games0),
+        "seconds": used,
+        "wall_seconds": wall,
+    }

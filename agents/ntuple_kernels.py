@@ -1,0 +1,553 @@
+"""numba kernels of the n-tuple agent: feature lookups, TD(0) afterstate training, expectimax play.
+
+Boards are :mod:`engine.fast`'s packed ``uint64`` (cell (r, c) in nibble ``4*r + c``, nibble = exponent),
+and every move / spawn goes through its kernels, so there is one move implementation in the studio.
+
+The network, as flat arrays (built by :class:`agents.ntuple.TupleLayout`):
+
+* ``w``: float32 weights, ``n_stages`` blocks of ``stage_size`` entries; tuple ``t``'s table starts at
+  ``toff[t]`` inside a block and has ``16 ** tlen[t]`` entries (one per combination of exponents).
+* ``sh[t, s, i]``: the bit shift of the board nibble read as element ``i`` of tuple ``t`` under board
+  symmetry ``s`` (8 symmetries). All symmetries share the tuple's table, so a pattern learnt in one
+  corner is known in all of them.
+* ``stage_thr``: exponents that open the next stage (multi-stage weights); a board is in stage
+  ``#{e in stage_thr : max exponent >= e}``, capped at ``n_live - 1`` (stages not reached in training yet
+  use the last reached one, which is what promotion would have copied into them).
+
+Overflow: nibbles stop at 15 (32768). A move that would merge two 32768s (``engine.fast.overflows``) is
+never applied here: training ends the game there as a truncation (the last afterstate is not pulled
+towards 0 because the game did not end), evaluation records it as a game that reached 65536, and the
+search values such a move at its reward alone. Only the agent's Python side plays on past 32768 (it
+falls back to the general engine and caps exponents at 15 when reading features).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+from numba import njit
+
+import engine.fast
+from engine.fast import count_empty, max_exponent, move, overflows, spawn, splitmix64
+
+
+def _drop_stale_cache() -> None:
+    """Forget this module's cached machine code when engine/fast.py has changed since it was built.
+
+    numba's on-disk cache checks only the timestamp of the file that defines a function, but these
+    kernels have engine.fast's kernels compiled into them: after an engine change the stale code
+    would run (and may crash on a changed signature). A stamp of engine/fast.py kept beside the cache
+    files tells when to drop them.
+    """
+    cache_dir = Path(__file__).resolve().parent / "__pycache__"
+    try:
+        digest = hashlib.sha1(Path(engine.fast.__file__).read_bytes()).hexdigest()
+        stamp = cache_dir / f"{Path(__file__).stem}.engine-fast.stamp"
+        if stamp.exists() and stamp.read_text() == digest:
+            return
+        for f in cache_dir.glob(f"{Path(__file__).stem}.*.nb[ic]"):
+            f.unlink(missing_ok=True)
+        cache_dir.mkdir(exist_ok=True)
+        stamp.write_text(digest)
+    except OSError:  # a read-only install: numba then caches elsewhere or not at all
+        pass
+
+
+_drop_stale_cache()
+
+_NIBBLE = np.uint64(15)
+NEG_INF = -1e300
+
+
+# ------------------------------------------------------------------------------------------ features
+
+
+@njit(cache=True)
+def tuple_index(b: np.uint64, sh: np.ndarray, t: int, s: int, n: int) -> np.int64:
+    """Index into tuple ``t``'s table of board ``b`` seen through symmetry ``s`` (``n`` cells)."""
+    idx = np.int64(0)
+    for i in range(n):
+        idx |= np.int64((b >> sh[t, s, i]) & _NIBBLE) << (4 * i)
+    return idx
+
+
+@njit(cache=True)
+def features(b: np.uint64, sh: np.ndarray, tlen: np.ndarray) -> np.ndarray:
+    """All tuple indices of ``b``: int64 ``[n_tuples, 8]`` (for tests and tools, not the hot loop)."""
+    n_t = tlen.shape[0]
+    out = np.empty((n_t, 8), dtype=np.int64)
+    for t in range(n_t):
+        for s in range(8):
+            out[t, s] = tuple_index(b, sh, t, s, tlen[t])
+    return out
+
+
+@njit(cache=True)
+def stage_of(b: np.uint64, stage_thr: np.ndarray, n_live: int) -> int:
+    if stage_thr.shape[0] == 0:
+        return 0
+    m = max_exponent(b)
+    k = 0
+    for e in stage_thr:
+        if m >= e:
+            k += 1
+    return min(k, n_live - 1)
+
+
+@njit(cache=True)
+def evaluate(
+    w: np.ndarray,
+    b: np.uint64,
+    sh: np.ndarray,
+    tlen: np.ndarray,
+    toff: np.ndarray,
+    stage_size: int,
+    stage_thr: np.ndarray,
+    n_live: int,
+) -> float:
+    """V(b): the sum of the weights of all (tuple, symmetry) features of afterstate ``b``."""
+    base = stage_of(b, stage_thr, n_live) * stage_size
+    v = 0.0
+    for t in range(tlen.shape[0]):
+        n = tlen[t]
+        o = base + toff[t]
+        for s in range(8):
+            v += w[o + tuple_index(b, sh, t, s, n)]
+    return v
+
+
+@njit(cache=True)
+def td_update(
+    w: np.ndarray,
+    tc_e: np.ndarray,
+    tc_a: np.ndarray,
+    use_tc: bool,
+    b: np.uint64,
+    delta: float,
+    step: float,
+    sh: np.ndarray,
+    tlen: np.ndarray,
+    toff: np.ndarray,
+    stage_size: int,
+    stage_thr: np.ndarray,
+    n_live: int,
+) -> float:
+    """Move V(b) towards its target by ``step * delta`` per feature; returns V(b) after the update.
+
+    The value is read again after all the updates, not summed on the way: symmetric views often
+    share a weight (an empty corner looks the same from several sides), and a running sum would miss
+    the later hits of a shared weight.
+
+    With temporal coherence (Jaśkowski et al.) each weight's step is scaled by |sum of its errors| /
+    sum of |its errors|: weights whose errors keep their sign learn at full speed, weights whose errors
+    cancel out (noise) slow down on their own, so no hand-tuned decay of the learning rate is needed.
+    """
+    base = stage_of(b, stage_thr, n_live) * stage_size
+    for t in range(tlen.shape[0]):
+        n = tlen[t]
+        o = base + toff[t]
+        for s in range(8):
+            i = o + tuple_index(b, sh, t, s, n)
+            if use_tc:
+                a = tc_a[i]
+                rate = abs(tc_e[i]) / a if a > 0.0 else 1.0
+                w[i] += np.float32(step * delta * rate)
+                tc_e[i] += np.float32(delta)
+                tc_a[i] += np.float32(abs(delta))
+            else:
+                w[i] += np.float32(step * delta)
+    return evaluate(w, b, sh, tlen, toff, stage_size, stage_thr, n_live)
+
+
+# ------------------------------------------------------------------------------------------ training
+
+
+@njit(cache=True)
+def _promote(w: np.ndarray, stage_size: int, n_live: int) -> None:
+    """Multi-stage weight promotion: a stage reached for the first time starts from the previous one."""
+    src = (n_live - 1) * stage_size
+    dst = n_live * stage_size
+    for i in range(stage_size):
+        w[dst + i] = w[src + i]
+
+
+@njit(cache=True)
+def _greedy(
+    w: np.ndarray,
+    b: np.uint64,
+    sh: np.ndarray,
+    tlen: np.ndarray,
+    toff: np.ndarray,
+    stage_size: int,
+    stage_thr: np.ndarray,
+    n_live: int,
+) -> tuple[int, np.uint64, int]:
+    """The 1-ply move: argmax over legal moves of reward + V(afterstate); (-1, b, 0) when none is legal."""
+    best_v = NEG_INF
+    best_d = -1
+    best_b = b
+    best_r = 0
+    for d in range(4):
+        nb, r = move(b, d)
+        if nb == b:
+            continue
+        v = r + evaluate(w, nb, sh, tlen, toff, stage_size, stage_thr, n_live)
+        if v > best_v:
+            best_v = v
+            best_d = d
+            best_b = nb
+            best_r = int(r)
+    return best_d, best_b, best_r
+
+
+@njit(cache=True)
+def train_steps(
+    w: np.ndarray,
+    tc_e: np.ndarray,
+    tc_a: np.ndarray,
+    use_tc: bool,
+    sh: np.ndarray,
+    tlen: np.ndarray,
+    toff: np.ndarray,
+    stage_size: int,
+    stage_thr: np.ndarray,
+    alpha: float,
+    lam: float,
+    restart: float,
+    p4: float,
+    start_tiles: int,
+    game_u: np.ndarray,
+    game_i: np.ndarray,
+    buf_board: np.ndarray,
+    buf_after: np.ndarray,
+    buf_reward: np.ndarray,
+    max_steps: int,
+    out_score: np.ndarray,
+    out_maxexp: np.ndarray,
+    out_moves: np.ndarray,
+    out_restart: np.ndarray,
+    acc: np.ndarray,
+) -> tuple[int, int]:
+    """Play and learn from self-play games for up to ``max_steps`` moves: ``(games finished, moves)``.
+
+    The game in progress lives in ``game_u`` = [board, spawn rng state, restart rng state] and
+    ``game_i`` = [score, moves so far, in progress (0/1), live stages, truncated games (lifetime),
+    this game is a restart (0/1), score at its start], so a call may stop mid-game and the next one
+    carries on: the caller sizes ``max_steps`` to return every few hundred ms.
+    Boards, afterstates and rewards of the game are kept in ``buf_*`` (the caller keeps them larger than
+    ``moves so far + max_steps``); the TD(0) updates run backwards over the game when it ends (each
+    afterstate towards the next reward + the freshly updated value of the next afterstate; with
+    ``lam`` > 0 towards the TD(lambda) return), which propagates the outcome through the game in one pass.
+    Restarts: with probability ``restart`` a finished game is followed by one that starts from the
+    middle of it (its board and score there) instead of a new game, so more of the moves are spent in
+    the late game, where the values are learnt last (a simple form of Jaśkowski's carousel shaping).
+    Finished games are written to ``out_*`` (score, max exponent, moves, was a restart); the call
+    also returns when they are full. Max exponent 16 marks a game truncated by a 65536 merge. ``acc`` gathers
+    [sum of |TD error|, updates] for the loss plot.
+    """
+    step = alpha / (8.0 * tlen.shape[0])  # the step is shared by all 8 * n_tuples features
+    n_stages = stage_thr.shape[0] + 1
+    steps = 0
+    done = 0
+    while steps < max_steps and done < out_score.shape[0]:
+        if game_i[2] == 0:
+            b = np.uint64(0)
+            rng = np.uint64(game_u[1])
+            for _ in range(start_tiles):
+                b, rng = spawn(b, rng, p4)
+            game_u[0] = b
+            game_u[1] = rng
+            game_i[0] = 0
+            game_i[1] = 0
+            game_i[2] = 1
+            game_i[5] = 0
+            game_i[6] = 0
+        b = np.uint64(game_u[0])
+        n_live = game_i[3]
+        if n_live < n_stages:
+            # a move may reach a new stage: promote before valuing its afterstate with the new block
+            for d in range(4):
+                nb, _ = move(b, d)
+                if nb != b and stage_of(nb, stage_thr, n_stages) >= n_live:
+                    _promote(w, stage_size, n_live)
+                    n_live += 1
+                    game_i[3] = n_live
+                    break
+        d, after, r = _greedy(w, b, sh, tlen, toff, stage_size, stage_thr, n_live)
+        truncated = d >= 0 and max_exponent(b) == 15 and overflows(b, d)
+        if d >= 0 and not truncated:
+            n = game_i[1]
+            buf_board[n] = b
+            buf_after[n] = after
+            buf_reward[n] = r
+            game_i[1] = n + 1
+            game_i[0] += r
+            rng = np.uint64(game_u[1])
+            nb, rng = spawn(after, rng, p4)
+            game_u[0] = nb
+            game_u[1] = rng
+            steps += 1
+            continue
+        # the game is over (or truncated): learn from it backwards
+        n = game_i[1]
+        target = 0.0
+        last = n - 1
+        if truncated and n > 0:
+            # not a terminal state: its value stays; the previous afterstate learns towards it
+            target = buf_reward[last] + evaluate(w, buf_after[last], sh, tlen, toff, stage_size, stage_thr, n_live)
+            last -= 1
+        for k in range(last, -1, -1):
+            s = buf_after[k]
+            v = evaluate(w, s, sh, tlen, toff, stage_size, stage_thr, n_live)
+            acc[0] += abs(target - v)
+            acc[1] += 1.0
+            v_new = td_update(
+                w, tc_e, tc_a, use_tc, s, target - v, step, sh, tlen, toff, stage_size, stage_thr, n_live
+            )
+            # lambda-return of the previous afterstate: r + (1 - lam) V(s) + lam * (this target)
+            target = buf_reward[k] + (1.0 - lam) * v_new + lam * target
+        out_score[done] = game_i[0]
+        out_maxexp[done] = 16 if truncated else max_exponent(b)
+        out_moves[done] = n
+        out_restart[done] = game_i[5]
+        done += 1
+        if truncated:
+            game_i[4] += 1
+        game_i[2] = 0
+        if restart > 0.0 and n >= 20:
+            rs, u = splitmix64(np.uint64(game_u[2]))
+            game_u[2] = rs
+            if float(u >> np.uint64(11)) * (1.0 / 9007199254740992.0) < restart:
+                k = n // 2
+                score = game_i[6]
+                for j in range(k):
+                    score += np.int64(buf_reward[j])
+                game_u[0] = buf_board[k]
+                game_i[0] = score
+                game_i[1] = 0
+                game_i[2] = 1
+                game_i[5] = 1
+                game_i[6] = score
+    return done, steps
+
+
+# ------------------------------------------------------------------------------------------ search
+
+
+@njit(cache=True)
+def _tt_slot(b: np.uint64, level: int, mask: int) -> np.int64:
+    h = (b ^ (np.uint64(level) * np.uint64(0x9E3779B97F4A7C15))) * np.uint64(0xBF58476D1CE4E5B9)
+    return np.int64(h >> np.uint64(32)) & mask
+
+
+@njit(cache=True)
+def search_values(
+    w: np.ndarray,
+    b: np.uint64,
+    policy: np.ndarray,
+    p4: float,
+    sh: np.ndarray,
+    tlen: np.ndarray,
+    toff: np.ndarray,
+    stage_size: int,
+    stage_thr: np.ndarray,
+    n_live: int,
+    tt_key: np.ndarray,
+    tt_level: np.ndarray,
+    tt_gen: np.ndarray,
+    tt_val: np.ndarray,
+    gen: int,
+) -> np.ndarray:
+    """Expectimax values of the 4 moves from ``b`` (-1e300 for illegal ones); depth from ``policy``.
+
+    A max node at ``level`` (1 at the root) values each legal move by reward + V(afterstate) once
+    ``level`` reaches its depth limit ``final``, otherwise by reward + the mean over the afterstate's
+    spawns (a 2 with 1 - p4, a 4 with p4, on each empty cell) of the max nodes one level down, whose own
+    limit is ``policy[free cells of the afterstate]`` (switching-ply, seed 002; a one-entry policy is a
+    fixed depth). A max node without a legal move is worth 0 (V(terminal) = 0). A move that would merge
+    two 32768s is valued at its reward alone (the 65536 cannot be represented).
+
+    ``tt_*`` is a transposition table of chance-node values keyed by (afterstate, level), size a power
+    of two; entries count only when stamped with this ``gen``, so bumping ``gen`` per root clears it.
+
+    The tree is walked with an explicit stack (one frame per level) rather than by recursion: numba
+    cannot load a cached recursive function.
+    """
+    out = np.full(4, NEG_INF)
+    depth = 1
+    for k in range(policy.shape[0]):
+        depth = max(depth, policy[k])
+    n_pol = policy.shape[0]
+    mask = tt_key.shape[0] - 1
+    size = depth + 2
+    board = np.zeros(size, dtype=np.uint64)  # max node of each level
+    final = np.zeros(size, dtype=np.int64)
+    dnext = np.zeros(size, dtype=np.int64)  # next move to try there
+    best = np.full(size, NEG_INF)
+    after = np.zeros(size, dtype=np.uint64)  # chance node below the move being searched at each level
+    rew = np.zeros(size)
+    slot = np.zeros(size, dtype=np.int64)
+    cell = np.zeros(size, dtype=np.int64)
+    tile = np.zeros(size, dtype=np.int64)
+    acc = np.zeros(size)
+    n_empty = np.zeros(size, dtype=np.int64)
+    child_final = np.zeros(size, dtype=np.int64)
+
+    k = 1
+    board[1] = b
+    final[1] = policy[min(np.int64(count_empty(b)), n_pol - 1)]
+    phase = 0  # 0: next move of max node k; 1: a child's value returns to chance node k; 2: next child
+    ret = 0.0
+    while True:
+        if phase == 0:
+            opened = False
+            while dnext[k] < 4:
+                d = dnext[k]
+                dnext[k] += 1
+                nb, r = move(board[k], d)
+                if nb == board[k]:
+                    continue
+                if max_exponent(board[k]) == 15 and overflows(board[k], d):
+                    v = float(r)
+                elif k >= final[k]:
+                    v = r + evaluate(w, nb, sh, tlen, toff, stage_size, stage_thr, n_live)
+                else:
+                    sl = _tt_slot(nb, k, mask)
+                    if tt_gen[sl] == gen and tt_key[sl] == nb and tt_level[sl] == k:
+                        v = r + tt_val[sl]
+                    else:
+                        after[k] = nb
+                        rew[k] = r
+                        slot[k] = sl
+                        n_empty[k] = np.int64(count_empty(nb))
+                        child_final[k] = policy[min(n_empty[k], n_pol - 1)]
+                        cell[k] = -1
+                        tile[k] = 2
+                        acc[k] = 0.0
+                        opened = True
+                        break
+                if k == 1:
+                    out[d] = v
+                if v > best[k]:
+                    best[k] = v
+            if opened:
+                phase = 2
+                continue
+            ret = best[k] if best[k] > NEG_INF else 0.0
+            if k == 1:
+                return out
+            k -= 1
+            phase = 1
+            continue
+        if phase == 1:
+            acc[k] += (p4 if tile[k] == 2 else 1.0 - p4) * ret
+        # phase 2 (and after 1): the next spawn of chance node k, or its value when all are done
+        found = False
+        if tile[k] == 1 and p4 > 0.0:
+            tile[k] = 2
+            found = True
+        else:
+            for i in range(cell[k] + 1, 16):
+                if (after[k] >> np.uint64(4 * i)) & _NIBBLE == np.uint64(0):
+                    cell[k] = i
+                    tile[k] = 1 if p4 < 1.0 else 2
+                    found = True
+                    break
+        if found:
+            child = after[k] | (np.uint64(tile[k]) << np.uint64(4 * cell[k]))
+            board[k + 1] = child
+            final[k + 1] = child_final[k]
+            dnext[k + 1] = 0
+            best[k + 1] = NEG_INF
+            k += 1
+            phase = 0
+            continue
+        ev = acc[k] / n_empty[k] if n_empty[k] > 0 else 0.0
+        sl = slot[k]
+        tt_key[sl] = after[k]
+        tt_level[sl] = k
+        tt_gen[sl] = gen
+        tt_val[sl] = ev
+        v = rew[k] + ev
+        d = dnext[k] - 1
+        if k == 1:
+            out[d] = v
+        if v > best[k]:
+            best[k] = v
+        phase = 0
+
+
+@njit(cache=True)
+def play_games(
+    w: np.ndarray,
+    policy: np.ndarray,
+    p4: float,
+    start_tiles: int,
+    rng_states: np.ndarray,
+    sh: np.ndarray,
+    tlen: np.ndarray,
+    toff: np.ndarray,
+    stage_size: int,
+    stage_thr: np.ndarray,
+    n_live: int,
+    tt_key: np.ndarray,
+    tt_level: np.ndarray,
+    tt_gen: np.ndarray,
+    tt_val: np.ndarray,
+    out_score: np.ndarray,
+    out_maxexp: np.ndarray,
+    out_moves: np.ndarray,
+    gen: int,
+) -> int:
+    """Play one game per entry of ``rng_states`` (no learning), the same spawn stream as ``Game(seed)``.
+
+    Depth 1 everywhere (policy all ones) is the plain 1-ply player. Max exponent 16 = ended by a
+    65536 merge the packed board cannot hold. ``gen``: the last transposition-table stamp used
+    (returned updated, so the table never needs clearing).
+    """
+    all_greedy = True
+    for k in range(policy.shape[0]):
+        if policy[k] > 1:
+            all_greedy = False
+    for g in range(rng_states.shape[0]):
+        rng = np.uint64(rng_states[g])
+        b = np.uint64(0)
+        for _ in range(start_tiles):
+            b, rng = spawn(b, rng, p4)
+        score = 0
+        moves = 0
+        capped = False
+        while True:
+            if all_greedy:
+                d, after, r = _greedy(w, b, sh, tlen, toff, stage_size, stage_thr, n_live)
+            else:
+                gen += 1
+                vals = search_values(w, b, policy, p4, sh, tlen, toff, stage_size, stage_thr, n_live,
+                                     tt_key, tt_level, tt_gen, tt_val, gen)
+                d = -1
+                best = NEG_INF
+                for k in range(4):
+                    if vals[k] > best:
+                        best = vals[k]
+                        d = k
+                after = b
+                r = 0
+                if d >= 0:
+                    after, merged = move(b, d)
+                    r = int(merged)
+            if d < 0:
+                break
+            if max_exponent(b) == 15 and overflows(b, d):
+                capped = True
+                score += r
+                moves += 1
+                break
+            score += r
+            moves += 1
+            b, rng = spawn(after, rng, p4)
+        out_score[g] = score
+        out_maxexp[g] = 16 if capped else max_exponent(b)
+        out_moves[g] = moves
+    return gen

@@ -1,0 +1,395 @@
+"""Run independent games (self-play, evaluation) on N workers: in-process, local processes, or Ray actors.
+
+One interface, :class:`GamePool`, and three implementations behind :func:`make_pool`:
+
+- :class:`InlinePool` (``workers == 1``, backend ``"local"``): plays in this process; no start-up cost.
+- :class:`LocalPool` (``workers > 1``, backend ``"local"``): N processes of the ``spawn`` context (safe
+  with torch and Qt threads in the parent), one pipe each.
+- :class:`RayPool` (backend ``"ray"``): N Ray actors, on a local Ray instance or the cluster at
+  ``ray_address``. Ray is imported only here, only when asked for.
+
+A worker is whatever ``WorkerSpec.factory`` (``"module:callable"``) builds from ``WorkerSpec.kwargs``: an
+object with ``set_weights(arrays)`` and ``play(task, should_stop=None) -> result`` (``should_stop``, given
+in-process only, is asked between moves; the worker returns None when it gave up). The learner stays in the driver;
+:meth:`GamePool.set_weights` takes the weights as plain numpy arrays once per generation and every worker
+gets them before its next game (Ray: one ``ray.put``, each actor reads the same object). Results come
+back as they finish, with the index of their task, so callers can restore task order for determinism.
+Abandoning a run (closing its iterator early, e.g. on a stop) kills the workers still busy with it;
+they are restarted on the next run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import multiprocessing as mp
+import os
+import traceback
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from typing import Any, cast
+
+import numpy as np
+
+Weights = Mapping[str, np.ndarray]
+KeepGoing = Callable[[], bool]
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """How to build a worker anywhere: an importable ``"module:callable"`` and its keyword arguments.
+
+    The kwargs must be picklable plain data (dicts of config values), since they travel to other
+    processes and machines. ``threads`` is passed as a keyword too: 1 in worker processes (so N
+    workers use N cores, not N x all cores), ``None`` (leave as is) in-process.
+    """
+
+    factory: str
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    def build(self, threads: int | None) -> Any:
+        module, _, name = self.factory.partition(":")
+        return getattr(importlib.import_module(module), name)(threads=threads, **dict(self.kwargs))
+
+
+class WorkerError(RuntimeError):
+    """A worker failed: the message carries the worker's own traceback."""
+
+
+class GamePool(ABC):
+    """Independent tasks on ``workers`` workers, all playing with the weights last given."""
+
+    backend: str = ""
+    poll_s: float = 0.1
+
+    def __init__(self, spec: WorkerSpec, workers: int) -> None:
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        self.spec = spec
+        self.workers = workers
+        self._weights: dict[str, np.ndarray] | None = None
+        self._version = 0
+
+    def set_weights(self, arrays: Weights) -> None:
+        """Weights for every game started from now on (sent lazily, once per worker and version)."""
+        self._weights = {k: np.asarray(v, order="C") for k, v in arrays.items()}  # keeps 0-d arrays 0-d
+        self._version += 1
+
+    @abstractmethod
+    def run(self, tasks: Sequence[Any], keep_going: KeepGoing | None = None) -> Iterator[tuple[int, Any]]:
+        """Play every task; yield ``(task_index, result)`` as each finishes.
+
+        ``keep_going`` is asked while games are in flight (every ``poll_s`` seconds, and between moves in
+        this process): once it returns False the run ends at once, abandoning the games still playing,
+        so that a stop or a used-up time budget does not wait for a long game to finish. It may block
+        (a paused training loop): no new game starts meanwhile.
+        """
+
+    @abstractmethod
+    def close(self) -> None:
+        """Stop the workers (idempotent)."""
+
+    def describe(self) -> str:
+        return f"{self.workers} {self.backend} worker{'s' if self.workers != 1 else ''}"
+
+    def __enter__(self) -> GamePool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# ------------------------------------------------------------------------------------------- inline
+
+
+class InlinePool(GamePool):
+    """One worker in this process (the default for ``workers == 1``: no process start-up, no copies)."""
+
+    backend = "inline"
+
+    def __init__(self, spec: WorkerSpec, workers: int = 1) -> None:
+        super().__init__(spec, 1)
+        self._worker: Any = None
+        self._has = 0
+
+    def run(self, tasks: Sequence[Any], keep_going: KeepGoing | None = None) -> Iterator[tuple[int, Any]]:
+        if self._worker is None:
+            self._worker = self.spec.build(threads=None)
+        # In this process the worker itself asks between moves: ``play(task, should_stop)`` returns None
+        # when it gave up.
+        should_stop = None if keep_going is None else (lambda: not keep_going())
+        for i, task in enumerate(tasks):
+            if self._has != self._version and self._weights is not None:
+                self._worker.set_weights(self._weights)
+                self._has = self._version
+            result = self._worker.play(task, should_stop)
+            if result is None:
+                return
+            yield i, result
+
+    def close(self) -> None:
+        self._worker = None
+
+    def describe(self) -> str:
+        return "1 worker (in this process)"
+
+
+# -------------------------------------------------------------------------------------- processes
+
+
+def _process_main(conn: Connection, spec: WorkerSpec) -> None:
+    """A worker process: build the worker, then answer messages until told to stop or the pipe closes."""
+    # Before torch is imported: one BLAS / OpenMP thread per worker process.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("MKL_NUM_THREADS", "1")
+    try:
+        worker = spec.build(threads=1)
+    except BaseException:
+        conn.send(("error", -1, traceback.format_exc()))
+        return
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError, KeyboardInterrupt):
+            return
+        kind = msg[0]
+        if kind == "close":
+            return
+        try:
+            if kind == "weights":
+                worker.set_weights(msg[1])
+            elif kind == "play":
+                conn.send(("done", msg[1], worker.play(msg[2])))
+        except BaseException:
+            conn.send(("error", msg[1] if kind == "play" else -1, traceback.format_exc()))
+
+
+@dataclass
+class _Proc:
+    process: Any
+    conn: Connection
+    version: int = 0
+    task: int | None = None
+
+
+class LocalPool(GamePool):
+    """N worker processes on this machine (``spawn`` context), started on first use and kept across runs."""
+
+    backend = "local"
+
+    def __init__(self, spec: WorkerSpec, workers: int) -> None:
+        super().__init__(spec, workers)
+        self._ctx = mp.get_context("spawn")
+        self._procs: list[_Proc | None] = [None] * workers
+
+    def _start(self, slot: int) -> _Proc:
+        parent, child = self._ctx.Pipe()
+        process = self._ctx.Process(
+            target=_process_main, args=(child, self.spec), name=f"selfplay-{slot}", daemon=True
+        )
+        process.start()
+        child.close()
+        proc = _Proc(process, parent)
+        self._procs[slot] = proc
+        return proc
+
+    def _send(self, slot: int, index: int, task: Any) -> None:
+        proc = self._procs[slot] or self._start(slot)
+        if proc.version != self._version and self._weights is not None:
+            proc.conn.send(("weights", self._weights))
+            proc.version = self._version
+        proc.conn.send(("play", index, task))
+        proc.task = index
+
+    def _kill(self, slot: int) -> None:
+        proc = self._procs[slot]
+        if proc is None:
+            return
+        proc.conn.close()
+        if proc.process.is_alive():
+            proc.process.terminate()
+        proc.process.join(timeout=5)
+        self._procs[slot] = None
+
+    def run(self, tasks: Sequence[Any], keep_going: KeepGoing | None = None) -> Iterator[tuple[int, Any]]:
+        todo = list(range(len(tasks)))[::-1]
+        busy: dict[Connection, int] = {}  # connection -> slot
+        try:
+            for slot in range(self.workers):
+                if todo:
+                    i = todo.pop()
+                    self._send(slot, i, tasks[i])
+                    busy[self._procs[slot].conn] = slot  # type: ignore[union-attr]
+            while busy:
+                ready_conns = wait(list(busy), timeout=self.poll_s)
+                if keep_going is not None and not keep_going():
+                    return
+                for ready in ready_conns:
+                    conn = cast(Connection, ready)
+                    slot = busy.pop(conn)
+                    try:
+                        kind, index, payload = conn.recv()
+                    except (EOFError, OSError):
+                        self._kill(slot)
+                        raise WorkerError(f"self-play worker process {slot} died") from None
+                    if kind == "error":
+                        self._kill(slot)
+                        raise WorkerError(f"self-play worker process {slot} failed:\n{payload}")
+                    proc = self._procs[slot]
+                    assert proc is not None
+                    proc.task = None
+                    if todo:
+                        i = todo.pop()
+                        self._send(slot, i, tasks[i])
+                        busy[proc.conn] = slot
+                    yield index, payload
+        finally:
+            # Abandoned (or failed) mid-run: the games still in flight would answer the next run.
+            for slot in list(busy.values()):
+                self._kill(slot)
+
+    def close(self) -> None:
+        for slot, proc in enumerate(self._procs):
+            if proc is None:
+                continue
+            with contextlib.suppress(OSError, BrokenPipeError):
+                proc.conn.send(("close",))
+            proc.process.join(timeout=2)
+            self._kill(slot)
+
+
+# -------------------------------------------------------------------------------------------- Ray
+
+
+def import_ray() -> Any:
+    """``ray``, or a clear error naming the optional extra."""
+    try:
+        import ray
+    except ImportError:
+        raise RuntimeError(
+            "the Ray backend needs Ray, an optional extra: pip install -e '.[ray]' (or pip install 'ray[default]')"
+        ) from None
+    return ray
+
+
+class _RayWorker:
+    """The Ray actor: the same worker as in a local process, built on the actor's node."""
+
+    def __init__(self, spec: WorkerSpec) -> None:
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        self.worker = spec.build(threads=1)
+
+    def set_weights(self, arrays: Weights) -> None:
+        self.worker.set_weights(arrays)
+
+    def play(self, task: Any) -> Any:
+        return self.worker.play(task)
+
+
+def _repo_root() -> str:
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class RayPool(GamePool):
+    """N Ray actors (1 CPU each). Connects to ``address`` (a running cluster), or to the Ray instance this
+    process already started, or starts a local one sized for ``workers``.
+    """
+
+    backend = "ray"
+
+    def __init__(self, spec: WorkerSpec, workers: int, address: str | None = None) -> None:
+        super().__init__(spec, workers)
+        ray = import_ray()
+        self._ray = ray
+        if not ray.is_initialized():
+            # Workers on this machine import the studio from this checkout even when it is not installed;
+            # on other machines it must be installed (README, "Scaling self-play with Ray").
+            env = {
+                "env_vars": {
+                    "PYTHONPATH": os.pathsep.join(
+                        p for p in (_repo_root(), os.environ.get("PYTHONPATH")) if p
+                    )
+                }
+            }
+            kwargs: dict[str, Any] = {"runtime_env": env, "logging_level": "WARNING", "log_to_driver": False}
+            if address:
+                ray.init(address=address, **kwargs)
+            else:
+                ray.init(num_cpus=workers, include_dashboard=False, **kwargs)
+        self._actor_cls = ray.remote(num_cpus=1)(_RayWorker)
+        self._actors: list[Any] = [None] * workers
+        self._versions = [0] * workers
+        self._weights_ref: Any = None
+        self._ref_version = 0
+
+    def _actor(self, slot: int) -> Any:
+        if self._actors[slot] is None:
+            self._actors[slot] = self._actor_cls.remote(self.spec)
+            self._versions[slot] = 0
+        return self._actors[slot]
+
+    def _send(self, slot: int, task: Any) -> Any:
+        actor = self._actor(slot)
+        if self._versions[slot] != self._version and self._weights is not None:
+            if self._ref_version != self._version:
+                self._weights_ref = self._ray.put(self._weights)  # one object, read by every actor
+                self._ref_version = self._version
+            actor.set_weights.remote(self._weights_ref)  # actor calls run in order: before the game
+            self._versions[slot] = self._version
+        return actor.play.remote(task)
+
+    def _kill(self, slot: int) -> None:
+        if self._actors[slot] is not None:
+            self._ray.kill(self._actors[slot])
+            self._actors[slot] = None
+
+    def run(self, tasks: Sequence[Any], keep_going: KeepGoing | None = None) -> Iterator[tuple[int, Any]]:
+        ray = self._ray
+        todo = list(range(len(tasks)))[::-1]
+        pending: dict[Any, tuple[int, int]] = {}  # object ref -> (slot, task index)
+        try:
+            for slot in range(self.workers):
+                if todo:
+                    i = todo.pop()
+                    pending[self._send(slot, tasks[i])] = (slot, i)
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=self.poll_s)
+                if keep_going is not None and not keep_going():
+                    return
+                if not ready:
+                    continue
+                slot, index = pending.pop(ready[0])
+                try:
+                    result = ray.get(ready[0])
+                except ray.exceptions.RayError as e:
+                    self._kill(slot)
+                    raise WorkerError(f"self-play Ray actor {slot} failed: {e}") from None
+                if todo:
+                    i = todo.pop()
+                    pending[self._send(slot, tasks[i])] = (slot, i)
+                yield index, result
+        finally:
+            for slot, _ in list(pending.values()):
+                self._kill(slot)
+
+    def close(self) -> None:
+        for slot in range(self.workers):
+            self._kill(slot)
+
+    def describe(self) -> str:
+        return f"{self.workers} Ray actor{'s' if self.workers != 1 else ''}"
+
+
+def make_pool(
+    spec: WorkerSpec, workers: int = 1, backend: str = "local", ray_address: str | None = None
+) -> GamePool:
+    """The pool for a :class:`~agents.base.TrainContext`'s ``workers`` / ``backend`` / ``ray_address``."""
+    if backend == "ray" or ray_address:
+        return RayPool(spec, workers, ray_address)
+    if backend != "local":
+        raise ValueError(f"unknown backend {backend!r}: use 'local' or 'ray'")
+    if workers <= 1:
+        return InlinePool(spec)
+    return LocalPool(spec, workers)

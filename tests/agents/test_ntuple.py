@@ -1,0 +1,456 @@
+"""The n-tuple agent: features against a slow reference, TD updates by hand, training, search, checkpoints."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agents import ntuple_kernels as K
+from agents.base import Agent, Budget, Control
+from agents.checkpoint import CheckpointError, load_checkpoint, read_checkpoint
+from agents.config import ConfigError
+from agents.ntuple import LAYOUTS, NTupleAgent, NTupleConfig, TupleLayout, symmetry_cells
+from agents.registry import create_agent
+from engine import DIRECTIONS, Direction, Game, Rules, slide
+from engine.core import SpawnRng, seed_to_state, spawn_tiles, to_exponents
+from engine.fast import pack, pack_exponents
+
+# ----------------------------------------------------------------------------------- slow references
+
+
+def ref_transform(exps: np.ndarray, s: int) -> np.ndarray:
+    """Symmetry s = k + 4 f of a 4x4 array: rotate k quarter turns (np.rot90), then mirror if f."""
+    out = np.rot90(exps, s % 4)
+    return np.fliplr(out) if s >= 4 else out
+
+
+def ref_features(exps: np.ndarray, tuples: tuple[tuple[int, ...], ...]) -> np.ndarray:
+    """Tuple indices read off the 8 transformed boards, cell p of the tuple = nibble i of the index."""
+    out = np.zeros((len(tuples), 8), dtype=np.int64)
+    for s in range(8):
+        flat = ref_transform(exps, s).ravel()
+        for t, cells in enumerate(tuples):
+            out[t, s] = sum(int(flat[p]) << (4 * i) for i, p in enumerate(cells))
+    return out
+
+
+def ref_value(w: np.ndarray, exps: np.ndarray, layout: TupleLayout) -> float:
+    offsets = np.concatenate([[0], np.cumsum([16 ** len(t) for t in layout.tuples])[:-1]])
+    f = ref_features(exps, layout.tuples)
+    # float64 accumulation, as the kernel does (a sum of np.float32 would round at every step)
+    return sum(float(w[offsets[t] + f[t, s]]) for t in range(len(layout.tuples)) for s in range(8))
+
+
+def random_exps(rng: np.random.Generator, high: int = 16) -> np.ndarray:
+    exps = rng.integers(0, high, size=(4, 4))
+    exps[rng.random((4, 4)) < 0.3] = 0
+    return exps.astype(np.uint8)
+
+
+def tiny(**kw) -> NTupleAgent:
+    return NTupleAgent(NTupleConfig(layout="4x4", **kw), seed=7)
+
+
+# ------------------------------------------------------------------------------------------ features
+
+
+def test_symmetry_cells_are_the_eight_symmetries():
+    maps = {tuple(symmetry_cells(s)) for s in range(8)}
+    assert len(maps) == 8
+    assert tuple(symmetry_cells(0)) == tuple(range(16))
+    # quarter turn (np.rot90: the top row becomes the left column, read bottom-up... as numpy defines it)
+    assert list(symmetry_cells(1)[:4]) == [3, 7, 11, 15]
+    assert list(symmetry_cells(4)[:4]) == [3, 2, 1, 0]  # mirror only
+
+
+def test_hand_drawn_features():
+    # row 0 = 2 4 8 16, the rest empty except a 2048 at the bottom-right corner
+    values = np.array([[2, 4, 8, 16], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 2048]])
+    layout = TupleLayout("rows", ((0, 1, 2, 3),))
+    sh, tlen, _, _ = layout.arrays()
+    f = K.features(np.uint64(pack(values)), sh, tlen)
+    assert f[0, 0] == 0x4321  # identity: cells 0..3 hold exponents 1, 2, 3, 4
+    assert f[0, 4] == 0x1234  # mirrored: the row read right to left
+    assert f[0, 2] == 0x000B  # half turn: the bottom row reversed, 2048 (exponent 11) first
+    assert sorted(f[0]) == sorted(ref_features(to_exponents(values), layout.tuples)[0])
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_features_match_slow_reference_on_random_boards(name):
+    layout = TupleLayout(name, LAYOUTS[name])
+    sh, tlen, _, _ = layout.arrays()
+    rng = np.random.default_rng(3)
+    for _ in range(60):
+        exps = random_exps(rng)
+        got = K.features(np.uint64(pack_exponents(exps)), sh, tlen)
+        np.testing.assert_array_equal(got, ref_features(exps, layout.tuples))
+
+
+def test_value_is_symmetric_and_matches_reference():
+    layout = TupleLayout("2x6+2x4", LAYOUTS["2x6+2x4"])
+    sh, tlen, toff, thr = layout.arrays()
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal(layout.size).astype(np.float32)
+    for _ in range(20):
+        exps = random_exps(rng)
+        v = K.evaluate(w, np.uint64(pack_exponents(exps)), sh, tlen, toff, layout.stage_size, thr, 1)
+        assert v == pytest.approx(ref_value(w, exps, layout), rel=1e-5, abs=1e-4)
+        for s in range(8):
+            vs = K.evaluate(
+                w, np.uint64(pack_exponents(ref_transform(exps, s))), sh, tlen, toff, layout.stage_size, thr, 1
+            )
+            assert vs == pytest.approx(v, rel=1e-5, abs=1e-4)
+
+
+# ------------------------------------------------------------------------------------------ TD update
+
+
+def _one_cell_layout() -> tuple[TupleLayout, tuple]:
+    # One tuple of one corner cell: its 8 symmetric views are the 4 corners, each seen twice.
+    layout = TupleLayout("corner", ((0,),))
+    sh, tlen, toff, thr = layout.arrays()
+    return layout, (sh, tlen, toff, layout.stage_size, thr, 1)
+
+
+def test_td_update_by_hand_plain():
+    _, net = _one_cell_layout()
+    w = np.zeros(16, dtype=np.float32)
+    dummy = np.zeros(1, dtype=np.float32)
+    # corners hold exponents 1 (2), 2 (4), 3 (8) and 0 (empty)
+    exps = np.zeros((4, 4), dtype=np.uint8)
+    exps[0, 0], exps[0, 3], exps[3, 3] = 1, 2, 3
+    b = np.uint64(pack_exponents(exps))
+    # step alpha/8 = 0.5/8; delta 8: each feature gets +0.5, each corner weight is hit twice -> 1.0
+    v_new = K.td_update(w, dummy, dummy, False, b, 8.0, 0.5 / 8, *net)
+    np.testing.assert_allclose(w[[0, 1, 2, 3]], [1.0, 1.0, 1.0, 1.0])
+    assert w[4:].sum() == 0.0
+    assert K.evaluate(w, b, *net) == pytest.approx(8.0)
+    # the returned value is V after the whole update (not a running sum, which would read 6 here)
+    assert v_new == pytest.approx(8.0)
+
+
+def test_td_update_by_hand_temporal_coherence():
+    _, net = _one_cell_layout()
+    w = np.zeros(16, dtype=np.float32)
+    e = np.zeros(16, dtype=np.float32)
+    a = np.zeros(16, dtype=np.float32)
+    exps = np.zeros((4, 4), dtype=np.uint8)
+    exps[0, 0] = exps[0, 3] = exps[3, 0] = exps[3, 3] = 5  # all 8 views hit weight 5
+    b = np.uint64(pack_exponents(exps))
+    step = 1.0 / 8
+    # first update, delta +4: every hit has |E|/A = 1 (A = 0 counts as 1): w += 8 * 4/8 = 4
+    K.td_update(w, e, a, True, b, 4.0, step, *net)
+    assert (w[5], e[5], a[5]) == (4.0, 32.0, 32.0)
+    # second, delta -4: the first hit still has rate 32/32 = 1, then E/A shrink:
+    # rates 1, 28/36, 24/40, 20/44, 16/48, 12/52, 8/56, 4/60
+    K.td_update(w, e, a, True, b, -4.0, step, *net)
+    rates = [1, 28 / 36, 24 / 40, 20 / 44, 16 / 48, 12 / 52, 8 / 56, 4 / 60]
+    assert w[5] == pytest.approx(4.0 - 0.5 * sum(rates), rel=1e-6)
+    assert (e[5], a[5]) == (0.0, 64.0)
+
+
+def ref_train_games(layout: TupleLayout, alpha: float, seed: int, games: int) -> tuple[np.ndarray, list[int]]:
+    """A slow, plain-Python TD(0) afterstate learner (no TC): greedy play, backward updates per game."""
+    w = np.zeros(layout.size, dtype=np.float32)
+    offsets = np.concatenate([[0], np.cumsum([16 ** len(t) for t in layout.tuples])[:-1]])
+    n_feat = 8 * len(layout.tuples)
+    rng = SpawnRng(seed_to_state(seed))
+    rules = Rules()
+    scores = []
+
+    def value(exps):
+        return ref_value(w, exps, layout)
+
+    for _ in range(games):
+        board = np.zeros((4, 4), dtype=np.int64)
+        spawn_tiles(board, rng, rules, 2)
+        afters, rewards, score = [], [], 0
+        while True:
+            best = None
+            for d in DIRECTIONS:
+                after, r = slide(board, d)
+                if np.array_equal(after, board):
+                    continue
+                v = r + value(to_exponents(after))
+                if best is None or v > best[0]:
+                    best = (v, after, r)
+            if best is None:
+                break
+            _, after, r = best
+            afters.append(to_exponents(after))
+            rewards.append(r)
+            score += r
+            board = after.copy()
+            spawn_tiles(board, rng, rules, 1)
+        target = 0.0
+        for exps, r in zip(reversed(afters), reversed(rewards)):
+            delta = target - value(exps)
+            f = ref_features(exps, layout.tuples)
+            for t in range(len(layout.tuples)):
+                for s in range(8):
+                    w[offsets[t] + f[t, s]] += np.float32(alpha / n_feat * delta)
+            target = r + value(exps)
+        scores.append(score)
+    return w, scores
+
+
+def test_training_matches_slow_reference_learner():
+    agent = NTupleAgent(NTupleConfig(layout="4x4", lr=0.1, tc=False, lam=0.0, restart=0.0), seed=11)
+    events = list(agent.train(Budget(episodes=3)))
+    w_ref, scores_ref = ref_train_games(agent.layout, 0.1, 11, 3)
+    scores = [ev.metrics["score"] * ev.metrics["games"] for ev in events if ev.metrics["games"]]
+    assert sum(scores) == pytest.approx(sum(scores_ref))
+    assert agent.counters.episodes == 3
+    np.testing.assert_allclose(agent.weights, w_ref, rtol=1e-4, atol=1e-3)
+    assert np.abs(w_ref).sum() > 0
+
+
+# ------------------------------------------------------------------------------------------ training
+
+
+def test_determinism_same_seed_same_numbers():
+    runs = []
+    for _ in range(2):
+        agent = NTupleAgent(NTupleConfig(layout="4x4"), seed=5)
+        events = list(agent.train(Budget(episodes=40)))
+        runs.append((agent.weights.copy(), [ev.metrics.get("score") for ev in events], agent.counters.steps))
+    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    assert runs[0][2] == runs[1][2]
+    other = NTupleAgent(NTupleConfig(layout="4x4"), seed=6)
+    list(other.train(Budget(episodes=40)))
+    assert not np.array_equal(other.weights, runs[0][0])
+
+
+def test_smoke_training_learns_and_reports():
+    agent = NTupleAgent(NTupleConfig(layout="4x4", window=200), seed=1)
+    events = list(agent.train(Budget(episodes=600)))
+    assert agent.counters.episodes == 600
+    assert sum(ev.metrics["games"] for ev in events) == 600
+    last = [ev for ev in events if ev.kind == "episode"][-1].metrics
+    for key in ("score", "max_tile", "moves", "mean_score", "rate_2048", "rate_8192", "rate_16384",
+                "rate_32768", "lr", "steps_per_s", "td_error"):
+        assert key in last, key
+    # random play averages ~1,100 points; 600 games of TD learning is several times that
+    assert last["mean_score"] > 3000
+    assert last["lr"] == 1.0 and last["steps_per_s"] > 0
+    assert events[-1].board is not None and events[-1].board.shape == (4, 4)
+    assert agent.counters.steps == events[-1].step
+
+
+def test_budget_steps_is_exact_and_stop_is_honoured():
+    agent = tiny()
+    list(agent.train(Budget(steps=12345)))
+    assert agent.counters.steps == 12345
+    control = Control()
+    gen = agent.train(Budget(seconds=60), control)
+    next(gen)
+    control.stop()
+    assert list(gen) == []
+
+
+def test_restarts_replay_the_second_half_and_stay_out_of_the_stats():
+    agent = NTupleAgent(NTupleConfig(layout="4x4", restart=0.9, window=100_000), seed=4)
+    events = list(agent.train(Budget(episodes=200)))
+    restarted = sum(ev.metrics.get("restarted_games", 0) for ev in events)
+    assert 100 < restarted < 200  # ~90 % of the games after a fresh one... chains included
+    assert agent._recent.shape[0] == 200 - restarted  # only games from the initial position count
+    plain = NTupleAgent(NTupleConfig(layout="4x4", restart=0.0), seed=4)
+    assert all("restarted_games" not in ev.metrics for ev in plain.train(Budget(episodes=20)))
+
+
+def test_multi_stage_promotion():
+    agent = NTupleAgent(NTupleConfig(layout="4x4", stage_tiles=(64,)), seed=2)
+    assert agent.layout.n_stages == 2
+    list(agent.train(Budget(episodes=30)))
+    assert agent.n_live == 2  # every game reaches 64
+    stage = agent.layout.stage_size
+    assert np.abs(agent.weights[stage:]).sum() > 0
+    assert not np.array_equal(agent.weights[:stage], agent.weights[stage:])
+
+
+# ------------------------------------------------------------------------------------------ play
+
+
+def ref_search(agent: NTupleAgent, values: np.ndarray, depth: int, p4: float) -> dict[int, float]:
+    """Expectimax by enumeration on value boards: max over moves, mean over spawns, V at the leaves."""
+
+    def max_node(board, level):
+        out = {}
+        for d in DIRECTIONS:
+            after, r = slide(board, d)
+            if np.array_equal(after, board):
+                continue
+            if level >= depth:
+                out[d] = r + agent.value(after)
+            else:
+                empties = list(zip(*np.nonzero(after == 0)))
+                acc = 0.0
+                for rc in empties:
+                    for tile, p in ((2, 1 - p4), (4, p4)):
+                        child = after.copy()
+                        child[rc] = tile
+                        sub = max_node(child, level + 1)
+                        acc += p * (max(sub.values()) if sub else 0.0)
+                out[d] = r + acc / len(empties)
+        return out
+
+    return max_node(values, 1)
+
+
+def trained_tiny(seed: int = 3, games: int = 200, **kw) -> NTupleAgent:
+    agent = NTupleAgent(NTupleConfig(layout="4x4", **kw), seed=seed)
+    list(agent.train(Budget(episodes=games)))
+    return agent
+
+
+def test_expectimax_by_hand_with_zero_weights():
+    # V = 0 everywhere: a move is worth its reward plus the expected best reward after the spawn.
+    board = np.array([[2, 2, 4, 8], [4, 8, 16, 32], [8, 16, 32, 64], [16, 32, 64, 128]])
+    agent = NTupleAgent(NTupleConfig(layout="4x4", search_depth=2), seed=0)
+    got = agent.move_values(Game(board=board))
+    # Only row 0 can change: up / down are illegal.
+    # left: row 0 -> [4 4 8 _] (reward 4), one empty cell (0,3).
+    #   2 there (p 0.9): [4 4 8 2]; best next reward 8 (left merges 4+4, so does up in column 0).
+    #   4 there (p 0.1): [4 4 8 4]; best next reward 8 again (4+4).   -> 4 + 0.9*8 + 0.1*8 = 12
+    assert got[Direction.LEFT] == pytest.approx(12.0)
+    # right: row 0 -> [_ 4 4 8] (reward 4), empty cell (0,0).
+    #   2: [2 4 4 8] -> left merges 4+4: 8.   4: [4 4 4 8] -> 8 (one pair of 4s merges).  -> 12
+    assert got[Direction.RIGHT] == pytest.approx(12.0)
+    assert set(got) == {Direction.LEFT, Direction.RIGHT}
+    # depth 1 is the reward alone
+    agent.config = NTupleConfig(layout="4x4", search_depth=1)
+    assert agent.move_values(Game(board=board)) == {Direction.LEFT: 4.0, Direction.RIGHT: 4.0}
+
+
+@pytest.mark.parametrize(("depth", "empty"), [(1, 8), (2, 4), (3, 2)])
+def test_search_matches_enumeration(depth, empty):
+    agent = trained_tiny(search_depth=depth)
+    rng = np.random.default_rng(depth)
+    checked = 0
+    while checked < 4:
+        exps = rng.integers(1, 8, size=16).astype(np.uint8)
+        exps[rng.choice(16, size=empty, replace=False)] = 0
+        values = np.where(exps == 0, 0, 1 << exps.astype(np.int64)).reshape(4, 4)
+        g = Game(board=values)
+        if g.game_over:
+            continue
+        got = agent.move_values(g)
+        ref = ref_search(agent, values, depth, 0.1)
+        assert set(got) == set(ref)
+        for d in got:
+            assert got[d] == pytest.approx(ref[d], rel=1e-5, abs=1e-3)
+        checked += 1
+
+
+def test_depths_policy_switches_depth_by_free_cells():
+    agent = trained_tiny()
+    # depth 2 with 0-1 free cells, 1 otherwise
+    pol = NTupleAgent(NTupleConfig(layout="4x4", depths_policy=(2, 2, 1)), seed=0)
+    pol.set_state(*agent.get_state())
+    full = np.array([[2, 4, 8, 16], [32, 64, 128, 256], [2, 4, 8, 16], [32, 64, 128, 0]])
+    roomy = np.array([[2, 4, 0, 0], [0, 0, 0, 0], [0, 0, 8, 0], [0, 0, 0, 0]])
+    for board, depth in ((full, 2), (roomy, 1)):
+        ref = ref_search(pol, board, depth, 0.1)
+        got = pol.move_values(Game(board=board))
+        for d in got:
+            assert got[d] == pytest.approx(ref[d], rel=1e-5, abs=1e-3)
+
+
+def test_play_fast_is_the_game_played_through_act():
+    agent = trained_tiny(games=100)
+    res = agent.play_fast(2, seed=40)
+    for i in range(2):
+        g = Game(seed=40 + i)
+        while not g.game_over:
+            g.step(agent.act(g))
+        assert g.score == res["score"][i]
+        assert g.moves == res["moves"][i]
+        assert g.max_tile == res["max_tile"][i]
+
+
+def test_tiles_past_32768_never_crash():
+    agent = trained_tiny(games=50)
+    # a 65536 on the board: the general engine moves, features read it as 32768
+    big = np.array([[65536, 2, 0, 0], [4, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]])
+    vals = agent.move_values(Game(board=big))
+    assert set(vals) == set(Game(board=big).legal_moves())
+    assert all(np.isfinite(v) for v in vals.values())
+    # two 32768s side by side: the merge cannot be packed; valued on the general path
+    pair = np.array([[32768, 32768, 2, 4], [4, 2, 8, 2], [2, 8, 2, 8], [8, 2, 8, 2]])
+    vals = agent.move_values(Game(board=pair))
+    assert vals[Direction.LEFT] == pytest.approx(65536 + agent.value(slide(pair, "left")[0]))
+    agent.config = NTupleConfig(layout="4x4", search_depth=2)
+    assert set(agent.move_values(Game(board=pair))) == set(Game(board=pair).legal_moves())
+    # and the search's own overflow branch (a packed board whose move would overflow)
+    b = np.uint64(pack(pair))
+    tt = [np.zeros(1024, np.uint64), np.zeros(1024, np.int64), np.zeros(1024, np.int64), np.zeros(1024)]
+    out = K.search_values(agent.weights, b, np.array([2]), 0.1, *agent._net(), *tt, 1)
+    assert out[Direction.LEFT] == 65536.0
+
+
+# ------------------------------------------------------------------------------------------ checkpoints
+
+
+def test_save_load_round_trip_same_move_values(tmp_path):
+    agent = trained_tiny(games=100, search_depth=2)
+    path = agent.save(tmp_path / "nt")
+    meta, arrays = read_checkpoint(path)
+    assert set(arrays) <= {"weights", "weights_index", "weights_value"}
+    assert all(a.dtype in (np.float32, np.uint32) for a in arrays.values())
+    assert meta["state"]["tuples"] == [list(t) for t in LAYOUTS["4x4"]]
+    loaded = Agent.load(path)
+    assert isinstance(loaded, NTupleAgent)
+    np.testing.assert_array_equal(loaded.weights, agent.weights)
+    g = Game(seed=9)
+    for _ in range(30):
+        if g.game_over:
+            break
+        assert loaded.move_values(g) == agent.move_values(g)
+        g.step(agent.act(g))
+
+
+def test_sparse_and_dense_storage_both_load(tmp_path):
+    agent = tiny()
+    list(agent.train(Budget(episodes=5)))
+    arrays, meta = agent.get_state()
+    assert meta["storage"] == "sparse" and arrays["weights_index"].dtype == np.uint32
+    agent.weights[:] = 1.5  # dense now
+    arrays, meta = agent.get_state()
+    assert meta["storage"] == "dense" and arrays["weights"].dtype == np.float32
+    other = tiny()
+    other.set_state(arrays, meta)
+    np.testing.assert_array_equal(other.weights, agent.weights)
+
+
+def test_different_tuple_layout_is_refused(tmp_path):
+    small = tiny()
+    list(small.train(Budget(episodes=3)))
+    path = small.save(tmp_path / "small")
+    other = NTupleAgent(NTupleConfig(layout="2x6+2x4"), seed=0)
+    meta, arrays = read_checkpoint(path)
+    with pytest.raises(ValueError, match=r"tuple layout '4x4'.*this agent uses '2x6\+2x4'"):
+        other.set_state(arrays, meta["state"])
+    # a checkpoint whose stored tuples disagree with its own config is refused on load
+    meta["state"]["tuples"][0] = [0, 1, 2, 7]
+    import json
+
+    payload = dict(arrays)
+    payload["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, **payload)
+    with pytest.raises(CheckpointError, match="layout"):
+        load_checkpoint(bad)
+
+
+def test_registry_config_and_rules():
+    agent = create_agent("ntuple", {"layout": "4x4", "search_depth": 2}, seed=1)
+    assert isinstance(agent, NTupleAgent)
+    assert NTupleAgent.unsupported_reason(Rules(rows=3, cols=3)) is not None
+    assert NTupleAgent.unsupported_reason(Rules(spawn_per_move=2)) is not None
+    assert NTupleAgent.unsupported_reason(Rules(p4=0.2)) is None
+    with pytest.raises(ValueError, match="4x4"):
+        NTupleAgent(NTupleConfig(layout="4x4"), Rules(rows=5, cols=5))
+    with pytest.raises(ConfigError, match="stage_tiles"):
+        NTupleConfig(stage_tiles=(100,))
+    with pytest.raises(ConfigError, match="layout"):
+        NTupleConfig(layout="9x9")
