@@ -19,6 +19,7 @@ COMMANDS: tuple[str, ...] = (
     "runs",
     "train",
     "eval",
+    "replay",
 )
 
 
