@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 import zipfile
 from dataclasses import asdict
 from pathlib import Path
@@ -26,6 +25,7 @@ import numpy as np
 from agents.base import Agent, Counters
 from agents.config import ConfigError
 from engine import Rules
+from engine.fsutil import atomic_write
 
 FORMAT = "2048-studio-checkpoint"
 VERSION = 1
@@ -34,21 +34,6 @@ META_KEY = "__meta__"
 
 class CheckpointError(ValueError):
     """A checkpoint that cannot be used; the message says why (other agent, other rules, damaged, newer)."""
-
-
-def atomic_write(path: Path, write: Any) -> None:
-    """Call ``write(fileobj)`` on a temporary file beside ``path``, then rename it over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def save_checkpoint(agent: Agent, path: str | Path) -> Path:

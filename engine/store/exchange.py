@@ -40,6 +40,7 @@ from typing import IO, Any
 import numpy as np
 
 from engine.core import DIRECTIONS, Direction, Rules, _slide_unchecked, legal_mask
+from engine.fsutil import atomic_write
 from engine.store.codec import spawn_triples, tile_problem
 from engine.store.model import GAME_STATUSES, GameRecord, StoreError
 
@@ -95,21 +96,6 @@ def _meta_of(rec: GameRecord) -> dict[str, Any]:
         "max_tile": s.max_tile,
         "n_moves": s.n_moves,
     }
-
-
-def atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> None:
-    """Write through a temporary file beside ``path`` and rename it over: a killed export leaves no half file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def write_npz(records: Sequence[GameRecord], path: Path) -> None:
