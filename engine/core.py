@@ -49,7 +49,11 @@ class Direction(IntEnum):
 
     @classmethod
     def parse(cls, value: Direction | int | str) -> Direction:
-        """``"up"``, ``"U"``, ``"w"``, ``0`` or ``Direction.UP`` -> ``Direction.UP``; anything else is a ValueError."""
+        """``"up"``, ``"U"``, ``"w"``, ``0`` or ``Direction.UP`` -> ``Direction.UP``; anything else is a ValueError.
+
+        Single letters follow seed 000's u/d/l/r, so ``"d"`` is **down**; ``"w"``/``"a"``/``"s"`` are
+        accepted for up/left/down, but WASD as a *key map* (D = right) belongs to the front ends.
+        """
         if isinstance(value, Direction):
             return value
         if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
