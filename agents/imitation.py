@@ -53,6 +53,7 @@ class ImitationConfig(AgentConfig):
     weight_decay: float = knob(0.0, "Adam weight decay (L2)", low=0.0, high=1.0)
     batch_size: int = knob(256, "examples per gradient step", low=1, high=65536)
     val_frac: float = knob(0.1, "share of the games held out for validation", low=0.0, high=0.9)
+    symmetric_play: bool = knob(False, "play by the net's outputs averaged over the board symmetries (for symmetric teachers, with augment)")
     augment: bool = knob(False, "train on random board symmetries too (for symmetric teachers such as expectimax; a human's corner habit would be blurred)")
 
     def validate(self) -> None:
@@ -146,6 +147,7 @@ class ImitationAgent(TorchAgent):
         cfg = self.config
         self.encoder = make_encoder(cfg.encoder, cfg.planes)
         self.afterstate_head = cfg.head == "afterstate"
+        self.symmetric_play = cfg.symmetric_play
         n_out = 1 if self.afterstate_head else N_ACTIONS
         self.net = build_network(cfg.network, self.encoder.shape(*self.rules.shape), n_out, cfg.hidden)
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)

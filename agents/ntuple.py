@@ -166,6 +166,12 @@ class NTupleConfig(AgentConfig):
         low=1,
         high=5,
     )
+    save_tc: bool = knob(
+        True,
+        "checkpoints keep the temporal-coherence sums (about 2x the file) so a resumed run goes on "
+        "where it stopped; off: weights only (a resumed run restarts every rate at full speed)",
+        advanced=True,
+    )
     window: int = knob(1000, "games in the rolling statistics (mean score, tile rates)", low=10, high=1_000_000)
     tt_bits: int = knob(20, "expectimax transposition table: 2^bits entries", low=10, high=26, advanced=True)
 
@@ -403,18 +409,29 @@ class NTupleAgent(Agent):
 
     # ------------------------------------------------------------------ state
     def get_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """Only the weights (float32) and the layout; sparse (index, value) when that is smaller.
+        """The weights (float32) and the layout; with ``save_tc``, the temporal-coherence sums too.
 
-        The temporal-coherence accumulators are not saved (they would triple the file): a resumed
-        run starts them afresh, i.e. every weight at its full learning rate again.
+        Entries never touched by training are zero, so the arrays are stored sparse (uint32 index +
+        values) while that is smaller than dense. Without the TC sums a resumed run would restart
+        every weight at its full rate, which knocks a trained network back for a long while.
         """
-        live = self.weights[: self.n_live * self.layout.stage_size]
-        nz = np.flatnonzero(live)
+        span = self.n_live * self.layout.stage_size
+        live = self.weights[:span]
+        tc = self.config.save_tc and self.config.tc and self._tc_e is not None and self._tc_a is not None
+        tables = {"weights": live}
+        if tc:
+            assert self._tc_e is not None and self._tc_a is not None
+            tables.update(tc_errors=self._tc_e[:span], tc_abs_errors=self._tc_a[:span])
+        used = live != 0
+        if tc:
+            used |= tables["tc_abs_errors"] != 0
+        nz = np.flatnonzero(used)
+        arrays: dict[str, np.ndarray]
         if nz.size * 2 < live.size:
-            arrays = {"weights_index": nz.astype(np.uint32), "weights_value": live[nz]}
+            arrays = {"index": nz.astype(np.uint32), **{k: v[nz] for k, v in tables.items()}}
             storage = "sparse"
         else:
-            arrays = {"weights": live}
+            arrays = dict(tables)
             storage = "dense"
         meta = {
             **self.layout.describe(),
@@ -423,6 +440,7 @@ class NTupleAgent(Agent):
             "live_stages": self.n_live,
             "truncated_games": self.truncated_games,
             "rng_state": str(int(self._game_u[1])),
+            "restart_rng_state": str(int(self._game_u[2])),
         }
         return arrays, meta
 
@@ -438,25 +456,34 @@ class NTupleAgent(Agent):
         n_live = int(meta.get("live_stages", 1))
         if not 1 <= n_live <= self.layout.n_stages:
             raise ValueError(f"live stages {n_live} outside 1..{self.layout.n_stages}")
-        w = np.zeros(self.layout.size, dtype=np.float32)
         span = n_live * self.layout.stage_size
-        if meta.get("storage") == "sparse":
-            idx = np.asarray(arrays["weights_index"]).astype(np.int64)
-            val = np.asarray(arrays["weights_value"], dtype=np.float32)
-            if idx.shape != val.shape or (idx.size and (idx.min() < 0 or idx.max() >= span)):
-                raise ValueError("sparse weights do not fit the layout")
-            w[idx] = val
-        else:
-            dense = np.asarray(arrays["weights"], dtype=np.float32)
-            if dense.shape != (span,):
-                raise ValueError(f"weights have shape {dense.shape}, the layout needs ({span},)")
-            w[:span] = dense
-        self.weights = w
+        sparse = meta.get("storage") == "sparse"
+        idx = np.asarray(arrays["index"]).astype(np.int64) if sparse else None
+        if idx is not None and idx.size and (idx.min() < 0 or idx.max() >= span):
+            raise ValueError("sparse weights do not fit the layout")
+
+        def table(name: str) -> np.ndarray:
+            out = np.zeros(self.layout.size, dtype=np.float32)
+            values = np.asarray(arrays[name], dtype=np.float32)
+            if idx is not None:
+                if values.shape != idx.shape:
+                    raise ValueError(f"{name} has {values.size} entries for {idx.size} indices")
+                out[idx] = values
+            else:
+                if values.shape != (span,):
+                    raise ValueError(f"{name} has shape {values.shape}, the layout needs ({span},)")
+                out[:span] = values
+            return out
+
+        self.weights = table("weights")
+        self._tc_e = self._tc_a = None
+        if "tc_errors" in arrays and "tc_abs_errors" in arrays:
+            self._tc_e, self._tc_a = table("tc_errors"), table("tc_abs_errors")
         self.n_live = n_live
         self.truncated_games = int(meta.get("truncated_games", 0))
-        self._tc_e = self._tc_a = None
         self._game_i[:] = 0
         self._game_u[1] = np.uint64(int(meta.get("rng_state", seed_to_state(self.seed))))
+        self._game_u[2] = np.uint64(int(meta.get("restart_rng_state", self._game_u[2])))
         self._recent = np.zeros((0, 2), dtype=np.int64)
 
 

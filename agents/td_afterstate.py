@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from agents.base import Budget, Control, MetricEvent, TrainContext
+from agents.base import Agent, Budget, Control, MetricEvent, TrainContext
 from agents.config import AgentConfig, ConfigError, knob
 from agents.nn.agent import TorchAgent
 from agents.nn.boards import afterstates, game_exponents
@@ -58,7 +58,7 @@ class TDAfterstateConfig(AgentConfig):
     batch_size: int = knob(128, "afterstates per gradient step (seed: 128)", low=1, high=8192)
     envs: int = knob(8, "self-play games played side by side (one network call rates all their moves)", low=1, high=1024)
     lr: float = knob(1e-3, "Adam learning rate in round 0", low=1e-7, high=1.0, log=True)
-    lr_decay: float = knob(0.97, "learning rate factor per round (exponential decay)", low=0.1, high=1.0)
+    lr_decay: float = knob(0.995, "learning rate factor per round (exponential decay)", low=0.1, high=1.0)
     lr_end: float = knob(1e-5, "floor of the learning rate", low=0.0, high=1.0, log=True)
     gamma: float = knob(0.9, "discount in round 0", low=0.0, high=1.0)
     gamma_end: float = knob(0.99, "discount after gamma_rounds rounds (rises linearly)", low=0.0, high=1.0)
@@ -192,6 +192,9 @@ class TDAfterstateAgent(TorchAgent):
         self.round = 0  # rounds finished
         self._round_states: list[np.ndarray] = []  # afterstates collected in the current round
         self._round_positions: list[np.ndarray] = []  # the boards they were played from
+        # a round being fitted: its afterstates, batch order (all epochs), next batch, losses so far
+        self._fit: tuple[np.ndarray, np.ndarray, list[float]] | None = None
+        self._fit_pos = 0
         self._envs: list[tuple[Game, GameTrace | None, bool]] = []  # self-play games in progress
         self._pool = np.zeros((0, self.rules.rows, self.rules.cols), dtype=np.uint8)  # earlier positions
         self._recent: list[int] = []  # scores of the last games started from the initial position
@@ -313,6 +316,11 @@ class TDAfterstateAgent(TorchAgent):
             vals = self.one_ply(exps[None])[0][0]
         return {d: float(vals[d]) for d in DIRECTIONS if np.isfinite(vals[d])}
 
+    def act(self, game: Game) -> Direction:
+        # TorchAgent.act reads one network output per move; here the network rates afterstates, so the
+        # move is the best of move_values (ties by action order), as for any agent.
+        return Agent.act(self, game)
+
     # ------------------------------------------------------------------ training
     def _new_game(self) -> tuple[Game, GameTrace | None, bool]:
         """A game (and its trace): from the initial position, or from an earlier one once allowed."""
@@ -338,24 +346,34 @@ class TDAfterstateAgent(TorchAgent):
             pool = pool[keep]
         self._pool = pool
 
-    def _fit_round(self, states: np.ndarray) -> Iterator[float]:
-        """One pass (or ``epochs``) of minibatch regression onto the expectimax targets; yields losses."""
+    def _start_fit(self, states: np.ndarray) -> None:
+        order = np.concatenate([self.rng.permutation(len(states)) for _ in range(self.config.epochs)])
+        self._fit = (states, order, [])
+        self._fit_pos = 0
+
+    def _fit_step(self) -> bool:
+        """One minibatch of regression onto the expectimax targets; True once the round's fit is done.
+
+        The fit survives the end of a ``train`` call (a short budget, a stop): the next call carries on
+        with the next batch instead of starting the round again.
+        """
+        assert self._fit is not None
+        states, order, losses = self._fit
         cfg = self.config
         for g in self.optimizer.param_groups:
             g["lr"] = self.lr_schedule(self.round)
-        for _ in range(cfg.epochs):
-            order = self.rng.permutation(len(states))
-            for start in range(0, len(order), cfg.batch_size):
-                batch = states[order[start : start + cfg.batch_size]]
-                target = expectimax_targets(batch, self.values, self.gamma, float(self.rules.p4), cfg.reward)
-                self.net.train()
-                pred = self.net(self.encoder.tensor(batch)).reshape(-1)
-                loss = F.mse_loss(pred, torch.from_numpy(target).float())
-                self.optimizer.zero_grad()
-                loss.backward()
-                self.optimizer.step()
-                self.counters.updates += 1
-                yield float(loss.item())
+        batch = states[order[self._fit_pos : self._fit_pos + cfg.batch_size]]
+        self._fit_pos += cfg.batch_size
+        target = expectimax_targets(batch, self.values, self.gamma, float(self.rules.p4), cfg.reward)
+        self.net.train()
+        pred = self.net(self.encoder.tensor(batch)).reshape(-1)
+        loss = F.mse_loss(pred, torch.from_numpy(target).float())
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        self.counters.updates += 1
+        losses.append(float(loss.item()))
+        return self._fit_pos >= len(order)
 
     def _schedules(self) -> dict[str, float]:
         return {
@@ -388,25 +406,19 @@ class TDAfterstateAgent(TorchAgent):
             self._envs = [self._new_game() for _ in range(cfg.envs)]
         envs = self._envs
         while tracker.proceed():
-            collected = sum(len(s) for s in self._round_states)
-            if collected >= cfg.states_per_round:
-                states = np.concatenate(self._round_states)
+            if self._fit is None and sum(len(x) for x in self._round_states) >= cfg.states_per_round:
+                self._start_fit(np.concatenate(self._round_states))
                 self._round_states = []
                 if self._round_positions:
                     self._remember_positions(np.concatenate(self._round_positions))
                     self._round_positions = []
-                losses = []
-                for loss in self._fit_round(states):
-                    losses.append(loss)
-                    if not tracker.proceed():
-                        break
-                if len(losses) * cfg.batch_size < len(states) * cfg.epochs:
-                    # stopped mid-fit: the round is not counted; its states are fitted next time
-                    self._round_states = [states]
-                    break
-                self.round += 1
-                metrics = {"loss": float(np.mean(losses)), **self._schedules()}
-                yield tracker.event("update", metrics, board=envs[0][0].board)
+            if self._fit is not None:
+                if self._fit_step():
+                    losses = self._fit[2]
+                    self._fit = None
+                    self.round += 1
+                    metrics = {"loss": float(np.mean(losses)), **self._schedules()}
+                    yield tracker.event("update", metrics, board=envs[0][0].board)
                 continue
             yield from self._self_play_step(envs, tracker)
         tracker.clock.tick()
@@ -466,3 +478,4 @@ class TDAfterstateAgent(TorchAgent):
         self._round_states = []
         self._round_positions = []
         self._envs = []
+        self._fit = None

@@ -17,7 +17,7 @@ from torch import nn
 
 from agents.base import Agent, legal_values
 from agents.config import AgentConfig
-from agents.nn.boards import N_ACTIONS, afterstates, game_exponents
+from agents.nn.boards import N_ACTIONS, afterstates, game_exponents, symmetries
 from agents.nn.encoders import Encoder
 from agents.nn.masking import masked_argmax
 from agents.nn.state import (
@@ -54,6 +54,8 @@ class TorchAgent(Agent):
     trainable = True
     #: rate the boards the moves lead to instead of reading four outputs off the board (see head_outputs)
     afterstate_head: bool = False
+    #: average the outputs over the board's symmetries when playing (see symmetric_outputs)
+    symmetric_play: bool = False
     encoder: Encoder
     net: nn.Module
     optimizer: torch.optim.Optimizer
@@ -95,12 +97,28 @@ class TorchAgent(Agent):
         """Outputs from afterstate ratings and each move's merged value / merges (default: the ratings)."""
         return v_BA
 
+    def symmetric_outputs(self, exps_BRC: np.ndarray) -> torch.Tensor:
+        """:meth:`head_outputs` averaged over the board's symmetries, each mapped back to its move.
+
+        A net trained on random symmetries is only roughly symmetric; averaging its eight views (four
+        on a non-square board) is an ensemble for free at play time.
+        """
+        outs = []
+        for sym in symmetries(*exps_BRC.shape[1:]):
+            out_BA = self.head_outputs(sym.apply(exps_BRC))
+            # Move a on the board is move action_map[a] on its transformed view.
+            outs.append(out_BA[:, list(sym.action_map)])
+        return torch.stack(outs).mean(dim=0)
+
     @torch.no_grad()
     def play_forward(self, exps_BRC: np.ndarray) -> torch.Tensor:
-        """:meth:`head_outputs` in play mode (no gradient, dropout off unless kept on)."""
+        """:meth:`head_outputs` in play mode (no gradient, dropout off unless kept on), averaged over
+        the board's symmetries when ``symmetric_play`` is set."""
         was_training = self.net.training
         self.net.train(self.play_in_train_mode())
         try:
+            if self.symmetric_play:
+                return self.symmetric_outputs(exps_BRC)
             return self.head_outputs(exps_BRC)
         finally:
             self.net.train(was_training)

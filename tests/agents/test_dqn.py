@@ -51,6 +51,7 @@ def test_seed000_presets_are_the_notebook(preset, network):
     assert (cfg.eps_schedule, cfg.eps_start, cfg.eps_rate, cfg.eps_end, cfg.eps_unit) == ("exponential", 0.9, 0.998, 0.0, "episode")
     assert cfg.target_update == 0 and not cfg.double and not cfg.semi_gradient and not cfg.mask_targets
     assert not cfg.augment and cfg.grad_clip == 0 and cfg.encoder == "log2"
+    assert cfg.head == "q" and not cfg.symmetric_play and cfg.n_step == 1 and cfg.reward_scale == 1.0
     agent = DQNAgent(cfg, seed=0)
     assert agent.target_net is None
     assert agent.epsilon() == 0.9
@@ -60,7 +61,7 @@ def test_seed000_presets_are_the_notebook(preset, network):
 
 def test_rewards():
     for kind, expected in (("merges", 2.0), ("score", 8.0), ("log2_score", math.log2(9.0))):
-        agent = DQNAgent(DQNConfig(reward=kind, **TINY), seed=0)
+        agent = DQNAgent(DQNConfig(reward=kind, reward_scale=1.0, **TINY), seed=0)
         # [2 2 2 2] left: two merges worth 4 + 4
         assert agent._reward(8, 2) == pytest.approx(expected)
 
@@ -84,7 +85,7 @@ def test_same_seed_same_losses(head):
 
 
 def test_n_step_returns_are_pushed_per_game():
-    agent = DQNAgent(DQNConfig(**{**TINY, "n_step": 3, "gamma": 0.5, "envs": 1}), seed=0)
+    agent = DQNAgent(DQNConfig(**{**TINY, "head": "q", "n_step": 3, "gamma": 0.5, "envs": 1, "reward_scale": 1.0}), seed=0)
     from collections import deque
 
     agent._nstep = [deque()]
@@ -103,7 +104,7 @@ def test_n_step_returns_are_pushed_per_game():
 
 
 def test_afterstate_head_rates_the_boards_moves_lead_to():
-    agent = DQNAgent(DQNConfig(**TINY, head="afterstate", reward="score"), seed=0)
+    agent = DQNAgent(DQNConfig(**TINY, head="afterstate", reward="score", reward_scale=1.0, symmetric_play=False), seed=0)
     board = np.array([[2, 2, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 4]])
     q = agent.network_output(to_exponents(board)[None])[0]
     # Q(left) = 4 + gamma V(left board); Q(right) = 4 + gamma V(right board): the reward is exact.
@@ -224,3 +225,20 @@ def test_other_board_sizes():
     assert agent.counters.updates > 0
     game = Game(rules=Rules(rows=3, cols=5), seed=1)
     assert agent.act(game) in game.legal_moves()
+
+
+@pytest.mark.parametrize("head", ["q", "afterstate"])
+def test_symmetric_play_is_symmetric(head):
+    from agents.nn.boards import symmetries
+
+    agent = DQNAgent(DQNConfig(**TINY, head=head, symmetric_play=True), seed=6)
+    rng = np.random.default_rng(0)
+    exps = rng.integers(0, 8, size=(5, 4, 4)).astype(np.uint8)
+    q = agent.network_output(exps)
+    for sym in symmetries(4, 4):
+        q_sym = agent.network_output(sym.apply(exps))
+        # Move a on a board is move action_map[a] on its transformed view: same value.
+        torch.testing.assert_close(q_sym[:, list(sym.action_map)], q, rtol=1e-5, atol=1e-5)
+    plain = DQNAgent(DQNConfig(**TINY, head=head, symmetric_play=False), seed=6)
+    assert not torch.allclose(plain.network_output(exps), q)  # averaging changed something
+    assert agent.act(Game(board=ONLY_LEFT)) is Direction.LEFT

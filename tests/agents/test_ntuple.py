@@ -395,7 +395,7 @@ def test_save_load_round_trip_same_move_values(tmp_path):
     agent = trained_tiny(games=100, search_depth=2)
     path = agent.save(tmp_path / "nt")
     meta, arrays = read_checkpoint(path)
-    assert set(arrays) <= {"weights", "weights_index", "weights_value"}
+    assert set(arrays) == {"index", "weights", "tc_errors", "tc_abs_errors"}
     assert all(a.dtype in (np.float32, np.uint32) for a in arrays.values())
     assert meta["state"]["tuples"] == [list(t) for t in LAYOUTS["4x4"]]
     loaded = Agent.load(path)
@@ -413,13 +413,31 @@ def test_sparse_and_dense_storage_both_load(tmp_path):
     agent = tiny()
     list(agent.train(Budget(episodes=5)))
     arrays, meta = agent.get_state()
-    assert meta["storage"] == "sparse" and arrays["weights_index"].dtype == np.uint32
+    assert meta["storage"] == "sparse" and arrays["index"].dtype == np.uint32
     agent.weights[:] = 1.5  # dense now
     arrays, meta = agent.get_state()
     assert meta["storage"] == "dense" and arrays["weights"].dtype == np.float32
     other = tiny()
     other.set_state(arrays, meta)
     np.testing.assert_array_equal(other.weights, agent.weights)
+
+
+def test_a_resumed_run_goes_on_exactly(tmp_path):
+    # TC sums and both random streams are in the checkpoint: a loaded agent trains like the original
+    a = NTupleAgent(NTupleConfig(layout="4x4", restart=0.0), seed=8)
+    list(a.train(Budget(episodes=50)))  # ends on a finished game: nothing in progress is lost
+    b = Agent.load(a.save(tmp_path / "a"))
+    assert isinstance(b, NTupleAgent) and b._tc_a is not None
+    np.testing.assert_array_equal(b._tc_a, a._tc_a)
+    list(a.train(Budget(episodes=20)))
+    list(b.train(Budget(episodes=20)))
+    np.testing.assert_array_equal(a.weights, b.weights)
+    # weights only: smaller, and the TC sums start again from zero
+    c = NTupleAgent(NTupleConfig(layout="4x4", restart=0.0, save_tc=False), seed=8)
+    list(c.train(Budget(episodes=50)))
+    arrays, _ = c.get_state()
+    assert set(arrays) == {"index", "weights"}
+    assert Agent.load(c.save(tmp_path / "c"))._tc_a is None  # type: ignore[attr-defined]
 
 
 def test_different_tuple_layout_is_refused(tmp_path):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from agents.base import Agent, Budget
+from agents.base import Agent, Budget, Control
 from agents.config import load_preset
 from agents.registry import create_agent
 from agents.td_afterstate import TDAfterstateAgent, TDAfterstateConfig, expand, expectimax_targets
@@ -213,6 +213,42 @@ def test_save_load_round_trip(tmp_path):
             break
         assert loaded.move_values(g) == pytest.approx(agent.move_values(g))
         g.step(agent.act(g))
+
+
+def test_act_plays_the_best_move_value():
+    agent = TDAfterstateAgent(TDAfterstateConfig(**TINY), seed=6)
+    list(agent.train(Budget(steps=200)))
+    g = Game(seed=3)
+    for _ in range(60):
+        if g.game_over:
+            break
+        vals = agent.move_values(g)
+        best = max(vals.values())
+        assert agent.act(g) == min(d for d, v in vals.items() if v == best)
+        g.step(agent.act(g))
+
+
+class StopAfter(Control):
+    """Lets ``n`` loop iterations through, then asks the loop to stop."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n
+
+    def checkpoint(self) -> bool:
+        self.n -= 1
+        return self.n >= 0
+
+
+def test_a_round_fit_carries_over_between_calls():
+    agent = TDAfterstateAgent(TDAfterstateConfig(**TINY, epochs=3), seed=7)
+    # 32 iterations of self-play (2 games x 32 moves = 64 states), then 4 of the 12 fit steps
+    list(agent.train(Budget(steps=10_000), StopAfter(36)))
+    assert agent.round == 0 and agent.counters.updates == 4 and agent._fit is not None
+    for event in agent.train(Budget(steps=10_000)):
+        if event.kind == "update":
+            break
+    assert agent.round == 1 and agent.counters.updates == 12  # the fit went on, it did not start again
 
 
 def test_registry_and_preset():
