@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import threading
 import time
-from abc import ABC
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -175,7 +174,7 @@ class Clock:
 # ---------------------------------------------------------------------------------------------- agent
 
 
-class Agent(ABC):
+class Agent:
     """Base class of every agent.
 
     A subclass sets ``name``, ``config_cls`` and ``description``, and overrides :meth:`move_values`
