@@ -23,8 +23,9 @@ The studio defaults learn far faster on 2048 (measured in the closing note of th
   for free, which also makes the training games better data);
 - a target network, Huber loss, rewards log2(1 + score gained) scaled to keep values near 10,
   epsilon from 0.1 to 0.001 (2048's spawns explore enough), 8 games side by side, one update of 128
-  transitions every 4 moves. Double DQN is a switch (off by default: it costs another forward pass
-  over the four next afterstates per update for no measurable gain at this budget).
+  transitions every 4 moves. Double DQN is a switch, off by default: it costs another forward pass
+  over the four next afterstates per update, and two runs with and without it were within noise of
+  each other over their first 500 games.
 """
 
 from __future__ import annotations

@@ -19,9 +19,18 @@ in 2048 there is no win / loss to predict, and "score still to come" is what the
 tens of thousands, and the log keeps the regression target in ~[0, 11] so that its MSE does not swamp
 the policy loss. ``value_target`` picks how ``G`` is estimated from a self-play game:
 
+- ``n_step`` (default): the next ``td_steps`` rewards plus the search value ``td_steps`` moves later
+  (MuZero's target);
 - ``return``: the score the game actually made after the position (Monte Carlo; unbiased, noisy);
-- ``search``: the root's search value (seed 004's ``z``: "the expected value of the root");
-- ``n_step``: the next ``td_steps`` rewards plus the search value ``td_steps`` moves later (MuZero).
+- ``search``: the root's search value (seed 004's ``z``: "the expected value of the root").
+
+Why ``n_step``: on this machine (~100 self-play games an hour), the ``return`` target was too noisy to
+learn: after 50 minutes the value head explained 5 % of its held-out variance (correlation 0.35, train
+0.64: it memorised), and a search steered by that noise played worse than one with an untrained network
+(100 games: 512 in 60 % against 87 %). The ``n_step`` target varies far less; it taught the value head
+little beyond a level of a few hundred points for a live board, against 0 for a lost game, but that
+already makes the search avoid positions that die within its horizon (20 games after 20 minutes: 1024
+in 10 against 6 for an untrained network, same seeds).
 
 A game cut at ``max_moves`` adds the network's value of its last board to every return (it was not over).
 """
@@ -117,7 +126,7 @@ class MCTSConfig(AgentConfig):
     )
     lr_gamma: float = knob(0.5, "StepLR factor", low=0.0, high=1.0)
     value_target: str = knob(
-        "return", "what the value head learns (see the module doc)", choices=("return", "search", "n_step")
+        "n_step", "what the value head learns (see the module doc)", choices=("n_step", "return", "search")
     )
     td_steps: int = knob(10, "n of the n_step value target", low=1, high=100_000)
     value_loss_weight: float = knob(
