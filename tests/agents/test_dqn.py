@@ -13,7 +13,7 @@ from agents.checkpoint import CheckpointError, load_checkpoint
 from agents.config import load_preset
 from agents.dqn import DQNAgent, DQNConfig
 from agents.registry import create_agent, get_agent_class
-from engine import Direction, Game, to_exponents
+from engine import Direction, Game, Rules, to_exponents
 
 ONLY_LEFT = np.array([[0, 2, 4, 2], [0, 4, 2, 4], [0, 2, 4, 2], [0, 4, 2, 4]])
 FIXED_BOARDS = [
@@ -218,8 +218,6 @@ def test_every_network_trains_a_little(network):
 
 
 def test_other_board_sizes():
-    from engine import Rules
-
     agent = DQNAgent(DQNConfig(**TINY), rules=Rules(rows=3, cols=5), seed=0)
     list(agent.train(Budget(steps=200)))
     assert agent.counters.updates > 0
@@ -242,3 +240,19 @@ def test_symmetric_play_is_symmetric(head):
     plain = DQNAgent(DQNConfig(**TINY, head=head, symmetric_play=False), seed=6)
     assert not torch.allclose(plain.network_output(exps), q)  # averaging changed something
     assert agent.act(Game(board=ONLY_LEFT)) is Direction.LEFT
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (3, 5)])
+@pytest.mark.parametrize("head", ["q", "afterstate"])
+def test_batched_symmetric_outputs_match_one_view_at_a_time(shape, head):
+    """The one-call batch over all views (the fast path) against a loop over the views (its twin)."""
+    from agents.nn.boards import symmetries
+
+    rules = Rules(rows=shape[0], cols=shape[1])
+    agent = DQNAgent(DQNConfig(**TINY, head=head, symmetric_play=True), rules=rules, seed=3)
+    exps = np.random.default_rng(1).integers(0, 9, size=(6, *shape)).astype(np.uint8)
+    with torch.no_grad():
+        fast = agent.symmetric_outputs(exps)
+        views = [agent.head_outputs(s.apply(exps))[:, list(s.action_map)] for s in symmetries(*shape)]
+    assert len(views) == (8 if shape[0] == shape[1] else 4)
+    torch.testing.assert_close(fast, torch.stack(views).mean(dim=0), rtol=1e-5, atol=1e-6)
