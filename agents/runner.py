@@ -370,9 +370,9 @@ def resume_run(
     """Continue run ``run_id`` from its last checkpoint, with what is left of its budget (or ``budget``).
 
     ``store`` is a :class:`engine.store.GameStore` (``get_run`` and ``last_checkpoint`` besides the
-    :class:`RunStore` methods). Metric events logged after that checkpoint (a killed run) stay in the
-    history; the resumed run repeats those episodes with the next episode numbers continuing from
-    the checkpoint's counters.
+    :class:`RunStore` methods). Metric events logged after that checkpoint (a run killed between two
+    checkpoints) are dropped from the history: the resumed run plays those steps again, and its
+    curves show each step once.
     """
     from agents.checkpoint import load_checkpoint
 
@@ -393,6 +393,7 @@ def resume_run(
                 f"run {run_id} ({summary.status}) has used its whole budget: give a new one "
                 "(--episodes / --minutes / --steps) to train it further"
             )
+    store.truncate_metrics(run_id, agent.counters.steps)
     return TrainingRun(
         agent,
         budget,

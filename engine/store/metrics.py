@@ -145,6 +145,15 @@ def concat_blocks(blocks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+def head_block(block: Mapping[str, Any], n: int) -> dict[str, Any]:
+    """The first ``n`` events of a block (kinds and names kept)."""
+    return {
+        **block,
+        **{key: block[key][:n] for key in ("kind", "episode", "step", "elapsed", "progress")},
+        "vals": block["vals"][:, :n],
+    }
+
+
 def last_values(block: Mapping[str, Any]) -> dict[str, float]:
     """The last non-NaN value of every metric in a block."""
     out: dict[str, float] = {}

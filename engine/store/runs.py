@@ -141,6 +141,45 @@ class RunsMixin:
             )
             self._compact(con, run_id)
 
+    def truncate_metrics(self, run_id: int, step: int) -> int:
+        """Drop the events a run logged after step ``step`` (its resumed checkpoint); returns those kept.
+
+        A run killed between two checkpoints logged events past its last one; resumed from that
+        checkpoint it plays those steps again, and its curves would show them twice. Events are in
+        step order, so what is kept is the prefix of events with ``step <= step``.
+        """
+        with self._tx(write=True) as con:
+            if con.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+                raise StoreError(f"no run {run_id}")
+            rows = con.execute(
+                "SELECT id, first, level, n, kinds, kind, episode, step, elapsed, progress, names, vals "
+                "FROM run_metric_blocks WHERE run_id = ? ORDER BY first",
+                (run_id,),
+            ).fetchall()
+            whole = metrics.concat_blocks([metrics.block_from_row(r) for r in rows])
+            later = np.flatnonzero(whole["step"] > step)
+            if later.size == 0:
+                return int(whole["step"].shape[0])
+            keep = int(later[0])
+            head = metrics.head_block(whole, keep)
+            con.execute("DELETE FROM run_metric_blocks WHERE run_id = ?", (run_id,))
+            if keep:
+                # one block at the highest level seen: later appends compact below it as usual
+                con.execute(
+                    "INSERT INTO run_metric_blocks (run_id, first, level, n, kinds, kind, episode, step, elapsed, "
+                    "progress, names, vals) VALUES (:run_id, 0, :level, :n, :kinds, :kind, :episode, :step, "
+                    ":elapsed, :progress, :names, :vals)",
+                    {"run_id": run_id, "level": max(int(r["level"]) for r in rows), **metrics.block_to_row(head)},
+                )
+            con.execute("DELETE FROM run_messages WHERE run_id = ? AND seq >= ?", (run_id, keep))
+            last = (int(head["episode"][-1]), int(head["step"][-1]), float(head["elapsed"][-1])) if keep else (0, 0, 0.0)
+            con.execute(
+                "UPDATE runs SET n_events = ?, episodes = ?, steps = ?, elapsed = ?, last_metrics = ?, updated = ? "
+                "WHERE id = ?",
+                (keep, *last, json.dumps(_finite_or_none(metrics.last_values(head))), time.time(), run_id),
+            )
+            return keep
+
     @staticmethod
     def _compact(con: sqlite3.Connection, run_id: int) -> None:
         """Merge FANOUT blocks of one level into one block of the next, cascading upwards."""

@@ -184,3 +184,23 @@ def test_remaining_budget() -> None:
     assert remaining_budget(stored, Counters(episodes=15, seconds=2.0)) is None
     assert remaining_budget(stored, Counters(episodes=6, seconds=61.0)) is None
     assert remaining_budget({"seconds": 5.0}, Counters(seconds=1.5)) == Budget(seconds=3.5)
+
+
+def test_resume_after_a_kill_shows_each_episode_once(store: GameStore) -> None:
+    """Events logged after the last checkpoint (then the process died) are replaced, not duplicated."""
+    run = run_training(learner(), Budget(episodes=6), store)
+    for event in run:
+        if event.episode == 2:
+            run.save_checkpoint()
+        if event.episode == 4:
+            break
+    # a kill: no final checkpoint, the events of episodes 3-4 are in the store
+    run._writer.flush()  # type: ignore[union-attr]
+    with pytest.raises(KeyboardInterrupt):
+        run._gen.throw(KeyboardInterrupt)  # the runner's Ctrl-C path: stopped, no checkpoint
+    assert store.get_run(run.run_id).status == "stopped"
+    assert store.run_metrics(run.run_id)["episode"].tolist() == [1, 2, 3, 4]
+    resumed = resume_run(run.run_id, store)
+    assert store.run_metrics(run.run_id)["episode"].tolist() == [1, 2]
+    assert [e.episode for e in resumed] == [3, 4, 5, 6]
+    assert store.run_metrics(run.run_id)["episode"].tolist() == [1, 2, 3, 4, 5, 6]

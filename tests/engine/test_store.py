@@ -803,3 +803,25 @@ def test_killed_run_is_marked_stopped_on_next_open(data_dir):
     with GameStore.open(data_dir) as s:
         run = s.get_run(rid)
     assert run.status == "stopped" and run.error.startswith("interrupted: process")
+
+
+def test_truncate_metrics_keeps_the_events_up_to_a_step(store):
+    rid = store.create_run("dqn", {}, Rules(), {"episodes": 100})
+    # many small batches so that the history spans compacted levels too
+    for i in range(1, 41):
+        store.log_metrics(rid, [_ev("episode", i, 10 * i, float(i), score=i, message="ten" if i % 10 == 0 else "")])
+    assert store.truncate_metrics(rid, 1000) == 40  # nothing after step 1000: untouched
+    assert store.truncate_metrics(rid, 255) == 25  # steps 10..250 stay
+    cols = store.run_metrics(rid)
+    assert cols["step"].tolist() == [10 * i for i in range(1, 26)]
+    assert cols["score"].tolist() == list(range(1, 26))
+    run = store.get_run(rid)
+    assert (run.n_events, run.episodes, run.steps, run.last_metrics["score"]) == (25, 25, 250, 25)
+    assert [(m.episode, m.message) for m in store.run_messages(rid)] == [(10, "ten"), (20, "ten")]
+    # appending goes on after the kept events, with its own compaction
+    store.log_metrics(rid, [_ev("episode", 26, 260, 26.0, score=99)])
+    assert store.run_metrics(rid)["score"].tolist() == [*range(1, 26), 99]
+    assert store.truncate_metrics(rid, 0) == 0
+    assert store.run_metrics(rid)["step"].tolist() == [] and store.get_run(rid).n_events == 0
+    with pytest.raises(StoreError, match="no run 999"):
+        store.truncate_metrics(999, 0)
