@@ -109,12 +109,7 @@ class RunsMixin:
             if row is None:
                 raise StoreError(f"no run {run_id}")
             first = int(row["n_events"])
-            con.execute(
-                "INSERT INTO run_metric_blocks (run_id, first, level, n, kinds, kind, episode, step, elapsed, "
-                "progress, names, vals) VALUES (:run_id, :first, 0, :n, :kinds, :kind, :episode, :step, :elapsed, "
-                ":progress, :names, :vals)",
-                {"run_id": run_id, "first": first, **metrics.block_to_row(block)},
-            )
+            _insert_block(con, run_id, first, 0, block)
             con.executemany(
                 "INSERT INTO run_messages (run_id, seq, kind, episode, step, message) VALUES (?, ?, ?, ?, ?, ?)",
                 [
@@ -165,12 +160,7 @@ class RunsMixin:
             con.execute("DELETE FROM run_metric_blocks WHERE run_id = ?", (run_id,))
             if keep:
                 # one block at the highest level seen: later appends compact below it as usual
-                con.execute(
-                    "INSERT INTO run_metric_blocks (run_id, first, level, n, kinds, kind, episode, step, elapsed, "
-                    "progress, names, vals) VALUES (:run_id, 0, :level, :n, :kinds, :kind, :episode, :step, "
-                    ":elapsed, :progress, :names, :vals)",
-                    {"run_id": run_id, "level": max(int(r["level"]) for r in rows), **metrics.block_to_row(head)},
-                )
+                _insert_block(con, run_id, 0, max(int(r["level"]) for r in rows), head)
             con.execute("DELETE FROM run_messages WHERE run_id = ? AND seq >= ?", (run_id, keep))
             last = (int(head["episode"][-1]), int(head["step"][-1]), float(head["elapsed"][-1])) if keep else (0, 0, 0.0)
             con.execute(
@@ -195,12 +185,7 @@ class RunsMixin:
             merged = metrics.concat_blocks([metrics.block_from_row(r) for r in rows])
             first = rows[0]["first"]
             con.executemany("DELETE FROM run_metric_blocks WHERE id = ?", [(r["id"],) for r in rows])
-            con.execute(
-                "INSERT INTO run_metric_blocks (run_id, first, level, n, kinds, kind, episode, step, elapsed, "
-                "progress, names, vals) VALUES (:run_id, :first, :level, :n, :kinds, :kind, :episode, :step, "
-                ":elapsed, :progress, :names, :vals)",
-                {"run_id": run_id, "first": first, "level": level + 1, **metrics.block_to_row(merged)},
-            )
+            _insert_block(con, run_id, first, level + 1, merged)
             level += 1
 
     def run_metrics(self, run_id: int, kinds: Sequence[str] | None = None) -> dict[str, np.ndarray]:
@@ -335,4 +320,14 @@ def _run_summary(row: sqlite3.Row) -> RunSummary:
         steps=row["steps"],
         elapsed=row["elapsed"],
         last_metrics=last,
+    )
+
+
+def _insert_block(con: sqlite3.Connection, run_id: int, first: int, level: int, block: Mapping[str, Any]) -> None:
+    """Store one metric block: events ``first`` .. ``first + n - 1`` of the run, at compaction ``level``."""
+    con.execute(
+        "INSERT INTO run_metric_blocks (run_id, first, level, n, kinds, kind, episode, step, elapsed, progress, "
+        "names, vals) VALUES (:run_id, :first, :level, :n, :kinds, :kind, :episode, :step, :elapsed, :progress, "
+        ":names, :vals)",
+        {"run_id": run_id, "first": first, "level": level, **metrics.block_to_row(block)},
     )
