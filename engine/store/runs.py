@@ -144,14 +144,7 @@ class RunsMixin:
         step order, so what is kept is the prefix of events with ``step <= step``.
         """
         with self._tx(write=True) as con:
-            if con.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
-                raise StoreError(f"no run {run_id}")
-            rows = con.execute(
-                "SELECT id, first, level, n, kinds, kind, episode, step, elapsed, progress, names, vals "
-                "FROM run_metric_blocks WHERE run_id = ? ORDER BY first",
-                (run_id,),
-            ).fetchall()
-            whole = metrics.concat_blocks([metrics.block_from_row(r) for r in rows])
+            rows, whole = _history(con, run_id)
             later = np.flatnonzero(whole["step"] > step)
             if later.size == 0:
                 return int(whole["step"].shape[0])
@@ -196,14 +189,7 @@ class RunsMixin:
         ``["episode"]``). A metric named like a fixed column comes back as ``"metric:<name>"``.
         """
         with self._tx(write=False) as con:
-            if con.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
-                raise StoreError(f"no run {run_id}")
-            rows = con.execute(
-                "SELECT n, kinds, kind, episode, step, elapsed, progress, names, vals FROM run_metric_blocks "
-                "WHERE run_id = ? ORDER BY first",
-                (run_id,),
-            ).fetchall()
-        block = metrics.concat_blocks([metrics.block_from_row(r) for r in rows])
+            _, block = _history(con, run_id)
         return metrics.columns(block, kinds)
 
     def run_messages(self, run_id: int) -> list[RunMessage]:
@@ -331,3 +317,15 @@ def _insert_block(con: sqlite3.Connection, run_id: int, first: int, level: int, 
         ":names, :vals)",
         {"run_id": run_id, "first": first, "level": level, **metrics.block_to_row(block)},
     )
+
+
+def _history(con: sqlite3.Connection, run_id: int) -> tuple[list[sqlite3.Row], dict[str, Any]]:
+    """A run's metric blocks (rows, in event order) and their events as one block."""
+    if con.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+        raise StoreError(f"no run {run_id}")
+    rows = con.execute(
+        "SELECT id, first, level, n, kinds, kind, episode, step, elapsed, progress, names, vals "
+        "FROM run_metric_blocks WHERE run_id = ? ORDER BY first",
+        (run_id,),
+    ).fetchall()
+    return rows, metrics.concat_blocks([metrics.block_from_row(r) for r in rows])
