@@ -26,9 +26,8 @@ from engine.paths import data_dir
 from engine.store import GameStore
 
 
-def reached(values: np.ndarray, elapsed: np.ndarray, episodes: np.ndarray, window: int, target: float) -> dict[str, Any] | None:
-    """First report where the rolling mean (ending there) is >= target, or None."""
-    roll = np.convolve(values, np.ones(window) / window, mode="valid")
+def reached(roll: np.ndarray, elapsed: np.ndarray, episodes: np.ndarray, window: int, target: float) -> dict[str, Any] | None:
+    """First report where the rolling mean ``roll`` (over ``window`` reports, ending there) is >= target, or None."""
     hit = np.flatnonzero(roll >= target)
     if hit.size == 0:
         return None
@@ -65,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         "first": round(float(roll[0]), 4),
         "last": round(float(roll[-1]), 4),
         "best": round(float(roll.max()), 4),
-        "reached": [reached(values, elapsed, episodes, args.window, t) or {"target": round(t, 4), "seconds": None}
+        "reached": [reached(roll, elapsed, episodes, args.window, t) or {"target": round(t, 4), "seconds": None}
                     for t in targets],
     }
     print(json.dumps(out, indent=1))

@@ -103,14 +103,10 @@ class TorchAgent(Agent):
         A net trained on random symmetries is only roughly symmetric; averaging its eight views (four
         on a non-square board) is an ensemble for free at play time.
         """
-        syms = symmetries(*exps_BRC.shape[1:])
-        views = [sym.apply(exps_BRC) for sym in syms]
-        b = exps_BRC.shape[0]
-        if all(v.shape == views[0].shape for v in views):
-            # one network call over all the views: per-call overhead, not arithmetic, dominates play
-            out_SBA = self.head_outputs(np.concatenate(views)).view(len(syms), b, N_ACTIONS)
-        else:
-            out_SBA = torch.stack([self.head_outputs(v) for v in views])
+        syms = symmetries(*exps_BRC.shape[1:])  # all keep the board's shape (no transpose unless square)
+        views = np.concatenate([sym.apply(exps_BRC) for sym in syms])
+        # one network call over all the views: per-call overhead, not arithmetic, dominates play
+        out_SBA = self.head_outputs(views).view(len(syms), exps_BRC.shape[0], N_ACTIONS)
         # Move a on the board is move action_map[a] on its transformed view.
         outs = [out_SBA[i][:, list(sym.action_map)] for i, sym in enumerate(syms)]
         return torch.stack(outs).mean(dim=0)
