@@ -166,6 +166,14 @@ class NTupleConfig(AgentConfig):
         low=1,
         high=5,
     )
+    threads: int = knob(
+        1,
+        "self-play workers, each on its own core, learning into the same weights without locks "
+        "(about N times the moves per second; with more than 1 the thread timing makes runs differ "
+        "even with the same seed)",
+        low=1,
+        high=64,
+    )
     save_tc: bool = knob(
         True,
         "checkpoints keep the temporal-coherence sums (about 2x the file) so a resumed run goes on "
@@ -225,15 +233,18 @@ class NTupleAgent(Agent):
         self.truncated_games = 0
         self._tc_e: np.ndarray | None = None
         self._tc_a: np.ndarray | None = None
-        # the game in progress: board, spawn rng state, restart rng state (see ntuple_kernels.train_steps)
-        self._game_u = np.zeros(3, dtype=np.uint64)
-        self._game_u[1] = np.uint64(seed_to_state(seed))
-        self._game_u[2] = np.uint64(seed_to_state(None if seed is None else seed + 1))
-        # score, moves, in progress, live stages, truncated games, is a restart, score at its start
-        self._game_i = np.zeros(7, dtype=np.int64)
-        self._buf_board = np.zeros(0, dtype=np.uint64)
-        self._buf_after = np.zeros(0, dtype=np.uint64)
-        self._buf_reward = np.zeros(0, dtype=np.float32)
+        # one row per self-play worker, each with the game in progress: board, spawn rng state, restart
+        # rng state (see ntuple_kernels.train_steps); worker 0 has the agent's seed, so one worker
+        # plays exactly the games a single-threaded run would
+        workers = self.config.threads
+        self._game_u = np.zeros((workers, 3), dtype=np.uint64)
+        for k in range(workers):
+            self._game_u[k, 1:] = _worker_rng_states(seed, k)
+        # score, moves, in progress, unused, truncated games, is a restart, score at its start
+        self._game_i = np.zeros((workers, 7), dtype=np.int64)
+        self._buf_board = np.zeros((workers, 0), dtype=np.uint64)
+        self._buf_after = np.zeros((workers, 0), dtype=np.uint64)
+        self._buf_reward = np.zeros((workers, 0), dtype=np.float32)
         self._recent = np.zeros((0, 2), dtype=np.int64)  # (score, max exponent) of the last `window` games
         self._tt: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._tt_gen = 0
@@ -297,15 +308,16 @@ class NTupleAgent(Agent):
         return self._tc_e, self._tc_a
 
     def _ensure_buffer(self, needed: int) -> None:
-        if self._buf_after.shape[0] < needed:
-            size = max(needed, 2 * self._buf_after.shape[0], 1 << 14)
-            board = np.zeros(size, dtype=np.uint64)
-            after = np.zeros(size, dtype=np.uint64)
-            reward = np.zeros(size, dtype=np.float32)
-            n = int(self._game_i[1])
-            board[:n] = self._buf_board[:n]
-            after[:n] = self._buf_after[:n]
-            reward[:n] = self._buf_reward[:n]
+        old = self._buf_after.shape[1]
+        if old < needed:
+            size = max(needed, 2 * old, 1 << 14)
+            workers = self._game_u.shape[0]
+            board = np.zeros((workers, size), dtype=np.uint64)
+            after = np.zeros((workers, size), dtype=np.uint64)
+            reward = np.zeros((workers, size), dtype=np.float32)
+            board[:, :old] = self._buf_board
+            after[:, :old] = self._buf_after
+            reward[:, :old] = self._buf_reward
             self._buf_board, self._buf_after, self._buf_reward = board, after, reward
 
     def _record(self, scores: np.ndarray, maxexp: np.ndarray) -> None:
@@ -328,38 +340,61 @@ class NTupleAgent(Agent):
         metric event per slice, carrying the games that slice finished."""
         tracker = TrainTracker(self.counters, budget, control)
         tc_e, tc_a = self._training_arrays()
-        self._game_i[3] = self.n_live
-        self._game_i[4] = self.truncated_games
-        slice_steps = 2000  # grown to ~0.25 s per call once the speed is known (first call compiles)
+        workers = self._game_u.shape[0]
+        live = np.array([self.n_live], dtype=np.int64)
+        self._game_i[:, 4] = 0
+        self._game_i[0, 4] = self.truncated_games
+        slice_steps = 2000  # per worker; grown to ~0.25 s per call once the speed is known (first call compiles)
         target_s = 0.25
         while tracker.proceed():
-            max_steps = slice_steps
-            if budget.steps is not None:
-                max_steps = min(max_steps, budget.steps - tracker.steps)
+            max_steps = np.full(workers, slice_steps, dtype=np.int64)
+            if budget.steps is not None:  # what is left, shared out so that the workers end on it exactly
+                max_steps = np.minimum(max_steps, _share(budget.steps - tracker.steps, workers))
             room = 1 + max_steps // 4 + 64  # a game lasts at least a few moves
             if budget.episodes is not None:
-                room = min(room, budget.episodes - tracker.episodes)
-            self._ensure_buffer(int(self._game_i[1]) + max_steps + 1)
-            out_score = np.zeros(room, dtype=np.int64)
-            out_maxexp = np.zeros(room, dtype=np.int8)
-            out_moves = np.zeros(room, dtype=np.int64)
-            out_restart = np.zeros(room, dtype=np.int8)
-            acc = np.zeros(2)
-            t0 = time.perf_counter()
-            done, n_steps = K.train_steps(
+                room = np.minimum(room, _share(budget.episodes - tracker.episodes, workers))
+            self._ensure_buffer(int((self._game_i[:, 1] + max_steps).max()) + 1)
+            cols = int(room.max())
+            out_score = np.zeros((workers, cols), dtype=np.int64)
+            out_maxexp = np.zeros((workers, cols), dtype=np.int8)
+            out_moves = np.zeros((workers, cols), dtype=np.int64)
+            out_restart = np.zeros((workers, cols), dtype=np.int8)
+            acc = np.zeros((workers, 2))
+            args = (
                 self.weights, tc_e, tc_a, self.config.tc, self._sh, self._tlen, self._toff,
-                self.layout.stage_size, self._stage_thr, float(self.config.lr), float(self.config.lam), float(self.config.restart),
-                float(self.rules.p4), int(self.rules.start_tiles), self._game_u, self._game_i, self._buf_board,
-                self._buf_after, self._buf_reward, int(max_steps), out_score, out_maxexp, out_moves, out_restart, acc,
+                self.layout.stage_size, self._stage_thr, float(self.config.lr), float(self.config.lam),
+                float(self.config.restart), float(self.rules.p4), int(self.rules.start_tiles), live,
             )  # fmt: skip
+            t0 = time.perf_counter()
+            if workers == 1:
+                # the single-threaded kernel: no thread pool, and exactly reproducible
+                result = np.array([K.train_steps(
+                    *args, self._game_u[0], self._game_i[0], self._buf_board[0], self._buf_after[0],
+                    self._buf_reward[0], int(max_steps[0]), out_score[0, : room[0]], out_maxexp[0, : room[0]],
+                    out_moves[0, : room[0]], out_restart[0, : room[0]], acc[0],
+                )])  # fmt: skip
+            else:
+                result = np.zeros((workers, 2), dtype=np.int64)
+                K.train_steps_parallel(
+                    *args, self._game_u, self._game_i, self._buf_board, self._buf_after, self._buf_reward,
+                    max_steps, room, out_score, out_maxexp, out_moves, out_restart, acc, result,
+                )  # fmt: skip
             dt = time.perf_counter() - t0
-            self.n_live = int(self._game_i[3])
-            self.truncated_games = int(self._game_i[4])
+            # the games each worker finished, worker by worker
+            finished = [slice(None, int(result[k, 0])) for k in range(workers)]
+            out_score = np.concatenate([out_score[k, f] for k, f in enumerate(finished)])
+            out_maxexp = np.concatenate([out_maxexp[k, f] for k, f in enumerate(finished)])
+            out_moves = np.concatenate([out_moves[k, f] for k, f in enumerate(finished)])
+            out_restart = np.concatenate([out_restart[k, f] for k, f in enumerate(finished)])
+            acc = acc.sum(axis=0)
+            done, n_steps = int(result[:, 0].sum()), int(result[:, 1].sum())
+            self.n_live = int(live[0])
+            self.truncated_games = int(self._game_i[:, 4].sum())
             self.counters.episodes += done
             self.counters.steps += n_steps
             self.counters.updates += int(out_moves[:done].sum())
             if dt > 0 and n_steps > 0:
-                slice_steps = int(min(max(n_steps * target_s / dt, 1000), 2_000_000))
+                slice_steps = int(min(max(n_steps / workers * target_s / dt, 1000), 2_000_000))
             metrics: dict[str, float] = {
                 "lr": float(self.config.lr),
                 "steps_per_s": n_steps / dt if dt > 0 else 0.0,
@@ -379,26 +414,34 @@ class NTupleAgent(Agent):
                     score=float(sc.mean()), max_tile=float(1 << int(me.max())), moves=float(out_moves[:done][fresh].mean())
                 )
                 metrics.update(self.recent_stats())
-            yield tracker.event("episode" if done else "update", metrics, board=unpack(int(self._game_u[0])))
+            yield tracker.event("episode" if done else "update", metrics, board=unpack(int(self._game_u[0, 0])))
         tracker.clock.tick()
 
     # ------------------------------------------------------------------ evaluation
-    def play_fast(self, games: int, seed: int | None = None) -> dict[str, np.ndarray]:
+    def play_fast(self, games: int, seed: int | None = None, threads: int = 1) -> dict[str, np.ndarray]:
         """Play ``games`` games in one jitted call with this agent's search settings (no learning).
 
-        Game ``i`` has the spawns of ``Game(seed=seed + i)``. Returns score, max tile (65536 marks a game
-        ended by a 32768 merge), moves and the seconds it took.
+        Game ``i`` has the spawns of ``Game(seed=seed + i)``; ``threads`` > 1 shares the games out over
+        that many threads (the same games, each thread with its own transposition table). Returns score,
+        max tile (65536 marks a game ended by a 32768 merge), moves and the seconds it took.
         """
+        if threads < 1:
+            raise ValueError(f"threads must be at least 1, got {threads}")
         base = 0 if seed is None else int(seed)
         states = np.array([seed_to_state(base + i) for i in range(games)], dtype=np.uint64)
         score = np.zeros(games, dtype=np.int64)
         maxexp = np.zeros(games, dtype=np.int8)
         moves = np.zeros(games, dtype=np.int64)
+        head = (self.weights, self.config.policy(), float(self.rules.p4), int(self.rules.start_tiles), states,
+                *self._net())  # fmt: skip
         t0 = time.perf_counter()
-        self._tt_gen = K.play_games(
-            self.weights, self.config.policy(), float(self.rules.p4), int(self.rules.start_tiles), states,
-            *self._net(), *self._table(), score, maxexp, moves, self._tt_gen,
-        )  # fmt: skip
+        if threads == 1:
+            self._tt_gen = K.play_games(*head, *self._table(), score, maxexp, moves, self._tt_gen)
+        else:
+            n = 1 << self.config.tt_bits
+            tables = (np.zeros((threads, n), dtype=np.uint64), np.zeros((threads, n), dtype=np.int64),
+                      np.zeros((threads, n), dtype=np.int64), np.zeros((threads, n), dtype=np.float64))  # fmt: skip
+            K.play_games_parallel(*head, *tables, score, maxexp, moves, np.zeros(threads, dtype=np.int64))
         seconds = time.perf_counter() - t0
         return {
             "score": score,
@@ -439,8 +482,10 @@ class NTupleAgent(Agent):
             "size": int(self.layout.size),
             "live_stages": self.n_live,
             "truncated_games": self.truncated_games,
-            "rng_state": str(int(self._game_u[1])),
-            "restart_rng_state": str(int(self._game_u[2])),
+            "rng_state": str(int(self._game_u[0, 1])),
+            "restart_rng_state": str(int(self._game_u[0, 2])),
+            # the other workers' streams (JSON has no uint64: decimal strings)
+            "worker_rng_states": [[str(int(x)) for x in row] for row in self._game_u[1:, 1:]],
         }
         return arrays, meta
 
@@ -482,9 +527,25 @@ class NTupleAgent(Agent):
         self.n_live = n_live
         self.truncated_games = int(meta.get("truncated_games", 0))
         self._game_i[:] = 0
-        self._game_u[1] = np.uint64(int(meta.get("rng_state", seed_to_state(self.seed))))
-        self._game_u[2] = np.uint64(int(meta.get("restart_rng_state", self._game_u[2])))
+        self._game_u[0, 1] = np.uint64(int(meta.get("rng_state", seed_to_state(self.seed))))
+        self._game_u[0, 2] = np.uint64(int(meta.get("restart_rng_state", self._game_u[0, 2])))
+        # a run resumed with more workers than it saved gives the new ones fresh streams
+        for k, row in enumerate(meta.get("worker_rng_states", [])[: self._game_u.shape[0] - 1], start=1):
+            self._game_u[k, 1:] = [np.uint64(int(x)) for x in row]
         self._recent = np.zeros((0, 2), dtype=np.int64)
+
+
+def _share(total: int, workers: int) -> np.ndarray:
+    """``total`` split over ``workers`` as evenly as whole numbers go (the first ones get the rest)."""
+    return total // workers + (np.arange(workers) < total % workers).astype(np.int64)
+
+
+def _worker_rng_states(seed: int | None, worker: int) -> list[np.uint64]:
+    """Spawn and restart random streams of self-play worker ``worker`` (worker 0: the agent's seed)."""
+    if seed is None:
+        return [np.uint64(seed_to_state(None)), np.uint64(seed_to_state(None))]
+    base = seed + 1_000_003 * worker  # far apart, so worker k never replays another's seed
+    return [np.uint64(seed_to_state(base)), np.uint64(seed_to_state(base + 1))]
 
 
 def _pack_capped(values: Any) -> int:

@@ -27,7 +27,7 @@ import hashlib
 from pathlib import Path
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 import engine.fast
 from engine.fast import count_empty, max_exponent, move, overflows, spawn, splitmix64
@@ -218,6 +218,7 @@ def train_steps(
     restart: float,
     p4: float,
     start_tiles: int,
+    live: np.ndarray,
     game_u: np.ndarray,
     game_i: np.ndarray,
     buf_board: np.ndarray,
@@ -233,9 +234,11 @@ def train_steps(
     """Play and learn from self-play games for up to ``max_steps`` moves: ``(games finished, moves)``.
 
     The game in progress lives in ``game_u`` = [board, spawn rng state, restart rng state] and
-    ``game_i`` = [score, moves so far, in progress (0/1), live stages, truncated games (lifetime),
+    ``game_i`` = [score, moves so far, in progress (0/1), unused, truncated games (lifetime),
     this game is a restart (0/1), score at its start], so a call may stop mid-game and the next one
-    carries on: the caller sizes ``max_steps`` to return every few hundred ms.
+    carries on: the caller sizes ``max_steps`` to return every few hundred ms. ``live[0]`` is the
+    number of stages reached so far; it lives apart from the game because parallel workers
+    (:func:`train_steps_parallel`) share it with the weights.
     Boards, afterstates and rewards of the game are kept in ``buf_*`` (the caller keeps them larger than
     ``moves so far + max_steps``); the TD(0) updates run backwards over the game when it ends (each
     afterstate towards the next reward + the freshly updated value of the next afterstate; with
@@ -265,15 +268,16 @@ def train_steps(
             game_i[5] = 0
             game_i[6] = 0
         b = np.uint64(game_u[0])
-        n_live = game_i[3]
+        n_live = live[0]
         if n_live < n_stages:
             # a move may reach a new stage: promote before valuing its afterstate with the new block
             for d in range(4):
                 nb, _ = move(b, d)
                 if nb != b and stage_of(nb, stage_thr, n_stages) >= n_live:
-                    _promote(w, stage_size, n_live)
-                    n_live += 1
-                    game_i[3] = n_live
+                    if live[0] == n_live:  # another worker may have just promoted it
+                        _promote(w, stage_size, n_live)
+                        live[0] = n_live + 1
+                    n_live = live[0]
                     break
         d, after, r = _greedy(w, b, sh, tlen, toff, stage_size, stage_thr, n_live)
         truncated = d >= 0 and max_exponent(b) == 15 and overflows(b, d)
@@ -331,6 +335,58 @@ def train_steps(
                 game_i[5] = 1
                 game_i[6] = score
     return done, steps
+
+
+@njit(cache=True, parallel=True)
+def train_steps_parallel(
+    w: np.ndarray,
+    tc_e: np.ndarray,
+    tc_a: np.ndarray,
+    use_tc: bool,
+    sh: np.ndarray,
+    tlen: np.ndarray,
+    toff: np.ndarray,
+    stage_size: int,
+    stage_thr: np.ndarray,
+    alpha: float,
+    lam: float,
+    restart: float,
+    p4: float,
+    start_tiles: int,
+    live: np.ndarray,
+    game_u: np.ndarray,
+    game_i: np.ndarray,
+    buf_board: np.ndarray,
+    buf_after: np.ndarray,
+    buf_reward: np.ndarray,
+    max_steps: np.ndarray,
+    room: np.ndarray,
+    out_score: np.ndarray,
+    out_maxexp: np.ndarray,
+    out_moves: np.ndarray,
+    out_restart: np.ndarray,
+    acc: np.ndarray,
+    result: np.ndarray,
+) -> None:
+    """:func:`train_steps` on one worker per row of the ``game_*`` / ``buf_*`` / ``out_*`` / ``acc``
+    arrays, the workers on their own threads and all learning into the same weights without locks
+    (Hogwild, Recht et al. 2011). Each worker plays its own games from its own random streams and
+    plays at most ``max_steps[k]`` moves and
+    records at most ``room[k]`` games; ``result[k]`` = (games finished, moves) of worker ``k``.
+
+    Two workers touch the same weight at the same instant rarely (each 6-tuple table holds 16.7M
+    weights), and a lost update there is noise of the size TD already copes with; the price is that
+    the thread timing, so the numbers, differ from run to run.
+    """
+    for k in prange(game_u.shape[0]):
+        done, steps = train_steps(
+            w, tc_e, tc_a, use_tc, sh, tlen, toff, stage_size, stage_thr, alpha, lam, restart, p4, start_tiles,
+            live, game_u[k], game_i[k], buf_board[k], buf_after[k], buf_reward[k], max_steps[k],
+            out_score[k, : room[k]], out_maxexp[k, : room[k]], out_moves[k, : room[k]], out_restart[k, : room[k]],
+            acc[k],
+        )
+        result[k, 0] = done
+        result[k, 1] = steps
 
 
 # ------------------------------------------------------------------------------------------ search
@@ -551,3 +607,45 @@ def play_games(
         out_maxexp[g] = 16 if capped else max_exponent(b)
         out_moves[g] = moves
     return gen
+
+
+@njit(cache=True, parallel=True)
+def play_games_parallel(
+    w: np.ndarray,
+    policy: np.ndarray,
+    p4: float,
+    start_tiles: int,
+    rng_states: np.ndarray,
+    sh: np.ndarray,
+    tlen: np.ndarray,
+    toff: np.ndarray,
+    stage_size: int,
+    stage_thr: np.ndarray,
+    n_live: int,
+    tt_key: np.ndarray,
+    tt_level: np.ndarray,
+    tt_gen: np.ndarray,
+    tt_val: np.ndarray,
+    out_score: np.ndarray,
+    out_maxexp: np.ndarray,
+    out_moves: np.ndarray,
+    gen: np.ndarray,
+) -> None:
+    """:func:`play_games` with the games shared out over ``tt_key.shape[0]`` threads.
+
+    Thread ``k`` plays games ``k, k + n, k + 2n, ...`` (interleaved, so long and short games mix) with
+    its own transposition table (row ``k`` of ``tt_*``) and stamp ``gen[k]``. The table only caches
+    exact values, so every game is the one :func:`play_games` plays, whatever the thread count.
+    """
+    n = tt_key.shape[0]
+    for k in prange(n):
+        idx = np.arange(k, rng_states.shape[0], n)
+        sc = np.zeros(idx.shape[0], dtype=out_score.dtype)
+        mx = np.zeros(idx.shape[0], dtype=out_maxexp.dtype)
+        mv = np.zeros(idx.shape[0], dtype=out_moves.dtype)
+        gen[k] = play_games(w, policy, p4, start_tiles, rng_states[idx], sh, tlen, toff, stage_size, stage_thr,
+                            n_live, tt_key[k], tt_level[k], tt_gen[k], tt_val[k], sc, mx, mv, gen[k])
+        for j in range(idx.shape[0]):
+            out_score[idx[j]] = sc[j]
+            out_maxexp[idx[j]] = mx[j]
+            out_moves[idx[j]] = mv[j]

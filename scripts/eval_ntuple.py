@@ -34,21 +34,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1_000_000, help="game i uses seed + i (default 1000000)")
     parser.add_argument("--depth", type=int, default=1, help="player moves searched (1 = 1-ply)")
     parser.add_argument("--depths-policy", default="", help="depth by free cells, e.g. 3,3,2,2,1 (overrides --depth)")
+    parser.add_argument("--threads", type=int, default=1, help="threads sharing the games (same games, same results)")
     args = parser.parse_args(argv)
+    if args.threads < 1:
+        parser.error(f"--threads must be at least 1, got {args.threads}")
     agent = Agent.load(args.checkpoint)
     if not isinstance(agent, NTupleAgent):
         parser.error(f"{args.checkpoint} is not an ntuple checkpoint")
     policy = tuple(int(x) for x in args.depths_policy.split(",") if x.strip())
     agent.config = agent.config.replace(search_depth=args.depth, depths_policy=policy)
-    agent.play_fast(1, seed=args.seed)  # compile / load the kernels outside the clock
+    agent.play_fast(1, seed=args.seed, threads=args.threads)  # compile / load the kernels outside the clock
     c0, w0 = time.process_time(), time.perf_counter()
-    res = agent.play_fast(args.games, seed=args.seed)
+    res = agent.play_fast(args.games, seed=args.seed, threads=args.threads)
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
     score, tiles, moves = res["score"], res["max_tile"], res["moves"]
     out = {
         "checkpoint": str(args.checkpoint),
         "games": args.games,
         "search": {"depth": args.depth, "depths_policy": list(policy)},
+        "threads": args.threads,
         "mean_score": float(score.mean()),
         "median_score": float(np.median(score)),
         "max_score": int(score.max()),

@@ -7,7 +7,9 @@ machine wall time mostly measures the neighbours; the wall-clock rate is reporte
 Rounds follow each other on the same agent, so later rounds measure a network that has learnt longer
 (longer games, more weights touched): the report shows every round and keeps the best.
 Options (``-o KEY=VALUE``): ``layout`` (4x6, 2x6+2x4, 5x6, 8x6, 4x4), ``tc`` (1/0), ``checkpoint``
-(an ntuple checkpoint to continue training instead of a fresh network), ``clock`` (cpu|wall).
+(an ntuple checkpoint to continue training instead of a fresh network), ``clock`` (cpu|wall),
+``threads`` (self-play workers: the CPU clock then counts every worker's time, so moves/s stays a
+per-core figure and the wall rate shows how the workers scale).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import time
 from studio.commands.bench import BenchOptions, BenchReport, Measurement, _machine
 from studio.progress import ProgressLine
 
-_KNOWN = {"layout", "tc", "checkpoint", "clock"}
+_KNOWN = {"layout", "tc", "checkpoint", "clock", "threads"}
 
 
 def ntuple_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchReport:
@@ -44,6 +46,11 @@ def ntuple_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchRepo
             changes["layout"] = extra["layout"]
         if "tc" in extra:
             changes["tc"] = extra["tc"].lower() in ("1", "true", "yes", "on")
+        if "threads" in extra:
+            try:
+                changes["threads"] = int(extra["threads"])
+            except ValueError:
+                raise ValueError(f"threads must be a whole number, got {extra['threads']!r}") from None
         agent = NTupleAgent(NTupleConfig(**changes), seed=options.seed)  # type: ignore[arg-type]
     progress.update(0, "warming up (compile or cache load)", force=True)
     for _ in agent.train(Budget(seconds=1.0)):
@@ -69,6 +76,7 @@ def ntuple_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchRepo
         "seconds_per_round": options.seconds,
         "layout": agent.config.layout,
         "tc": agent.config.tc,
+        "threads": agent.config.threads,
         "games_trained": agent.counters.episodes,
         "mean_score_recent": round(stats.get("mean_score", 0.0)),
         "machine": _machine(),

@@ -8,7 +8,7 @@ import pytest
 from agents import ntuple_kernels as K
 from agents.base import Agent, Budget, Control
 from agents.checkpoint import CheckpointError, load_checkpoint, read_checkpoint
-from agents.config import ConfigError
+from agents.config import ConfigError, load_preset
 from agents.ntuple import LAYOUTS, NTupleAgent, NTupleConfig, TupleLayout, symmetry_cells
 from agents.registry import create_agent
 from engine import DIRECTIONS, Direction, Game, Rules, slide
@@ -268,6 +268,66 @@ def test_multi_stage_promotion():
     assert not np.array_equal(agent.weights[:stage], agent.weights[stage:])
 
 
+
+def test_parallel_kernel_with_one_worker_is_the_single_threaded_kernel():
+    # the threaded wrapper only hands rows to train_steps: one row must give the same bits
+    layout = TupleLayout("4x4", LAYOUTS["4x4"])
+    sh, tlen, toff, thr = layout.arrays()
+    outs = []
+    for parallel in (False, True):
+        w, e, a = (np.zeros(layout.size, dtype=np.float32) for _ in range(3))
+        gu = np.array([[0, seed_to_state(3), seed_to_state(4)]], dtype=np.uint64)
+        gi = np.zeros((1, 7), dtype=np.int64)
+        bufs = [np.zeros((1, 30_000), dtype=t) for t in (np.uint64, np.uint64, np.float32)]
+        res = [np.zeros((1, 100), dtype=t) for t in (np.int64, np.int8, np.int64, np.int8)]
+        acc = np.zeros((1, 2))
+        live = np.array([1])
+        head = (w, e, a, True, sh, tlen, toff, layout.stage_size, thr, 1.0, 0.5, 0.5, 0.1, 2, live)
+        if parallel:
+            result = np.zeros((1, 2), dtype=np.int64)
+            K.train_steps_parallel(*head, gu, gi, *bufs, np.array([20_000]), np.array([100]), *res, acc, result)
+            done_steps = (int(result[0, 0]), int(result[0, 1]))
+        else:
+            done_steps = K.train_steps(*head, gu[0], gi[0], *(x[0] for x in bufs), 20_000, *(x[0] for x in res),
+                                       acc[0])
+        outs.append((done_steps, w, e, a, gu, gi, *res, acc))
+    assert outs[0][0][0] > 5 and outs[0][0] == outs[1][0]
+    for x, y in zip(outs[0][1:], outs[1][1:]):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_two_workers_learn_into_one_network():
+    agent = NTupleAgent(NTupleConfig(layout="4x4", threads=2, window=200), seed=1)
+    assert agent._game_u[0, 1] != agent._game_u[1, 1]  # the workers play different games
+    events = list(agent.train(Budget(episodes=601)))
+    assert agent.counters.episodes == 601 == sum(ev.metrics["games"] for ev in events)
+    assert agent.counters.steps == events[-1].step
+    assert [ev for ev in events if ev.kind == "episode"][-1].metrics["mean_score"] > 3000
+    list(agent.train(Budget(steps=12_345)))  # shared out: the workers end on it exactly
+    assert agent.counters.steps == events[-1].step + 12_345
+    single = NTupleAgent(NTupleConfig(layout="4x4", threads=1), seed=1)
+    list(single.train(Budget(episodes=601)))
+    assert not np.array_equal(single.weights, agent.weights)  # the second worker's games are in there
+
+
+def test_two_workers_promote_a_stage_once_and_keep_their_streams(tmp_path):
+    agent = NTupleAgent(NTupleConfig(layout="4x4", stage_tiles=(64,), threads=2), seed=2)
+    list(agent.train(Budget(episodes=30)))
+    assert agent.n_live == 2
+    stage = agent.layout.stage_size
+    assert np.abs(agent.weights[stage:]).sum() > 0
+    loaded = Agent.load(agent.save(tmp_path / "two"))
+    assert isinstance(loaded, NTupleAgent) and loaded.n_live == 2
+    np.testing.assert_array_equal(loaded._game_u[:, 1:], agent._game_u[:, 1:])
+    # resumed with one worker more: the new worker gets a stream of its own
+    arrays, meta = agent.get_state()
+    three = NTupleAgent(NTupleConfig(layout="4x4", stage_tiles=(64,), threads=3), seed=2)
+    three.set_state(arrays, meta)
+    np.testing.assert_array_equal(three._game_u[:2, 1:], agent._game_u[:, 1:])
+    assert len({int(x) for x in three._game_u[:, 1]}) == 3
+    list(three.train(Budget(episodes=10)))
+    assert three.counters.episodes == 10
+
 # ------------------------------------------------------------------------------------------ play
 
 
@@ -366,6 +426,18 @@ def test_play_fast_is_the_game_played_through_act():
         assert g.score == res["score"][i]
         assert g.moves == res["moves"][i]
         assert g.max_tile == res["max_tile"][i]
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_play_fast_on_threads_plays_the_same_games(depth):
+    agent = trained_tiny(games=100, search_depth=depth)
+    one = agent.play_fast(5, seed=70)
+    three = agent.play_fast(5, seed=70, threads=3)  # more threads than cores is fine, and uneven shares
+    for key in ("score", "max_tile", "moves"):
+        np.testing.assert_array_equal(one[key], three[key])
+    assert len(set(one["score"].tolist())) > 1
+    with pytest.raises(ValueError, match="threads"):
+        agent.play_fast(1, threads=0)
 
 
 def test_tiles_past_32768_never_crash():
@@ -472,3 +544,10 @@ def test_registry_config_and_rules():
         NTupleConfig(stage_tiles=(100,))
     with pytest.raises(ConfigError, match="layout"):
         NTupleConfig(layout="9x9")
+    with pytest.raises(ConfigError, match="threads"):
+        NTupleConfig(threads=0)
+    preset = load_preset("ntuple-hour")
+    hour = create_agent(preset["agent"], preset["config"], seed=0)
+    assert isinstance(hour, NTupleAgent)
+    assert (hour.config.layout, hour.config.stage_tiles, hour.config.threads) == ("4x6", (16384,), 2)
+    assert hour._game_u.shape == (2, 3) and preset["budget"] == {"seconds": 3600}

@@ -61,3 +61,16 @@ def test_bench_bad_flags_exit_with_usage(capsys):
     assert e.value.code == 2 and "usage" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["bench", "nosuch"])
+
+
+def test_bench_ntuple_with_two_workers(capsys):
+    code = main(["bench", "ntuple", "--json", "--seconds", "0.3", "--rounds", "1", "-o", "layout=4x4",
+                 "-o", "threads=2"])  # fmt: skip
+    out, _ = capsys.readouterr()
+    assert code == 0
+    report = json.loads(out)
+    assert report["info"]["threads"] == 2 and report["info"]["layout"] == "4x4"
+    row = report["results"]["round_1"]
+    assert row["moves_per_s"] > 0 and row["moves"] > 0 and row["moves_per_wall_s"] > 0
+    assert main(["bench", "ntuple", "--seconds", "0.1", "-o", "threads=two"]) == 2
+    assert "threads must be a whole number" in capsys.readouterr().err
