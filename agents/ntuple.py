@@ -166,6 +166,14 @@ class NTupleConfig(AgentConfig):
         low=1,
         high=5,
     )
+    downgrade_from: int = knob(
+        0,
+        "play: tile downgrading (TDL2048+) once the max tile reaches this tile, e.g. 16384: tiles above "
+        "the largest missing one are read one step lower, so the well-trained lower stage judges boards "
+        "past it; 0 = off",
+        low=0,
+        high=32768,
+    )
     threads: int = knob(
         1,
         "self-play workers, each on its own core, learning into the same weights without locks "
@@ -184,6 +192,9 @@ class NTupleConfig(AgentConfig):
     tt_bits: int = knob(20, "expectimax transposition table: 2^bits entries", low=10, high=26, advanced=True)
 
     def validate(self) -> None:
+        v = self.downgrade_from
+        if v and (v < 4 or v & (v - 1)):
+            raise ConfigError("downgrade_from", f"must be 0 (off) or a tile value (a power of two), got {v}")
         for v in self.stage_tiles:
             if v & (v - 1):
                 raise ConfigError("stage_tiles", f"must be tile values (powers of two), got {v}")
@@ -193,6 +204,10 @@ class NTupleConfig(AgentConfig):
     def tuple_layout(self) -> TupleLayout:
         exps = tuple(int(v).bit_length() - 1 for v in self.stage_tiles)
         return TupleLayout(self.layout, LAYOUTS[self.layout], exps)
+
+    def downgrade_exponent(self) -> int:
+        """The exponent tile downgrading starts at (0 = off), as the kernels take it."""
+        return int(self.downgrade_from).bit_length() - 1 if self.downgrade_from else 0
 
     def policy(self) -> np.ndarray:
         """Depth per free-cell count (one entry = the same depth everywhere)."""
@@ -265,6 +280,11 @@ class NTupleAgent(Agent):
         """V of a 4x4 afterstate (tile values); tiles past 32768 read as 32768."""
         return float(K.evaluate(self.weights, np.uint64(_pack_capped(afterstate)), *self._net()))
 
+    def play_value(self, afterstate: Any) -> float:
+        """The value play uses: :meth:`value` of the afterstate after tile downgrading, if that is on."""
+        b = K.downgrade(np.uint64(_pack_capped(afterstate)), self.config.downgrade_exponent())
+        return float(K.evaluate(self.weights, b, *self._net()))
+
     def _table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         if self._tt is None:
             n = 1 << self.config.tt_bits
@@ -290,11 +310,11 @@ class NTupleAgent(Agent):
             for d in DIRECTIONS:
                 if mask[d]:
                     after, reward = _slide_unchecked(board, d)
-                    out[d] = float(reward) + self.value(after)
+                    out[d] = float(reward) + self.play_value(after)
             return out
         self._tt_gen += 1
         vals = K.search_values(self.weights, b, self.config.policy(), float(self.rules.p4), *self._net(),
-                               *self._table(), self._tt_gen)
+                               self.config.downgrade_exponent(), *self._table(), self._tt_gen)
         return {d: float(vals[d]) for d in DIRECTIONS if mask[d]}
 
     # ------------------------------------------------------------------ training
@@ -433,7 +453,7 @@ class NTupleAgent(Agent):
         maxexp = np.zeros(games, dtype=np.int8)
         moves = np.zeros(games, dtype=np.int64)
         head = (self.weights, self.config.policy(), float(self.rules.p4), int(self.rules.start_tiles), states,
-                *self._net())  # fmt: skip
+                *self._net(), self.config.downgrade_exponent())  # fmt: skip
         t0 = time.perf_counter()
         if threads == 1:
             self._tt_gen = K.play_games(*head, *self._table(), score, maxexp, moves, self._tt_gen)

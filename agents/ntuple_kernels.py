@@ -119,6 +119,38 @@ def evaluate(
 
 
 @njit(cache=True)
+def downgrade(b: np.uint64, from_exp: int) -> np.uint64:
+    """Tile downgrading (after TDL2048+, Guei et al.): once the max tile reaches exponent ``from_exp``,
+    every tile above the largest missing exponent below the max moves down one step; 0 = off.
+
+    A board with 16384, 8192, 4096 and no 2048 reads as 8192, 4096, 2048: the network has seen the
+    lower version of the same shape in every game that built its first big tile, while boards past
+    it are rare in training and their weights are thin. Only play uses it; training never does.
+    A board with no missing exponent below its max is read as it is.
+    """
+    if from_exp <= 0:
+        return b
+    m = max_exponent(b)
+    if m < from_exp:
+        return b
+    present = 0
+    for i in range(16):
+        present |= 1 << np.int64((b >> np.uint64(4 * i)) & _NIBBLE)
+    hole = m - 1
+    while hole >= 1 and (present >> hole) & 1:
+        hole -= 1
+    if hole < 1:
+        return b
+    out = np.uint64(0)
+    for i in range(16):
+        e = (b >> np.uint64(4 * i)) & _NIBBLE
+        if e > np.uint64(hole):
+            e -= np.uint64(1)
+        out |= e << np.uint64(4 * i)
+    return out
+
+
+@njit(cache=True)
 def td_update(
     w: np.ndarray,
     tc_e: np.ndarray,
@@ -183,8 +215,10 @@ def _greedy(
     stage_size: int,
     stage_thr: np.ndarray,
     n_live: int,
+    dg: int,
 ) -> tuple[int, np.uint64, int]:
-    """The 1-ply move: argmax over legal moves of reward + V(afterstate); (-1, b, 0) when none is legal."""
+    """The 1-ply move: argmax over legal moves of reward + V(afterstate) (read through
+    :func:`downgrade` with ``dg``); (-1, b, 0) when none is legal."""
     best_v = NEG_INF
     best_d = -1
     best_b = b
@@ -193,7 +227,7 @@ def _greedy(
         nb, r = move(b, d)
         if nb == b:
             continue
-        v = r + evaluate(w, nb, sh, tlen, toff, stage_size, stage_thr, n_live)
+        v = r + evaluate(w, downgrade(nb, dg), sh, tlen, toff, stage_size, stage_thr, n_live)
         if v > best_v:
             best_v = v
             best_d = d
@@ -279,7 +313,7 @@ def train_steps(
                         live[0] = n_live + 1
                     n_live = live[0]
                     break
-        d, after, r = _greedy(w, b, sh, tlen, toff, stage_size, stage_thr, n_live)
+        d, after, r = _greedy(w, b, sh, tlen, toff, stage_size, stage_thr, n_live, 0)
         truncated = d >= 0 and max_exponent(b) == 15 and overflows(b, d)
         if d >= 0 and not truncated:
             n = game_i[1]
@@ -410,6 +444,7 @@ def search_values(
     stage_size: int,
     stage_thr: np.ndarray,
     n_live: int,
+    dg: int,
     tt_key: np.ndarray,
     tt_level: np.ndarray,
     tt_gen: np.ndarray,
@@ -423,7 +458,8 @@ def search_values(
     spawns (a 2 with 1 - p4, a 4 with p4, on each empty cell) of the max nodes one level down, whose own
     limit is ``policy[free cells of the afterstate]`` (switching-ply, seed 002; a one-entry policy is a
     fixed depth). A max node without a legal move is worth 0 (V(terminal) = 0). A move that would merge
-    two 32768s is valued at its reward alone (the 65536 cannot be represented).
+    two 32768s is valued at its reward alone (the 65536 cannot be represented). Leaf afterstates are
+read through :func:`downgrade` with ``dg`` (0 = as they are).
 
     ``tt_*`` is a transposition table of chance-node values keyed by (afterstate, level), size a power
     of two; entries count only when stamped with this ``gen``, so bumping ``gen`` per root clears it.
@@ -468,7 +504,7 @@ def search_values(
                 if max_exponent(board[k]) == 15 and overflows(board[k], d):
                     v = float(r)
                 elif k >= final[k]:
-                    v = r + evaluate(w, nb, sh, tlen, toff, stage_size, stage_thr, n_live)
+                    v = r + evaluate(w, downgrade(nb, dg), sh, tlen, toff, stage_size, stage_thr, n_live)
                 else:
                     sl = _tt_slot(nb, k, mask)
                     if tt_gen[sl] == gen and tt_key[sl] == nb and tt_level[sl] == k:
@@ -548,6 +584,7 @@ def play_games(
     stage_size: int,
     stage_thr: np.ndarray,
     n_live: int,
+    dg: int,
     tt_key: np.ndarray,
     tt_level: np.ndarray,
     tt_gen: np.ndarray,
@@ -577,10 +614,10 @@ def play_games(
         capped = False
         while True:
             if all_greedy:
-                d, after, r = _greedy(w, b, sh, tlen, toff, stage_size, stage_thr, n_live)
+                d, after, r = _greedy(w, b, sh, tlen, toff, stage_size, stage_thr, n_live, dg)
             else:
                 gen += 1
-                vals = search_values(w, b, policy, p4, sh, tlen, toff, stage_size, stage_thr, n_live,
+                vals = search_values(w, b, policy, p4, sh, tlen, toff, stage_size, stage_thr, n_live, dg,
                                      tt_key, tt_level, tt_gen, tt_val, gen)
                 d = -1
                 best = NEG_INF
@@ -622,6 +659,7 @@ def play_games_parallel(
     stage_size: int,
     stage_thr: np.ndarray,
     n_live: int,
+    dg: int,
     tt_key: np.ndarray,
     tt_level: np.ndarray,
     tt_gen: np.ndarray,
@@ -644,7 +682,7 @@ def play_games_parallel(
         mx = np.zeros(idx.shape[0], dtype=out_maxexp.dtype)
         mv = np.zeros(idx.shape[0], dtype=out_moves.dtype)
         gen[k] = play_games(w, policy, p4, start_tiles, rng_states[idx], sh, tlen, toff, stage_size, stage_thr,
-                            n_live, tt_key[k], tt_level[k], tt_gen[k], tt_val[k], sc, mx, mv, gen[k])
+                            n_live, dg, tt_key[k], tt_level[k], tt_gen[k], tt_val[k], sc, mx, mv, gen[k])
         for j in range(idx.shape[0]):
             out_score[idx[j]] = sc[j]
             out_maxexp[idx[j]] = mx[j]

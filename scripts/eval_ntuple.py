@@ -3,6 +3,7 @@
     python scripts/eval_ntuple.py CHECKPOINT --games 100 --depth 1
     python scripts/eval_ntuple.py CHECKPOINT --games 100 --depth 2
     python scripts/eval_ntuple.py CHECKPOINT --games 100 --depths-policy 3,3,2,2,1
+    python scripts/eval_ntuple.py CHECKPOINT --games 1000 --depth 2 --downgrade-from 16384 --threads 2
 
 The games are the ones ``agent.act`` plays on ``Game(seed=seed + i)`` (same spawns, same moves; a test
 checks it), without the per-move Python overhead of ``python main.py eval``, so deeper searches over
@@ -34,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1_000_000, help="game i uses seed + i (default 1000000)")
     parser.add_argument("--depth", type=int, default=1, help="player moves searched (1 = 1-ply)")
     parser.add_argument("--depths-policy", default="", help="depth by free cells, e.g. 3,3,2,2,1 (overrides --depth)")
+    parser.add_argument("--downgrade-from", type=int, default=0,
+                        help="tile downgrading once the max tile reaches this tile, e.g. 16384 (default: off)")
     parser.add_argument("--threads", type=int, default=1, help="threads sharing the games (same games, same results)")
     args = parser.parse_args(argv)
     if args.threads < 1:
@@ -42,7 +45,12 @@ def main(argv: list[str] | None = None) -> int:
     if not isinstance(agent, NTupleAgent):
         parser.error(f"{args.checkpoint} is not an ntuple checkpoint")
     policy = tuple(int(x) for x in args.depths_policy.split(",") if x.strip())
-    agent.config = agent.config.replace(search_depth=args.depth, depths_policy=policy)
+    try:
+        agent.config = agent.config.replace(
+            search_depth=args.depth, depths_policy=policy, downgrade_from=args.downgrade_from
+        )
+    except ValueError as e:
+        parser.error(str(e))
     agent.play_fast(1, seed=args.seed, threads=args.threads)  # compile / load the kernels outside the clock
     c0, w0 = time.process_time(), time.perf_counter()
     res = agent.play_fast(args.games, seed=args.seed, threads=args.threads)
@@ -51,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     out = {
         "checkpoint": str(args.checkpoint),
         "games": args.games,
-        "search": {"depth": args.depth, "depths_policy": list(policy)},
+        "search": {"depth": args.depth, "depths_policy": list(policy), "downgrade_from": args.downgrade_from},
         "threads": args.threads,
         "mean_score": float(score.mean()),
         "median_score": float(np.median(score)),

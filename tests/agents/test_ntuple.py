@@ -13,7 +13,7 @@ from agents.ntuple import LAYOUTS, NTupleAgent, NTupleConfig, TupleLayout, symme
 from agents.registry import create_agent
 from engine import DIRECTIONS, Direction, Game, Rules, slide
 from engine.core import SpawnRng, seed_to_state, spawn_tiles, to_exponents
-from engine.fast import pack, pack_exponents
+from engine.fast import pack, pack_exponents, unpack
 
 # ----------------------------------------------------------------------------------- slow references
 
@@ -331,8 +331,20 @@ def test_two_workers_promote_a_stage_once_and_keep_their_streams(tmp_path):
 # ------------------------------------------------------------------------------------------ play
 
 
-def ref_search(agent: NTupleAgent, values: np.ndarray, depth: int, p4: float) -> dict[int, float]:
-    """Expectimax by enumeration on value boards: max over moves, mean over spawns, V at the leaves."""
+def ref_downgrade(values: np.ndarray, from_tile: int) -> np.ndarray:
+    """Tile downgrading on tile values, the slow way: halve every tile above the largest missing one."""
+    if not from_tile or values.max() < from_tile:
+        return values
+    present = set(values.ravel().tolist())
+    hole = int(values.max()) // 2
+    while hole >= 2 and hole in present:
+        hole //= 2
+    return values if hole < 2 else np.where(values > hole, values // 2, values)
+
+
+def ref_search(agent: NTupleAgent, values: np.ndarray, depth: int, p4: float, dg: int = 0) -> dict[int, float]:
+    """Expectimax by enumeration on value boards: max over moves, mean over spawns, V at the leaves
+    (of the downgraded afterstate when ``dg`` is a tile)."""
 
     def max_node(board, level):
         out = {}
@@ -341,7 +353,7 @@ def ref_search(agent: NTupleAgent, values: np.ndarray, depth: int, p4: float) ->
             if np.array_equal(after, board):
                 continue
             if level >= depth:
-                out[d] = r + agent.value(after)
+                out[d] = r + agent.value(ref_downgrade(after, dg))
             else:
                 empties = list(zip(*np.nonzero(after == 0)))
                 acc = 0.0
@@ -402,6 +414,65 @@ def test_search_matches_enumeration(depth, empty):
         checked += 1
 
 
+def test_downgrade_by_hand():
+    b = np.array([[16384, 8192, 4096, 1024], [2, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]])
+    down = np.array([[8192, 4096, 2048, 1024], [2, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]])  # 2048 was missing
+
+    def kernel(values, from_tile):
+        cfg = NTupleConfig(layout="4x4", downgrade_from=from_tile)
+        return unpack(int(K.downgrade(np.uint64(pack(values)), cfg.downgrade_exponent())))
+
+    np.testing.assert_array_equal(kernel(b, 16384), down)
+    np.testing.assert_array_equal(kernel(b, 8192), down)
+    np.testing.assert_array_equal(kernel(b, 32768), b)  # not there yet
+    np.testing.assert_array_equal(kernel(b, 0), b)  # off
+    full = np.array([[16, 8, 4, 2], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]])
+    np.testing.assert_array_equal(kernel(full, 16), full)  # no missing tile below 16: as it is
+    hole_at_2 = np.array([[16, 8, 4, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]])
+    np.testing.assert_array_equal(kernel(hole_at_2, 16), [[8, 4, 2, 0]] + [[0] * 4] * 3)
+    with pytest.raises(ConfigError, match="downgrade_from"):
+        NTupleConfig(downgrade_from=100)
+
+
+def test_downgrade_matches_slow_reference_on_random_boards():
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        exps = random_exps(rng)
+        values = np.where(exps == 0, 0, 1 << exps.astype(np.int64))
+        for from_exp in (0, 5, 9, 13):
+            got = unpack(int(K.downgrade(np.uint64(pack_exponents(exps)), from_exp)))
+            np.testing.assert_array_equal(got, ref_downgrade(values, 1 << from_exp if from_exp else 0))
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_search_with_downgrade_matches_enumeration(depth):
+    agent = trained_tiny(search_depth=depth, downgrade_from=64)
+    rng = np.random.default_rng(10 + depth)
+    checked = downgraded = 0
+    while checked < 6:
+        exps = rng.integers(1, 8, size=16).astype(np.uint8)
+        exps[rng.choice(16, size=5, replace=False)] = 0
+        values = np.where(exps == 0, 0, 1 << exps.astype(np.int64)).reshape(4, 4)
+        g = Game(board=values)
+        if g.game_over:
+            continue
+        got = agent.move_values(g)
+        ref = ref_search(agent, values, depth, 0.1, dg=64)
+        assert set(got) == set(ref)
+        for d in got:
+            assert got[d] == pytest.approx(ref[d], rel=1e-5, abs=1e-3)
+        downgraded += not np.array_equal(ref_downgrade(values, 64), values)
+        checked += 1
+    assert downgraded >= 2  # the boards did exercise it
+    # and the jitted games are the games act plays
+    res = agent.play_fast(2, seed=80)
+    for i in range(2):
+        game = Game(seed=80 + i)
+        while not game.game_over:
+            game.step(agent.act(game))
+        assert (game.score, game.moves) == (res["score"][i], res["moves"][i])
+
+
 def test_depths_policy_switches_depth_by_free_cells():
     agent = trained_tiny()
     # depth 2 with 0-1 free cells, 1 otherwise
@@ -456,7 +527,7 @@ def test_tiles_past_32768_never_crash():
     # and the search's own overflow branch (a packed board whose move would overflow)
     b = np.uint64(pack(pair))
     tt = [np.zeros(1024, np.uint64), np.zeros(1024, np.int64), np.zeros(1024, np.int64), np.zeros(1024)]
-    out = K.search_values(agent.weights, b, np.array([2]), 0.1, *agent._net(), *tt, 1)
+    out = K.search_values(agent.weights, b, np.array([2]), 0.1, *agent._net(), 0, *tt, 1)
     assert out[Direction.LEFT] == 65536.0
 
 
