@@ -133,9 +133,9 @@ def downgrade(b: np.uint64, from_exp: int) -> np.uint64:
     m = max_exponent(b)
     if m < from_exp:
         return b
-    present = 0
+    present = np.int64(0)  # bit e set: some cell holds exponent e
     for i in range(16):
-        present |= 1 << np.int64((b >> np.uint64(4 * i)) & _NIBBLE)
+        present |= np.int64(1) << np.int64((b >> np.uint64(4 * i)) & _NIBBLE)
     hole = m - 1
     while hole >= 1 and (present >> hole) & 1:
         hole -= 1

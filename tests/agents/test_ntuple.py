@@ -310,6 +310,26 @@ def test_two_workers_learn_into_one_network():
     assert not np.array_equal(single.weights, agent.weights)  # the second worker's games are in there
 
 
+def test_two_workers_train_from_a_background_thread():
+    # the GUI trains in a QThread: numba's thread pool must work from a thread that is not the main one
+    import threading
+
+    agent = NTupleAgent(NTupleConfig(layout="4x4", threads=2), seed=3)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            list(agent.train(Budget(episodes=50)))
+        except BaseException as e:  # reported by the assert below (a thread swallows it otherwise)
+            errors.append(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join(120)
+    assert not t.is_alive() and not errors
+    assert agent.counters.episodes == 50
+
+
 def test_two_workers_promote_a_stage_once_and_keep_their_streams(tmp_path):
     agent = NTupleAgent(NTupleConfig(layout="4x4", stage_tiles=(64,), threads=2), seed=2)
     list(agent.train(Budget(episodes=30)))
