@@ -12,59 +12,19 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing as mp
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from agents.base import Agent
+from agents.spec import AgentSpec
 from engine import Game, Rules
 from engine.records import GameTrace, play_recorded
 
 #: Max-tile thresholds of the distribution (seed 004's table, extended to 65536).
 TILE_THRESHOLDS: tuple[int, ...] = tuple(2**k for k in range(5, 17))
-
-
-@dataclass(frozen=True)
-class AgentSpec:
-    """What to evaluate: a registered agent and its config, or a checkpoint file (its own config).
-
-    ``rules`` None means the classic game for a fresh agent and the checkpoint's own rules for a
-    checkpoint. ``target`` (``"module:Class"``) lets worker processes find an agent registered at run
-    time (tests, plug-ins); registry agents need none.
-    """
-
-    name: str | None = None
-    config: Mapping[str, Any] = field(default_factory=dict)
-    checkpoint: str | None = None
-    rules: Rules | None = None
-    label: str | None = None
-    target: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.name is None and self.checkpoint is None:
-            raise ValueError("an agent spec needs an agent name or a checkpoint")
-
-    @property
-    def display(self) -> str:
-        if self.label:
-            return self.label
-        if self.checkpoint:
-            return f"{self.name or 'checkpoint'} ({Path(self.checkpoint).name})"
-        return str(self.name)
-
-    def build(self) -> Agent:
-        from agents.checkpoint import load_checkpoint
-        from agents.registry import create_agent, register
-
-        if self.target and self.name:
-            register(self.name, self.target)
-        if self.checkpoint:
-            return load_checkpoint(self.checkpoint, expect_agent=self.name, expect_rules=self.rules)
-        assert self.name is not None
-        return create_agent(self.name, dict(self.config), self.rules)
 
 
 @dataclass(frozen=True)

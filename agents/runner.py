@@ -79,6 +79,35 @@ class RunStore(Protocol):
     ) -> int: ...
 
 
+# ----------------------------------------------------------------------------------------- errors
+
+
+class RunError(ValueError):
+    """A run that cannot start or go on. ``field`` names the input at fault, so a front end can show
+    the message where the user fixes it (``"budget"``, ``"resume"``, ``"agent"``, a knob's name...);
+    a ValueError, so the CLI prints it as one line."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class BudgetUsedUp(RunError):
+    """A resumed run has used its whole budget and no new one was given."""
+
+
+class RunBusy(RunError):
+    """The run is running or paused in another process (it has one owner at a time)."""
+
+
+class NoCheckpoint(RunError):
+    """The run saved no checkpoint, so there is nothing to resume from."""
+
+
+class IncompatibleCheckpoint(RunError):
+    """The run's checkpoint cannot be loaded (other agent, damaged, settings this version lacks)."""
+
+
 # ---------------------------------------------------------------------------------------- budgets
 
 
@@ -366,32 +395,42 @@ def resume_run(
     *,
     checkpoint_every_s: float = DEFAULT_CHECKPOINT_EVERY_S,
     log_every: int = DEFAULT_LOG_EVERY,
+    budget_if_used_up: Budget | None = None,
 ) -> TrainingRun:
     """Continue run ``run_id`` from its last checkpoint, with what is left of its budget (or ``budget``).
+
+    ``budget_if_used_up``: what to train when the run has used its whole budget and ``budget`` is None
+    (the window's Budget box); without it that case raises :class:`BudgetUsedUp`.
 
     ``store`` is a :class:`engine.store.GameStore` (``get_run`` and ``last_checkpoint`` besides the
     :class:`RunStore` methods). Metric events logged after that checkpoint (a run killed between two
     checkpoints) are dropped from the history: the resumed run plays those steps again, and its
     curves show each step once.
     """
-    from agents.checkpoint import load_checkpoint
+    from agents.checkpoint import CheckpointError, load_checkpoint
 
     summary = store.get_run(run_id)
     if summary.status in ("running", "paused"):
         # The store marks runs of dead processes "stopped" when it opens, so this one is alive elsewhere.
-        raise ValueError(
-            f"run {run_id} is {summary.status} in another window or terminal: stop it there first"
+        raise RunBusy(
+            f"run {run_id} is {summary.status} in another window or terminal: stop it there first", "resume"
         )
     path = store.last_checkpoint(run_id)
     if path is None:
-        raise ValueError(f"run {run_id} has no checkpoint to resume from (it saved none before it ended)")
-    agent = load_checkpoint(path, expect_agent=summary.agent)
+        raise NoCheckpoint(
+            f"run {run_id} has no checkpoint to resume from (it saved none before it ended)", "resume"
+        )
+    try:
+        agent = load_checkpoint(path, expect_agent=summary.agent)
+    except CheckpointError as e:
+        raise IncompatibleCheckpoint(f"run {run_id} cannot resume: {e}", "resume") from None
     if budget is None:
-        budget = remaining_budget(summary.budget, agent.counters)
+        budget = remaining_budget(summary.budget, agent.counters) or budget_if_used_up
         if budget is None:
-            raise ValueError(
+            raise BudgetUsedUp(
                 f"run {run_id} ({summary.status}) has used its whole budget: give a new one "
-                "(--episodes / --minutes / --steps) to train it further"
+                "(--episodes / --minutes / --steps) to train it further",
+                "budget",
             )
     store.truncate_metrics(run_id, agent.counters.steps)
     return TrainingRun(

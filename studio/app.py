@@ -163,11 +163,11 @@ class MainWindow(QMainWindow):
 
     def use_in_play(self, agent: str, checkpoint: str = "") -> None:
         """Hint / watch with ``agent`` (from ``checkpoint`` when given), e.g. a run's from the Train tab."""
-        from studio.thinking import AgentSpec
+        from agents.spec import AgentSpec
 
         self.show_tab("Play")
         if checkpoint:
-            self.play.use_checkpoint(Path(checkpoint))
+            self.play.use_checkpoint(Path(checkpoint), agent or None)
         else:
             self.play.set_agent(AgentSpec(agent))
 

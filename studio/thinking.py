@@ -12,43 +12,14 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from pathlib import Path
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 
 from agents.base import Agent
+from agents.spec import AgentSpec
 from engine import DIRECTIONS, Direction, Game, Rules
 
 AGENT_CACHE = 3  # agents kept loaded
-
-
-@dataclass(frozen=True)
-class AgentSpec:
-    """Which agent to ask: a registered name, or a checkpoint file (then ``name`` is a display label)."""
-
-    name: str
-    checkpoint: Path | None = None
-
-    @property
-    def label(self) -> str:
-        return f"{self.checkpoint.name}" if self.checkpoint is not None else self.name
-
-
-def load_agent(spec: AgentSpec, rules: Rules) -> Agent:
-    """The agent for ``spec`` playing ``rules``; ValueError (with the reason) when it cannot."""
-    if spec.checkpoint is not None:
-        from agents.checkpoint import load_checkpoint
-
-        agent = load_checkpoint(spec.checkpoint)
-        if agent.rules.shape != rules.shape:
-            raise ValueError(
-                f"{spec.checkpoint.name} plays {agent.rules.rows}x{agent.rules.cols} boards, "
-                f"this game is {rules.rows}x{rules.cols}"
-            )
-        return agent
-    from agents.registry import create_agent
-
-    return create_agent(spec.name, rules=rules)
 
 
 def choose(agent: Agent, game: Game, values: dict[Direction, float] | None) -> Direction:
@@ -131,7 +102,7 @@ class Thinker(QObject):
         if key in self._agents:
             self._agents.move_to_end(key)
         else:
-            self._agents[key] = load_agent(spec, rules)
+            self._agents[key] = spec.build(rules, exact=False)
             while len(self._agents) > AGENT_CACHE:
                 self._agents.popitem(last=False)
         return self._agents[key]

@@ -14,9 +14,10 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from agents.arena import TILE_THRESHOLDS, AgentSpec, EvalResult, GameOutcome, evaluate
+from agents.arena import TILE_THRESHOLDS, EvalResult, GameOutcome, evaluate
 from agents.checkpoint import read_checkpoint
 from agents.config import load_preset
+from agents.spec import AgentSpec
 from engine.store import GameStore
 from studio.cli import CliError
 from studio.commands import _agent_flags as flags

@@ -18,15 +18,15 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
-from agents.base import Budget, Control, MetricEvent, TrainContext
+from agents.base import Budget, Control, MetricEvent
 from agents.config import load_preset
-from agents.registry import get_agent_class
-from agents.runner import DEFAULT_CHECKPOINT_EVERY_S, DEFAULT_LOG_EVERY, TrainingRun, resume_run, run_training
+from agents.runner import DEFAULT_CHECKPOINT_EVERY_S, DEFAULT_LOG_EVERY, TrainingRun
 from engine.store import GameStore
 from studio.cli import CliError
 from studio.commands import _agent_flags as flags
 from studio.commands._text import duration, number
 from studio.progress import ProgressLine
+from studio.services.runs import RunRequest, open_run
 
 DESCRIPTION = """Train an agent as a recorded run (see: python main.py runs list).
 
@@ -91,51 +91,32 @@ def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
     return p
 
 
-def budget_from(args: argparse.Namespace, preset: dict[str, Any] | None) -> Budget | None:
-    """Budget from the flags, else from the preset; None when neither gives one."""
-    given = {
-        "episodes": args.episodes,
-        "steps": args.steps,
-        "seconds": None if args.minutes is None else args.minutes * 60.0,
-    }
-    if all(v is None for v in given.values()) and preset and preset.get("budget"):
-        pb = preset["budget"]
-        given = {
-            "episodes": pb.get("episodes"),
-            "steps": pb.get("steps"),
-            "seconds": pb.get("seconds", None if pb.get("minutes") is None else pb["minutes"] * 60.0),
-        }
-    if all(v is None for v in given.values()):
+def budget_from(args: argparse.Namespace) -> Budget | None:
+    """The budget the flags give (any of episodes, minutes, steps); None when none is given."""
+    if args.episodes is None and args.steps is None and args.minutes is None:
         return None
-    return Budget(**given)
+    seconds = None if args.minutes is None else args.minutes * 60.0
+    return Budget(episodes=args.episodes, steps=args.steps, seconds=seconds)
 
 
-def _start(args: argparse.Namespace, store: GameStore, control: Control, ctx: TrainContext) -> TrainingRun:
-    opts = {"checkpoint_every_s": args.checkpoint_every, "log_every": args.log_every}
-    if args.resume is not None:
-        if args.agent or args.preset:
-            raise CliError(
-                "--resume continues a run with its own agent and settings: drop --agent / --preset"
-            )
-        return resume_run(args.resume, store, budget_from(args, None), control, ctx, **opts)
+def request_from_args(args: argparse.Namespace) -> RunRequest:
+    """The command line as a run request (what the Train tab builds from its form)."""
     preset = load_preset(args.preset) if args.preset else None
     name = args.agent or (preset or {}).get("agent")
-    if not name:
-        raise CliError("give the agent to train: --agent NAME (or --preset P)")
-    if preset and preset["agent"] != name:
-        raise CliError(f"preset {args.preset!r} is for agent {preset['agent']!r}, not {name!r}")
-    cls = get_agent_class(name)
-    if not cls.trainable:
-        raise CliError(
-            f"agent {name!r} does not learn, so there is nothing to train: evaluate it with "
-            f"python main.py eval --agent {name}"
-        )
-    budget = budget_from(args, preset)
-    if budget is None:
-        raise CliError("give a budget: --episodes N, --minutes M or --steps S")
-    config = cls.config_cls.from_dict({**(preset or {}).get("config", {}), **flags.overrides_for(args, name)})
-    agent = cls(config, flags.rules_from(args, preset), args.seed)
-    return run_training(agent, budget, store, control, ctx, **opts)
+    return RunRequest(
+        agent=args.agent,
+        preset=args.preset,
+        config=flags.overrides_for(args, name) if name and args.resume is None else {},
+        rules=flags.rules_from(args, preset),
+        budget=budget_from(args),
+        seed=args.seed,
+        workers=args.workers,
+        backend=args.backend,
+        ray_address=args.ray_address,
+        checkpoint_every_s=args.checkpoint_every,
+        log_every=args.log_every,
+        resume=args.resume,
+    )
 
 
 class _Live:
@@ -212,13 +193,7 @@ def _events_with_ctrl_c(run: TrainingRun) -> Iterator[MetricEvent]:
 def run(args: argparse.Namespace) -> int:
     control = Control()
     with GameStore.open(args.data_dir) as store:
-        ctx = TrainContext(
-            data_dir=store.path.parent,
-            workers=args.workers,
-            backend="ray" if args.ray_address else args.backend,
-            ray_address=args.ray_address,
-        )
-        training = _start(args, store, control, ctx)
+        training = open_run(request_from_args(args), store, control)
         live = _Live(training)
         try:
             with ProgressLine(f"train {training.agent.name} run {training.run_id}", total=1.0) as line:

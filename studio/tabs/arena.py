@@ -267,18 +267,17 @@ class ArenaTab(QWidget):
 
     def add_agent(self, name: str, config: dict[str, Any] | None = None) -> None:
         """Add registered agent ``name`` (default config unless given)."""
-        from agents.arena import AgentSpec
+        from agents.spec import AgentSpec
 
         self._add_entry(AgentSpec(name=name, config=dict(config or {})))
 
     def add_checkpoint(self, agent: str | None, path: str | Path) -> None:
         """Add a checkpoint file (what Train's "Use in Arena" sends)."""
-        from agents.arena import AgentSpec
+        from agents.spec import AgentSpec
 
         p = Path(path)
-        # A run's checkpoint reads "ntuple (run-2)"; the full path is in the tooltip.
-        label = f"{agent or 'checkpoint'} ({p.parent.name})" if p.parent.name.startswith("run-") else p.stem
-        self._add_entry(AgentSpec(name=agent, checkpoint=str(p), label=label))
+        # Shown as "ntuple (run-2)" for a run's checkpoint (AgentSpec.display); the full path is in the tooltip.
+        self._add_entry(AgentSpec.from_checkpoint(p, agent))
         self.status.emit(f"{p.name} added to the arena")
 
     def use_agent(self, agent: str, checkpoint: str = "") -> None:

@@ -32,11 +32,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from agents.spec import AgentSpec
 from engine import DIRECTIONS, Direction, Rules
 from studio.session import HUMAN, Player, PlaySession
 from studio.settings import get_float, get_int, get_str_list
 from studio.theme import load_theme
-from studio.thinking import AgentSpec, Thinker, ThinkResult
+from studio.thinking import Thinker, ThinkResult
 from studio.widgets.board import BoardWidget
 
 ARROWS = {Direction.UP: "↑", Direction.LEFT: "←", Direction.DOWN: "↓", Direction.RIGHT: "→"}
@@ -304,7 +305,7 @@ class PlayTab(QWidget):
         for name in preferred_agents(agent_names()):
             self.agentCombo.addItem(name, AgentSpec(name))
         for path in self._recent_checkpoints():
-            self.agentCombo.addItem(f"{Path(path).name} (checkpoint)", AgentSpec(Path(path).stem, Path(path)))
+            self.agentCombo.addItem(f"{Path(path).name} (checkpoint)", AgentSpec.from_checkpoint(path))
         self.agentCombo.addItem(CHECKPOINT_ITEM, None)
         last = self.settings.value("play/agent", "")
         idx = self.agentCombo.findText(str(last)) if last else -1
@@ -331,7 +332,7 @@ class PlayTab(QWidget):
                 self.agentCombo.setCurrentIndex(i)
                 self._agent_index = i
                 return
-        label = spec.name if spec.checkpoint is None else f"{spec.checkpoint.name} (checkpoint)"
+        label = spec.name if spec.checkpoint is None else f"{Path(spec.checkpoint).name} (checkpoint)"
         self.agentCombo.insertItem(self.agentCombo.count() - 1, label, spec)
         self.agentCombo.setCurrentIndex(self.agentCombo.count() - 2)
         self._agent_index = self.agentCombo.currentIndex()
@@ -485,12 +486,13 @@ class PlayTab(QWidget):
         self._clear_hint()
         self.board.setFocus()
 
-    def use_checkpoint(self, path: Path) -> None:
-        """Hint / watch with the agent saved in ``path`` (errors show when it is first asked)."""
+    def use_checkpoint(self, path: Path, agent: str | None = None) -> None:
+        """Hint / watch with the agent saved in ``path`` (``agent``: the agent it holds, when known;
+        errors show when it is first asked)."""
         self.settings.setValue("play/checkpoint_dir", str(path.parent))
         recent = [str(path), *[p for p in self._recent_checkpoints() if p != str(path)]][:5]
         self.settings.setValue("play/checkpoints", recent)
-        self.set_agent(AgentSpec(path.stem, path))
+        self.set_agent(AgentSpec.from_checkpoint(path, agent))
         self._clear_hint()
         self.board.setFocus()
 
@@ -505,7 +507,7 @@ class PlayTab(QWidget):
     def request_hint(self) -> None:
         """Ask the agent to rate the legal moves of the current board (off the GUI thread)."""
         if self._ask("hint", want_values=True):
-            self.hintStatus.setText(f"{self.agent_spec.label if self.agent_spec else ''} is thinking…")
+            self.hintStatus.setText(f"{self.agent_spec.display if self.agent_spec else ''} is thinking…")
 
     def step_agent(self) -> None:
         """The agent makes one move (from a pause or before watching)."""
@@ -520,14 +522,14 @@ class PlayTab(QWidget):
             return  # stale: about a board that has moved on
         self._pending = None
         if result.error:
-            self.hintStatus.setText(f"{result.spec.label}: {result.error}")
-            self.status.emit(f"{result.spec.label}: {result.error}")
+            self.hintStatus.setText(f"{result.spec.display}: {result.error}")
+            self.status.emit(f"{result.spec.display}: {result.error}")
             self.stop_watching()
             return
         if purpose == "hint":
             self._show_values(result, arrow=True)
         elif result.choice is not None:  # watch / step: the agent moves now
-            checkpoint = str(result.spec.checkpoint) if result.spec.checkpoint is not None else None
+            checkpoint = result.spec.checkpoint
             legal = s.game.legal_mask()
             self.play_move(result.choice, Player("agent", result.agent_name, checkpoint))
             if result.values is not None:

@@ -7,8 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.arena import AgentSpec, EvalResult, evaluate, game_seeds, play_game
+from agents.arena import EvalResult, evaluate, game_seeds, play_game
 from agents.baselines import GreedyAgent
+from agents.spec import AgentSpec
 from engine import Rules
 from engine.store import GameStore
 

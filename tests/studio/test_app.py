@@ -171,4 +171,4 @@ def test_use_in_play_routes_an_agent_or_checkpoint_to_the_play_tab(window, tmp_p
     assert window.tabs.currentWidget() is window.play and window.play.agent_spec.name == "greedy"
     path = create_agent("greedy", rules=Rules()).save(tmp_path / "run-3.npz")
     window.use_in_play("greedy", str(path))
-    assert window.play.agent_spec.checkpoint == path
+    assert window.play.agent_spec.checkpoint == str(path) and window.play.agent_spec.name == "greedy"

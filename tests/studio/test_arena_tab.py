@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
-from agents.arena import AgentSpec, evaluate
+from agents.arena import evaluate
 from agents.base import Budget
 from agents.registry import create_agent
+from agents.spec import AgentSpec
 from engine.store import GameStore
 from studio.tabs.arena import ArenaTab
 from tests.studio.train_fakes import register_fakes

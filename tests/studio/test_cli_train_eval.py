@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.arena import AgentSpec, evaluate
+from agents.arena import evaluate
 from agents.checkpoint import load_checkpoint
+from agents.spec import AgentSpec
 from engine.store import GameStore
 from studio.cli import main
 from tests.agents.fake_learner import registered

@@ -9,9 +9,9 @@ import pytest
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QLabel, QPushButton
 
+from agents.spec import AgentSpec
 from engine import Direction, Game, Rules, slide
 from studio.session import PlaySession
-from studio.thinking import AgentSpec
 from tests.studio.gui_helpers import apply_logged, seed_with
 
 KEYS = [
@@ -289,7 +289,7 @@ def test_hint_from_a_checkpoint_file_and_a_clear_error_for_the_wrong_board(qtbot
     rules = Rules()
     play.new_game(rules, seed=seed_with(rules, lambda m: not m.all()))
     play.use_checkpoint(path)
-    assert play.agent_spec.checkpoint == path
+    assert play.agent_spec.checkpoint == str(path)
     play.request_hint()
     qtbot.waitUntil(lambda: play.last_hint is not None, timeout=5000)
     assert play.last_hint.agent_name == "greedy"

@@ -1,0 +1,223 @@
+"""Start or resume a training run: the one code path behind the Train tab and ``python main.py train``.
+
+A front end gathers a :class:`RunRequest` (the window from its form, the CLI from its flags) and calls
+:func:`open_run`, which returns the :class:`agents.runner.TrainingRun` to iterate. Everything a run
+is made of is decided here, once:
+
+* the settings: the agent's defaults, then the preset's, then the request's ``config`` (the form's
+  values, or the CLI's flags);
+* the rules: the request's, else the preset's, else the classic game;
+* the budget: the request's, else the preset's (any of episodes, steps, seconds: the first reached
+  ends the run); a resumed run goes on with what is left of its own;
+* parallel play (workers, local processes or Ray, a cluster address) and the checkpoint and
+  game-logging cadence.
+
+Errors are :class:`agents.runner.RunError` subclasses with a ``field`` naming the input at fault, so
+the window marks that field and the CLI prints one line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agents.base import Agent, Budget, Control, Counters, TrainContext
+from agents.config import AgentConfig, ConfigError, load_preset
+from agents.runner import (
+    DEFAULT_CHECKPOINT_EVERY_S,
+    DEFAULT_LOG_EVERY,
+    BudgetUsedUp,
+    IncompatibleCheckpoint,
+    NoCheckpoint,
+    RunBusy,
+    RunError,
+    TrainingRun,
+    budget_to_dict,
+    resume_run,
+    run_training,
+)
+from engine import Rules
+
+__all__ = [
+    "BACKENDS",
+    "BudgetUsedUp",
+    "IncompatibleCheckpoint",
+    "NoCheckpoint",
+    "ResolvedRun",
+    "RunBusy",
+    "RunError",
+    "RunRequest",
+    "open_run",
+    "preset_budget",
+    "resolve",
+]
+
+#: Where the parallel games of an agent that plays them (MCTS self-play) run.
+BACKENDS: tuple[str, ...] = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """Everything a user says about a run. Plain data (picklable: a child process can receive it).
+
+    A new run names ``agent`` and/or ``preset``; ``resume`` names a run to continue instead (its own
+    agent, settings and rules; ``budget`` None = what is left of its budget, else ``budget_if_used_up``).
+    """
+
+    agent: str | None = None
+    preset: str | None = None
+    #: knob values over the preset's (or the defaults); the window sends its whole form
+    config: Mapping[str, Any] = field(default_factory=dict)
+    rules: Rules | None = None
+    budget: Budget | None = None
+    seed: int | None = None
+    workers: int = 1
+    backend: str = "local"
+    ray_address: str | None = None
+    checkpoint_every_s: float = DEFAULT_CHECKPOINT_EVERY_S
+    log_every: int = DEFAULT_LOG_EVERY
+    resume: int | None = None
+    budget_if_used_up: Budget | None = None
+
+    def context(self, data_dir: Path | None) -> TrainContext:
+        """The training context this request asks for (a Ray address implies the Ray backend)."""
+        backend = "ray" if self.ray_address else self.backend
+        return TrainContext(
+            data_dir=data_dir, workers=self.workers, backend=backend, ray_address=self.ray_address
+        )
+
+    def check(self) -> None:
+        """Checks that need no agent or store (RunError with the field at fault)."""
+        if self.workers < 1:
+            raise RunError(f"workers must be >= 1, got {self.workers}", "workers")
+        if self.backend not in BACKENDS:
+            raise RunError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}", "backend")
+        if self.checkpoint_every_s <= 0:
+            raise RunError(
+                f"seconds between checkpoints must be > 0, got {self.checkpoint_every_s:g}", "checkpoint_every_s"
+            )
+        if self.log_every < 0:
+            raise RunError(f"log every N-th game must be >= 0 (0 = none), got {self.log_every}", "log_every")
+        if self.resume is not None and (self.agent or self.preset):
+            raise RunError(
+                "a resumed run keeps its own agent and settings: give no agent or preset", "resume"
+            )
+
+
+@dataclass(frozen=True)
+class ResolvedRun:
+    """What a new run is made of, after defaults, preset and request are merged."""
+
+    agent: str
+    config: AgentConfig
+    rules: Rules
+    budget: Budget
+    seed: int | None
+
+    def stored(self) -> dict[str, Any]:
+        """The run's record as the store keeps it (what two front ends must agree on)."""
+        return {
+            "agent": self.agent,
+            "config": self.config.to_dict(),
+            "rules": self.rules.to_dict(),
+            "budget": budget_to_dict(self.budget, Counters()),
+            "seed": self.seed,
+        }
+
+
+def preset_budget(preset: Mapping[str, Any] | None) -> Budget | None:
+    """A preset's ``budget`` (episodes / steps / seconds or minutes) as a Budget; None when it has none."""
+    pb = (preset or {}).get("budget") or {}
+    seconds = pb.get("seconds")
+    if seconds is None and pb.get("minutes") is not None:
+        seconds = float(pb["minutes"]) * 60.0
+    if pb.get("episodes") is None and pb.get("steps") is None and seconds is None:
+        return None
+    return Budget(episodes=pb.get("episodes"), steps=pb.get("steps"), seconds=seconds)
+
+
+def resolve(request: RunRequest) -> ResolvedRun:
+    """Merge defaults, preset and request into the run to make (RunError naming the field at fault)."""
+    from agents.registry import get_agent_class, unknown_agent_message
+
+    request.check()
+    try:
+        preset = load_preset(request.preset) if request.preset else None
+    except ValueError as e:
+        raise RunError(str(e), "preset") from None
+    name = request.agent or (preset or {}).get("agent")
+    if not name:
+        raise RunError("give the agent to train (or a preset)", "agent")
+    if preset is not None and preset["agent"] != name:
+        raise RunError(f"preset {request.preset!r} is for agent {preset['agent']!r}, not {name!r}", "preset")
+    try:
+        cls = get_agent_class(name)
+    except KeyError:
+        raise RunError(unknown_agent_message(name), "agent") from None
+    if not cls.trainable:
+        raise RunError(
+            f"agent {name!r} does not learn, so there is nothing to train: evaluate it instead", "agent"
+        )
+    try:
+        config = cls.config_cls.from_dict({**(preset or {}).get("config", {}), **request.config})
+    except ConfigError as e:
+        raise RunError(str(e), e.field) from None
+    rules = request.rules if request.rules is not None else _preset_rules(preset)
+    problem = cls.unsupported_reason(rules)
+    if problem:
+        raise RunError(f"{name} cannot play these rules: {problem}", "rules")
+    budget = request.budget if request.budget is not None else preset_budget(preset)
+    if budget is None:
+        raise RunError("give a budget: episodes, minutes or steps", "budget")
+    return ResolvedRun(name, config, rules, budget, request.seed)
+
+
+def _preset_rules(preset: Mapping[str, Any] | None) -> Rules:
+    given = (preset or {}).get("rules")
+    if not given:
+        return Rules()
+    try:
+        return Rules.from_dict({**Rules().to_dict(), **given})
+    except (TypeError, ValueError) as e:
+        raise RunError(f"the preset's rules make no game: {e}", "rules") from None
+
+
+def build_agent(resolved: ResolvedRun) -> Agent:
+    """A fresh agent for the resolved run (seconds for a large network: not on the GUI thread)."""
+    from agents.registry import get_agent_class
+
+    return get_agent_class(resolved.agent)(resolved.config, resolved.rules, resolved.seed)
+
+
+def open_run(request: RunRequest, store: Any, control: Control | None = None) -> TrainingRun:
+    """Start (or resume) the requested run in ``store`` and return it, ready to iterate.
+
+    The run is in the store when this returns (status running); iterating trains it. Slow work
+    happens here (importing torch, building networks, loading a checkpoint): call it where that may
+    take seconds (a worker thread or a child process, never the GUI thread).
+    """
+    request.check()
+    opts: dict[str, Any] = {
+        "checkpoint_every_s": request.checkpoint_every_s,
+        "log_every": request.log_every,
+    }
+    context = request.context(Path(store.path).parent)
+    if request.resume is not None:
+        try:
+            store.get_run(request.resume)
+        except ValueError as e:  # StoreError: no such run
+            raise RunError(str(e), "resume") from None
+        return resume_run(
+            request.resume,
+            store,
+            request.budget,
+            control,
+            context,
+            budget_if_used_up=request.budget_if_used_up,
+            **opts,
+        )
+    resolved = resolve(request)
+    return run_training(build_agent(resolved), resolved.budget, store, control, context, **opts)
+
