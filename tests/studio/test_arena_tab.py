@@ -104,7 +104,7 @@ def test_two_contestants_and_a_checkpoint(qtbot, arena, store, tmp_path, monkeyp
         arena.run()
     assert fin.args == [True]
     labels = [r.label for r in arena.results]
-    assert labels == ["random", "fake"]
+    assert labels == ["random", "fake_learner (fake.npz)"]
     assert arena.tileTable.columnCount() == 3
     assert len(store.list_games(source="evaluation")) == 6
 
