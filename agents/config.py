@@ -309,4 +309,5 @@ def load_preset(name: str) -> dict[str, Any]:
         raise ValueError(f"preset {path.name} is not valid JSON: {e}") from None
     if not isinstance(data, dict) or "agent" not in data or not isinstance(data.get("config", {}), dict):
         raise ValueError(f"preset {path.name} must be an object with 'agent' and 'config'")
+    data.setdefault("name", path.stem)  # so that whoever applies it can say which one it was
     return data

@@ -33,6 +33,11 @@ def register(name: str, target: str) -> None:
     _cache.pop(name, None)
 
 
+def target_of(name: str) -> str | None:
+    """Where agent ``name`` lives ("module:Class"), so another process can register it too."""
+    return _AGENTS.get(name)
+
+
 def agent_names() -> list[str]:
     return list(_AGENTS)
 

@@ -270,6 +270,7 @@ class TrainingRun(Iterator[MetricEvent]):
         self.status = "running"
         self.last_checkpoint: Path | None = None
         self.games_logged = 0
+        self._checkpoint_asked = False
         if run_id is None:
             run_id = store.create_run(
                 agent.name,
@@ -311,6 +312,10 @@ class TrainingRun(Iterator[MetricEvent]):
         self.last_checkpoint = path
         return path
 
+    def request_checkpoint(self) -> None:
+        """Save a checkpoint after the current step ("checkpoint now"; safe from another thread)."""
+        self._checkpoint_asked = True
+
     def _set_status(self, status: str, error: str | None = None) -> None:
         self.store.set_run_status(self.run_id, status, error)
         self.status = status
@@ -340,7 +345,8 @@ class TrainingRun(Iterator[MetricEvent]):
             for event in self.agent.train(self.budget, control, self.context):
                 writer.add(event)
                 self._log_game(event)
-                if time.monotonic() >= next_checkpoint:
+                if self._checkpoint_asked or time.monotonic() >= next_checkpoint:
+                    self._checkpoint_asked = False
                     self.save_checkpoint()
                     next_checkpoint = time.monotonic() + self.checkpoint_every_s
                 yield event

@@ -267,3 +267,113 @@ def start_worker(worker: _Worker) -> _Worker:
     """``worker.start()`` and return it (keep a reference until ``finished``)."""
     worker.start()
     return worker
+
+
+class RunWorker(_Worker):
+    """Supervises one training run in a child process (:mod:`studio.services.training_process`).
+
+    The run's QThread reads what the child says and re-emits it in the GUI thread: ``started(run_id,
+    agent)``, ``batch(list[MetricEvent])``, ``checkpointSaved(path)``, ``state(str)``, then ``error``
+    (the run could not start, raised, or the child died: ``error_field`` / ``traceback`` say more)
+    and always ``finished``. Commands (pause, resume, stop, checkpoint now, detach) go down the pipe
+    and never wait. ``status``, ``last_checkpoint`` and ``games_logged`` hold the child's last word.
+    """
+
+    started = Signal(int, str)
+    batch = Signal(object)
+    checkpointSaved = Signal(str)
+    state = Signal(str)
+
+    def __init__(self, request: Any, db_path: Any, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.request = request
+        self.db_path = db_path
+        self.process: Any = None
+        self.run_id: int | None = None
+        self.agent = getattr(request, "agent", None) or ""
+        self.status = "starting"
+        self.last_checkpoint: str | None = None
+        self.games_logged = 0
+        self.error_field: str | None = None
+        self.paused = False
+        self.stopping = False
+
+    def start(self) -> None:
+        from studio.services.training_process import TrainingProcess
+
+        # Started here, in the GUI thread (a fork+exec takes milliseconds), so pid and commands work
+        # at once; the thread only reads.
+        self.process = TrainingProcess(self.request, self.db_path)
+        super().start()
+
+    # ------------------------------------------------------------------ commands (GUI thread)
+    def _command(self, cmd: str) -> None:
+        if self.process is not None and not self.done:
+            self.process.send(cmd)
+
+    def pause(self) -> None:
+        if not self.paused and not self.stopping:
+            self.paused = True
+            self._command("pause")
+            self.state.emit("paused")
+
+    def resume(self) -> None:
+        if self.paused and not self.stopping:
+            self.paused = False
+            self._command("resume")
+            self.state.emit("running")
+
+    def stop(self) -> None:
+        if not self.stopping:
+            self.stopping, self.paused = True, False
+            self._command("stop")
+            self.state.emit("stopping")
+
+    def checkpoint_now(self) -> None:
+        self._command("checkpoint")
+
+    def detach(self) -> None:
+        """Let the run finish without the window (it keeps writing to the store)."""
+        if self.process is not None and not self.done:
+            self.process.detach()
+
+    def kill(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+
+    # ------------------------------------------------------------------ the reading thread
+    def _body(self, loop: _Loop) -> None:
+        from studio.services.training_process import exit_reason
+
+        proc = self.process
+        last_word = None
+        for msg in proc.messages():
+            if msg[0] == "events":
+                loop.batch.emit(msg[1])
+            else:
+                last_word = msg[0]
+                loop.result.emit(msg)
+        code = proc.wait()
+        if last_word not in ("done", "error") and not proc.detached:
+            raise RuntimeError(
+                f"the training process died ({exit_reason(code)}); resume continues from its last checkpoint"
+            )
+
+    def _handle_batch(self, events: list[MetricEvent]) -> None:
+        self.batch.emit(events)
+
+    def _handle_result(self, value: object) -> None:
+        msg: tuple[Any, ...] = value  # type: ignore[assignment]
+        kind = msg[0]
+        if kind == "started":
+            self.run_id, self.agent, self.status = int(msg[1]), str(msg[2]), "running"
+            self.started.emit(self.run_id, self.agent)
+        elif kind == "checkpoint":
+            self.last_checkpoint = str(msg[1])
+            self.checkpointSaved.emit(self.last_checkpoint)
+        elif kind == "done":
+            _, self.status, _error, self.last_checkpoint, self.games_logged = msg
+        elif kind == "error":
+            _, message, self.error_field, tb = msg
+            self.status = "failed"
+            self._on_error(message, tb)

@@ -80,6 +80,9 @@ class RunRequest:
     log_every: int = DEFAULT_LOG_EVERY
     resume: int | None = None
     budget_if_used_up: Budget | None = None
+    #: the agent's class as "module:Class", for a child process that must find an agent registered
+    #: at run time (tests, plug-ins); registry agents need none
+    target: str | None = None
 
     def context(self, data_dir: Path | None) -> TrainContext:
         """The training context this request asks for (a Ray address implies the Ray backend)."""
@@ -199,6 +202,10 @@ def open_run(request: RunRequest, store: Any, control: Control | None = None) ->
     take seconds (a worker thread or a child process, never the GUI thread).
     """
     request.check()
+    if request.target and request.agent:
+        from agents.registry import register
+
+        register(request.agent, request.target)
     opts: dict[str, Any] = {
         "checkpoint_every_s": request.checkpoint_every_s,
         "log_every": request.log_every,

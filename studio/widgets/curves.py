@@ -374,8 +374,9 @@ class CurvesPanel(QWidget):
     # ------------------------------------------------------------------ runs
     @property
     def live(self) -> RunSeries | None:
+        """The first live run (key ``"live"`` or ``("live", n)``: several may train at once)."""
         for key, run in self.runs:
-            if key == "live":
+            if key == "live" or (isinstance(key, tuple) and key and key[0] == "live"):
                 return run
         return None
 
@@ -408,10 +409,12 @@ class CurvesPanel(QWidget):
         self.runs = []
         self._rebuild()
 
-    def add_events(self, events: Iterable[MetricEvent]) -> None:
-        """Feed the live run (cheap: appends and marks dirty; the timer redraws)."""
-        run = self.live
+    def add_events(self, events: Iterable[MetricEvent], key: object = "live") -> None:
+        """Feed live run ``key`` (cheap: appends and marks dirty; the timer redraws)."""
+        run = next((r for k, r in self.runs if k == key), None)
         if run is None:
+            if key != "live":
+                return  # a run no longer shown (the user re-opened others meanwhile)
             run = self.start_live()
         run.add_events(events)
         self._dirty.update(PLOT_NAMES)

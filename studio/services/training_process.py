@@ -1,0 +1,290 @@
+"""A training run in a child process: the window's learner can never starve the window.
+
+A learner and the GUI sharing one interpreter share its lock: a jitted n-tuple chunk holds it for a
+whole call, a Python training loop takes most of it, and the window stalls (1.5 s stalls measured
+with n-tuple). So the window runs each run in a child process that makes the same
+:func:`studio.services.runs.open_run` call as ``python main.py train`` and owns the run's store
+writes (metrics, checkpoints, training games); the window only reads.
+
+The child is ``python -m studio.services.training_process``, started with :class:`TrainingProcess`
+(a fresh interpreter, like multiprocessing's spawn, but a plain subprocess: one that the user lets
+finish headless outlives the window without multiprocessing joining it at exit). The two talk in
+length-prefixed pickle frames (trusted: our own child) over the child's stdin / stdout:
+
+parent -> child: the :class:`~studio.services.runs.RunRequest` and the database path, then commands
+``"pause"``, ``"resume"``, ``"stop"``, ``"checkpoint"`` (save one now), ``"detach"`` (keep training
+when the window goes away). End of input without ``"detach"`` means the window died: the child stops
+the run cleanly (final checkpoint), so nothing is lost and nothing trains unowned.
+
+child -> parent: ``("started", run_id, agent)``, ``("events", [MetricEvent, ...])`` at most
+:data:`BATCH_S` apart (boards and game traces dropped but the last board of a batch kept: the
+window shows one board, and the child stores the games itself), ``("checkpoint", path)``,
+``("done", status, error, last_checkpoint, games_logged)`` and, when the run could not start or
+raised, ``("error", message, field, traceback)``.
+
+SIGTERM stops the child's run cleanly too (the window uses it for a run it re-attached to).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pickle
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from agents.base import Control, MetricEvent
+
+#: Seconds between event batches sent to the window (the window redraws at a bounded rate anyway).
+BATCH_S = 0.1
+COMMANDS = ("pause", "resume", "stop", "checkpoint", "detach")
+_HEADER = struct.Struct("<I")
+
+
+# ------------------------------------------------------------------------------------- framing
+
+
+def write_frame(fh: BinaryIO, obj: Any) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    fh.write(_HEADER.pack(len(data)) + data)
+    fh.flush()
+
+
+def read_frame(fh: BinaryIO) -> Any:
+    """The next object, or None at the end of the stream (the other side is gone)."""
+    head = _read_exactly(fh, _HEADER.size)
+    if head is None:
+        return None
+    (n,) = _HEADER.unpack(head)
+    body = _read_exactly(fh, n)
+    return None if body is None else pickle.loads(body)
+
+
+def _read_exactly(fh: BinaryIO, n: int) -> bytes | None:
+    buf = b""
+    while len(buf) < n:
+        chunk = fh.read(n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return buf
+
+
+# ------------------------------------------------------------------------------------ the parent
+
+
+class TrainingProcess:
+    """The parent's handle on one child training process (Qt-free; the window wraps it in a QThread).
+
+    ``messages()`` yields what the child says until its output ends; ``send(cmd)`` never raises once
+    the child is gone (the command no longer matters).
+    """
+
+    def __init__(self, request: Any, db_path: str | os.PathLike[str]) -> None:
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "studio.services.training_process"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            cwd=root,
+            # Its own session: Ctrl-C in the terminal that started the window is the window's, and a
+            # run left to finish headless is not killed with the window's process group.
+            start_new_session=True,
+        )
+        self._lock = threading.Lock()
+        self.detached = False
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self._in: BinaryIO = self.proc.stdin
+        self._out: BinaryIO = self.proc.stdout
+        self.send((request, str(db_path)))
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def send(self, message: Any) -> bool:
+        """Send a command (or the opening request); False when the child is gone."""
+        if isinstance(message, str) and message not in COMMANDS:
+            raise ValueError(f"unknown command {message!r}")
+        with self._lock:
+            try:
+                write_frame(self._in, message)
+                return True
+            except (BrokenPipeError, OSError, ValueError):
+                return False
+
+    def messages(self) -> Any:
+        """What the child says, in order, until it ends (blocking; run it in a worker thread)."""
+        while True:
+            msg = read_frame(self._out)
+            if msg is None:
+                return
+            yield msg
+
+    def detach(self) -> None:
+        """Let the run finish without this process (the window is closing and the user chose so)."""
+        self.detached = True
+        self.send("detach")
+        with self._lock:
+            try:
+                self._in.close()
+            except OSError:
+                pass
+
+    def kill(self) -> None:
+        """SIGKILL (tests; a child that ignores stop): the run is left as a killed run is."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.poll()
+
+
+def exit_reason(code: int | None) -> str:
+    """Why a child ended, in words: ``killed by SIGKILL`` / ``exit status 1``."""
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"
+
+
+# ------------------------------------------------------------------------------------- the child
+
+
+class _Sender:
+    """Frames to the parent from two threads; once the parent is gone, sending quietly stops."""
+
+    def __init__(self, fh: BinaryIO) -> None:
+        self.fh = fh
+        self.lock = threading.Lock()
+        self.gone = False
+
+    def __call__(self, obj: Any) -> None:
+        if self.gone:
+            return
+        with self.lock:
+            try:
+                write_frame(self.fh, obj)
+            except (BrokenPipeError, OSError, ValueError):
+                self.gone = True
+
+
+def _slim(events: list[MetricEvent]) -> list[MetricEvent]:
+    """No game traces, and one board per batch (the last one), so batches stay small."""
+    keep = max((i for i, e in enumerate(events) if e.board is not None), default=-1)
+    return [
+        e
+        if e.game is None and (e.board is None or i == keep)
+        else dataclasses.replace(e, game=None, board=e.board if i == keep else None)
+        for i, e in enumerate(events)
+    ]
+
+
+def _listen(inp: BinaryIO, control: Control, run_box: dict[str, Any]) -> None:
+    """The command thread: pause / resume / stop / checkpoint / detach, until the parent goes."""
+    detached = False
+    while True:
+        try:
+            msg = read_frame(inp)
+        except (OSError, pickle.UnpicklingError, EOFError):
+            msg = None
+        if msg is None:
+            if not detached:
+                control.stop()  # the window died: end cleanly, with a final checkpoint
+            return
+        if msg == "pause":
+            control.pause()
+        elif msg == "resume":
+            control.resume()
+        elif msg == "stop":
+            control.stop()
+        elif msg == "checkpoint":
+            run = run_box.get("run")
+            if run is not None:
+                run.request_checkpoint()
+        elif msg == "detach":
+            detached = True
+
+
+def child_main() -> int:
+    """The child's whole life: read the request, train, report; exit status 0 / 1 (failed) / 2 (refused)."""
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # a stray print from a library goes to stderr, never into the frames
+    inp = sys.stdin.buffer
+    send = _Sender(out)
+    opening = read_frame(inp)
+    if opening is None:
+        return 2
+    request, db_path = opening
+    control = Control()
+    signal.signal(signal.SIGTERM, lambda *_: control.stop())
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the window decides; Ctrl-C in its terminal is its own
+    run_box: dict[str, Any] = {}
+    threading.Thread(target=_listen, args=(inp, control, run_box), name="commands", daemon=True).start()
+
+    from engine.store import GameStore
+    from studio.services.runs import RunError, open_run
+
+    store = GameStore(Path(db_path))
+    try:
+        try:
+            run = open_run(request, store, control)
+        except RunError as e:
+            send(("error", str(e), e.field, ""))
+            return 2
+        run_box["run"] = run
+        send(("started", run.run_id, run.agent.name))
+        pending: list[MetricEvent] = []
+        last_sent = time.monotonic()
+        checkpoint = run.last_checkpoint
+        try:
+            for event in run:
+                pending.append(event)
+                now = time.monotonic()
+                if now - last_sent >= BATCH_S:
+                    send(("events", _slim(pending)))
+                    pending, last_sent = [], now
+                if run.last_checkpoint != checkpoint:
+                    checkpoint = run.last_checkpoint
+                    send(("checkpoint", str(checkpoint)))
+        finally:
+            if pending:
+                send(("events", _slim(pending)))
+        last = None if run.last_checkpoint is None else str(run.last_checkpoint)
+        send(("done", run.status, None, last, run.games_logged))
+        return 0
+    except Exception as e:  # the run is marked failed by the runner; the window shows the traceback
+        send(("error", f"{type(e).__name__}: {e}", None, traceback.format_exc()))
+        return 1
+    finally:
+        store.close()
+
+
+if __name__ == "__main__":
+    code = child_main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Not sys.exit: the command thread sits in a blocking read of stdin, and interpreter shutdown
+    # would wait on its buffer lock. Everything that matters (store, frames) is closed by now.
+    os._exit(code)

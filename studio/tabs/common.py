@@ -1,0 +1,66 @@
+"""What every tab shares: small widget makers, the non-blocking error box, and what a tab offers the window.
+
+:class:`Tab` is the protocol the main window relies on instead of probing tabs with ``hasattr``:
+every tab has a ``status`` signal and ``mark_dirty`` / ``shutdown``; the optional signals
+(``gamesChanged``, ``openInReplay``, ``useInPlay``, ``useInArena``) are listed in :data:`ROUTED`
+and wired by name when a tab declares them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+from PySide6.QtWidgets import QMessageBox, QPushButton, QSpinBox, QWidget
+
+#: Signals a tab may declare, which the main window routes (signal name -> what it means).
+ROUTED = {
+    "gamesChanged": "records were written: other tabs re-read the store when next shown",
+    "openInReplay": "open game id in the Replay tab",
+    "useInPlay": "hint / watch with (agent, checkpoint) in the Play tab",
+    "useInArena": "add (agent, checkpoint) to the Arena",
+}
+
+
+@runtime_checkable
+class Tab(Protocol):
+    """What the main window needs from a tab (besides being a QWidget)."""
+
+    status: Any  # Signal(str): a message for the status bar
+
+    def mark_dirty(self) -> None:
+        """The store changed elsewhere: re-read it when next shown."""
+
+    def shutdown(self) -> None:
+        """The window is closing: stop timers and background work (idempotent)."""
+
+
+def button(text: str, name: str, slot: Callable[..., Any], tip: str = "") -> QPushButton:
+    """A push button with an object name (tests find it) and a tooltip, clicked -> ``slot``."""
+    b = QPushButton(text)
+    b.setObjectName(name)
+    if tip:
+        b.setToolTip(tip)
+    b.clicked.connect(slot)
+    return b
+
+
+def spin(name: str, low: int, high: int, value: int, tip: str = "") -> QSpinBox:
+    """An integer spin box with its range, value and tooltip."""
+    s = QSpinBox()
+    s.setObjectName(name)
+    s.setRange(low, high)
+    s.setValue(value)
+    if tip:
+        s.setToolTip(tip)
+    return s
+
+
+def error_box(parent: QWidget, title: str, text: str, detail: str = "", name: str = "errorBox") -> QMessageBox:
+    """A non-blocking error box (the event loop goes on); ``detail``: e.g. a traceback, folded."""
+    box = QMessageBox(QMessageBox.Icon.Critical, title, text, QMessageBox.StandardButton.Ok, parent)
+    box.setObjectName(name)
+    if detail:
+        box.setDetailedText(detail)
+    box.open()
+    return box

@@ -1,0 +1,726 @@
+"""The Train tab: pick an agent, fill its form, press Start, watch it learn; several runs at once.
+
+Three parts, each in its own module: the launch form (:mod:`.launch`, gathers a RunRequest), the live
+curves (:class:`studio.widgets.curves.CurvesPanel`) with the board being played, and the runs table
+(:mod:`.runs`). This module wires them to the run workers.
+
+Every run trains in a child process (:class:`studio.worker.RunWorker` over
+:mod:`studio.services.training_process`) that makes the same ``open_run`` call as ``python main.py
+train``, so no learner can starve the window, and several runs train side by side, each with its own
+pause / stop / checkpoint-now. The GUI thread's work is bounded whatever the learners emit: event
+batches only append to the curves' buffers, the curves redraw on their own timer, and the board, the
+progress line and the live rows of the runs table refresh a few times a second.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QMessageBox,
+    QProgressBar,
+    QScrollArea,
+    QSizePolicy,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from agents.base import MetricEvent
+from agents.runner import RunError
+from studio.services.runs import RunRequest
+from studio.tabs.common import button, error_box
+from studio.tabs.train.launch import LaunchForm
+from studio.tabs.train.runs import RunsPanel, write_metrics_csv
+from studio.text import duration
+from studio.widgets.curves import CurvesPanel, RunSeries
+from studio.worker import RunWorker
+
+__all__ = ["TrainTab", "write_metrics_csv"]
+
+#: The agent "Train from my games" selects, and the config it fills in.
+IMITATION_AGENT = "imitation"
+IMITATION_FROM_HUMANS = {"source": "human"}
+#: Live board, stats, progress and the live rows of the runs table (a glance, not a movie).
+LIVE_REFRESH_MS = 250
+_tokens = itertools.count(1)
+
+
+@dataclass
+class LiveRun:
+    """A run training from this window: its worker, its curves and the figures of its last events."""
+
+    worker: RunWorker
+    series: RunSeries
+    key: tuple[str, int] = field(default_factory=lambda: ("live", next(_tokens)))
+    started: float = field(default_factory=time.perf_counter)
+    progress: float = 0.0
+    episodes: int = 0
+    steps: int = 0
+    elapsed: float = 0.0
+    best_score: float = float("-inf")
+    last_score: float | None = None
+    speed: float | None = None
+    dirty: bool = False
+
+    @property
+    def run_id(self) -> int | None:
+        return self.worker.run_id
+
+    def add(self, events: list[MetricEvent]) -> None:
+        for ev in events:
+            score = ev.metrics.get("score")
+            if ev.kind == "episode" and score is not None:
+                self.last_score = float(score)
+                self.best_score = max(self.best_score, float(score))
+            sp = ev.metrics.get("steps_per_s")
+            if sp is not None:
+                self.speed = float(sp)
+        last = events[-1]
+        self.episodes, self.steps, self.elapsed, self.progress = last.episode, last.step, last.elapsed, last.progress
+        self.dirty = True
+
+    def state_text(self) -> str:
+        w = self.worker
+        return "stopping" if w.stopping else "paused" if w.paused else "running" if w.run_id else "starting"
+
+
+class TrainTab(QWidget):
+    """Train any registered agent from a generated form, with live curves and the store's runs.
+
+    Signals: ``status(str)`` (status bar), ``gamesChanged()`` (training games were logged),
+    ``useInPlay(agent, checkpoint)`` / ``useInArena(agent, checkpoint)`` (the window routes them),
+    ``runStarted(run_id)``, ``trainingFinished(status)`` ("finished" / "stopped" / "failed").
+    """
+
+    status = Signal(str)
+    gamesChanged = Signal()
+    useInPlay = Signal(str, str)
+    useInArena = Signal(str, str)
+    runStarted = Signal(int)
+    trainingFinished = Signal(str)
+
+    def __init__(self, store: Any, settings: QSettings | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("trainTab")
+        self.store = store
+        self.settings = settings
+        self.live: list[LiveRun] = []
+        self.focus: LiveRun | None = None
+        self.error_box: QMessageBox | None = None
+        self._runs_dirty = True
+        self._build()
+        self._timer = QTimer(self)
+        self._timer.setInterval(LIVE_REFRESH_MS)
+        self._timer.timeout.connect(self._refresh_live)
+        # Closing the window while training must ask first: watch the top-level window's close.
+        if parent is not None:
+            parent.window().installEventFilter(self)
+        self._update_buttons()
+
+    # ================================================================== building
+    def _build(self) -> None:
+        outer = QHBoxLayout(self)
+        outer.setContentsMargins(6, 6, 6, 6)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        outer.addWidget(splitter)
+        splitter.addWidget(self._build_left())
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(self._build_live())
+        self.runsPanel = RunsPanel()
+        self._wire_runs_panel()
+        right.addWidget(self.runsPanel)
+        right.setStretchFactor(0, 3)
+        right.setStretchFactor(1, 1)
+        right.setSizes([560, 190])  # room for a few runs under the curves
+        splitter.addWidget(right)
+        splitter.setStretchFactor(0, 0)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([360, 900])
+
+    def _build_left(self) -> QWidget:
+        left = QWidget()
+        layout = QVBoxLayout(left)
+        layout.setContentsMargins(0, 0, 0, 0)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.launch = LaunchForm(self.settings)
+        self.launch.changed.connect(self._update_buttons)
+        self.launch.agentChanged.connect(self._on_agent_changed)
+        self.launch.fromMyGames.connect(self.train_from_my_games)
+        self.launch.status.connect(self.status)
+        scroll.setWidget(self.launch)
+        layout.addWidget(scroll, 1)
+        row = QHBoxLayout()
+        self.startButton = button("Start", "startButton", self.start, "Train with these settings (a new run)")
+        self.pauseButton = button(
+            "Pause", "pauseButton", self.toggle_pause, "Pause / resume this run (a paused run saves a checkpoint)"
+        )
+        self.stopButton = button("Stop", "stopButton", self.stop_training, "End this run cleanly, with a final checkpoint")
+        for b in (self.startButton, self.pauseButton, self.stopButton):
+            row.addWidget(b)
+        layout.addLayout(row)
+        self.progressBar = QProgressBar()
+        self.progressBar.setObjectName("progressBar")
+        self.progressBar.setRange(0, 1000)
+        self.progressBar.setFormat("%p%")
+        layout.addWidget(self.progressBar)
+        self.etaLabel = QLabel("Idle")
+        self.etaLabel.setObjectName("etaLabel")
+        self.etaLabel.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)  # see statsLabel
+        layout.addWidget(self.etaLabel)
+        left.setMinimumWidth(320)
+        return left
+
+    def _build_live(self) -> QWidget:
+        from studio.widgets.board import BoardWidget
+
+        top = QWidget()
+        tl = QHBoxLayout(top)
+        tl.setContentsMargins(0, 0, 0, 0)
+        self.curves = CurvesPanel()
+        tl.addWidget(self.curves, 1)
+        live = QVBoxLayout()
+        self.liveBoard = BoardWidget(interactive=False)
+        self.liveBoard.setObjectName("liveBoard")
+        self.liveBoard.animation_ms = 0
+        self.liveBoard.setFixedSize(170, 170)
+        live.addWidget(QLabel("Being played now"))
+        live.addWidget(self.liveBoard)
+        self.statsLabel = QLabel("")
+        self.statsLabel.setObjectName("statsLabel")
+        # A fixed size: its text changes a few times a second, and a label that resizes with its text
+        # makes the whole tab lay itself out (and the plots repaint) every time.
+        self.statsLabel.setFixedSize(170, 130)
+        self.statsLabel.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        live.addWidget(self.statsLabel)
+        live.addStretch(1)
+        tl.addLayout(live)
+        return top
+
+    def _wire_runs_panel(self) -> None:
+        p = self.runsPanel
+        p.showRuns.connect(self.show_runs)
+        p.resumeRun.connect(self.resume)
+        p.pauseRuns.connect(self._pause_runs)
+        p.stopRuns.connect(lambda ids: [lr.worker.stop() for lr in self._live_of(ids)])
+        p.checkpointRuns.connect(self._checkpoint_runs)
+        p.useInPlay.connect(self.use_in_play)
+        p.useInArena.connect(lambda ids: [self.use_in_arena(i) for i in ids])
+        p.exportRun.connect(self.export_dialog)
+        p.selectionChanged.connect(self._on_selection)
+        # The tests and the window's users know these by the tab's names.
+        self.runsTable = p.runsTable
+        for name in ("showRunsButton", "resumeButton", "useInPlayButton", "useInArenaButton", "exportButton"):
+            setattr(self, name, getattr(p, name))
+
+    # ================================================================== launch form pass-throughs
+    @property
+    def form(self) -> Any:
+        return self.launch.form
+
+    @property
+    def agentCombo(self) -> Any:
+        return self.launch.agentCombo
+
+    @property
+    def fromGamesButton(self) -> Any:
+        return self.launch.fromGamesButton
+
+    @property
+    def rulesError(self) -> QLabel:
+        return self.launch.rulesError
+
+    @property
+    def agent_cls(self) -> Any:
+        return self.launch.agent_cls
+
+    @property
+    def agent_name(self) -> str:
+        return self.launch.agent_name
+
+    def select_agent(self, name: str) -> None:
+        self.launch.select_agent(name)
+
+    def rules(self) -> Any:
+        return self.launch.rules()
+
+    def set_rules(self, rules: Any) -> None:
+        self.launch.set_rules(rules)
+
+    def budget(self) -> Any:
+        return self.launch.budget()
+
+    def set_budget(self, **limits: Any) -> None:
+        self.launch.set_budget(**limits)
+
+    def _on_agent_changed(self, cls: Any) -> None:
+        if cls is not None and not self.live:
+            self.curves.set_agent_metrics(cls.loss_metrics, cls.schedule_metrics)
+        self._update_buttons()
+
+    def train_from_my_games(self) -> None:
+        """Select the imitation agent, set it to learn from the person's moves in the store."""
+        try:
+            self.select_agent(IMITATION_AGENT)
+        except KeyError:
+            self._show_error("Train from my games", "The imitation agent is not registered in this build.")
+            return
+        cls = self.agent_cls
+        if cls is None:
+            return
+        known = {s.name for s in cls.config_cls.specs()}
+        self.form.set_values({k: v for k, v in IMITATION_FROM_HUMANS.items() if k in known})
+        try:
+            n = int(self.store.count_games(source="human"))
+        except Exception:  # the count is informative only
+            n = -1
+        if n == 0:
+            self.status.emit("No human games in the store yet: play some in the Play tab first")
+            self.etaLabel.setText("No human games yet: play a few in Play first.")
+        elif n > 0:
+            self.status.emit(f"Imitation will learn from your {n} games")
+            self.etaLabel.setText(f"Ready: imitation of your {n} games.")
+
+    # ================================================================== starting runs
+    @property
+    def is_training(self) -> bool:
+        return bool(self.live)
+
+    @property
+    def is_paused(self) -> bool:
+        return self.focus is not None and self.focus.worker.paused
+
+    def start(self) -> bool:
+        """Start a new run with the form's settings (beside any that train); False when it cannot."""
+        self.launch.ensure_loaded()
+        try:
+            request = self.launch.request()
+        except RunError as e:
+            self.status.emit(f"cannot start: {e}")
+            self.etaLabel.setText(f"Fix {e.field}: {e}" if e.field else str(e))
+            return False
+        self._launch(request, RunSeries(f"{request.agent} (new run)"))
+        return True
+
+    def resume(self, run_id: int) -> bool:
+        """Continue run ``run_id`` from its last checkpoint: what is left of its budget, or the Budget
+        box's when it used it all."""
+        if any(lr.run_id == run_id for lr in self.live):
+            return False
+        try:
+            summary = self.store.get_run(run_id)
+            fallback = self.launch.budget()
+        except (ValueError, RunError) as e:
+            self._show_error("Cannot resume", str(e))
+            return False
+        request = RunRequest(resume=run_id, budget_if_used_up=fallback)
+        series = RunSeries(f"run {run_id} {summary.agent}")
+        with contextlib.suppress(Exception):
+            series.add_columns(self.store.run_metrics(run_id))  # the curves go on from where they were
+        self._launch(request, series)
+        return True
+
+    def _launch(self, request: RunRequest, series: RunSeries) -> None:
+        worker = RunWorker(request, self.store.path, parent=self)
+        live = LiveRun(worker, series)
+        worker.started.connect(lambda rid, agent, lr=live: self._on_started(lr, rid, agent))
+        worker.batch.connect(lambda events, lr=live: self._on_batch(lr, events))
+        worker.state.connect(lambda _s: self._update_buttons())
+        worker.error.connect(lambda msg, lr=live: self._on_error(lr, msg))
+        worker.finished.connect(lambda lr=live: self._on_finished(lr))
+        if not self.live:
+            # The first live run decides what the loss / schedule plots show; stored overlays stay.
+            self.curves.runs = [(k, r) for k, r in self.curves.runs if not _is_live(k)]
+            cls = self.agent_cls
+            if cls is not None and request.agent:
+                self.curves.set_agent_metrics(cls.loss_metrics, cls.schedule_metrics)
+        self.curves.add_run(live.key, series)
+        self.live.append(live)
+        self.focus = live
+        worker.start()
+        self._timer.start()
+        self.progressBar.setValue(0)
+        self.etaLabel.setText("Starting…")
+        self.statsLabel.setText("")
+        self.status.emit(f"training {request.agent or f'run {request.resume}'}…")
+        self._update_buttons()
+
+    # ================================================================== controlling runs
+    def _live_of(self, run_ids: Sequence[int]) -> list[LiveRun]:
+        return [lr for lr in self.live if lr.run_id in run_ids]
+
+    def _pause_runs(self, run_ids: list[int]) -> None:
+        runs = self._live_of(run_ids)
+        if runs and all(lr.worker.paused for lr in runs):
+            for lr in runs:
+                lr.worker.resume()
+        else:
+            for lr in runs:
+                lr.worker.pause()
+        self._update_buttons()
+
+    def _checkpoint_runs(self, run_ids: list[int]) -> None:
+        for lr in self._live_of(run_ids):
+            lr.worker.checkpoint_now()
+        self.status.emit("saving a checkpoint…")
+
+    def toggle_pause(self) -> None:
+        if self.focus is None:
+            return
+        if self.focus.worker.paused:
+            self.resume_training()
+        else:
+            self.pause()
+
+    def pause(self) -> None:
+        if self.focus is not None and not self.focus.worker.paused:
+            self.focus.worker.pause()
+            self.etaLabel.setText("Paused (checkpoint saved)")
+            self.status.emit("training paused")
+            self._update_buttons()
+
+    def resume_training(self) -> None:
+        if self.focus is not None and self.focus.worker.paused:
+            self.focus.worker.resume()
+            self.status.emit("training resumed")
+            self._update_buttons()
+
+    def stop_training(self) -> None:
+        """End the focused run cleanly: the agent returns between steps, the runner saves a checkpoint."""
+        if self.focus is not None:
+            self.focus.worker.stop()
+            self.etaLabel.setText("Stopping (saving a checkpoint)…")
+            self._update_buttons()
+
+    def stop_all(self) -> None:
+        for lr in self.live:
+            lr.worker.stop()
+        self._update_buttons()
+
+    def wait_finished(self, timeout_s: float = 60.0) -> bool:
+        """Block (GUI events still processed) until every run ended; True when they did."""
+        from PySide6.QtWidgets import QApplication
+
+        deadline = time.monotonic() + timeout_s
+        while self.live and time.monotonic() < deadline:
+            QApplication.processEvents()
+            time.sleep(0.01)
+        QApplication.processEvents()
+        return not self.live
+
+    def shutdown(self) -> None:
+        """The window is closing: stop runs cleanly (their final checkpoints are kept) and wait."""
+        if self.live:
+            self.stop_all()
+            self.wait_finished(120.0)
+        self._timer.stop()
+        self.curves.timer.stop()
+
+    def detach_all(self) -> None:
+        """Let every run finish without the window (each keeps writing to the store)."""
+        for lr in list(self.live):
+            lr.worker.detach()
+        self.wait_finished(10.0)
+
+    # ================================================================== events from the workers
+    def _on_started(self, live: LiveRun, run_id: int, agent: str) -> None:
+        live.series.label = f"run {run_id} {agent}"
+        self.curves.add_run(live.key, live.series)  # relabel the legend
+        self.runsPanel.live[run_id] = "running"
+        self.refresh_runs()
+        self.runsPanel.select_runs([run_id])
+        self.runStarted.emit(run_id)
+
+    def _on_batch(self, live: LiveRun, events: list[MetricEvent]) -> None:
+        if not events:
+            return
+        self.curves.add_events(events, key=live.key)
+        live.add(events)
+
+    def _on_selection(self) -> None:
+        picked = self._live_of(self.runsPanel.selected_run_ids())
+        if picked and picked[0] is not self.focus:
+            self.focus = picked[0]
+            self.focus.dirty = True
+            self._refresh_live()
+        self._update_buttons()
+
+    def _refresh_live(self) -> None:
+        """Timer slot: the focused run's board, stats, progress and ETA; live rows of the runs table."""
+        for lr in self.live:
+            if lr.run_id is not None and lr.dirty:
+                self.runsPanel.live[lr.run_id] = lr.state_text()
+                self._update_live_row(lr)
+        lr = self.focus
+        if lr is None or not lr.dirty:
+            return
+        lr.dirty = False
+        if lr.series.last_board is not None:
+            self.liveBoard.set_board(lr.series.last_board)
+        p = lr.progress
+        self.progressBar.setValue(round(1000 * p))
+        wall = time.perf_counter() - lr.started
+        if lr.worker.paused:
+            self.etaLabel.setText("Paused (checkpoint saved)")
+        elif p > 0:
+            self.etaLabel.setText(f"{duration(wall)} elapsed · ETA {duration(wall * (1 - p) / p)}")
+        parts = [f"Run {lr.run_id}" if lr.run_id is not None else "Starting", f"Episode {lr.episodes:,}"]
+        if lr.last_score is not None:
+            parts += [f"Last score {lr.last_score:,.0f}", f"Best score {lr.best_score:,.0f}"]
+        if lr.speed is not None:
+            parts.append(f"{lr.speed:,.0f} moves/s")
+        if len(self.live) > 1:
+            parts.append(f"{len(self.live)} runs training")
+        self.statsLabel.setText("\n".join(parts))
+
+    def _update_live_row(self, lr: LiveRun) -> None:
+        """Episodes, moves, time, last score of a live run's row, from its events (no store query)."""
+        table = self.runsTable
+        for row in range(table.rowCount()):
+            item = table.item(row, 0)
+            if item is None or int(item.data(Qt.ItemDataRole.UserRole)) != lr.run_id:
+                continue
+            texts = {
+                2: lr.state_text(),
+                3: f"{lr.episodes:,}",
+                4: f"{lr.steps:,}",
+                5: duration(lr.elapsed),
+                6: "" if lr.last_score is None else f"{lr.last_score:,.0f}",
+            }
+            for col, text in texts.items():
+                cell = table.item(row, col)
+                if cell is not None and cell.text() != text:
+                    cell.setText(text)
+            return
+
+    def _on_error(self, live: LiveRun, message: str) -> None:
+        w = live.worker
+        # The runner marks its run failed before the child reports; make sure of it for a child that died.
+        if w.run_id is not None:
+            with contextlib.suppress(Exception):
+                if self.store.get_run(w.run_id).status in ("running", "paused"):
+                    self.store.set_run_status(w.run_id, "failed", message)
+        w.status = "failed"
+        if w.error_field and w.run_id is None:
+            self.launch.show_error(RunError(message, w.error_field))
+        self._show_error("Training failed" if w.run_id is not None else "Cannot start", message, w.traceback)
+        self.status.emit(f"training failed: {message}")
+
+    def _on_finished(self, live: LiveRun) -> None:
+        w = live.worker
+        self.live.remove(live)
+        if w.run_id is not None:
+            self.runsPanel.live.pop(w.run_id, None)
+        live.dirty = True
+        was_focus = live is self.focus
+        if was_focus:
+            self._refresh_live()
+            self.focus = self.live[-1] if self.live else None
+        self.curves.mark_dirty()
+        self.curves.redraw()
+        final = w.status if w.status in ("finished", "stopped", "failed") else ("failed" if w.error_message else "stopped")
+        if was_focus:
+            text = {"finished": "Finished", "stopped": "Stopped", "failed": "Failed"}[final]
+            if w.last_checkpoint and final != "failed":
+                text += f" · checkpoint {Path(w.last_checkpoint).name}"
+                if final == "finished":
+                    self.progressBar.setValue(1000)
+            self.etaLabel.setText(text)
+        self.status.emit(f"run {w.run_id} {final}" if w.run_id is not None else f"training {final}")
+        if w.games_logged:
+            self.gamesChanged.emit()
+        if not self.live:
+            self._timer.stop()
+        self.refresh_runs()
+        self._update_buttons()
+        w.deleteLater()
+        self.trainingFinished.emit(final)
+
+    # ================================================================== runs list
+    def refresh_runs(self) -> None:
+        """Re-read the runs of the store (keeps the selection)."""
+        try:
+            runs = self.store.list_runs()
+        except Exception as e:  # a closed or broken store: say so, keep the tab alive
+            self.status.emit(f"cannot list runs: {e}")
+            return
+        self.runsPanel.set_runs(runs)
+
+    def selected_run_ids(self) -> list[int]:
+        return self.runsPanel.selected_run_ids()
+
+    def select_runs(self, ids: Sequence[int]) -> None:
+        self.runsPanel.select_runs(ids)
+
+    def show_runs(self, run_ids: Sequence[int]) -> None:
+        """Draw these stored runs beside the live ones: one re-opens, several compare."""
+        from agents.registry import get_agent_class
+
+        keep = [(k, r) for k, r in self.curves.runs if _is_live(k)]
+        live_ids = {lr.run_id for lr in self.live}
+        loaded: list[tuple[object, RunSeries]] = []
+        metrics: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+        for rid in run_ids:
+            if rid in live_ids:
+                continue  # already drawn live
+            try:
+                summary = self.store.get_run(rid)
+                cols = self.store.run_metrics(rid)
+            except Exception as e:
+                self.status.emit(f"cannot read run {rid}: {e}")
+                continue
+            series = RunSeries(f"run {rid} {summary.agent}")
+            series.add_columns(cols)
+            loaded.append((rid, series))
+            if metrics is None:
+                with contextlib.suppress(Exception):
+                    cls = get_agent_class(summary.agent)
+                    metrics = (cls.loss_metrics, cls.schedule_metrics)
+        self.curves.runs = keep + loaded
+        if metrics is not None and not keep:
+            self.curves.set_agent_metrics(*metrics)
+        else:
+            self.curves.set_agent_metrics(self.curves.loss_metrics, self.curves.schedule_metrics)
+
+    def show_selected_runs(self) -> None:
+        ids = self.selected_run_ids()
+        if ids:
+            self.show_runs(ids)
+
+    def resume_selected(self) -> None:
+        ids = self.selected_run_ids()
+        if len(ids) == 1:
+            self.resume(ids[0])
+
+    def _checkpoint_of(self, run_id: int) -> tuple[str, str] | None:
+        try:
+            summary = self.store.get_run(run_id)
+            path = self.store.last_checkpoint(run_id)
+        except Exception as e:
+            self._show_error("No checkpoint", str(e))
+            return None
+        if path is None or not Path(path).exists():
+            self._show_error("No checkpoint", f"Run {run_id} has no checkpoint file to use.")
+            return None
+        return summary.agent, str(path)
+
+    def use_in_play(self, run_id: int) -> bool:
+        found = self._checkpoint_of(run_id)
+        if found is not None:
+            self.useInPlay.emit(*found)
+        return found is not None
+
+    def use_in_arena(self, run_id: int) -> bool:
+        found = self._checkpoint_of(run_id)
+        if found is not None:
+            self.useInArena.emit(*found)
+        return found is not None
+
+    def use_selected_in_play(self) -> None:
+        ids = self.selected_run_ids()
+        if len(ids) == 1:
+            self.use_in_play(ids[0])
+
+    def use_selected_in_arena(self) -> None:
+        for rid in self.selected_run_ids():
+            self.use_in_arena(rid)
+
+    def export_csv(self, run_id: int, path: str | Path) -> Path:
+        """Write run ``run_id``'s metrics to ``path`` as CSV."""
+        out = write_metrics_csv(self.store.run_metrics(run_id), path)
+        self.status.emit(f"run {run_id} metrics saved to {out}")
+        return out
+
+    def export_dialog(self, run_id: int) -> None:
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export run metrics", f"run-{run_id}-metrics.csv", "CSV files (*.csv)"
+        )
+        if path:
+            try:
+                self.export_csv(run_id, path)
+            except Exception as e:
+                self._show_error("Export failed", str(e))
+
+    def export_selected(self) -> None:
+        ids = self.selected_run_ids()
+        if len(ids) == 1:
+            self.export_dialog(ids[0])
+
+    # ================================================================== state, dialogs
+    def _update_buttons(self) -> None:
+        focus = self.focus
+        self.startButton.setEnabled(self.launch.is_ready())
+        active = focus is not None and not focus.worker.stopping
+        self.pauseButton.setEnabled(active)
+        self.pauseButton.setText("Resume" if focus is not None and focus.worker.paused else "Pause")
+        self.stopButton.setEnabled(active)
+        self.runsPanel.update_buttons()
+
+    def _show_error(self, title: str, text: str, detail: str = "") -> None:
+        if self.error_box is not None:
+            self.error_box.close()
+        self.error_box = error_box(self, title, text, detail, "trainErrorBox")
+
+    def ask_close(self) -> str:
+        """What to do with training runs when the window closes: "stop", "detach" or "cancel"
+        (tests replace this)."""
+        box = QMessageBox(self)
+        box.setIcon(QMessageBox.Icon.Question)
+        box.setWindowTitle("Training in progress")
+        n = len(self.live)
+        box.setText(f"{n} run{'s are' if n > 1 else ' is'} training.")
+        box.setInformativeText(
+            "Stop them now (each keeps its last checkpoint and can be resumed), or let them train on "
+            "without the window (reopen the studio to see them)?"
+        )
+        stop = box.addButton("Stop and close", QMessageBox.ButtonRole.AcceptRole)
+        detach = box.addButton("Keep training", QMessageBox.ButtonRole.DestructiveRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.exec()
+        clicked = box.clickedButton()
+        return "stop" if clicked is stop else "detach" if clicked is detach else "cancel"
+
+    def confirm_close(self) -> bool:
+        """True when the window may close: asks while training, then stops or detaches the runs."""
+        if not self.live:
+            return True
+        choice = self.ask_close()
+        if choice == "cancel":
+            return False
+        if choice == "detach":
+            self.detach_all()
+        self.shutdown()
+        return True
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        closing = event.type() == QEvent.Type.Close and watched is self.window() and bool(self.live)
+        if closing and not self.confirm_close():
+            event.ignore()
+            return True
+        return super().eventFilter(watched, event)
+
+    def mark_dirty(self) -> None:
+        self._runs_dirty = True
+
+    def showEvent(self, event: Any) -> None:
+        super().showEvent(event)
+        self.launch.ensure_loaded()
+        if self._runs_dirty:
+            self._runs_dirty = False
+            self.refresh_runs()
+
+
+def _is_live(key: object) -> bool:
+    return isinstance(key, tuple) and bool(key) and key[0] == "live"

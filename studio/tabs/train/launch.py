@@ -1,0 +1,434 @@
+"""The Train tab's launch form: what to train, how, for how long. It gathers a RunRequest, nothing else.
+
+Agent picker, the agent's generated settings form (with its presets), the rules, a budget of any
+kind (episodes, minutes and/or steps: the first reached ends the run, as on the command line),
+parallel play (workers, local processes or Ray, a cluster address) and the run's seed and checkpoint
+cadence. :meth:`LaunchForm.request` turns them into the same
+:class:`studio.services.runs.RunRequest` that ``python main.py train`` builds from its flags, and
+:meth:`LaunchForm.show_error` puts a :class:`agents.runner.RunError` next to the field it names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QSettings, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QVBoxLayout,
+    QWidget,
+)
+
+from agents.base import Agent, Budget
+from agents.config import ConfigError
+from agents.runner import DEFAULT_LOG_EVERY, RunError
+from engine import Rules
+from studio.services.runs import BACKENDS, RunRequest, preset_budget
+from studio.tabs.common import button, spin
+from studio.widgets.config_form import ConfigForm
+
+#: Periodic checkpoints of runs started here, in minutes (pause, stop and the end always save one).
+CHECKPOINT_EVERY_MIN = 2.0
+ERROR_STYLE = "color: #c62828;"
+
+
+def _error_label(name: str) -> QLabel:
+    label = QLabel()
+    label.setObjectName(name)
+    label.setWordWrap(True)
+    label.setStyleSheet(ERROR_STYLE)
+    label.hide()
+    return label
+
+
+class LaunchForm(QWidget):
+    """Agent, settings, rules, budget, parallel play and run options; ``request()`` -> RunRequest.
+
+    Signals: ``agentChanged(object)`` (the agent class, or None when it cannot be loaded),
+    ``changed()`` (anything that may change whether Start is possible), ``fromMyGames()`` (the
+    "Train from my games" button), ``status(str)``.
+    """
+
+    agentChanged = Signal(object)
+    changed = Signal()
+    fromMyGames = Signal()
+    status = Signal(str)
+
+    def __init__(self, settings: QSettings | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("launchForm")
+        self.settings = settings
+        self.agent_cls: type[Agent] | None = None
+        self.preset_name: str | None = None
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 6, 0)
+        layout.addWidget(self._agent_box())
+        layout.addWidget(self._settings_box())
+        layout.addWidget(self._rules_box())
+        layout.addWidget(self._budget_box())
+        layout.addWidget(self._parallel_box())
+        layout.addWidget(self._run_box())
+        self.requestError = _error_label("requestError")
+        layout.addWidget(self.requestError)
+        layout.addStretch(1)
+        self._fill_agents()
+        self._sync_inputs()
+
+    # ================================================================== building
+    def _agent_box(self) -> QGroupBox:
+        box = QGroupBox("Agent")
+        ab = QVBoxLayout(box)
+        self.agentCombo = QComboBox()
+        self.agentCombo.setObjectName("agentCombo")
+        self.agentCombo.setToolTip("Every registered agent (agents/registry.py)")
+        self.agentCombo.currentIndexChanged.connect(self._on_agent_changed)
+        ab.addWidget(self.agentCombo)
+        self.agentDescription = QLabel()
+        self.agentDescription.setObjectName("agentDescription")
+        self.agentDescription.setWordWrap(True)
+        self.agentDescription.setStyleSheet("color: #6b625a;")
+        ab.addWidget(self.agentDescription)
+        self.fromGamesButton = button(
+            "Train from my games",
+            "fromGamesButton",
+            self.fromMyGames.emit,
+            "Imitation learning on the moves you played (the person's moves of every game)",
+        )
+        ab.addWidget(self.fromGamesButton)
+        return box
+
+    def _settings_box(self) -> QGroupBox:
+        box = QGroupBox("Settings")
+        sb = QVBoxLayout(box)
+        self.form = ConfigForm()
+        self.form.validityChanged.connect(lambda _ok: self.changed.emit())
+        self.form.presetLoaded.connect(self._apply_preset_extras)
+        sb.addWidget(self.form)
+        return box
+
+    def _rules_box(self) -> QGroupBox:
+        box = QGroupBox("Rules")
+        rl = QFormLayout(box)
+        self.rowsSpin = spin("rowsSpin", 1, 16, 4, "Board rows")
+        self.colsSpin = spin("colsSpin", 1, 16, 4, "Board columns")
+        self.p4Spin = QDoubleSpinBox()
+        self.p4Spin.setObjectName("p4Spin")
+        self.p4Spin.setRange(0.0, 1.0)
+        self.p4Spin.setSingleStep(0.05)
+        self.p4Spin.setDecimals(3)
+        self.p4Spin.setValue(0.1)
+        self.p4Spin.setToolTip("Probability that a spawned tile is a 4")
+        self.startTilesSpin = spin("startTilesSpin", 0, 256, 2, "Tiles on a new board")
+        self.spawnSpin = spin("spawnSpin", 0, 255, 1, "Tiles spawned after each move")
+        rows_cols = QHBoxLayout()
+        rows_cols.addWidget(self.rowsSpin)
+        rows_cols.addWidget(QLabel("×"))
+        rows_cols.addWidget(self.colsSpin)
+        rl.addRow("Board", rows_cols)
+        rl.addRow("Chance of a 4", self.p4Spin)
+        rl.addRow("Start tiles", self.startTilesSpin)
+        rl.addRow("Spawns per move", self.spawnSpin)
+        self.rulesError = _error_label("rulesError")
+        rl.addRow(self.rulesError)
+        for w in (self.rowsSpin, self.colsSpin, self.startTilesSpin, self.spawnSpin):
+            w.valueChanged.connect(self._check_rules)
+        self.p4Spin.valueChanged.connect(self._check_rules)
+        return box
+
+    def _budget_box(self) -> QGroupBox:
+        box = QGroupBox("Budget (the first limit reached ends the run)")
+        bl = QFormLayout(box)
+        self.episodesCheck = QCheckBox("Episodes")
+        self.episodesCheck.setObjectName("episodesCheck")
+        self.episodesSpin = spin("episodesSpin", 1, 2_000_000_000, 1000, "Games (or epochs) to train")
+        self.minutesCheck = QCheckBox("Minutes")
+        self.minutesCheck.setObjectName("minutesCheck")
+        self.minutesSpin = QDoubleSpinBox()
+        self.minutesSpin.setObjectName("minutesSpin")
+        self.minutesSpin.setRange(0.05, 100_000.0)
+        self.minutesSpin.setDecimals(2)
+        self.minutesSpin.setValue(10.0)
+        self.minutesSpin.setToolTip("Wall-clock minutes of training")
+        self.stepsCheck = QCheckBox("Moves")
+        self.stepsCheck.setObjectName("stepsCheck")
+        self.stepsSpin = spin("stepsSpin", 1, 2_000_000_000, 1_000_000, "Moves (environment steps) to train")
+        self.stepsSpin.setSingleStep(10_000)
+        self.episodesCheck.setChecked(True)
+        for check, editor in (
+            (self.episodesCheck, self.episodesSpin),
+            (self.minutesCheck, self.minutesSpin),
+            (self.stepsCheck, self.stepsSpin),
+        ):
+            bl.addRow(check, editor)
+            check.toggled.connect(self._sync_inputs)
+        self.budgetError = _error_label("budgetError")
+        bl.addRow(self.budgetError)
+        return box
+
+    def _parallel_box(self) -> QGroupBox:
+        box = QGroupBox("Parallel play")
+        box.setObjectName("parallelBox")
+        pl = QFormLayout(box)
+        self.workersSpin = spin("workersSpin", 1, 256, 1, "Processes (or Ray actors) that play games at once")
+        self.backendCombo = QComboBox()
+        self.backendCombo.setObjectName("backendCombo")
+        for name, text in zip(BACKENDS, ("Local processes", "Ray")):
+            self.backendCombo.addItem(text, name)
+        self.backendCombo.setToolTip("Where the parallel games run (Ray: the optional extra, pip install -e .[ray])")
+        self.backendCombo.currentIndexChanged.connect(self._sync_inputs)
+        self.rayAddressEdit = QLineEdit()
+        self.rayAddressEdit.setObjectName("rayAddressEdit")
+        self.rayAddressEdit.setPlaceholderText("empty: a local Ray; or HOST:6379")
+        self.rayAddressEdit.setToolTip("A running Ray cluster to join (ray start --head on that machine)")
+        self.parallelNote = QLabel()
+        self.parallelNote.setObjectName("parallelNote")
+        self.parallelNote.setWordWrap(True)
+        self.parallelNote.setStyleSheet("color: #6b625a;")
+        pl.addRow("Workers", self.workersSpin)
+        pl.addRow("Backend", self.backendCombo)
+        pl.addRow("Ray address", self.rayAddressEdit)
+        pl.addRow(self.parallelNote)
+        return box
+
+    def _run_box(self) -> QGroupBox:
+        box = QGroupBox("Run")
+        rl = QFormLayout(box)
+        self.seedSpin = spin("seedSpin", -1, 2**31 - 1, -1, "Seed of the agent (random: a fresh one)")
+        self.seedSpin.setSpecialValueText("random")
+        self.checkpointSpin = QDoubleSpinBox()
+        self.checkpointSpin.setObjectName("checkpointSpin")
+        self.checkpointSpin.setRange(0.1, 10_000.0)
+        self.checkpointSpin.setDecimals(1)
+        self.checkpointSpin.setValue(CHECKPOINT_EVERY_MIN)
+        self.checkpointSpin.setSuffix(" min")
+        self.checkpointSpin.setToolTip("Minutes between periodic checkpoints (pause, stop and the end save one too)")
+        self.logEverySpin = spin(
+            "logEverySpin", 0, 1_000_000, DEFAULT_LOG_EVERY, "Store one training game in N (0: none)"
+        )
+        rl.addRow("Seed", self.seedSpin)
+        rl.addRow("Checkpoint every", self.checkpointSpin)
+        rl.addRow("Keep 1 game in", self.logEverySpin)
+        return box
+
+    # ================================================================== agent
+    def _fill_agents(self) -> None:
+        from agents.registry import agent_names
+
+        self.agentCombo.blockSignals(True)
+        self.agentCombo.clear()
+        for name in agent_names():
+            self.agentCombo.addItem(name, name)
+        last = str(self.settings.value("train/agent", "")) if self.settings is not None else ""
+        idx = self.agentCombo.findData(last) if last else -1
+        if idx < 0:
+            idx = self.agentCombo.findData("dqn")
+        self.agentCombo.setCurrentIndex(max(0, idx))
+        self.agentCombo.blockSignals(False)
+        # The agent's class (and its form) is loaded when the tab is first shown: importing a learner
+        # may import torch, seconds that the window's start should not wait for.
+
+    @property
+    def agent_name(self) -> str:
+        return str(self.agentCombo.currentData() or "")
+
+    def select_agent(self, name: str) -> None:
+        """Choose ``name`` (KeyError when it is not registered)."""
+        idx = self.agentCombo.findData(name)
+        if idx < 0:
+            raise KeyError(name)
+        if idx == self.agentCombo.currentIndex():
+            self._on_agent_changed()
+        else:
+            self.agentCombo.setCurrentIndex(idx)
+
+    def ensure_loaded(self) -> None:
+        """Load the current agent's form if that has not happened yet (the tab was never shown)."""
+        if self.agent_cls is None and self.form.config_cls is None:
+            self._on_agent_changed()
+
+    def _on_agent_changed(self, *_: Any) -> None:
+        from agents.registry import get_agent_class
+
+        name = self.agent_name
+        if not name:
+            return
+        self.preset_name = None
+        try:
+            cls = get_agent_class(name)
+        except Exception as e:  # a broken agent module must not take the tab down
+            self.agent_cls = None
+            self.agentDescription.setText(f"<span style='color:#c62828'>cannot load {name}: {e}</span>")
+            self.agentChanged.emit(None)
+            self.changed.emit()
+            return
+        self.agent_cls = cls
+        text = cls.description or ""
+        if not cls.trainable:
+            text += " <i>(does not learn: use it in Play or Arena)</i>"
+        self.agentDescription.setText(text)
+        self.form.set_config_class(cls.config_cls, agent=name)
+        if self.settings is not None:
+            self.settings.setValue("train/agent", name)
+        self._check_rules()
+        self._sync_inputs()
+        self.agentChanged.emit(cls)
+        self.changed.emit()
+
+    # ================================================================== rules, budget
+    def rules(self) -> Rules:
+        """The rules of the Rules box (ValueError with the reason when they make no game)."""
+        return Rules(
+            rows=self.rowsSpin.value(),
+            cols=self.colsSpin.value(),
+            p4=round(self.p4Spin.value(), 6),
+            start_tiles=self.startTilesSpin.value(),
+            spawn_per_move=self.spawnSpin.value(),
+        )
+
+    def set_rules(self, rules: Rules | dict[str, Any]) -> None:
+        r = Rules.from_dict({**Rules().to_dict(), **rules}) if isinstance(rules, dict) else rules
+        self.rowsSpin.setValue(r.rows)
+        self.colsSpin.setValue(r.cols)
+        self.p4Spin.setValue(r.p4)
+        self.startTilesSpin.setValue(r.start_tiles)
+        self.spawnSpin.setValue(r.spawn_per_move)
+
+    def rules_problem(self) -> str | None:
+        try:
+            rules = self.rules()
+        except ValueError as e:
+            return str(e)
+        return self.agent_cls.unsupported_reason(rules) if self.agent_cls is not None else None
+
+    def _check_rules(self, *_: Any) -> None:
+        problem = self.rules_problem()
+        self.rulesError.setText(problem or "")
+        self.rulesError.setVisible(bool(problem))
+        self.changed.emit()
+
+    def budget(self) -> Budget:
+        """The ticked limits (RunError when none is ticked)."""
+        episodes = self.episodesSpin.value() if self.episodesCheck.isChecked() else None
+        seconds = self.minutesSpin.value() * 60.0 if self.minutesCheck.isChecked() else None
+        steps = self.stepsSpin.value() if self.stepsCheck.isChecked() else None
+        if episodes is None and seconds is None and steps is None:
+            raise RunError("tick at least one limit: episodes, minutes or moves", "budget")
+        return Budget(episodes=episodes, steps=steps, seconds=seconds)
+
+    def set_budget(
+        self, *, episodes: int | None = None, minutes: float | None = None, steps: int | None = None
+    ) -> None:
+        """Tick exactly the limits given (and set their values)."""
+        for check, editor, value in (
+            (self.episodesCheck, self.episodesSpin, episodes),
+            (self.minutesCheck, self.minutesSpin, minutes),
+            (self.stepsCheck, self.stepsSpin, steps),
+        ):
+            check.setChecked(value is not None)
+            if value is not None:
+                editor.setValue(value)
+        self._sync_inputs()
+
+    def _apply_preset_extras(self, preset: dict) -> None:
+        """A preset may carry rules and a budget besides the settings: apply them too, and say so."""
+        self.preset_name = preset.get("name")
+        if isinstance(preset.get("rules"), dict):
+            try:
+                self.set_rules(preset["rules"])
+            except (TypeError, ValueError) as e:
+                self.status.emit(f"preset rules ignored: {e}")
+        else:
+            self.set_rules(Rules())
+        budget = preset_budget(preset)
+        if budget is not None:
+            self.set_budget(
+                episodes=budget.episodes,
+                minutes=None if budget.seconds is None else budget.seconds / 60.0,
+                steps=budget.steps,
+            )
+        title = preset.get("title") or preset.get("name") or "preset"
+        self.status.emit(f"preset applied: {title}")
+
+    # ================================================================== the request
+    def request(self) -> RunRequest:
+        """The run these inputs ask for (RunError naming the field at fault; the field is marked)."""
+        from agents.registry import target_of
+
+        self.clear_errors()
+        try:
+            if self.agent_cls is None:
+                raise RunError(f"agent {self.agent_name!r} could not be loaded", "agent")
+            try:
+                config = self.form.config()
+            except ConfigError as e:
+                raise RunError(str(e), e.field) from None
+            problem = self.rules_problem()
+            if problem:
+                raise RunError(problem, "rules")
+            backend = str(self.backendCombo.currentData())
+            seed = self.seedSpin.value()
+            return RunRequest(
+                agent=self.agent_name,
+                target=target_of(self.agent_name),
+                preset=self.preset_name,
+                config=config.to_dict(),
+                rules=self.rules(),
+                budget=self.budget(),
+                seed=seed if seed >= 0 else None,
+                workers=self.workersSpin.value(),
+                backend=backend,
+                ray_address=(self.rayAddressEdit.text().strip() or None) if backend == "ray" else None,
+                checkpoint_every_s=self.checkpointSpin.value() * 60.0,
+                log_every=self.logEverySpin.value(),
+            )
+        except RunError as e:
+            self.show_error(e)
+            raise
+
+    def show_error(self, error: RunError) -> None:
+        """Put ``error`` where the user fixes it: the knob's field, the rules, the budget, or below."""
+        field = error.field or ""
+        if field in self.form.values():
+            self.form.error_label(field).setText(str(error).split(": ", 1)[-1])
+            self.form.error_label(field).show()
+        elif field == "rules":
+            self.rulesError.setText(str(error))
+            self.rulesError.show()
+        elif field == "budget":
+            self.budgetError.setText(str(error))
+            self.budgetError.show()
+        else:
+            self.requestError.setText(str(error))
+            self.requestError.show()
+
+    def clear_errors(self) -> None:
+        for label in (self.budgetError, self.requestError):
+            label.hide()
+        self._check_rules()
+
+    def is_ready(self) -> bool:
+        """Whether Start can be pressed: a trainable agent, a valid form, rules it can play."""
+        cls = self.agent_cls
+        return bool(cls is not None and cls.trainable and self.form.is_valid() and self.rules_problem() is None)
+
+    # ================================================================== enabled state
+    def _sync_inputs(self, *_: Any) -> None:
+        self.episodesSpin.setEnabled(self.episodesCheck.isChecked())
+        self.minutesSpin.setEnabled(self.minutesCheck.isChecked())
+        self.stepsSpin.setEnabled(self.stepsCheck.isChecked())
+        parallel = bool(self.agent_cls is not None and getattr(self.agent_cls, "parallel_play", False))
+        for w in (self.workersSpin, self.backendCombo):
+            w.setEnabled(parallel)
+        self.rayAddressEdit.setEnabled(parallel and self.backendCombo.currentData() == "ray")
+        self.parallelNote.setText(
+            "" if parallel else f"{self.agent_name or 'This agent'} plays its training games in one process."
+        )
+        self.budgetError.hide()
+        self.changed.emit()

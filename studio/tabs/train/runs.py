@@ -1,0 +1,221 @@
+"""The Train tab's runs table: every run of the store, with what can be done to the selected ones.
+
+Shows; the tab acts. Buttons emit signals with run ids: show / compare curves, resume from the last
+checkpoint, export the metrics as CSV, hand the last checkpoint to Play or the Arena, and for runs
+training now (started from this window) pause / resume, stop and "checkpoint now". The table is
+refreshed from ``store.list_runs()`` (one query of the runs table, never their metrics) when the tab
+asks: on a run's start and end, and at most every few seconds while runs train.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from engine.store import RunSummary
+from studio.tabs.common import button
+from studio.text import duration
+
+RUN_COLUMNS = ("Run", "Agent", "Status", "Episodes", "Moves", "Time", "Last score", "Started")
+
+
+def write_metrics_csv(columns: dict[str, np.ndarray], path: str | Path) -> Path:
+    """A run's metric columns (``GameStore.run_metrics``) as CSV: one row per event, empty where NaN."""
+    path = Path(path)
+    names = list(columns)
+    n = len(next(iter(columns.values()))) if columns else 0
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(names)
+        for start in range(0, n, 10_000):
+            chunk = [columns[k][start : start + 10_000] for k in names]
+            for row in zip(*chunk):
+                w.writerow(["" if isinstance(v, float) and v != v else _cell(v) for v in row])
+    return path
+
+
+def _cell(v: Any) -> str:
+    if isinstance(v, (float, np.floating)):
+        return f"{float(v):.10g}"
+    return str(v.item() if isinstance(v, np.generic) else v)
+
+
+def _status_text(r: RunSummary, live: dict[int, str]) -> str:
+    if r.id in live:
+        return live[r.id]
+    return r.status + (f": {r.error}" if r.error and r.status == "failed" else "")
+
+
+class RunsPanel(QWidget):
+    """The runs table and its actions. Signals carry run ids; ``live`` marks runs training here."""
+
+    showRuns = Signal(list)
+    resumeRun = Signal(int)
+    pauseRuns = Signal(list)
+    stopRuns = Signal(list)
+    checkpointRuns = Signal(list)
+    useInPlay = Signal(int)
+    useInArena = Signal(list)
+    exportRun = Signal(int)
+    selectionChanged = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("runsPanel")
+        self.live: dict[int, str] = {}  # run id -> state text ("running", "paused", "stopping")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        head = QHBoxLayout()
+        head.addWidget(QLabel("<b>Runs</b>"))
+        head.addStretch(1)
+        self.showRunsButton = button(
+            "Show / compare", "showRunsButton", self._emit(self.showRuns), "Draw the selected runs' curves"
+        )
+        self.runPauseButton = button(
+            "Pause", "runPauseButton", self._emit(self.pauseRuns), "Pause / resume the selected training runs"
+        )
+        self.runStopButton = button(
+            "Stop", "runStopButton", self._emit(self.stopRuns), "Stop the selected training runs (with a checkpoint)"
+        )
+        self.checkpointButton = button(
+            "Checkpoint now", "checkpointButton", self._emit(self.checkpointRuns), "Save a checkpoint of the selected training runs now"
+        )
+        self.resumeButton = button(
+            "Resume", "resumeButton", self._emit_one(self.resumeRun), "Continue the selected run from its last checkpoint"
+        )
+        self.useInPlayButton = button(
+            "Use in Play", "useInPlayButton", self._emit_one(self.useInPlay), "Hint / watch with the run's last checkpoint"
+        )
+        self.useInArenaButton = button(
+            "Use in Arena", "useInArenaButton", self._emit(self.useInArena), "Evaluate the runs' last checkpoints"
+        )
+        self.exportButton = button(
+            "Export CSV…", "exportButton", self._emit_one(self.exportRun), "Save the selected run's metrics as CSV"
+        )
+        self.buttons = (
+            self.showRunsButton,
+            self.runPauseButton,
+            self.runStopButton,
+            self.checkpointButton,
+            self.resumeButton,
+            self.useInPlayButton,
+            self.useInArenaButton,
+            self.exportButton,
+        )
+        for b in self.buttons:
+            head.addWidget(b)
+        layout.addLayout(head)
+        t = self.runsTable = QTableWidget(0, len(RUN_COLUMNS))
+        t.setObjectName("runsTable")
+        t.setHorizontalHeaderLabels(list(RUN_COLUMNS))
+        t.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        t.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        t.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        t.verticalHeader().hide()
+        t.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        t.horizontalHeader().setStretchLastSection(True)
+        t.itemSelectionChanged.connect(self._on_selection)
+        t.itemDoubleClicked.connect(lambda _item: self.showRuns.emit(self.selected_run_ids()))
+        layout.addWidget(t)
+        self.update_buttons()
+
+    def _emit(self, signal: Any) -> Any:
+        return lambda: signal.emit(self.selected_run_ids()) if self.selected_run_ids() else None
+
+    def _emit_one(self, signal: Any) -> Any:
+        def fire() -> None:
+            ids = self.selected_run_ids()
+            if len(ids) == 1:
+                signal.emit(ids[0])
+
+        return fire
+
+    # ------------------------------------------------------------------ contents
+    def set_runs(self, runs: Sequence[RunSummary]) -> None:
+        """Show ``runs`` (the store's list), keeping the selection."""
+        selected = set(self.selected_run_ids())
+        table = self.runsTable
+        table.setSortingEnabled(False)
+        table.setRowCount(len(runs))
+        for row, r in enumerate(runs):
+            score = r.last_metrics.get("score")
+            try:
+                started = _dt.datetime.fromtimestamp(r.created).strftime("%Y-%m-%d %H:%M")
+            except (OverflowError, OSError, ValueError):
+                started = "?"
+            cells = (
+                str(r.id),
+                r.agent,
+                _status_text(r, self.live),
+                f"{r.episodes:,}",
+                f"{r.steps:,}",
+                duration(r.elapsed),
+                "" if score is None else f"{score:,.0f}",
+                started,
+            )
+            for col, text in enumerate(cells):
+                item = table.item(row, col)
+                if item is None:
+                    item = QTableWidgetItem()
+                    table.setItem(row, col, item)
+                item.setText(text)
+                item.setData(Qt.ItemDataRole.UserRole, r.id)
+                item.setToolTip(r.error if col == 2 and r.error else "")
+        self.select_runs([r.id for r in runs if r.id in selected])
+
+    def selected_run_ids(self) -> list[int]:
+        rows = sorted({i.row() for i in self.runsTable.selectedIndexes()})
+        out = []
+        for row in rows:
+            item = self.runsTable.item(row, 0)
+            if item is not None:
+                out.append(int(item.data(Qt.ItemDataRole.UserRole)))
+        return out
+
+    def select_runs(self, ids: Sequence[int]) -> None:
+        table = self.runsTable
+        table.blockSignals(True)
+        table.clearSelection()
+        mode = table.selectionMode()
+        table.setSelectionMode(QAbstractItemView.SelectionMode.MultiSelection)
+        for row in range(table.rowCount()):
+            item = table.item(row, 0)
+            if item is not None and int(item.data(Qt.ItemDataRole.UserRole)) in ids:
+                table.selectRow(row)
+        table.setSelectionMode(mode)
+        table.blockSignals(False)
+        self._on_selection()
+
+    def _on_selection(self) -> None:
+        self.update_buttons()
+        self.selectionChanged.emit()
+
+    def update_buttons(self) -> None:
+        ids = self.selected_run_ids()
+        live = [i for i in ids if i in self.live]
+        self.showRunsButton.setEnabled(bool(ids))
+        self.runPauseButton.setEnabled(bool(live) and all(self.live[i] != "stopping" for i in live))
+        paused = bool(live) and all(self.live[i] == "paused" for i in live)
+        self.runPauseButton.setText("Resume" if paused else "Pause")
+        self.runStopButton.setEnabled(bool(live) and all(self.live[i] != "stopping" for i in live))
+        self.checkpointButton.setEnabled(bool(live))
+        self.resumeButton.setEnabled(len(ids) == 1 and not live)
+        self.useInPlayButton.setEnabled(len(ids) == 1)
+        self.useInArenaButton.setEnabled(bool(ids))
+        self.exportButton.setEnabled(len(ids) == 1)
