@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from agents.base import MetricEvent
-from engine import Direction, Game, Rules, Spawn
+from engine import Direction, Rules, Spawn
 from engine.store import HUMAN, GameRecorder, GameStore, Player
 from studio.cli import CliError, main
 from studio.commands.games import parse_ids

@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QLabel, QPushButton
 
 from engine import Direction, Game, Rules, slide
-from studio.session import PlaySession
+from engine.store import HUMAN, GameRecorder, Player
 from studio.thinking import AgentSpec
 from tests.studio.gui_helpers import apply_logged, seed_with
 
@@ -119,7 +119,7 @@ def test_game_over_overlay_and_new_game(qtbot, window):
             break
         qtbot.keyClick(play.board, keys[i % 4])
     assert play.recorder.closed and play.board.overlay_visible
-    game_id = play.recorder.segment_ids[-1]
+    game_id = play.recorder.game_id
     assert window.store.get_game(game_id).status == "finished"
     qtbot.mouseClick(play.board.overlay_button, Qt.MouseButton.LeftButton)
     assert not play.board.overlay_visible and not play.recorder.closed
@@ -234,51 +234,71 @@ def test_watch_plays_moves_logged_as_the_agent_and_stops_on_pause(qtbot, window,
     assert play.recorder.moves == paused_at + 1
 
 
-def test_taking_over_from_the_agent_starts_a_human_record(qtbot, window, rater_agent):
+def test_taking_over_from_the_agent_keeps_one_record(qtbot, window, rater_agent):
     play = window.play
     play.new_game(Rules(rows=5, cols=5), seed=9)
     play.set_agent(AgentSpec(rater_agent))
-    # Two human moves, then the agent, then the person takes over with a key press.
+    # Two human moves, then the agent, then the person takes over with a key press; twice.
     for key in (Qt.Key.Key_Left, Qt.Key.Key_Up):
         qtbot.keyClick(play.board, key)
-    human_moves = play.recorder.moves
+    players = [HUMAN, HUMAN]
     play.speedSlider.setValue(20)
-    play.start_watching()
-    qtbot.waitUntil(lambda: play.recorder.moves >= human_moves + 3, timeout=10000)
-    legal = play.recorder.game.legal_mask()
-    key = next(k for k, d in KEYS if legal[d])
-    qtbot.keyClick(play.board, key)
-    assert not play.watching
-    qtbot.wait(200)  # an answer in flight when the key was pressed must not add a move
-    segments = play.recorder.segment_ids
-    assert len(segments) == 3
-    records = [window.store.load_game(i) for i in segments]
-    assert [r.summary.source for r in records] == ["human", "agent", "human"]
-    assert [r.summary.status for r in records[:2]] == ["abandoned", "abandoned"]
-    assert records[0].n_moves == human_moves and records[2].n_moves == 1
-    # The segments chain: each starts from the board the previous one ended on.
-    assert np.array_equal(records[1].initial_board, records[0].final_board)
-    assert np.array_equal(records[2].initial_board, records[1].final_board)
-    assert records[0].summary.seed == 9 and records[1].summary.seed is None
-    total = sum(r.n_moves for r in records)
-    assert total == play.recorder.moves
+    for _ in range(2):
+        start = play.recorder.moves
+        play.start_watching()
+        qtbot.waitUntil(lambda start=start: play.recorder.moves >= start + 3, timeout=10000)
+        legal = play.recorder.game.legal_mask()
+        key = next(k for k, d in KEYS if legal[d])
+        qtbot.keyClick(play.board, key)
+        assert not play.watching
+        qtbot.wait(200)  # an answer in flight when the key was pressed must not add a move
+        players += [Player("agent", rater_agent)] * (play.recorder.moves - 1 - start) + [HUMAN]
+    play.new_game()  # leaves the game: abandoned
+    assert window.store.count_games() == 1
+    (summary,) = window.store.list_games()
+    record = window.store.load_game(summary.id)
+    assert summary.source == "mixed" and summary.status == "abandoned" and summary.seed == 9
+    assert summary.players == (HUMAN, Player("agent", rater_agent)) and summary.agent == rater_agent
+    assert [record.player_of(i) for i in range(record.n_moves)] == players
+    assert record.n_moves == len(players)
+    # The one record is the game: its seed and moves replay it
+    g = Game(rules=Rules(rows=5, cols=5), seed=9)
+    for i, m in enumerate(record.moves):
+        assert np.array_equal(g.board, record.layouts[i])
+        g.step(int(m))
+    assert np.array_equal(g.board, record.final_board)
+
+    # The library lists it once, as mixed; Replay says who made each move.
+    window.show_tab("Games")
+    window.games.refresh()
+    model = window.games.model
+    assert model.rowCount() == 1
+    assert model.data(model.index(0, 1)) == "mixed" and model.data(model.index(0, 2)) == rater_agent
+    window.show_tab("Replay")
+    window.replay.open_game(summary.id)
+    assert "you + " + rater_agent in window.replay.titleLabel.text()
+    window.replay.step_to(1)
+    assert window.replay.stepLabel.text().startswith("Move 1/")
+    assert "by you" in window.replay.stepLabel.text()
+    first_agent_move = players.index(Player("agent", rater_agent))
+    window.replay.step_to(first_agent_move + 1)
+    assert f"by {rater_agent}" in window.replay.stepLabel.text()
 
 
-def test_session_replays_from_its_seed(data_dir):
-    """The first record's seed and moves reproduce the game on the engine."""
-    from engine.store import GameStore
-
-    with GameStore.open(data_dir) as store:
-        s = PlaySession(store, Rules(), seed=123)
-        for d in [1, 0, 3, 2] * 10:
-            s.play(d)
-        s.close()
-        rec = store.load_game(s.segment_ids[0])
-        g = Game(seed=123)
-        for i, m in enumerate(rec.moves):
-            assert np.array_equal(g.board, rec.layouts[i])
-            g.step(int(m))
-        assert np.array_equal(g.board, rec.final_board)
+def test_an_unseeded_game_replays_from_its_recorded_seed(qtbot, window):
+    """The seed bug: a game started without a seed recorded a seed that did not reproduce it."""
+    play = window.play
+    play.new_game(Rules())  # no seed
+    keys = [Qt.Key.Key_Left, Qt.Key.Key_Up, Qt.Key.Key_Right, Qt.Key.Key_Down]
+    for i in range(40):
+        qtbot.keyClick(play.board, keys[i % 4])
+    record = window.store.load_game(play.recorder.game_id)
+    assert record.summary.seed == play.recorder.seed is not None and record.n_moves >= 10
+    g = Game(rules=Rules(), seed=record.summary.seed)
+    for i, m in enumerate(record.moves):
+        assert np.array_equal(g.board, record.layouts[i])
+        g.step(int(m))
+    assert np.array_equal(g.board, play.recorder.board)
 
 
 def test_hint_from_a_checkpoint_file_and_a_clear_error_for_the_wrong_board(qtbot, window, tmp_path):
@@ -325,7 +345,7 @@ def test_a_move_the_store_refuses_is_not_made(data_dir):
             return self.store.log_move(game_id, index=index, **kw)
 
     with GameStore.open(data_dir) as store:
-        s = PlaySession(Refusing(store), Rules(), seed=5)
+        s = GameRecorder(Refusing(store), rules=Rules(), seed=5, lazy=True)
         moves = [1, 0, 3, 2, 1, 0]
         made = 0
         for d in moves:
