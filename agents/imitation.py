@@ -103,30 +103,47 @@ def describe_filters(cfg: ImitationConfig) -> str:
 
 
 def load_dataset(cfg: ImitationConfig, rules: Rules, data_dir: Any = None) -> Dataset:
-    """The examples of every logged game the config's filters select (ValueError when there is none)."""
+    """The examples of every logged game the config's filters select (ValueError when there is none).
+
+    Moves are selected by who made them: ``source="human"`` takes the person's moves, also those of
+    games the person shared with an agent (source ``mixed``), and never the agent's; ``teacher`` takes
+    that agent's moves only. ``source="imported"`` takes the games read from files.
+    """
     from engine.store import GameStore
 
+    kind = None if cfg.source in ("any", "imported") else cfg.source
+    teacher = cfg.teacher or None
     with GameStore.open(data_dir) as store:
         summaries = store.list_games(
-            source=None if cfg.source == "any" else cfg.source,
-            agent=cfg.teacher or None,
+            source="imported" if cfg.source == "imported" else None,
+            played_by=kind,
+            agent=teacher,
             min_score=cfg.min_score or None,
             since=cfg.since or None,
             until=cfg.until or None,
         )
         # Newest first; the limit applies to the games this agent can use.
         summaries = [s for s in summaries if s.n_moves > 0 and s.rules.shape == rules.shape]
-        if cfg.max_games:
-            summaries = summaries[: cfg.max_games]
-        if not summaries:
+        records: list[Any] = []
+        picks: list[np.ndarray] = []
+        for s in summaries:
+            if cfg.max_games and len(records) >= cfg.max_games:
+                break
+            record = store.load_game(s.id)
+            pick = record.moves_by(kind, teacher)
+            if pick.any():
+                records.append(record)
+                picks.append(pick)
+        if not records:
             raise ValueError(
                 f"no logged {rules.rows}x{rules.cols} games with moves match the filters ({describe_filters(cfg)}) "
                 f"in {store.path}: play or evaluate some games first, or loosen the filters"
             )
-        records = [store.load_game(s.id) for s in summaries]
-    exps = np.concatenate([to_exponents(r.layouts.reshape(-1, rules.cols)).reshape(r.layouts.shape) for r in records])
-    moves = np.concatenate([r.moves.astype(np.int64) for r in records])
-    game = np.concatenate([np.full(r.n_moves, k, dtype=np.int64) for k, r in enumerate(records)])
+    exps = np.concatenate(
+        [to_exponents(r.layouts[p].reshape(-1, rules.cols)).reshape(-1, *rules.shape) for r, p in zip(records, picks)]
+    )
+    moves = np.concatenate([r.moves[p].astype(np.int64) for r, p in zip(records, picks)])
+    game = np.concatenate([np.full(int(p.sum()), k, dtype=np.int64) for k, p in enumerate(picks)])
     masks = legal_masks(exps)
     ok = masks[np.arange(len(moves)), moves]
     return Dataset(exps[ok], moves[ok], masks[ok], game[ok], [r.id for r in records], int((~ok).sum()))

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 from agents.registry import agent_names, create_agent  # noqa: E402
 from engine import Game, Rules  # noqa: E402
 from engine.records import GameTrace, play_recorded  # noqa: E402
-from studio.session import HUMAN, PlaySession  # noqa: E402
+from engine.store import HUMAN, GameRecorder, Player  # noqa: E402
 
 SIZE = (1180, 760)
 
@@ -61,7 +61,7 @@ def main(out_dir: Path = ROOT / "docs") -> None:
         play_agent_game(store, "random", Rules(), seed=20 + seed, source="evaluation")
     play_agent_game(store, "greedy", Rules(rows=5, cols=5), seed=31, source="agent")
     play_agent_game(store, "random", Rules(rows=3, cols=3), seed=32, source="training")
-    human = PlaySession(store, Rules(), seed=40)
+    human = GameRecorder(store, rules=Rules(), seed=40, lazy=True)
     for i in range(60):
         human.play((1, 2, 3, 2)[i % 4], HUMAN)
     human.close()
@@ -75,12 +75,10 @@ def main(out_dir: Path = ROOT / "docs") -> None:
     play = window.play
     play.new_game(Rules(), seed=7)
     agent = create_agent(strong, rules=Rules(), seed=7)
-    from studio.session import Player
-
-    while play.session.moves < 420 and not play.session.closed:
-        play.play_move(agent.act(play.session.game), Player("agent", strong))
+    while play.recorder.moves < 420 and not play.recorder.closed:
+        play.play_move(agent.act(play.recorder.game), Player("agent", strong))
     for d in (1, 2):  # two human moves
-        if play.session.game.legal_mask()[d]:
+        if play.recorder.game.legal_mask()[d]:
             play.play_move(d, HUMAN)
     play.board.finish_animations()
     index = play.agentCombo.findText(strong)

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from engine import Direction, Rules
-from studio.session import PlaySession
+from engine.store import GameRecorder
 from studio.theme import digits_scale, hex_to_rgb, load_theme
 
 SEED_BACKGROUND = (250, 245, 240)  # seed 000's window colour
@@ -45,7 +45,7 @@ class PygamePlayer:
         self.rules = rules
         self.theme = load_theme()
         self.keys = _keymap(pygame)
-        self.session = PlaySession(store, rules, seed)
+        self.recorder = GameRecorder(store, rules=rules, seed=seed, lazy=True)
         # 100 px tiles like the seed, smaller on big boards so the window fits a laptop screen.
         self.tile = max(24, min(100, 800 // max(rules.rows, rules.cols)))
         self.width = max(self.tile * rules.cols, 260)
@@ -65,15 +65,15 @@ class PygamePlayer:
         if event.key == pg.K_n:
             self.new_game()
         elif event.key in self.keys:
-            self.session.play(self.keys[event.key])  # logged before it returns; illegal moves do nothing
+            self.recorder.play(self.keys[event.key])  # logged before it returns; illegal moves do nothing
         return True
 
     def new_game(self) -> None:
-        self.session.close("abandoned")
-        self.session = PlaySession(self.store, self.rules, None)
+        self.recorder.close("abandoned")
+        self.recorder = GameRecorder(self.store, rules=self.rules, lazy=True)
 
     def quit(self) -> None:
-        self.session.close("abandoned")
+        self.recorder.close("abandoned")
 
     # ------------------------------------------------------------------ drawing
     def font(self, size: int) -> Any:
@@ -85,8 +85,8 @@ class PygamePlayer:
         pg = self.pg
         t = self.tile
         screen.fill(SEED_BACKGROUND)
-        board = self.session.board
-        last = {(s.row, s.col) for s in self.session.game.last_spawns}
+        board = self.recorder.board
+        last = {(s.row, s.col) for s in self.recorder.game.last_spawns}
         for i in range(self.rules.rows):
             for j in range(self.rules.cols):
                 value = int(board[i, j])
@@ -99,7 +99,7 @@ class PygamePlayer:
                     colour = LAST_TILE if (i, j) in last else (TEXT if value <= 2048 else (255, 255, 255))
                     surface = self.font(size).render(str(value), True, colour)
                     screen.blit(surface, surface.get_rect(center=(j * t + t // 2, i * t + t // 2)))
-        s = self.session
+        s = self.recorder
         text = f"Score: {s.score}"
         if s.game_over:
             text += "   Game over: N for a new game"

@@ -1,10 +1,12 @@
 """The game-record store: every game and training run in one embedded SQLite database (WAL).
 
-``from engine.store import GameStore, GameRecorder, GameRecord, GameSummary, RunSummary, StoreError``
+``from engine.store import GameStore, GameRecorder, Player, GameRecord, GameSummary, RunSummary, StoreError``
 
-* :mod:`engine.store.schema` — tables, file identity check, durability (why ``synchronous=NORMAL``).
-* :mod:`engine.store.db` — :class:`GameStore` (games and moves; interrupted-writer sweep) and
-  :class:`GameRecorder` (logs an ``engine.Game`` move by move).
+* :mod:`engine.store.schema` — tables, file identity check, durability (why ``synchronous=NORMAL``),
+  migrations of older stores (run in place on open).
+* :mod:`engine.store.db` — :class:`GameStore` (games and moves; interrupted-writer sweep).
+* :mod:`engine.store.recorder` — :class:`GameRecorder`: one game played move by move (by the person,
+  agents, or both in turn), stored as one record with the :class:`Player` of every move.
 * :mod:`engine.store.runs` — the runs half of :class:`GameStore`: runs, metric history, checkpoints.
 * :mod:`engine.store.exchange` — ``.npz`` (seed 003's layout) and ``.jsonl`` export / checked import.
 * :mod:`engine.store.codec` — board and spawn byte encodings; :mod:`engine.store.metrics` — metric
@@ -13,29 +15,38 @@
 numpy and the standard library only; never prints.
 """
 
-from engine.store.db import GameRecorder, GameStore, to_timestamp
+from engine.store.db import GameStore, to_timestamp
 from engine.store.model import (
     GAME_STATUSES,
+    HUMAN,
+    PLAYER_KINDS,
     RUN_STATUSES,
+    SOURCE_FILTERS,
     SOURCES,
     CheckpointInfo,
     GameRecord,
     GameSummary,
+    Player,
     RunMessage,
     RunSummary,
     StoreError,
     format_time,
 )
+from engine.store.recorder import GameRecorder
 
 __all__ = [
     "GAME_STATUSES",
+    "HUMAN",
+    "PLAYER_KINDS",
     "RUN_STATUSES",
     "SOURCES",
+    "SOURCE_FILTERS",
     "CheckpointInfo",
     "GameRecord",
     "GameRecorder",
     "GameStore",
     "GameSummary",
+    "Player",
     "RunMessage",
     "RunSummary",
     "StoreError",

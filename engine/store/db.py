@@ -26,17 +26,18 @@ from typing import Any
 
 import numpy as np
 
-from engine.core import Direction, Rules, StepResult, _slide_unchecked, legal_mask
-from engine.game import Game
+from engine.core import Direction, Rules, _slide_unchecked, legal_mask
 from engine.paths import database_path
 from engine.records import GameTrace
 from engine.store import codec, exchange, schema
 from engine.store.model import (
     GAME_STATUSES,
-    SOURCES,
+    SOURCE_FILTERS,
     GameRecord,
     GameSummary,
+    Player,
     StoreError,
+    source_of,
 )
 from engine.store.runs import RunsMixin
 from engine.store.values import rules_of, seed_text, seed_value, to_json
@@ -45,8 +46,10 @@ TimeLike = Any  # Unix seconds (float), ISO text, datetime.datetime or datetime.
 
 _GAME_COLUMNS = (
     "id, source, agent, checkpoint, run_id, rules, seed, started, ended, status, score, "
-    "max_tile, n_moves, origin"
+    "max_tile, n_moves, origin, players"
 )
+# A mixed game's agents are listed only in its players column (the agent column holds the first).
+_ANY_PLAYER = "EXISTS (SELECT 1 FROM json_each(games.players) WHERE json_extract(value, '$.{key}') = ?)"
 
 
 def _pid_alive(pid: int) -> bool:
@@ -188,28 +191,31 @@ class GameStore(RunsMixin):
     def start_game(
         self,
         *,
-        source: str,
         rules: Rules | Mapping[str, Any],
+        initial_board: Any,
+        player: Player | None = None,
         seed: int | None = None,
+        run_id: int | None = None,
+        source: str | None = None,
         agent: str | None = None,
         checkpoint: str | os.PathLike[str] | None = None,
-        initial_board: Any,
-        run_id: int | None = None,
     ) -> int:
-        """Create a ``playing`` game and return its id (committed)."""
-        _check_source(source)
+        """Create a ``playing`` game and return its id (committed).
+
+        ``player`` (or, the same thing spelled out, ``source`` / ``agent`` / ``checkpoint``) is who is
+        about to move; others join with :meth:`log_move`'s ``player``. See :class:`GameRecorder`.
+        """
+        first = _player_of(player, source, agent, checkpoint)
         r = rules_of(rules)
         board = self._checked_board(initial_board, r.shape, "initial board")
         now = time.time()
         with self._tx(write=True) as con:
             cur = con.execute(
-                "INSERT INTO games (source, agent, checkpoint, run_id, rules, rows, cols, seed, started, updated, "
-                "status, score, max_tile, n_moves, initial_board, pid, host) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'playing', 0, ?, 0, ?, ?, ?)",
+                "INSERT INTO games (source, agent, checkpoint, players, run_id, rules, rows, cols, seed, started, "
+                "updated, status, score, max_tile, n_moves, initial_board, pid, host) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'playing', 0, ?, 0, ?, ?, ?)",
                 (
-                    source,
-                    agent,
-                    None if checkpoint is None else str(checkpoint),
+                    *_identity([first]),
                     run_id,
                     to_json(r, "rules"),
                     r.rows,
@@ -236,17 +242,20 @@ class GameStore(RunsMixin):
         score_after: int,
         spawns: Iterable[Any],
         board_after: Any = None,
+        player: Player | None = None,
     ) -> None:
         """Append move ``index`` (0-based, in order) to a playing game; committed before returning.
 
         ``spawns``: ``engine.Spawn`` objects or ``(row, col, value)``. ``board_after`` (optional) saves
-        recomputing the new max tile.
+        recomputing the new max tile. ``player``: who made the move (None: whoever made the previous
+        one, or the game's first player); a new player joins the game's players, which makes it
+        ``mixed``, except before the first move, where they replace the player who never moved.
         """
         d = Direction.parse(direction)
         triples = codec.spawn_triples(spawns)
         with self._tx(write=True) as con:
             row = con.execute(
-                "SELECT rows, cols, status, n_moves FROM games WHERE id = ?", (game_id,)
+                "SELECT rows, cols, status, n_moves, players FROM games WHERE id = ?", (game_id,)
             ).fetchone()
             if row is None:
                 raise StoreError(f"no game {game_id} (deleted?)")
@@ -264,8 +273,10 @@ class GameStore(RunsMixin):
             else:
                 slid, _ = _slide_unchecked(before, d)
                 max_tile = max([int(slid.max())] + [v for _, _, v in triples])
+            who = self._player_index(con, game_id, row["players"], row["n_moves"], player)
             con.execute(
-                "INSERT INTO moves (game_id, idx, board, direction, reward, score, spawns) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO moves (game_id, idx, board, direction, reward, score, spawns, player) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     game_id,
                     index,
@@ -274,12 +285,37 @@ class GameStore(RunsMixin):
                     int(reward),
                     int(score_after),
                     codec.encode_spawns(triples, shape[1]),
+                    who,
                 ),
             )
             con.execute(
                 "UPDATE games SET n_moves = ?, score = ?, max_tile = max(max_tile, ?), updated = ? WHERE id = ?",
                 (index + 1, int(score_after), max_tile, time.time(), game_id),
             )
+
+    @staticmethod
+    def _player_index(
+        con: sqlite3.Connection, game_id: int, players_json: str, n_moves: int, player: Player | None
+    ) -> int:
+        """The index of the move's player in the game's players, adding them (and updating the source)."""
+        players = _players(players_json)
+        if player is None:
+            if n_moves == 0:
+                return 0
+            last = con.execute(
+                "SELECT player FROM moves WHERE game_id = ? AND idx = ?", (game_id, n_moves - 1)
+            ).fetchone()
+            return int(last[0])
+        if player in players:
+            return players.index(player)
+        # Before the first move the listed player has not played: the one who moves first replaces them.
+        players = [player] if n_moves == 0 else [*players, player]
+        source, agent, checkpoint, text = _identity(players)
+        con.execute(
+            "UPDATE games SET source = ?, agent = ?, checkpoint = ?, players = ? WHERE id = ?",
+            (source, agent, checkpoint, text, game_id),
+        )
+        return len(players) - 1
 
     def finish_game(self, game_id: int, status: str = "finished", final_board: Any = None) -> None:
         """Close a playing game as ``finished`` (game over) or ``abandoned`` (left before the end)."""
@@ -318,9 +354,10 @@ class GameStore(RunsMixin):
         """Store a whole in-memory game in one transaction; returns its id.
 
         ``status`` defaults to ``finished`` when the final board has no legal move, else ``abandoned``
-        (e.g. a training game cut off by the budget).
+        (e.g. a training game cut off by the budget). Every move is by one player: ``source`` (a
+        :data:`PLAYER_KINDS` kind), ``agent`` and ``checkpoint``.
         """
-        _check_source(source)
+        player = _player_of(None, source, agent, checkpoint)
         rules = trace.rules
         n = trace.n_moves
         layouts = np.stack(trace.layouts) if n else np.zeros((0, *rules.shape), dtype=np.int64)
@@ -341,9 +378,8 @@ class GameStore(RunsMixin):
         with self._tx(write=True) as con:
             return self._insert_game(
                 con,
-                source=source,
-                agent=agent,
-                checkpoint=checkpoint,
+                players=[player],
+                move_players=None,
                 run_id=run_id,
                 rules=rules,
                 seed=trace.seed,
@@ -364,9 +400,8 @@ class GameStore(RunsMixin):
         self,
         con: sqlite3.Connection,
         *,
-        source: str,
-        agent: str | None,
-        checkpoint: Any,
+        players: Sequence[Player],
+        move_players: np.ndarray | None,
         run_id: int | None,
         rules: Rules,
         seed: int | None,
@@ -385,14 +420,13 @@ class GameStore(RunsMixin):
         n = len(moves)
         if status not in GAME_STATUSES:
             raise StoreError(f"game status must be one of {', '.join(GAME_STATUSES)}, got {status!r}")
+        who = np.zeros(n, dtype=np.int64) if move_players is None else np.asarray(move_players, dtype=np.int64)
         cur = con.execute(
-            "INSERT INTO games (source, agent, checkpoint, run_id, rules, rows, cols, seed, started, updated, ended, "
-            "status, score, max_tile, n_moves, initial_board, final_board, origin) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO games (source, agent, checkpoint, players, run_id, rules, rows, cols, seed, started, "
+            "updated, ended, status, score, max_tile, n_moves, initial_board, final_board, origin) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                source,
-                agent,
-                None if checkpoint is None else str(checkpoint),
+                *_identity(players),
                 run_id,
                 to_json(rules, "rules"),
                 rules.rows,
@@ -414,7 +448,8 @@ class GameStore(RunsMixin):
         boards = codec.encode_boards(layouts)
         cols = rules.cols
         con.executemany(
-            "INSERT INTO moves (game_id, idx, board, direction, reward, score, spawns) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO moves (game_id, idx, board, direction, reward, score, spawns, player) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     game_id,
@@ -424,6 +459,7 @@ class GameStore(RunsMixin):
                     int(rewards[i]),
                     int(scores[i]),
                     codec.encode_spawns(spawns[i], cols),
+                    int(who[i]),
                 )
                 for i in range(n)
             ],
@@ -468,13 +504,26 @@ class GameStore(RunsMixin):
         until: TimeLike | None,
         status: str | None,
         run_id: int | None = None,
+        played_by: str | None = None,
     ) -> tuple[str, list[Any]]:
+        """SQL for the filters of :meth:`list_games` (see there)."""
         clauses: list[str] = []
         params: list[Any] = []
-        for column, value in (("source", source), ("agent", agent), ("status", status), ("run_id", run_id)):
+        if source == "imported":
+            clauses.append("origin IS NOT NULL")
+        elif source is not None:
+            if source not in SOURCE_FILTERS:
+                raise StoreError(f"game source must be one of {', '.join(SOURCE_FILTERS)}, got {source!r}")
+            clauses.append("source = ?")
+            params.append(source)
+        for column, value in (("status", status), ("run_id", run_id)):
             if value is not None:
                 clauses.append(f"{column} = ?")
                 params.append(value)
+        for column, key, value in (("agent", "agent", agent), ("source", "kind", played_by)):
+            if value is not None:
+                clauses.append(f"({column} = ? OR (source = 'mixed' AND {_ANY_PLAYER.format(key=key)}))")
+                params += [value, value]
         if min_score is not None:
             clauses.append("score >= ?")
             params.append(int(min_score))
@@ -502,9 +551,18 @@ class GameStore(RunsMixin):
         *,
         run_id: int | None = None,
         offset: int = 0,
+        played_by: str | None = None,
     ) -> list[GameSummary]:
-        """Games matching every given filter, newest first. ``since`` / ``until`` bound the start time."""
-        where, params = self._where(source, agent, min_score, min_max_tile, since, until, status, run_id)
+        """Games matching every given filter, newest first. ``since`` / ``until`` bound the start time.
+
+        ``source``: the game's source (``mixed`` for games several players shared), or ``imported`` for
+        every game read from a file. ``agent`` and ``played_by`` (a player kind) match a game when any
+        of its players does, so ``played_by="human"`` finds the person's own games and the mixed ones;
+        :meth:`GameRecord.moves_by` then picks that player's moves.
+        """
+        where, params = self._where(
+            source, agent, min_score, min_max_tile, since, until, status, run_id, played_by
+        )
         sql = f"SELECT {_GAME_COLUMNS} FROM games{where} ORDER BY started DESC, id DESC"
         if limit is not None or offset:
             sql += " LIMIT ? OFFSET ?"
@@ -523,9 +581,12 @@ class GameStore(RunsMixin):
         status: str | None = None,
         *,
         run_id: int | None = None,
+        played_by: str | None = None,
     ) -> int:
         """How many games :meth:`list_games` would return without a limit."""
-        where, params = self._where(source, agent, min_score, min_max_tile, since, until, status, run_id)
+        where, params = self._where(
+            source, agent, min_score, min_max_tile, since, until, status, run_id, played_by
+        )
         with self._tx(write=False) as con:
             return int(con.execute(f"SELECT count(*) FROM games{where}", params).fetchone()[0])
 
@@ -548,7 +609,7 @@ class GameStore(RunsMixin):
             cur = con.cursor()
             cur.row_factory = None  # plain tuples: the fastest way through 10^4 rows
             moves = cur.execute(
-                "SELECT board, direction, reward, score, spawns FROM moves WHERE game_id = ? ORDER BY idx",
+                "SELECT board, direction, reward, score, spawns, player FROM moves WHERE game_id = ? ORDER BY idx",
                 (game_id,),
             ).fetchall()
             shape = (row["rows"], row["cols"])
@@ -558,7 +619,7 @@ class GameStore(RunsMixin):
                 else self._rebuild_final(con, game_id, shape, row["initial_board"])
             )
         n = len(moves)
-        boards, dirs, rewards, scores, spawns = zip(*moves) if n else ((), (), (), (), ())
+        boards, dirs, rewards, scores, spawns, who = zip(*moves) if n else ((), (), (), (), (), ())
         try:
             layouts = codec.decode_boards(boards, shape)
         except ValueError as e:
@@ -572,6 +633,7 @@ class GameStore(RunsMixin):
             scores=np.array(scores, dtype=np.int64),
             spawns=codec.decode_spawns(spawns, shape[1]),
             final_board=final,
+            move_players=np.array(who, dtype=np.int64),
         )
 
     def delete_games(self, ids: Iterable[int]) -> int:
@@ -619,9 +681,11 @@ class GameStore(RunsMixin):
         """Import every game of an ``.npz`` / ``.jsonl`` file, all or nothing; returns the new ids.
 
         The whole file is read and checked first (see :func:`engine.store.exchange.check_game`), then
-        written in one transaction. Imported games get source ``imported``; where they came from
-        (file name, original id and source) is kept in ``GameSummary.origin``. A game that was
-        ``playing`` when exported is imported as ``abandoned`` (no process is playing it here).
+        written in one transaction. Imported games keep their players (so their source: ``human``,
+        ``mixed`` ...; files without players get one player of the file's source, or ``unknown``);
+        that they were imported, and from where (file name, original id and source), is
+        ``GameSummary.origin``. A game that was ``playing`` when exported is imported as ``abandoned``
+        (no process is playing it here).
         """
         games = exchange.read_games(path)
         name = Path(path).name
@@ -634,9 +698,8 @@ class GameStore(RunsMixin):
                 ids.append(
                     self._insert_game(
                         con,
-                        source="imported",
-                        agent=m["agent"],
-                        checkpoint=m["checkpoint"],
+                        players=g.players,
+                        move_players=g.move_players,
                         run_id=None,
                         rules=g.rules,
                         seed=m["seed"],
@@ -656,91 +719,33 @@ class GameStore(RunsMixin):
         return ids
 
 
-class GameRecorder:
-    """Plays a :class:`engine.Game` and logs each move to the store the moment it is made.
-
-    ``with GameRecorder(store, Game(seed=1)) as rec: rec.step("left")`` — the game row is created at
-    once (status ``playing``); every legal move is committed before ``step`` returns; the game is
-    closed as ``finished`` when no move is left, or ``abandoned`` by :meth:`finish` / leaving the
-    ``with`` block before that. Illegal moves raise ``IllegalMoveError`` and log nothing.
-    """
-
-    def __init__(
-        self,
-        store: GameStore,
-        game: Game,
-        source: str = "human",
-        agent: str | None = None,
-        checkpoint: str | os.PathLike[str] | None = None,
-        *,
-        run_id: int | None = None,
-    ) -> None:
-        self.store = store
-        self.game = game
-        self.game_id = store.start_game(
-            source=source,
-            rules=game.rules,
-            seed=game.seed,
-            agent=agent,
-            checkpoint=checkpoint,
-            initial_board=game.board,
-            run_id=run_id,
-        )
-        self._n = 0
-        self._finished = False
-        if game.game_over:  # a board with no move at all: nothing will ever be logged
-            self.finish()
-
-    @property
-    def finished(self) -> bool:
-        return self._finished
-
-    @property
-    def n_moves(self) -> int:
-        return self._n
-
-    def step(self, direction: Direction | int | str) -> StepResult:
-        if self._finished:
-            raise StoreError(f"game {self.game_id} is already closed")
-        before = self.game.board
-        result = self.game.step(direction)
-        self.store.log_move(
-            self.game_id,
-            index=self._n,
-            board_before=before,
-            direction=result.direction,
-            reward=result.reward,
-            score_after=self.game.score,
-            spawns=result.spawns,
-            board_after=self.game.board,
-        )
-        self._n += 1
-        if result.game_over:
-            self.finish()
-        return result
-
-    def finish(self, status: str | None = None) -> None:
-        """Close the game (``finished`` if it is over, else ``abandoned``); later calls do nothing."""
-        if self._finished:
-            return
-        if status is None:
-            status = "finished" if self.game.game_over else "abandoned"
-        self.store.finish_game(self.game_id, status, final_board=self.game.board)
-        self._finished = True
-
-    def __enter__(self) -> GameRecorder:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.finish()
-
-
 # -------------------------------------------------------------------------------------- helpers
 
 
-def _check_source(source: str) -> None:
-    if source not in SOURCES:
-        raise StoreError(f"game source must be one of {', '.join(SOURCES)}, got {source!r}")
+def _player_of(
+    player: Player | None, source: str | None, agent: str | None, checkpoint: str | os.PathLike[str] | None
+) -> Player:
+    """``player``, or the one spelled out by source / agent / checkpoint (default: the person)."""
+    if player is not None:
+        if source is not None or agent is not None or checkpoint is not None:
+            raise StoreError("give a player or source / agent / checkpoint, not both")
+        return player
+    return Player(source or "human", agent, None if checkpoint is None else str(checkpoint))
+
+
+def _identity(players: Sequence[Player]) -> tuple[str, str | None, str | None, str]:
+    """The games columns source, agent, checkpoint and players for a game played by ``players``."""
+    first_agent = next((p for p in players if p.agent is not None), None)
+    return (
+        source_of(players),
+        None if first_agent is None else first_agent.agent,
+        None if first_agent is None else first_agent.checkpoint,
+        json.dumps([p.to_json() for p in players], sort_keys=True),
+    )
+
+
+def _players(text: str) -> list[Player]:
+    return [Player.from_json(p) for p in json.loads(text)]
 
 
 def _check_triples(triples: Sequence[tuple[int, int, int]], shape: tuple[int, int]) -> None:
@@ -765,6 +770,7 @@ def _summary(row: sqlite3.Row) -> GameSummary:
         n_moves=row["n_moves"],
         run_id=row["run_id"],
         origin=None if row["origin"] is None else json.loads(row["origin"]),
+        players=tuple(_players(row["players"])),
     )
 
 

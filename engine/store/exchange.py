@@ -11,9 +11,11 @@
     initial_boards (G, rows*cols) int64   first board of each game (what a 0-move game needs)
     final_boards   (G, rows*cols) int64   last board of each game
     spawns         (M, 3) int64           (global move index, flat cell, value) of every spawned tile
+    move_players   (N,) int64             who made each move: index into its game's ``players``
     board_shape    (2,) int64             rows, cols
     games          0-d str                JSON list of G dicts: id, source, agent, checkpoint, seed, rules,
-                                          started, ended, status, score, max_tile, n_moves
+                                          started, ended, status, score, max_tile, n_moves, players
+                                          (list of {kind, agent, checkpoint}, see engine.store.Player)
     rules          0-d str                JSON rules shared by every game (when they all agree)
     format, version                       "2048-studio-games", 1
 
@@ -21,7 +23,12 @@ A bare seed-003 file (only ``layouts``, ``moves``, ``scores``; optionally ``num_
 imports too: rules default to the classic game of that shape, spawns are read off the next layout.
 
 ``.jsonl``: one JSON object per line with the same fields per game (``layouts`` as nested
-rows x cols lists, ``moves`` as direction names, ``spawns`` as ``[[row, col, value], ...]`` per move).
+rows x cols lists, ``moves`` as direction names, ``spawns`` as ``[[row, col, value], ...]`` per move,
+``move_players`` as a list of indexes into ``players``).
+
+``players`` / ``move_players`` are optional (files of studios before "one game, one record" have
+neither, and format version 1 covers both): without them every move is by one player, built from the
+game's ``source``, ``agent`` and ``checkpoint`` (``unknown`` when the source is not a player kind).
 
 Reading is data only (``allow_pickle=False``; JSON) and every game is checked before anything is
 returned: shapes, tile values, directions, and a replay of each move with the engine's slide that must
@@ -42,7 +49,7 @@ import numpy as np
 from engine.core import DIRECTIONS, Direction, Rules, _slide_unchecked, legal_mask
 from engine.fsutil import atomic_write
 from engine.store.codec import spawn_triples, tile_problem
-from engine.store.model import GAME_STATUSES, GameRecord, StoreError
+from engine.store.model import GAME_STATUSES, PLAYER_KINDS, GameRecord, Player, StoreError
 
 NPZ_FORMAT = "2048-studio-games"
 JSONL_FORMAT = "2048-studio-game"
@@ -65,6 +72,8 @@ class IncomingGame:
     scores: np.ndarray  # (n,) int64
     spawns: list[list[Triple]]
     final_board: np.ndarray
+    players: list[Player]
+    move_players: np.ndarray  # (n,) int64 index into players
 
 
 def file_kind(path: str | os.PathLike[str]) -> str:
@@ -84,7 +93,7 @@ def _meta_of(rec: GameRecord) -> dict[str, Any]:
     s = rec.summary
     return {
         "id": s.id,
-        "source": s.origin.get("source", s.source) if s.origin else s.source,
+        "source": s.source,
         "agent": s.agent,
         "checkpoint": s.checkpoint,
         "seed": s.seed,
@@ -95,6 +104,7 @@ def _meta_of(rec: GameRecord) -> dict[str, Any]:
         "score": s.score,
         "max_tile": s.max_tile,
         "n_moves": s.n_moves,
+        "players": [p.to_json() for p in s.players],
     }
 
 
@@ -142,6 +152,7 @@ def write_npz(records: Sequence[GameRecord], path: Path) -> None:
         "initial_boards": np.stack([r.initial_board.reshape(cells) for r in records]).astype(np.int64),
         "final_boards": np.stack([r.final_board.reshape(cells) for r in records]).astype(np.int64),
         "spawns": np.array(spawn_rows, dtype=np.int64).reshape(-1, 3),
+        "move_players": cat(lambda r: r.move_players, np.int64),
         "games": np.array(json.dumps(metas)),
     }
     if len(rules_all) == 1:
@@ -159,6 +170,7 @@ def game_to_json(rec: GameRecord) -> dict[str, Any]:
     out["scores"] = rec.scores.tolist()
     out["spawns"] = [[[int(r), int(c), int(v)] for r, c, v in rec.spawns[i] if v] for i in range(rec.n_moves)]
     out["final_board"] = rec.final_board.tolist()
+    out["move_players"] = rec.move_players.tolist()
     return out
 
 
@@ -263,7 +275,35 @@ def _meta(obj: Mapping[str, Any], label: str) -> dict[str, Any]:
         if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
             raise StoreError(f"{label}: {key} must be a whole number, got {v!r}")
         meta[key] = v
+    players = obj.get("players")
+    if players is not None:
+        if not isinstance(players, list) or not players:
+            raise StoreError(f"{label}: players must be a non-empty list of {{kind, agent, checkpoint}}")
+        try:
+            meta["players"] = [Player.from_json(p) for p in players]
+        except StoreError as e:
+            raise StoreError(f"{label}: {e}") from None
+    else:
+        meta["players"] = None
     return meta
+
+
+def _players(label: str, meta: dict[str, Any], move_players: np.ndarray | None, n: int) -> tuple[list[Player], np.ndarray]:
+    """The game's players and the player of each move; a file without them had one player per game."""
+    players = meta.get("players")
+    if players is None:
+        source = meta.get("source")
+        kind = source if isinstance(source, str) and source in PLAYER_KINDS else "unknown"
+        players = [Player(kind, meta.get("agent"), meta.get("checkpoint"))]
+    if move_players is None:
+        if len(players) > 1:
+            raise StoreError(f"{label}: {len(players)} players but no move_players saying who made each move")
+        return players, np.zeros(n, dtype=np.int64)
+    if move_players.shape != (n,):
+        raise StoreError(f"{label}: {n} moves but move_players has shape {move_players.shape}")
+    if n and (move_players.min() < 0 or move_players.max() >= len(players)):
+        raise StoreError(f"{label}: move_players refers to a player that is not in players")
+    return players, move_players.astype(np.int64)
 
 
 def _directions(value: Any, label: str) -> np.ndarray:
@@ -313,6 +353,7 @@ def check_game(
     spawns: Sequence[Sequence[Triple]] | None = None,
     initial_board: np.ndarray | None = None,
     final_board: np.ndarray | None = None,
+    move_players: np.ndarray | None = None,
 ) -> IncomingGame:
     """Replay a game move by move and check everything agrees; returns it complete (rewards, spawns, boards).
 
@@ -320,6 +361,7 @@ def check_game(
     (when given); scores must rise by exactly the reward; and the next layout (``layouts[i+1]``, or
     ``final_board`` after the last move) must be the slid board plus the spawned tiles: 2s or 4s on
     empty cells, as many as the rules spawn (and exactly ``spawns[i]`` when spawns are given).
+    ``move_players`` (who made each move) must point into ``meta["players"]``.
     """
     n = len(moves)
     if scores.shape != (n,):
@@ -330,6 +372,7 @@ def check_game(
         raise StoreError(f"{label}: {n} moves but {layouts.shape[0]} layouts")
     if spawns is not None and len(spawns) != n:
         raise StoreError(f"{label}: {n} moves but spawns for {len(spawns)}")
+    players, who = _players(label, meta, move_players, n)
     if initial_board is None:
         if n == 0:
             raise StoreError(f"{label}: a game without moves needs its initial board")
@@ -402,6 +445,8 @@ def check_game(
         scores.astype(np.int64),
         out_spawns,
         final_board,
+        players,
+        who,
     )
 
 
@@ -482,7 +527,8 @@ def _read_npz(path: Path) -> list[IncomingGame]:
     # seed 003 keeps a one-move game's scores as a 0-d array (np.array(score)); otherwise shapes must be (n,)
     scores = np.atleast_1d(_int_array(data["scores"], name, "scores"))
     rewards = np.atleast_1d(_int_array(data["rewards"], name, "rewards")) if "rewards" in data else None
-    for what, arr in (("moves", moves), ("scores", scores), ("rewards", rewards)):
+    who = _int_array(data["move_players"], name, "move_players").reshape(-1) if "move_players" in data else None
+    for what, arr in (("moves", moves), ("scores", scores), ("rewards", rewards), ("move_players", who)):
         if arr is not None and arr.shape[0] != n_total:
             raise StoreError(f"{name}: {n_total} layouts but {arr.shape[0]} {what}")
 
@@ -534,6 +580,7 @@ def _read_npz(path: Path) -> list[IncomingGame]:
                 spawns=None if spawns_by_move is None else spawns_by_move[a:b],
                 initial_board=None if initial is None else initial[g],
                 final_board=None if finals is None else finals[g],
+                move_players=None if who is None else who[a:b],
             )
         )
     return games
@@ -648,6 +695,7 @@ def _game_from_json(obj: dict[str, Any], label: str) -> IncomingGame:
         if obj.get("final_board") is not None
         else None
     )
+    who = _int_array(obj["move_players"], label, "move_players") if obj.get("move_players") is not None else None
     return check_game(
         label,
         rules,
@@ -659,4 +707,5 @@ def _game_from_json(obj: dict[str, Any], label: str) -> IncomingGame:
         spawns=spawns,
         initial_board=initial,
         final_board=final,
+        move_players=who,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,9 +13,15 @@ import numpy as np
 from engine.core import Rules, Spawn
 from engine.records import GameTrace
 
-#: Where a game came from. ``training`` = a game played while an agent learned (linked to its run);
-#: ``imported`` = read from a file (the original source is kept in ``GameSummary.origin``).
-SOURCES: tuple[str, ...] = ("human", "agent", "evaluation", "training", "imported")
+#: Who can make a move. ``training`` = an agent playing while it learns (its game is linked to the run);
+#: ``unknown`` = imported from a file that does not say who played (e.g. a bare seed-003 ``.npz``).
+PLAYER_KINDS: tuple[str, ...] = ("human", "agent", "evaluation", "training", "unknown")
+#: A game's source: the kind of its one player, or ``mixed`` when more than one player moved in it
+#: (a person who let an agent play for a while). Imported games keep their original source; that they
+#: came from a file is ``GameSummary.origin`` (see :data:`SOURCE_FILTERS`).
+SOURCES: tuple[str, ...] = ("human", "agent", "evaluation", "training", "mixed", "unknown")
+#: What the store's ``source`` filter accepts: a source, or ``imported`` = every game read from a file.
+SOURCE_FILTERS: tuple[str, ...] = (*SOURCES, "imported")
 GAME_STATUSES: tuple[str, ...] = ("playing", "finished", "abandoned")
 RUN_STATUSES: tuple[str, ...] = ("running", "paused", "stopped", "finished", "failed")
 
@@ -31,6 +38,60 @@ def format_time(ts: float | None) -> str:
     if ts is None:
         return "-"
     return _dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+
+
+@dataclass(frozen=True)
+class Player:
+    """Who made a move: the person (``kind="human"``), or an agent by registry name and checkpoint file.
+
+    ``kind`` is one of :data:`PLAYER_KINDS`; an agent playing for an evaluation or while training is a
+    different player from the same agent played in the Play tab, so statistics and imitation can tell
+    them apart. Frozen and hashable: a game's players are compared by value.
+    """
+
+    kind: str = "human"
+    agent: str | None = None
+    checkpoint: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in PLAYER_KINDS:
+            raise StoreError(f"a player is one of {', '.join(PLAYER_KINDS)}, got {self.kind!r}")
+
+    @property
+    def is_human(self) -> bool:
+        return self.kind == "human"
+
+    @property
+    def label(self) -> str:
+        """``you``, ``greedy``, ``dqn (run3-final.pt)``: what a replay shows as the player of a move."""
+        if self.is_human:
+            return "you"
+        name = self.agent or self.kind
+        return f"{name} ({Path(self.checkpoint).name})" if self.checkpoint else name
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "agent": self.agent, "checkpoint": self.checkpoint}
+
+    @classmethod
+    def from_json(cls, obj: Any) -> Player:
+        """The inverse of :meth:`to_json`; a StoreError (one line) for anything else."""
+        if not isinstance(obj, dict):
+            raise StoreError(f"a player must be a JSON object, got {obj!r}")
+        agent, checkpoint = obj.get("agent"), obj.get("checkpoint")
+        for key, v in (("agent", agent), ("checkpoint", checkpoint)):
+            if v is not None and not isinstance(v, str):
+                raise StoreError(f"a player's {key} must be text, got {v!r}")
+        return cls(str(obj.get("kind")), agent, checkpoint)
+
+
+HUMAN = Player()
+
+
+def source_of(players: Sequence[Player]) -> str:
+    """A game's source from its players: the one player's kind, or ``mixed``."""
+    if not players:
+        raise StoreError("a game needs a player")
+    return players[0].kind if len(players) == 1 else "mixed"
 
 
 @dataclass(frozen=True)
@@ -57,10 +118,26 @@ class GameSummary:
     run_id: int | None = None
     #: imported games: where they came from, e.g. ``{"file": "games.npz", "id": 12, "source": "human"}``
     origin: dict[str, Any] | None = None
+    #: everyone who moved in the game, in order of their first move (``GameRecord.move_players`` indexes it)
+    players: tuple[Player, ...] = ()
 
     @property
     def shape(self) -> tuple[int, int]:
         return self.rules.shape
+
+    @property
+    def imported(self) -> bool:
+        return self.origin is not None
+
+    @property
+    def agents(self) -> tuple[str, ...]:
+        """The names of the agents that moved in this game, each once."""
+        return tuple(dict.fromkeys(p.agent for p in self.players if p.agent))
+
+    @property
+    def who(self) -> str:
+        """Who played, in words: ``you``, ``greedy``, ``you + greedy (greedy-1.npz)``."""
+        return " + ".join(p.label for p in self.players) or (self.agent or self.source)
 
 
 @dataclass(frozen=True, eq=False)
@@ -82,6 +159,12 @@ class GameRecord:
     scores: np.ndarray
     spawns: np.ndarray
     final_board: np.ndarray
+    #: (n,) int64: who made each move, an index into ``summary.players`` (None: all by the first player)
+    move_players: np.ndarray = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.move_players is None:
+            object.__setattr__(self, "move_players", np.zeros(len(self.moves), dtype=np.int64))
 
     @property
     def id(self) -> int:
@@ -94,6 +177,25 @@ class GameRecord:
     @property
     def n_moves(self) -> int:
         return int(self.moves.shape[0])
+
+    def player_of(self, i: int) -> Player:
+        """Who made move ``i``."""
+        players = self.summary.players
+        return players[int(self.move_players[i])] if players else Player("unknown")
+
+    def moves_by(self, kind: str | None = None, agent: str | None = None) -> np.ndarray:
+        """(n,) bool: the moves whose player is of ``kind`` and (when given) the agent ``agent``.
+
+        ``kind=None`` / ``agent=None`` do not filter. How imitation keeps only the person's moves of a
+        game the person shared with an agent.
+        """
+        ok = np.array(
+            [(kind is None or p.kind == kind) and (agent is None or p.agent == agent) for p in self.summary.players],
+            dtype=bool,
+        )
+        if not len(ok):
+            return np.full(self.n_moves, kind is None and agent is None)
+        return ok[self.move_players]
 
     def spawns_of(self, i: int) -> tuple[Spawn, ...]:
         """The tiles that appeared after move ``i``."""

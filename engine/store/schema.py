@@ -15,13 +15,14 @@ callers who want that too; human play is slow enough for either.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
 from engine.store.model import StoreError
 
 APPLICATION_ID = 0x32303438  # "2048"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: one record per game, with the player of each move (see _migrate_1_to_2)
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 30_000  # eval workers in several processes write to the same file
 
@@ -91,8 +92,9 @@ CREATE INDEX run_checkpoints_run ON run_checkpoints(run_id, id);
 
 CREATE TABLE games (
     id INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused, so an id in an export stays unambiguous
-    source TEXT NOT NULL,              -- human / agent / evaluation / training / imported
-    agent TEXT,
+    source TEXT NOT NULL,              -- the one player's kind (human / agent / evaluation / training /
+                                       -- unknown), or mixed when several players moved
+    agent TEXT,                        -- the first agent among the players (NULL: none), and its checkpoint
     checkpoint TEXT,
     run_id INTEGER REFERENCES runs(id) ON DELETE SET NULL,
     rules TEXT NOT NULL,               -- JSON of engine.Rules
@@ -109,7 +111,9 @@ CREATE TABLE games (
     initial_board BLOB NOT NULL,       -- exponent bytes, see engine.store.codec
     final_board BLOB,                  -- NULL while playing: rebuilt from the last move
     pid INTEGER, host TEXT,            -- process writing a 'playing' game
-    origin TEXT                        -- imported games: JSON {file, id, source}
+    origin TEXT,                       -- imported games: JSON {file, id, source}; NULL = played here
+    players TEXT NOT NULL DEFAULT '[]' -- JSON list of {kind, agent, checkpoint}: who moved, in order of
+                                       -- their first move (moves.player indexes it)
 );
 CREATE INDEX games_source ON games(source, started);
 CREATE INDEX games_agent ON games(agent, started);
@@ -125,6 +129,7 @@ CREATE TABLE moves (
     reward INTEGER NOT NULL,
     score INTEGER NOT NULL,            -- score after the move
     spawns BLOB NOT NULL,              -- 5 bytes per spawned tile: uint32 cell + uint8 exponent
+    player INTEGER NOT NULL DEFAULT 0, -- who made the move: index into games.players
     PRIMARY KEY (game_id, idx)
 ) WITHOUT ROWID;
 """
@@ -253,4 +258,60 @@ def _check_version(con: sqlite3.Connection, path: Path) -> None:
             f"{path} was written by a newer 2048 Studio (schema {version}, this one knows up to "
             f"{SCHEMA_VERSION}); upgrade the studio to open it"
         )
-    # Future migrations go here: `if version < 2: ...` inside one transaction, then bump user_version.
+    if version < SCHEMA_VERSION:
+        _migrate(con, path)
+
+
+def _migrate(con: sqlite3.Connection, path: Path) -> None:
+    """Bring an older store up to :data:`SCHEMA_VERSION` in place, all in one transaction.
+
+    EXCLUSIVE, and the version is read again inside it: two processes opening an old store at once
+    migrate it once (the second finds it done). A failure rolls everything back, leaving the old store
+    as it was. Future migrations go here: ``if version < 3: _migrate_2_to_3(con)``.
+    """
+    con.execute("BEGIN EXCLUSIVE")
+    try:
+        version = con.execute("PRAGMA user_version").fetchone()[0]
+        if version < 2:
+            _migrate_1_to_2(con)
+        con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        con.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+        )
+        con.execute("COMMIT")
+    except BaseException as e:
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        if isinstance(e, sqlite3.Error):
+            raise StoreError(f"cannot upgrade {path} to schema {SCHEMA_VERSION}: {e}") from e
+        raise
+
+
+def _migrate_1_to_2(con: sqlite3.Connection) -> None:
+    """Schema 1 -> 2: every game gets its player list and every move its player.
+
+    Schema 1 stored one player per record, so each game gets that one player (its source, agent and
+    checkpoint) and all its moves point at it. An imported game (schema 1 source ``imported``) takes
+    back its original source from ``origin`` (``unknown`` when the file did not say or said something
+    that is not a player kind); ``origin`` stays, so it is still known to be imported. Hand-overs that
+    schema 1 split into several records stay several records: which records belonged to one game was
+    never stored, and guessing could glue two unrelated games together.
+    """
+    columns = {r[1] for r in con.execute("PRAGMA table_info(games)")}
+    if "players" not in columns:
+        con.execute("ALTER TABLE games ADD COLUMN players TEXT NOT NULL DEFAULT '[]'")
+    if "player" not in {r[1] for r in con.execute("PRAGMA table_info(moves)")}:
+        con.execute("ALTER TABLE moves ADD COLUMN player INTEGER NOT NULL DEFAULT 0")
+    kinds = ("human", "agent", "evaluation", "training")
+    updates = []
+    for game_id, source, agent, checkpoint, origin in con.execute(
+        "SELECT id, source, agent, checkpoint, origin FROM games"
+    ).fetchall():
+        if source == "imported":
+            original = json.loads(origin).get("source") if origin else None
+            source = original if original in kinds else "unknown"
+        elif source not in kinds:
+            source = "unknown"
+        player = {"kind": source, "agent": agent, "checkpoint": checkpoint}
+        updates.append((source, json.dumps([player], sort_keys=True), game_id))
+    con.executemany("UPDATE games SET source = ?, players = ? WHERE id = ?", updates)

@@ -1,6 +1,8 @@
 """``python main.py games list | show ID | export IDS|--all --out FILE | import FILE | delete IDS``.
 
-The game-record store from a terminal: every human, agent, evaluation and training game.
+The game-record store from a terminal: every human, agent, evaluation and training game. A game a
+person shared with an agent is one record of source ``mixed``; ``show --moves`` says who made each move.
+``--source imported`` lists the games read from files (they keep their own source too).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from engine.core import DIRECTIONS
-from engine.store import SOURCES, GameRecord, GameStore, GameSummary, format_time
+from engine.store import SOURCE_FILTERS, GameRecord, GameStore, GameSummary, format_time
 from studio.cli import CliError
 from studio.commands._text import board_lines, duration, side_by_side, table
 
@@ -71,8 +73,12 @@ def _positive(text: str) -> int:
 
 
 def _add_filters(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--source", choices=SOURCES, help="who played")
-    p.add_argument("--agent", help="agent name (e.g. expectimax)")
+    p.add_argument(
+        "--source",
+        choices=SOURCE_FILTERS,
+        help="who played (mixed: a person and an agent in turn; imported: read from a file)",
+    )
+    p.add_argument("--agent", help="agent name (e.g. expectimax): games it made a move in")
     p.add_argument("--status", choices=("playing", "finished", "abandoned"), help="game status")
     p.add_argument("--min-score", type=int, metavar="N", help="score at least N")
     p.add_argument("--min-tile", type=int, metavar="T", help="max tile at least T (e.g. 2048)")
@@ -116,7 +122,11 @@ def parse_ids(tokens: list[str]) -> list[int]:
 
 
 def _who(g: GameSummary) -> str:
-    return g.agent or "-"
+    return ", ".join(g.agents) or "-"
+
+
+def _source(g: GameSummary) -> str:
+    return f"{g.source} (imported)" if g.imported else g.source
 
 
 # ------------------------------------------------------------------------------------------ actions
@@ -139,7 +149,7 @@ def run_list(args: argparse.Namespace) -> int:
     rows = [
         (
             g.id,
-            g.source,
+            _source(g),
             _who(g),
             g.status,
             g.score,
@@ -178,6 +188,7 @@ def _summary_json(g: GameSummary) -> dict[str, Any]:
         "max_tile": g.max_tile,
         "n_moves": g.n_moves,
         "origin": g.origin,
+        "players": [p.to_json() for p in g.players],
     }
 
 
@@ -192,8 +203,12 @@ def describe_game(rec: GameRecord, moves: bool = False) -> str:
     """The text of ``games show``."""
     g = rec.summary
     r = g.rules
-    lines = [f"game {g.id}: {g.source}" + (f" ({g.agent})" if g.agent else "") + f", {g.status}"]
-    if g.checkpoint:
+    who = g.who if g.source == "mixed" else g.agent
+    lines = [f"game {g.id}: {g.source}" + (f" ({who})" if who else "") + f", {g.status}"]
+    if g.source == "mixed":
+        counts = np.bincount(rec.move_players, minlength=len(g.players))
+        lines.append("players: " + ", ".join(f"{p.label} {int(k)} moves" for p, k in zip(g.players, counts)))
+    elif g.checkpoint:
         lines.append(f"checkpoint: {g.checkpoint}")
     if g.run_id is not None:
         lines.append(f"training run: {g.run_id}")
@@ -236,11 +251,12 @@ def describe_game(rec: GameRecord, moves: bool = False) -> str:
                     int(rec.scores[i]),
                     int(rec.layouts[i].max()),
                     spawn,
+                    rec.player_of(i).label,
                 )
             )
         lines.append("")
         lines.append(
-            table(("#", "MOVE", "REWARD", "SCORE", "MAX BEFORE", "NEW TILE"), rows, right={0, 2, 3, 4})
+            table(("#", "MOVE", "REWARD", "SCORE", "MAX BEFORE", "NEW TILE", "PLAYER"), rows, right={0, 2, 3, 4})
         )
     return "\n".join(lines)
 

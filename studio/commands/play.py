@@ -10,7 +10,9 @@
   names a direction in the studio (``engine.Direction.parse``); ``r`` is right. ``q`` quits.
 
 Every move is logged to the store the moment it is made (source ``human``) through
-:class:`engine.store.GameRecorder`; a game left before game over is saved as ``abandoned``.
+:class:`engine.store.GameRecorder`, the recorder of the window and the pygame player too; a game left
+before game over is saved as ``abandoned``. Without ``--seed`` the recorder draws one and records it,
+so every game can be replayed exactly.
 ``--pygame`` opens ``studio.pygame_player.run_pygame`` instead (imported only then).
 """
 
@@ -19,12 +21,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import secrets
 import sys
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-from engine import Direction, Game, IllegalMoveError, Rules, StepResult
+from engine import Direction, Game, Rules, StepResult
 from engine.store import GameRecorder, GameStore
 from studio.cli import CliError
 from studio.commands._text import board_lines
@@ -80,9 +81,7 @@ def run(args: argparse.Namespace) -> int:
     with GameStore.open(args.data_dir) as store:
         if args.pygame:
             return play_pygame(store, rules, args.seed)
-        # A drawn seed is recorded with the game, so even an unseeded game can be replayed exactly.
-        seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
-        return play_text(store, rules, seed)
+        return play_text(store, rules, args.seed)
 
 
 def play_pygame(store: GameStore, rules: Rules, seed: int | None) -> int:
@@ -140,8 +139,7 @@ def play_text(
     """Play one game in the terminal, logging every move; returns the exit status (130 after Ctrl-C)."""
     inp = stdin if stdin is not None else sys.stdin
     out = stdout if stdout is not None else sys.stdout
-    game = Game(rules=rules, seed=seed)
-    recorder = GameRecorder(store, game, source="human")
+    recorder = GameRecorder(store, rules=rules, seed=seed)  # draws the seed when none is given
     status = 0
     try:
         fd = _terminal_fd(inp)
@@ -152,22 +150,23 @@ def play_text(
     except KeyboardInterrupt:
         status = 130
     finally:
-        recorder.finish()  # abandoned unless the game is over; the moves are already saved
+        recorder.close()  # abandoned unless the game is over; the moves are already saved
+    assert recorder.game_id is not None  # not lazy: the record exists from the start
     summary = store.get_game(recorder.game_id)
+    game = recorder.game
     if game.game_over:
         out.write(f"Game over! Final score {game.score}, max tile {game.max_tile}, {game.moves} moves.\n")
     else:
         out.write(f"Left after {game.moves} moves: score {game.score}, max tile {game.max_tile}.\n")
     out.write(
-        f"Saved as game {summary.id} ({summary.status}, seed {seed}): python main.py games show {summary.id}\n"
+        f"Saved as game {summary.id} ({summary.status}, seed {recorder.seed}): python main.py games show {summary.id}\n"
     )
     out.flush()
     return status
 
 
 def _line_loop(recorder: GameRecorder, inp: TextIO, out: TextIO) -> None:
-    game = recorder.game
-    out.write(render(game) + "\n")
+    out.write(render(recorder.game) + "\n")
     prompt = "move? u/d/l/r or w/a/s + Enter (d = down, r = right), q quits\n"
     out.write(prompt)
     out.flush()
@@ -182,17 +181,16 @@ def _line_loop(recorder: GameRecorder, inp: TextIO, out: TextIO) -> None:
             return
         last = None
         for d in moves:
-            try:
-                last = recorder.step(d)
-            except IllegalMoveError:
-                out.write(
-                    f"{d.label} changes nothing; legal: {', '.join(m.label for m in game.legal_moves())}\n"
-                )
+            result = recorder.play(d)
+            if result is None:
+                legal = ", ".join(m.label for m in recorder.game.legal_moves())
+                out.write(f"{d.label} changes nothing; legal: {legal}\n")
                 break
-            if game.game_over:
+            last = result
+            if recorder.game_over:
                 break
-        out.write(render(game, last) + "\n")
-        if game.game_over:
+        out.write(render(recorder.game, last) + "\n")
+        if recorder.game_over:
             out.flush()
             return
         out.write(prompt)
@@ -241,20 +239,19 @@ def _read_key(fd: int) -> str:
 
 
 def _key_loop(recorder: GameRecorder, fd: int, out: TextIO) -> None:
-    game = recorder.game
     last: StepResult | None = None
     note = ""
     with _cbreak(fd):
         while True:
             out.write(
                 CLEAR
-                + render(game, last)
+                + render(recorder.game, last)
                 + "\n"
                 + (note + "\n" if note else "")
                 + "arrows or W/A/S/D move, q quits\n"
             )
             out.flush()
-            if game.game_over:
+            if recorder.game_over:
                 return
             action = KEYS.get(_read_key(fd))
             note = ""
@@ -263,7 +260,8 @@ def _key_loop(recorder: GameRecorder, fd: int, out: TextIO) -> None:
             if not isinstance(action, Direction):
                 note = "use the arrow keys or W/A/S/D (q quits)"
                 continue
-            try:
-                last = recorder.step(action)
-            except IllegalMoveError:
+            result = recorder.play(action)
+            if result is None:
                 note = f"{action.label} changes nothing"
+            else:
+                last = result

@@ -1,7 +1,7 @@
 """``python main.py replay ID [--speed MOVES_PER_S | --step] [--from N] [--to N] [--verify]``.
 
-Plays a logged game back in the terminal, move by move: the board, the move taken, its reward, the
-score and the spawn (marked ``*``). ``--verify`` re-applies every move with ``engine.slide`` plus the
+Plays a logged game back in the terminal, move by move: the board, who made the move (``you`` or the
+agent and its checkpoint file), the move taken, its reward, the score and the spawn (marked ``*``). ``--verify`` re-applies every move with ``engine.slide`` plus the
 logged spawn and reports the first move where the record and the rules disagree.
 """
 
@@ -75,7 +75,7 @@ def frame(rec: GameRecord, i: int) -> str:
         marks = {(s.row, s.col) for s in spawns}
         spawn_text = ", ".join(f"{s.value} at ({s.row}, {s.col})" for s in spawns) or "none"
         head = (
-            f"game {rec.id} · move {i + 1}/{rec.n_moves}: {ARROWS[int(rec.moves[i])]} · "
+            f"game {rec.id} · move {i + 1}/{rec.n_moves} by {rec.player_of(i).label}: {ARROWS[int(rec.moves[i])]} · "
             f"reward {int(rec.rewards[i])} · score {int(rec.scores[i])} · spawn {spawn_text}"
         )
     return "\n".join([head, *board_lines(board, marks), ""])

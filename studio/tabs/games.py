@@ -41,6 +41,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.store import SOURCE_FILTERS
 from studio.widgets.histogram import TileHistogram
 
 TABLE_LIMIT = 50_000
@@ -105,7 +106,9 @@ class GamesTableModel(QAbstractTableModel):
         if key == "board":
             return (g.rules.rows, g.rules.cols)
         if key == "agent":
-            return g.agent or ""
+            return ", ".join(g.agents)
+        if key == "source":
+            return f"{g.source} (imported)" if g.imported else g.source
         return getattr(g, key)
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
@@ -122,8 +125,8 @@ class GamesTableModel(QAbstractTableModel):
                 return _when(g.started)
             if key == "score":
                 return f"{g.score:,}"
-            if key == "agent":
-                return g.agent or ""
+            if key in ("agent", "source"):
+                return self.raw(g, key)
             return str(getattr(g, key))
         if role == Qt.ItemDataRole.UserRole:
             return self.raw(g, key)
@@ -135,7 +138,9 @@ class GamesTableModel(QAbstractTableModel):
             bits = [f"game #{g.id}", f"p4 {g.rules.p4:g}", f"{g.rules.spawn_per_move} per spawn"]
             if g.seed is not None:
                 bits.append(f"seed {g.seed}")
-            if g.checkpoint:
+            if g.source == "mixed":
+                bits.append(f"played by {g.who}")
+            elif g.checkpoint:
                 bits.append(f"checkpoint {g.checkpoint}")
             if getattr(g, "origin", None):
                 bits.append(f"imported from {g.origin.get('file', '?')}")
@@ -182,7 +187,7 @@ class GamesTab(QWidget):
         self.sourceFilter = QComboBox()
         self.sourceFilter.setObjectName("gamesSourceFilter")
         self.sourceFilter.addItem("all sources", None)
-        for s in ("human", "agent", "evaluation", "training", "imported"):
+        for s in SOURCE_FILTERS:
             self.sourceFilter.addItem(s, s)
         self.agentFilter = QLineEdit()
         self.agentFilter.setObjectName("gamesAgentFilter")

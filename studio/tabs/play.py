@@ -1,7 +1,8 @@
 """The Play tab: a person plays (arrows / WASD), asks an agent for a hint, or watches it play on.
 
-Moves go through :class:`studio.session.PlaySession`, which logs each one to the store before the board
-even starts animating; see that module for how games mixing human and agent moves are recorded.
+Moves go through :class:`engine.store.GameRecorder`, which stores each one before the board even starts
+animating. A game the person shares with an agent (Watch, Step, a key press takes over) stays one record,
+each move stored with who made it (see :mod:`engine.store.recorder`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from PySide6.QtWidgets import (
 
 from agents.spec import AgentSpec
 from engine import DIRECTIONS, Direction, Rules
-from studio.session import HUMAN, Player, PlaySession
+from engine.store import HUMAN, GameRecorder, Player
 from studio.settings import get_float, get_int, get_str_list
 from studio.theme import load_theme
 from studio.thinking import Thinker, ThinkResult
@@ -165,7 +166,7 @@ class PlayTab(QWidget):
         self.settings = settings
         self.thinker = thinker or Thinker(self)
         self.thinker.resultReady.connect(self._on_think_result)
-        self.session: PlaySession | None = None
+        self.recorder: GameRecorder | None = None
         self._best: dict[tuple[int, int], int] = {}
         self._pending: str | None = None  # "hint" / "watch" / "step": what the in-flight ticket is for
         self._ticket = 0
@@ -318,7 +319,7 @@ class PlayTab(QWidget):
     # ------------------------------------------------------------------ state
     @property
     def rules(self) -> Rules:
-        return self.session.rules if self.session is not None else Rules()
+        return self.recorder.rules if self.recorder is not None else Rules()
 
     @property
     def agent_spec(self) -> AgentSpec | None:
@@ -370,12 +371,12 @@ class PlayTab(QWidget):
         self.stop_watching()
         self.thinker.cancel()
         self._pending = None
-        if self.session is not None and not self.session.closed:
-            had_record = self.session.game_id is not None
-            self.session.close("abandoned")
+        if self.recorder is not None and not self.recorder.closed:
+            had_record = self.recorder.game_id is not None
+            self.recorder.close("abandoned")
             if had_record:
                 self.gamesChanged.emit()
-        self.session = PlaySession(self.store, rules, seed)
+        self.recorder = GameRecorder(self.store, rules=rules, seed=seed, lazy=True)
         self._reached_2048 = False
         for key, value in (
             ("rows", rules.rows),
@@ -386,12 +387,12 @@ class PlayTab(QWidget):
         ):
             self.settings.setValue(f"play/{key}", value)
         self.board.hide_overlay()
-        self.board.set_board(self.session.board, self.session.game.last_spawns)
+        self.board.set_board(self.recorder.board, self.recorder.game.last_spawns)
         self._clear_hint()
         self._update_labels()
         self.board.setFocus()
         self.status.emit(f"New {rules.rows}x{rules.cols} game")
-        if self.session.game_over:  # e.g. no start tiles and no spawns: nothing can ever move
+        if self.recorder.game_over:  # e.g. no start tiles and no spawns: nothing can ever move
             self.board.show_overlay("No move possible", "These rules give a board without a legal move")
         elif self.autoHintCheck.isChecked():
             self.request_hint()
@@ -408,17 +409,17 @@ class PlayTab(QWidget):
         """The window is closing: stop the agent and end the record as abandoned (nothing else to save)."""
         self.stop_watching()
         self.thinker.cancel()
-        if self.session is not None:
-            self.session.close("abandoned")
+        if self.recorder is not None:
+            self.recorder.close("abandoned")
 
     def play_move(self, direction: Direction, player: Player = HUMAN) -> bool:
         """Make one move (logged at once) and animate it; False when it is illegal."""
-        session = self.session
-        if session is None:
+        recorder = self.recorder
+        if recorder is None:
             return False
-        before = session.board
+        before = recorder.board
         try:
-            result = session.play(direction, player)
+            result = recorder.play(direction, player)
         except ValueError as e:  # StoreError: the move could not be saved, so it was not made
             self.status.emit(f"Move not made, the store refused it: {e}")
             self.stop_watching()
@@ -428,17 +429,17 @@ class PlayTab(QWidget):
         self.thinker.cancel()  # any answer in flight is about the old board
         if self._pending in ("hint", "step"):
             self._pending = None
-        self.board.push_transition(before, direction, session.board, result.spawns)
+        self.board.push_transition(before, direction, recorder.board, result.spawns)
         self._clear_hint()
         self._update_labels()
         self.gamesChanged.emit()  # other tabs re-read lazily, when shown
-        if session.closed:
+        if recorder.closed:
             self.stop_watching()
-            best = int(session.board.max())
-            self.board.show_overlay("Game over!", f"Score {session.score} · best tile {best} · {session.moves} moves")
-            self.status.emit(f"Game over: score {session.score}, best tile {best}")
+            best = int(recorder.board.max())
+            self.board.show_overlay("Game over!", f"Score {recorder.score} · best tile {best} · {recorder.moves} moves")
+            self.status.emit(f"Game over: score {recorder.score}, best tile {best}")
             return True
-        if not self._reached_2048 and int(session.board.max()) >= 2048:
+        if not self._reached_2048 and int(recorder.board.max()) >= 2048:
             self._reached_2048 = True
             self.status.emit("2048! Keep going: the game goes on until no move is left.")
         if self.autoHintCheck.isChecked() and not self.autoplayButton.isChecked():
@@ -452,7 +453,7 @@ class PlayTab(QWidget):
         self.play_move(direction, HUMAN)
 
     def _update_labels(self) -> None:
-        s = self.session
+        s = self.recorder
         assert s is not None
         best = self._best_for(s.rules)
         if s.player is None or s.player.is_human:  # BEST is the person's: a watched agent does not raise it
@@ -498,10 +499,10 @@ class PlayTab(QWidget):
 
     def _ask(self, purpose: str, want_values: bool) -> bool:
         spec = self.agent_spec
-        if spec is None or self.session is None or self.session.closed:
+        if spec is None or self.recorder is None or self.recorder.closed:
             return False
         self._pending = purpose
-        self._ticket = self.thinker.request(spec, self.session.game, want_values=want_values)
+        self._ticket = self.thinker.request(spec, self.recorder.game, want_values=want_values)
         return True
 
     def request_hint(self) -> None:
@@ -517,7 +518,7 @@ class PlayTab(QWidget):
 
     def _on_think_result(self, result: ThinkResult) -> None:
         purpose = self._pending
-        s = self.session
+        s = self.recorder
         if result.ticket != self._ticket or purpose is None or s is None or result.moves_at_request != s.moves:
             return  # stale: about a board that has moved on
         self._pending = None
@@ -544,7 +545,7 @@ class PlayTab(QWidget):
         """Fill the value table (legal moves only; the agent's choice in bold) and maybe the board arrow."""
         self.last_hint = result
         values = result.values or {}
-        mask = legal if legal is not None else self.session.game.legal_mask() if self.session else None
+        mask = legal if legal is not None else self.recorder.game.legal_mask() if self.recorder else None
         for d, (name, label) in self.hintLabels.items():
             weight = "bold" if d == result.choice else "normal"
             name.setStyleSheet(f"font-weight: {weight};")
@@ -591,7 +592,7 @@ class PlayTab(QWidget):
     def _on_autoplay_toggled(self, on: bool) -> None:
         self.autoplayButton.setText("❚❚ Pause" if on else "▶ Watch")
         if on:
-            if self.session is None or self.session.closed:
+            if self.recorder is None or self.recorder.closed:
                 self.autoplayButton.setChecked(False)
                 return
             self.status.emit("Watching the agent: press an arrow to take over")

@@ -3,7 +3,9 @@
 A game is read from the store once (:meth:`GameStore.load_game` gives whole numpy arrays), so every
 step afterwards is an array lookup: a 10,000-move game opens at once and the slider scrubs smoothly.
 Position ``i`` (0..n) shows the board *before* move ``i`` (position n: the final board) together with
-what the previous move did (direction, reward, score, spawn) and, as an arrow, the move about to come.
+what the previous move did (direction, who made it, reward, score, spawn) and, as an arrow, the move
+about to come. A game a person shared with an agent is one record (source ``mixed``): the step label
+says for every move whether "you" or the agent (and its checkpoint file) made it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from engine import Direction
+from engine.store import SOURCE_FILTERS
 from studio.settings import get_bool, get_int
 from studio.widgets.board import BoardWidget
 
@@ -38,9 +41,14 @@ LIST_LIMIT = 5000  # newest games listed; the Games tab's table holds the rest
 ARROWS = {Direction.UP: "↑", Direction.LEFT: "←", Direction.DOWN: "↓", Direction.RIGHT: "→"}
 
 
+def _who(g: Any) -> str:
+    """``human``, ``greedy``, ``mixed (you + greedy)``."""
+    return f"mixed ({g.who})" if g.source == "mixed" else g.agent or g.source
+
+
 def game_label(g: Any) -> str:
     """One line per game: ``#12 human · 1,234 · max 256 · 180 moves · 5x5 · unfinished``."""
-    who = g.agent or g.source
+    who = _who(g)
     parts = [f"#{g.id} {who}", f"{g.score:,}", f"max {g.max_tile}", _moves(g.n_moves)]
     if g.rules.shape != (4, 4):
         parts.append(f"{g.rules.rows}x{g.rules.cols}")
@@ -51,7 +59,11 @@ def game_label(g: Any) -> str:
 
 def game_title(g: Any) -> str:
     """The heading above the replayed board: who, where, how it went."""
-    who = g.source if not g.agent else f"{g.source} ({g.agent})"
+    who = g.source if not g.agent or g.source == "mixed" else f"{g.source} ({g.agent})"
+    if g.source == "mixed":
+        who = _who(g)
+    if g.origin is not None:
+        who += f", imported from {g.origin.get('file', '?')}"
     status = {"playing": "in progress", "abandoned": "unfinished"}.get(g.status, g.status)
     return f"Game #{g.id} · {who} · {g.rules.rows}x{g.rules.cols} · {g.score:,} points · {status}"
 
@@ -92,7 +104,7 @@ class ReplayTab(QWidget):
         self.sourceFilter = QComboBox()
         self.sourceFilter.setObjectName("replaySourceFilter")
         self.sourceFilter.addItem("all sources", None)
-        for s in ("human", "agent", "evaluation", "training", "imported"):
+        for s in SOURCE_FILTERS:
             self.sourceFilter.addItem(s, s)
         self.textFilter = QLineEdit()
         self.textFilter.setObjectName("replayTextFilter")
@@ -345,7 +357,7 @@ class ReplayTab(QWidget):
             k = i - 1
             d = Direction(int(r.moves[k]))
             text = (
-                f"Move {i}/{n}: {ARROWS[d]} {d.label} · reward {int(r.rewards[k]):,} · "
+                f"Move {i}/{n}: {ARROWS[d]} {d.label} by {r.player_of(k).label} · reward {int(r.rewards[k]):,} · "
                 f"score {int(r.scores[k]):,} · spawn {spawn_text(spawns)}"
             )
         if i == n and n:

@@ -13,9 +13,9 @@ from agents.base import Agent, Budget, TrainContext
 from agents.checkpoint import CheckpointError, load_checkpoint
 from agents.imitation import ImitationAgent, ImitationConfig, load_dataset
 from agents.registry import create_agent, get_agent_class
-from engine import Game, Rules
+from engine import Game, Rules, to_exponents
 from engine.records import GameTrace, play_recorded
-from engine.store import GameStore
+from engine.store import HUMAN, GameRecorder, GameStore, Player
 
 #: The teacher: up if legal, else left, else right, else down. Learnable exactly from the board.
 PRIORITY = (0, 1, 3, 2)
@@ -121,6 +121,28 @@ def test_filters_pick_the_games(data_dir):
         ids(until="2000-01-01")
     small = load_dataset(ImitationConfig(teacher="up-first"), Rules(rows=3, cols=3), data_dir)
     assert len(small.game_ids) == 2 and small.exps_NRC.shape[1:] == (3, 3)
+
+
+def test_my_games_use_only_my_moves_of_a_game_shared_with_an_agent(data_dir):
+    """A person plays 5 moves, lets greedy play 6, takes over for 4: one mixed record, split by player."""
+    greedy = Player("agent", "greedy")
+    with GameStore.open(data_dir) as store:
+        rec = GameRecorder(store, rules=Rules(), seed=3, lazy=True)
+        for who in (HUMAN,) * 5 + (greedy,) * 6 + (HUMAN,) * 4:
+            assert rec.play(rec.game.legal_moves()[-1], who) is not None
+        rec.close()
+        mixed = store.load_game(rec.game_id)
+    assert mixed.summary.source == "mixed"
+    mine = [0, 1, 2, 3, 4, 11, 12, 13, 14]
+    data = load_dataset(ImitationConfig(source="human"), Rules(), data_dir)
+    assert data.game_ids == [mixed.id] and len(data) == 9 and data.skipped == 0
+    assert data.moves_N.tolist() == mixed.moves[mine].tolist()
+    assert np.array_equal(data.exps_NRC, to_exponents(mixed.layouts[mine].reshape(-1, 4)).reshape(-1, 4, 4))
+    theirs = load_dataset(ImitationConfig(teacher="greedy"), Rules(), data_dir)
+    assert theirs.moves_N.tolist() == mixed.moves[5:11].tolist()
+    assert len(load_dataset(ImitationConfig(), Rules(), data_dir)) == 15  # any source: every move
+    with pytest.raises(ValueError, match="no logged 4x4 games"):
+        load_dataset(ImitationConfig(source="human", teacher="greedy"), Rules(), data_dir)
 
 
 def test_no_matching_games_is_a_clear_error(data_dir):

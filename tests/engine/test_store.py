@@ -17,7 +17,7 @@ import pytest
 from agents.base import MetricEvent
 from engine import Direction, Game, Rules, Spawn
 from engine.records import GameTrace, play_recorded
-from engine.store import GameRecorder, GameStore, StoreError, codec
+from engine.store import HUMAN, GameRecorder, GameStore, Player, StoreError, codec
 from engine.store.schema import APPLICATION_ID, SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,18 +29,20 @@ def store(data_dir):
         yield s
 
 
-def _play(store: GameStore, seed: int, moves: int, rules: Rules | None = None, **kw) -> tuple[int, Game]:
+def _play(
+    store: GameStore, seed: int, moves: int, rules: Rules | None = None, player: Player = HUMAN
+) -> tuple[int, Game]:
     """A recorded game: the first legal move in the order left, up, right, down, ``moves`` times."""
-    game = Game(rules=rules or Rules(), seed=seed)
-    rec = GameRecorder(store, game, **kw)
+    rec = GameRecorder(store, player=player, rules=rules or Rules(), seed=seed)
     for _ in range(moves):
-        if game.game_over:
+        if rec.game_over:
             break
-        legal = game.legal_moves()
+        legal = rec.game.legal_moves()
         d = next(d for d in (Direction.LEFT, Direction.UP, Direction.RIGHT, Direction.DOWN) if d in legal)
-        rec.step(d)
-    rec.finish()
-    return rec.game_id, game
+        rec.play(d)
+    rec.close()
+    assert rec.game_id is not None
+    return rec.game_id, rec.game
 
 
 def _trace(seed: int, moves: int, rules: Rules | None = None) -> GameTrace:
@@ -217,11 +219,12 @@ def test_recorder_logs_what_the_game_did(store):
     game = Game(seed=42)
     trace = GameTrace.start(game.copy())
     shadow = game.copy()
-    with GameRecorder(store, game, source="agent", agent="greedy", checkpoint="ckpt.npz") as rec:
+    with GameRecorder(store, game, Player("agent", "greedy", "ckpt.npz")) as rec:
         for d in ("left", "up", "right", "down", "left", "up"):
-            if d in [m.label for m in game.legal_moves()]:
-                rec.step(d)
+            if d in [m.label for m in rec.game.legal_moves()]:
+                rec.play(d)
                 play_recorded(shadow, d, trace)
+    game = rec.game
     r = store.load_game(rec.game_id)
     assert r.summary.source == "agent" and r.summary.agent == "greedy" and r.summary.checkpoint == "ckpt.npz"
     assert r.summary.status == "abandoned"  # left before game over
@@ -234,13 +237,12 @@ def test_recorder_logs_what_the_game_did(store):
 
 
 def test_recorder_finishes_a_game_over_as_finished(store):
-    game = Game(rules=Rules(rows=1, cols=3), seed=0)
-    with GameRecorder(store, game) as rec:
-        while not game.game_over:
-            rec.step(game.legal_moves()[0])
-        assert rec.finished
+    with GameRecorder(store, rules=Rules(rows=1, cols=3), seed=0) as rec:
+        while not rec.game_over:
+            rec.play(rec.game.legal_moves()[0])
+        assert rec.closed
     s = store.get_game(rec.game_id)
-    assert s.status == "finished" and s.ended is not None and s.n_moves == game.moves
+    assert s.status == "finished" and s.ended is not None and s.n_moves == rec.moves
 
 
 def test_log_move_refuses_bad_input(store):
@@ -256,7 +258,7 @@ def test_log_move_refuses_bad_input(store):
         )
     with pytest.raises(StoreError, match="no game 999"):
         store.log_move(999, index=0, board_before=board, direction=0, reward=4, score_after=4, spawns=[])
-    with pytest.raises(StoreError, match="source must be one of"):
+    with pytest.raises(StoreError, match="a player is one of"):
         store.start_game(source="robot", rules=Rules(), initial_board=board)
     store.finish_game(gid)
     with pytest.raises(StoreError, match="is finished"):
@@ -307,7 +309,7 @@ def test_ten_thousand_move_game_loads_fast(store):
 
 def test_list_filters(store):
     g_h, _ = _play(store, seed=1, moves=30)
-    g_a, _ = _play(store, seed=2, moves=3, source="agent", agent="greedy")
+    g_a, _ = _play(store, seed=2, moves=3, player=Player("agent", "greedy"))
     g_e = store.record_trace(_trace(seed=9, moves=10_000), "evaluation", agent="expectimax")
     s = {g.id: g for g in store.list_games()}
     assert [g.id for g in store.list_games()] == [g_e, g_a, g_h]  # newest first
@@ -377,7 +379,7 @@ rec = GameRecorder(store, game)
 print("game", rec.game_id, flush=True)
 i = 0
 while True:
-    rec.step(game.legal_moves()[i % len(game.legal_moves())])
+    rec.play(rec.game.legal_moves()[i % len(rec.game.legal_moves())])
     i += 1
     print("moved", i, flush=True)
 """
@@ -443,7 +445,10 @@ def _assert_same_game(a, b):
         sb.max_tile,
         sb.n_moves,
     )
-    assert sb.source == "imported" and sb.origin["id"] == sa.id and sb.origin["source"] == sa.source
+    assert sb.players == sa.players and np.array_equal(a.move_players, b.move_players)
+    # an imported game keeps its source, and knows it was imported and from where
+    assert sb.source == sa.source and sb.imported and not sa.imported
+    assert sb.origin["id"] == sa.id and sb.origin["source"] == sa.source
 
 
 def _some_games(store: GameStore) -> list[int]:
@@ -454,11 +459,23 @@ def _some_games(store: GameStore) -> list[int]:
     ids.append(store.record_trace(GameTrace.start(Game(seed=8)), "human", status="abandoned"))  # no moves
     big = np.array([[65536, 65536, 2**40, 2], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]])
     game = Game(seed=2, board=big)
-    with GameRecorder(store, game, source="agent", agent="expectimax") as rec:
-        rec.step("left")  # 65536 + 65536 -> 131072
-        rec.step("down")
+    with GameRecorder(store, game, Player("agent", "expectimax")) as rec:
+        assert rec.play("left") is not None  # 65536 + 65536 -> 131072
+        assert rec.play("down") is not None
     ids.append(rec.game_id)
+    ids.append(_mixed_game(store))
     return ids
+
+
+def _mixed_game(store: GameStore) -> int:
+    """A person plays 3 moves, greedy (from a checkpoint) 4, the person 2 more: one record."""
+    greedy = Player("agent", "greedy", "/ckpt/greedy-1.npz")
+    rec = GameRecorder(store, rules=Rules(), seed=5, lazy=True)
+    for who in (HUMAN,) * 3 + (greedy,) * 4 + (HUMAN,) * 2:
+        assert rec.play(rec.game.legal_moves()[0], who) is not None
+    rec.close()
+    assert rec.game_id is not None
+    return rec.game_id
 
 
 @pytest.mark.parametrize("suffix", [".npz", ".jsonl"])
@@ -522,6 +539,10 @@ def test_bare_seed_003_file_imports(store, tmp_path):
         assert [r.spawns_of(i) for i in range(n - 1)] == trace.spawns[:-1]  # read off the next layout
         assert r.spawns_of(n - 1) == ()  # the last spawn is not in the file
         assert r.summary.status == "abandoned"  # no move-less final board: cannot claim game over
+        # the file does not say who played: one unknown player, still findable as imported
+        assert r.summary.source == "unknown" and r.summary.players == (Player("unknown"),)
+        assert r.summary.origin == {"file": "seed003.npz", "id": None, "source": None}
+    assert [g.id for g in store.list_games(source="imported")] == ids[::-1]
 
 
 def test_one_move_seed_003_file(store, tmp_path):

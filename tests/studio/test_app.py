@@ -104,13 +104,13 @@ CHILD = textwrap.dedent(
     play.new_game(Rules(rows=6, cols=6), seed=77)
     keys = [Qt.Key.Key_Left, Qt.Key.Key_Down, Qt.Key.Key_Right, Qt.Key.Key_Down, Qt.Key.Key_W, Qt.Key.Key_A]
     i = 0
-    while not play.session.closed:
-        before = play.session.moves
+    while not play.recorder.closed:
+        before = play.recorder.moves
         QTest.keyClick(play.board, keys[i % len(keys)])  # a real key event, through the widget
         i += 1
         QApplication.processEvents()
-        if play.session.moves != before:
-            print(play.session.game_id, play.session.moves, flush=True)
+        if play.recorder.moves != before:
+            print(play.recorder.game_id, play.recorder.moves, flush=True)
     """
 )
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from agents.base import MetricEvent
-from engine import Direction, Game, Rules, Spawn
-from engine.store import GameRecorder, GameStore
+from engine import Direction, Rules, Spawn
+from engine.store import HUMAN, GameRecorder, GameStore, Player
 from studio.cli import CliError, main
 from studio.commands.games import parse_ids
 from studio.commands.runs import curve_summary
@@ -43,18 +43,18 @@ def _hand_game(store: GameStore) -> int:
     return gid
 
 
-def _played(store: GameStore, seed: int, moves: int, **kw) -> int:
-    game = Game(seed=seed)
-    with GameRecorder(store, game, **kw) as rec:
+def _played(store: GameStore, seed: int, moves: int, player: Player = HUMAN) -> int:
+    with GameRecorder(store, player=player, seed=seed) as rec:
         for _ in range(moves):
-            rec.step(game.legal_moves()[0])
+            rec.play(rec.game.legal_moves()[0])
+    assert rec.game_id is not None
     return rec.game_id
 
 
 @pytest.fixture
 def three_games(data_dir):
     with GameStore.open(data_dir) as s:
-        ids = [_hand_game(s), _played(s, 1, 10), _played(s, 2, 5, source="agent", agent="greedy")]
+        ids = [_hand_game(s), _played(s, 1, 10), _played(s, 2, 5, Player("agent", "greedy"))]
         summaries = {i: s.get_game(i) for i in ids}
     return ids, summaries
 
@@ -112,9 +112,9 @@ def test_show(capsys, three_games):
         "   .     4     4       4*    .     8",
     ]
     assert lines[9:] == [
-        "#  MOVE   REWARD  SCORE  MAX BEFORE  NEW TILE",
-        "1  left       12     12           4  2@(0,2)",
-        "2  right       0     12           8  4@(1,0)",
+        "#  MOVE   REWARD  SCORE  MAX BEFORE  NEW TILE  PLAYER",
+        "1  left       12     12           4  2@(0,2)   you",
+        "2  right       0     12           8  4@(1,0)   you",
     ]
 
 
@@ -134,10 +134,41 @@ def test_export_import_round_trip(capsys, three_games, tmp_path):
                 b = s.load_game(c)
                 assert np.array_equal(a.layouts, b.layouts) and np.array_equal(a.moves, b.moves)
                 assert np.array_equal(a.scores, b.scores) and a.rules == b.rules
-                assert b.summary.source == "imported" and b.summary.agent == a.summary.agent
+                assert b.summary.source == a.summary.source and b.summary.agent == a.summary.agent
+                assert b.summary.players == a.summary.players and b.summary.imported
     _, out, _ = run(capsys, "games", "list", "--source", "imported")
     # imports keep the original start times: copies of game 3 (5, 7) list before those of game 2
-    assert [ln.split()[0] for ln in out.splitlines()[1:]] == ["7", "5", "6", "4"]
+    assert [ln.split()[:3] for ln in out.splitlines()[1:]] == [
+        ["7", "agent", "(imported)"],
+        ["5", "agent", "(imported)"],
+        ["6", "human", "(imported)"],
+        ["4", "human", "(imported)"],
+    ]
+    _, out, _ = run(capsys, "games", "list", "--source", "agent")
+    assert [ln.split()[0] for ln in out.splitlines()[1:]] == ["7", "5", "3"]
+
+
+def test_a_game_with_two_hand_overs_is_one_mixed_game(capsys, data_dir):
+    greedy = Player("agent", "greedy", str(data_dir / "greedy-1.npz"))
+    with GameStore.open(data_dir) as s:
+        rec = GameRecorder(s, seed=8, lazy=True)
+        for who in (HUMAN,) * 2 + (greedy,) * 3 + (HUMAN,):
+            rec.play(rec.game.legal_moves()[0], who)
+        rec.close()
+    _, out, _ = run(capsys, "games", "list")
+    lines = out.splitlines()
+    assert len(lines) == 2 and lines[1].split()[:7] == ["1", "mixed", "greedy", "abandoned", str(rec.score),
+                                                         str(rec.game.max_tile), "6"]
+    _, out, _ = run(capsys, "games", "list", "--source", "mixed", "--json")
+    (row,) = [json.loads(line) for line in out.splitlines()]
+    assert row["source"] == "mixed" and [p["kind"] for p in row["players"]] == ["human", "agent"]
+    assert run(capsys, "games", "list", "--source", "human")[1] == "no games match these filters\n"
+    _, out, _ = run(capsys, "games", "show", "1", "--moves")
+    lines = out.splitlines()
+    assert lines[0] == "game 1: mixed (you + greedy (greedy-1.npz)), abandoned"
+    assert lines[1] == "players: you 3 moves, greedy (greedy-1.npz) 3 moves"
+    table_rows = lines[lines.index(next(ln for ln in lines if ln.startswith("#  MOVE"))) + 1 :]
+    assert [ln.split("  ")[-1].strip() for ln in table_rows] == ["you"] * 2 + ["greedy (greedy-1.npz)"] * 3 + ["you"]
 
 
 def test_export_all_with_filters(capsys, three_games, tmp_path):
@@ -304,11 +335,9 @@ def test_curve_summary_by_events_when_steps_stand_still():
 
 def test_show_marks_direction_counts(capsys, data_dir):
     with GameStore.open(data_dir) as s:
-        game = Game(seed=3)
-        with GameRecorder(s, game) as rec:
+        with GameRecorder(s, seed=3) as rec:
             for d in (Direction.LEFT, Direction.RIGHT, Direction.LEFT):
-                if game.legal_mask()[d]:
-                    rec.step(d)
-        n = rec.n_moves
+                rec.play(d)  # illegal ones change nothing
+        n = rec.moves
     _, out, _ = run(capsys, "games", "show", "1")
     assert f"{n} moves (up 0, left " in out

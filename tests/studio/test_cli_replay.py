@@ -20,7 +20,7 @@ def logged_game(data_dir):
     with GameStore.open(data_dir) as store, GameRecorder(store, Game(3, 3, seed=11)) as rec:
         for i in range(12):
             legal = rec.game.legal_moves()
-            rec.step(legal[i % len(legal)])
+            rec.play(legal[i % len(legal)])
         game_id, final_score, final_board = rec.game_id, rec.game.score, rec.game.board
     return game_id, final_score, final_board
 
@@ -32,7 +32,7 @@ def test_replay_prints_every_move_and_ends_on_the_final_board(logged_game, data_
     frames = [f for f in out.split("\n\n") if f.strip()]
     assert len(frames) == 13  # the start + 12 moves
     assert frames[0].startswith(f"game {game_id} · start")
-    assert "move 12/12" in frames[-1] and f"score {final_score}" in frames[-1]
+    assert "move 12/12 by you: " in frames[-1] and f"score {final_score}" in frames[-1]
     last_rows = frames[-1].splitlines()[1:]
     shown = [[0 if t == "." else int(t) for t in row.replace("*", " ").split()] for row in last_rows]
     assert shown == final_board.tolist()

@@ -114,8 +114,14 @@ def test_export_then_import_round_trip(qtbot, window, tmp_path: Path):
     original = window.store.load_game(ids[0])
     copies = [window.store.load_game(i) for i in new]
     twin = next(c for c in copies if c.summary.origin and c.summary.origin.get("id") == ids[0])
-    assert twin.summary.source == "imported"
+    assert twin.summary.source == "agent" and twin.summary.imported  # keeps its source, knows it was imported
     assert np.array_equal(twin.layouts, original.layouts) and np.array_equal(twin.moves, original.moves)
+    # "imported" still filters: the six copies, their source shown with the mark
+    tab.sourceFilter.setCurrentIndex(tab.sourceFilter.findData("imported"))
+    tab.refresh()
+    model = tab.model
+    assert sorted(model.game(r).id for r in range(model.rowCount())) == sorted(new)
+    assert {model.data(model.index(r, 1)) for r in range(model.rowCount())} == {"agent (imported)"}
 
 
 def test_bad_import_shows_an_error_and_changes_nothing(qtbot, window, tmp_path: Path):

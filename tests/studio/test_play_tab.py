@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QLabel, QPushButton
 
 from agents.spec import AgentSpec
 from engine import Direction, Game, Rules, slide
-from studio.session import PlaySession
+from engine.store import HUMAN, GameRecorder, Player
 from tests.studio.gui_helpers import apply_logged, seed_with
 
 KEYS = [
@@ -50,17 +50,17 @@ def test_key_moves_board_as_engine_slide_says_and_logs_it(qtbot, window, key, di
     rules = Rules()
     play.new_game(rules, seed=seed_with(rules, lambda m: m[direction]))
     before = play.board.board
-    assert np.array_equal(before, play.session.board)
+    assert np.array_equal(before, play.recorder.board)
 
     qtbot.keyClick(play.board, key)
 
-    game_id = play.session.game_id
+    game_id = play.recorder.game_id
     record = window.store.load_game(game_id)
     assert record.n_moves == 1 and record.summary.source == "human"
     assert np.array_equal(record.layouts[0], before)
     assert Direction(int(record.moves[0])) is direction
     expected = apply_logged(before, direction, record.spawns[0])
-    assert np.array_equal(play.session.board, expected)
+    assert np.array_equal(play.recorder.board, expected)
     assert np.array_equal(play.board.board, expected)
     assert int(record.rewards[0]) == slide(before, direction)[1]
     assert play.scoreLabel.text() == str(int(record.scores[0]))
@@ -73,11 +73,11 @@ def test_illegal_key_logs_nothing(qtbot, window):
     rules = Rules()
     seed = seed_with(rules, lambda m: not m.all())
     play.new_game(rules, seed=seed)
-    illegal = next(d for d in Direction if not play.session.game.legal_mask()[d])
+    illegal = next(d for d in Direction if not play.recorder.game.legal_mask()[d])
     key = next(k for k, d in KEYS if d is illegal)
     before = play.board.board
     qtbot.keyClick(play.board, key)
-    assert play.session.game_id is None  # nothing written: no record for a game without moves
+    assert play.recorder.game_id is None  # nothing written: no record for a game without moves
     assert window.store.count_games() == 0
     assert np.array_equal(play.board.board, before)
 
@@ -102,11 +102,11 @@ def test_keys_during_an_animation_are_all_applied_in_order(qtbot, window):
         if ref.legal_mask()[d]:
             ref.step(d)
             expected.append(int(d))
-    record = window.store.load_game(play.session.game_id)
+    record = window.store.load_game(play.recorder.game_id)
     assert [int(m) for m in record.moves] == expected
     qtbot.waitUntil(lambda: not play.board.is_animating, timeout=5000)
     assert np.array_equal(play.board.board, ref.board)
-    assert play.session.score == ref.score
+    assert play.recorder.score == ref.score
 
 
 def test_game_over_overlay_and_new_game(qtbot, window):
@@ -115,15 +115,15 @@ def test_game_over_overlay_and_new_game(qtbot, window):
     play.new_game(rules, seed=3)
     keys = [Qt.Key.Key_Up, Qt.Key.Key_Left, Qt.Key.Key_Down, Qt.Key.Key_Right]
     for i in range(200):
-        if play.session.closed:
+        if play.recorder.closed:
             break
         qtbot.keyClick(play.board, keys[i % 4])
-    assert play.session.closed and play.board.overlay_visible
-    game_id = play.session.segment_ids[-1]
+    assert play.recorder.closed and play.board.overlay_visible
+    game_id = play.recorder.game_id
     assert window.store.get_game(game_id).status == "finished"
     qtbot.mouseClick(play.board.overlay_button, Qt.MouseButton.LeftButton)
-    assert not play.board.overlay_visible and not play.session.closed
-    assert play.session.rules == rules
+    assert not play.board.overlay_visible and not play.recorder.closed
+    assert play.recorder.rules == rules
 
 
 def test_new_game_dialog_validates_rules(qtbot):
@@ -156,10 +156,10 @@ def test_closing_the_window_keeps_every_move(qtbot, data_dir, qsettings):
     play.new_game(Rules(), seed=11)
     made = 0
     for key in [Qt.Key.Key_Left, Qt.Key.Key_Up, Qt.Key.Key_Right, Qt.Key.Key_Down] * 3:
-        before = play.session.moves
+        before = play.recorder.moves
         qtbot.keyClick(play.board, key)
-        made += play.session.moves - before
-    game_id = play.session.game_id
+        made += play.recorder.moves - before
+    game_id = play.recorder.game_id
     win.close()
     with GameStore.open(data_dir) as store:
         g = store.get_game(game_id)
@@ -174,7 +174,7 @@ def test_hint_shows_values_for_legal_moves_only(qtbot, window, rater_agent):
     rules = Rules()
     play.new_game(rules, seed=seed_with(rules, lambda m: not m.all()))
     play.set_agent(AgentSpec(rater_agent))
-    mask = play.session.game.legal_mask()
+    mask = play.recorder.game.legal_mask()
     qtbot.mouseClick(play.hintButton, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: play.last_hint is not None, timeout=5000)
     for d in Direction:
@@ -217,68 +217,88 @@ def test_watch_plays_moves_logged_as_the_agent_and_stops_on_pause(qtbot, window,
     play.speedSlider.setValue(play.speedSlider.maximum())
     qtbot.mouseClick(play.autoplayButton, Qt.MouseButton.LeftButton)
     assert play.watching
-    qtbot.waitUntil(lambda: play.session.moves >= 4, timeout=10000)
+    qtbot.waitUntil(lambda: play.recorder.moves >= 4, timeout=10000)
     qtbot.mouseClick(play.autoplayButton, Qt.MouseButton.LeftButton)  # pause
     assert not play.watching
-    paused_at = play.session.moves
+    paused_at = play.recorder.moves
     qtbot.wait(300)
-    assert play.session.moves == paused_at
-    agent_record = window.store.load_game(play.session.game_id)
+    assert play.recorder.moves == paused_at
+    agent_record = window.store.load_game(play.recorder.game_id)
     assert agent_record.summary.source == "agent" and agent_record.summary.agent == rater_agent
     assert agent_record.n_moves == paused_at
 
     # Step: exactly one more agent move.
     qtbot.mouseClick(play.stepButton, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: play.session.moves == paused_at + 1, timeout=5000)
+    qtbot.waitUntil(lambda: play.recorder.moves == paused_at + 1, timeout=5000)
     qtbot.wait(200)
-    assert play.session.moves == paused_at + 1
+    assert play.recorder.moves == paused_at + 1
 
 
-def test_taking_over_from_the_agent_starts_a_human_record(qtbot, window, rater_agent):
+def test_taking_over_from_the_agent_keeps_one_record(qtbot, window, rater_agent):
     play = window.play
     play.new_game(Rules(rows=5, cols=5), seed=9)
     play.set_agent(AgentSpec(rater_agent))
-    # Two human moves, then the agent, then the person takes over with a key press.
+    # Two human moves, then the agent, then the person takes over with a key press; twice.
     for key in (Qt.Key.Key_Left, Qt.Key.Key_Up):
         qtbot.keyClick(play.board, key)
-    human_moves = play.session.moves
+    players = [HUMAN, HUMAN]
     play.speedSlider.setValue(20)
-    play.start_watching()
-    qtbot.waitUntil(lambda: play.session.moves >= human_moves + 3, timeout=10000)
-    legal = play.session.game.legal_mask()
-    key = next(k for k, d in KEYS if legal[d])
-    qtbot.keyClick(play.board, key)
-    assert not play.watching
-    qtbot.wait(200)  # an answer in flight when the key was pressed must not add a move
-    segments = play.session.segment_ids
-    assert len(segments) == 3
-    records = [window.store.load_game(i) for i in segments]
-    assert [r.summary.source for r in records] == ["human", "agent", "human"]
-    assert [r.summary.status for r in records[:2]] == ["abandoned", "abandoned"]
-    assert records[0].n_moves == human_moves and records[2].n_moves == 1
-    # The segments chain: each starts from the board the previous one ended on.
-    assert np.array_equal(records[1].initial_board, records[0].final_board)
-    assert np.array_equal(records[2].initial_board, records[1].final_board)
-    assert records[0].summary.seed == 9 and records[1].summary.seed is None
-    total = sum(r.n_moves for r in records)
-    assert total == play.session.moves
+    for _ in range(2):
+        start = play.recorder.moves
+        play.start_watching()
+        qtbot.waitUntil(lambda start=start: play.recorder.moves >= start + 3, timeout=10000)
+        legal = play.recorder.game.legal_mask()
+        key = next(k for k, d in KEYS if legal[d])
+        qtbot.keyClick(play.board, key)
+        assert not play.watching
+        qtbot.wait(200)  # an answer in flight when the key was pressed must not add a move
+        players += [Player("agent", rater_agent)] * (play.recorder.moves - 1 - start) + [HUMAN]
+    play.new_game()  # leaves the game: abandoned
+    assert window.store.count_games() == 1
+    (summary,) = window.store.list_games()
+    record = window.store.load_game(summary.id)
+    assert summary.source == "mixed" and summary.status == "abandoned" and summary.seed == 9
+    assert summary.players == (HUMAN, Player("agent", rater_agent)) and summary.agent == rater_agent
+    assert [record.player_of(i) for i in range(record.n_moves)] == players
+    assert record.n_moves == len(players)
+    # The one record is the game: its seed and moves replay it
+    g = Game(rules=Rules(rows=5, cols=5), seed=9)
+    for i, m in enumerate(record.moves):
+        assert np.array_equal(g.board, record.layouts[i])
+        g.step(int(m))
+    assert np.array_equal(g.board, record.final_board)
+
+    # The library lists it once, as mixed; Replay says who made each move.
+    window.show_tab("Games")
+    window.games.refresh()
+    model = window.games.model
+    assert model.rowCount() == 1
+    assert model.data(model.index(0, 1)) == "mixed" and model.data(model.index(0, 2)) == rater_agent
+    window.show_tab("Replay")
+    window.replay.open_game(summary.id)
+    assert "you + " + rater_agent in window.replay.titleLabel.text()
+    window.replay.step_to(1)
+    assert window.replay.stepLabel.text().startswith("Move 1/")
+    assert "by you" in window.replay.stepLabel.text()
+    first_agent_move = players.index(Player("agent", rater_agent))
+    window.replay.step_to(first_agent_move + 1)
+    assert f"by {rater_agent}" in window.replay.stepLabel.text()
 
 
-def test_session_replays_from_its_seed(data_dir):
-    """The first record's seed and moves reproduce the game on the engine."""
-    from engine.store import GameStore
-
-    with GameStore.open(data_dir) as store:
-        s = PlaySession(store, Rules(), seed=123)
-        for d in [1, 0, 3, 2] * 10:
-            s.play(d)
-        s.close()
-        rec = store.load_game(s.segment_ids[0])
-        g = Game(seed=123)
-        for i, m in enumerate(rec.moves):
-            assert np.array_equal(g.board, rec.layouts[i])
-            g.step(int(m))
-        assert np.array_equal(g.board, rec.final_board)
+def test_an_unseeded_game_replays_from_its_recorded_seed(qtbot, window):
+    """The seed bug: a game started without a seed recorded a seed that did not reproduce it."""
+    play = window.play
+    play.new_game(Rules())  # no seed
+    keys = [Qt.Key.Key_Left, Qt.Key.Key_Up, Qt.Key.Key_Right, Qt.Key.Key_Down]
+    for i in range(40):
+        qtbot.keyClick(play.board, keys[i % 4])
+    record = window.store.load_game(play.recorder.game_id)
+    assert record.summary.seed == play.recorder.seed is not None and record.n_moves >= 10
+    g = Game(rules=Rules(), seed=record.summary.seed)
+    for i, m in enumerate(record.moves):
+        assert np.array_equal(g.board, record.layouts[i])
+        g.step(int(m))
+    assert np.array_equal(g.board, play.recorder.board)
 
 
 def test_hint_from_a_checkpoint_file_and_a_clear_error_for_the_wrong_board(qtbot, window, tmp_path):
@@ -293,12 +313,12 @@ def test_hint_from_a_checkpoint_file_and_a_clear_error_for_the_wrong_board(qtbot
     play.request_hint()
     qtbot.waitUntil(lambda: play.last_hint is not None, timeout=5000)
     assert play.last_hint.agent_name == "greedy"
-    assert set(play.last_hint.values) == set(play.session.game.legal_moves())
+    assert set(play.last_hint.values) == set(play.recorder.game.legal_moves())
 
     # Watched moves from a checkpoint are logged with the agent's name and the file.
     qtbot.mouseClick(play.stepButton, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: play.session.moves == 1, timeout=5000)
-    summary = window.store.get_game(play.session.game_id)
+    qtbot.waitUntil(lambda: play.recorder.moves == 1, timeout=5000)
+    summary = window.store.get_game(play.recorder.game_id)
     assert (summary.source, summary.agent, summary.checkpoint) == ("agent", "greedy", str(path))
 
     play.new_game(Rules(rows=5, cols=5), seed=1)
@@ -325,7 +345,7 @@ def test_a_move_the_store_refuses_is_not_made(data_dir):
             return self.store.log_move(game_id, index=index, **kw)
 
     with GameStore.open(data_dir) as store:
-        s = PlaySession(Refusing(store), Rules(), seed=5)
+        s = GameRecorder(Refusing(store), rules=Rules(), seed=5, lazy=True)
         moves = [1, 0, 3, 2, 1, 0]
         made = 0
         for d in moves:
@@ -347,10 +367,10 @@ def test_a_hint_asked_mid_watch_does_not_stop_the_watch(qtbot, window, rater_age
     play.set_agent(AgentSpec(rater_agent))
     play.speedSlider.setValue(10)
     play.start_watching()
-    qtbot.waitUntil(lambda: play.session.moves >= 2, timeout=5000)
+    qtbot.waitUntil(lambda: play.recorder.moves >= 2, timeout=5000)
     play.request_hint()
-    at_hint = play.session.moves
-    qtbot.waitUntil(lambda: play.session.moves >= at_hint + 3, timeout=10000)
+    at_hint = play.recorder.moves
+    qtbot.waitUntil(lambda: play.recorder.moves >= at_hint + 3, timeout=10000)
     assert play.watching
     play.stop_watching()
 

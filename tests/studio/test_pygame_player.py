@@ -36,13 +36,13 @@ def test_keys_move_and_log_like_the_engine(store):
             assert player.handle(_key(key))
             if ref.legal_mask()[d]:
                 ref.step(d)
-        assert np.array_equal(player.session.board, ref.board)
-        record = store.load_game(player.session.game_id)
+        assert np.array_equal(player.recorder.board, ref.board)
+        record = store.load_game(player.recorder.game_id)
         assert record.summary.source == "human" and record.n_moves == ref.moves
         # Drawing: the last spawned tile's number is red, as in seed 000.
         screen = pygame.Surface((player.width, player.height))
         player.draw(screen)
-        spawn = player.session.game.last_spawns[0]
+        spawn = player.recorder.game.last_spawns[0]
         t = player.tile
         cell = pygame.surfarray.pixels3d(screen)[spawn.col * t : (spawn.col + 1) * t, spawn.row * t : (spawn.row + 1) * t]
         assert np.any(np.all(cell == np.array(LAST_TILE), axis=-1))
@@ -71,7 +71,7 @@ def test_big_tiles_and_big_boards_draw(store):
     pygame.init()
     try:
         player = PygamePlayer(pygame, store, Rules(rows=9, cols=3), seed=1)
-        player.session.game._board[0, 0] = 131072  # a tile past the seed's colour table
+        player.recorder.game._board[0, 0] = 131072  # a tile past the seed's colour table
         screen = pygame.Surface((player.width, player.height))
         player.draw(screen)
         assert player.height == player.tile * 9 + 50

@@ -1,0 +1,170 @@
+"""``GameRecorder``: one game played move by move, stored as one record whoever makes the moves.
+
+The terminal (``play``), the Play tab and the pygame window all record through it.
+
+How a game is recorded
+----------------------
+* **One game, one record.** Each move is stored with its :class:`~engine.store.model.Player`: the
+  person, or an agent (name and checkpoint file). A person who lets an agent play for a while (Watch,
+  Step) and then takes over again makes one game whose source is ``mixed``; imitation and per-agent
+  statistics still know who made each move (:meth:`GameRecord.moves_by`).
+* **Every move is committed before the game advances.** The move is made on a copy of the game, which
+  becomes the game only once the store has the move, so a move the store refuses (a StoreError) is not
+  made at all and the board always shows what the store holds; closing the window or killing the
+  process loses nothing. A killed game stays ``playing`` until a store is opened again, which marks it
+  ``abandoned`` (its process is gone).
+* **The recorded seed replays the game.** Without a seed the recorder draws one and builds the game
+  with it, so every game it starts can be replayed from its record: same seed, same moves, same boards.
+* ``lazy=True`` writes nothing until the first move (the window: a game opened and left untouched is
+  not worth a record); otherwise the record exists from the start (the terminal says "saved as game N"
+  even when no move was made).
+
+numpy and the standard library only, like the rest of :mod:`engine.store`; never prints.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import numpy as np
+
+from engine.core import Direction, Rules, StepResult
+from engine.game import Game
+from engine.store.db import GameStore
+from engine.store.model import HUMAN, Player, StoreError
+
+SEED_RANGE = 2**31  # drawn seeds stay short enough to read out and type into "New game"
+
+
+class GameRecorder:
+    """A :class:`engine.Game` and its record in ``store``.
+
+    ``GameRecorder(store, rules=Rules(), seed=None)`` starts a new game (drawing its seed when none is
+    given); ``GameRecorder(store, game)`` records a game the caller built (its ``seed`` is recorded as
+    it is, None included). ``play(direction, player)`` makes and stores one move; ``close()`` ends the
+    record as ``finished`` (no move left) or ``abandoned``. Usable as a context manager (closes on exit).
+    """
+
+    def __init__(
+        self,
+        store: GameStore,
+        game: Game | None = None,
+        player: Player = HUMAN,
+        *,
+        rules: Rules | None = None,
+        seed: int | None = None,
+        lazy: bool = False,
+        run_id: int | None = None,
+    ) -> None:
+        if game is not None and (rules is not None or seed is not None):
+            raise ValueError("give a game, or rules and a seed for a new one, not both")
+        if game is None:
+            seed = seed if seed is not None else secrets.randbelow(SEED_RANGE)
+            game = Game(rules=rules or Rules(), seed=seed)
+        self.store = store
+        self.game = game
+        self.seed: int | None = game.seed
+        self.run_id = run_id
+        self.game_id: int | None = None  # None until the record exists (lazy: the first move)
+        self._player = player  # who moves when play() is not told: the last mover, first the given one
+        self._moved = False
+        self.closed = False
+        if not lazy:
+            self._create(player)
+        if game.game_over:  # a board without a single legal move: nothing will ever be stored
+            self.close()
+
+    # ------------------------------------------------------------------ state
+    @property
+    def rules(self) -> Rules:
+        return self.game.rules
+
+    @property
+    def board(self) -> np.ndarray:
+        return self.game.board
+
+    @property
+    def score(self) -> int:
+        return self.game.score
+
+    @property
+    def moves(self) -> int:
+        return self.game.moves
+
+    @property
+    def game_over(self) -> bool:
+        return self.game.game_over
+
+    @property
+    def player(self) -> Player | None:
+        """Who made the last move (None before the first)."""
+        return self._player if self._moved else None
+
+    # ------------------------------------------------------------------ moves
+    def play(self, direction: Direction | int | str, player: Player | None = None) -> StepResult | None:
+        """Make and store one move by ``player`` (default: the last mover); None when it is illegal.
+
+        An illegal move, or one after :meth:`close`, changes nothing and stores nothing. A StoreError
+        (the store refused the move) leaves the game as it was. Ends the record as ``finished`` when no
+        move is left.
+        """
+        if self.closed:
+            return None
+        d = Direction.parse(direction)
+        if not self.game.legal_mask()[d]:
+            return None
+        who = player if player is not None else self._player
+        before = self.game.board
+        after = self.game.copy()
+        result = after.step(d)
+        if self.game_id is None:
+            self._create(who)
+        assert self.game_id is not None
+        self.store.log_move(
+            self.game_id,
+            index=self.game.moves,
+            board_before=before,
+            direction=int(d),
+            reward=int(result.reward),
+            score_after=int(after.score),
+            spawns=result.spawns,
+            board_after=after.board,
+            player=who,
+        )
+        self.game = after
+        self._player = who
+        self._moved = True
+        if result.game_over:
+            self.close()
+        return result
+
+    def close(self, status: str | None = None) -> None:
+        """End the record: ``finished`` when no move is left, else ``abandoned`` (or ``status``).
+
+        Safe to call twice; a lazy recorder that never moved stores nothing.
+        """
+        if self.closed:
+            return
+        if status is None:
+            status = "finished" if self.game.game_over else "abandoned"
+        if self.game_id is not None:
+            self.store.finish_game(self.game_id, status, final_board=self.game.board)
+        self.closed = True
+
+    def __enter__(self) -> GameRecorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ record
+    def _create(self, player: Player) -> None:
+        if self.game.moves:
+            raise StoreError("a game is recorded from its first move: start the recorder before moving")
+        self.game_id = self.store.start_game(
+            rules=self.game.rules,
+            initial_board=self.game.board,
+            player=player,
+            seed=self.seed,
+            run_id=self.run_id,
+        )
