@@ -201,11 +201,9 @@ def open_run(request: RunRequest, store: Any, control: Control | None = None) ->
     happens here (importing torch, building networks, loading a checkpoint): call it where that may
     take seconds (a worker thread or a child process, never the GUI thread).
     """
-    request.check()
-    if request.target and request.agent:
-        from agents.registry import register
+    from agents.registry import register
 
-        register(request.agent, request.target)
+    request.check()
     opts: dict[str, Any] = {
         "checkpoint_every_s": request.checkpoint_every_s,
         "log_every": request.log_every,
@@ -213,9 +211,11 @@ def open_run(request: RunRequest, store: Any, control: Control | None = None) ->
     context = request.context(Path(store.path).parent)
     if request.resume is not None:
         try:
-            store.get_run(request.resume)
+            summary = store.get_run(request.resume)
         except ValueError as e:  # StoreError: no such run
             raise RunError(str(e), "resume") from None
+        if request.target:
+            register(summary.agent, request.target)
         return resume_run(
             request.resume,
             store,
@@ -225,6 +225,8 @@ def open_run(request: RunRequest, store: Any, control: Control | None = None) ->
             budget_if_used_up=request.budget_if_used_up,
             **opts,
         )
+    if request.target and request.agent:
+        register(request.agent, request.target)
     resolved = resolve(request)
     return run_training(build_agent(resolved), resolved.budget, store, control, context, **opts)
 

@@ -27,6 +27,7 @@ SIGTERM stops the child's run cleanly too (the window uses it for a run it re-at
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import pickle
@@ -135,11 +136,8 @@ class TrainingProcess:
         """Let the run finish without this process (the window is closing and the user chose so)."""
         self.detached = True
         self.send("detach")
-        with self._lock:
-            try:
-                self._in.close()
-            except OSError:
-                pass
+        with self._lock, contextlib.suppress(OSError):
+            self._in.close()
 
     def kill(self) -> None:
         """SIGKILL (tests; a child that ignores stop): the run is left as a killed run is."""

@@ -47,6 +47,8 @@ def _make_tab(qtbot, store, parent=None) -> TrainTab:
 def tab(qtbot, store, monkeypatch) -> Iterator[TrainTab]:
     register_fakes(monkeypatch)
     t = _make_tab(qtbot, store)
+    # A test that fails mid-run must not leave a modal question open at teardown.
+    monkeypatch.setattr(t, "ask_close", lambda: "stop")
     yield t
     t.shutdown()
 
@@ -173,19 +175,19 @@ def test_out_of_range_value_is_marked_and_blocks_start(qtbot, tab):
 
 def test_rules_that_make_no_game_are_explained(qtbot, tab):
     tab.select_agent("fake_learner")
-    tab.rowsSpin.setValue(1)
-    tab.colsSpin.setValue(2)
-    tab.startTilesSpin.setValue(3)
+    tab.launch.rowsSpin.setValue(1)
+    tab.launch.colsSpin.setValue(2)
+    tab.launch.startTilesSpin.setValue(3)
     assert tab.rulesError.isVisible() and "start_tiles" in tab.rulesError.text()
     assert not tab.startButton.isEnabled()
-    tab.startTilesSpin.setValue(1)
+    tab.launch.startTilesSpin.setValue(1)
     assert not tab.rulesError.isVisible() and tab.startButton.isEnabled()
     assert tab.rules() == Rules(rows=1, cols=2, start_tiles=1)
 
 
 def test_budget_in_minutes(qtbot, tab):
     tab.set_budget(minutes=0.5)
-    assert tab.minutesRadio.isChecked() and tab.budget().seconds == 30.0
+    assert tab.launch.minutesCheck.isChecked() and tab.budget().seconds == 30.0
     tab.set_budget(episodes=7)
     assert tab.budget().episodes == 7 and tab.budget().seconds is None
 
@@ -224,7 +226,7 @@ def test_resume_a_stopped_run_from_its_last_checkpoint(qtbot, tab, store):
     with qtbot.waitSignal(tab.runStarted, timeout=30_000) as started:
         qtbot.mouseClick(tab.startButton, CLICK)
     run_id = started.args[0]
-    qtbot.waitUntil(lambda: tab.job is not None and tab.job.episodes >= 2, timeout=20_000)
+    qtbot.waitUntil(lambda: tab.focus is not None and tab.focus.episodes >= 2, timeout=20_000)
     with qtbot.waitSignal(tab.trainingFinished, timeout=30_000):
         qtbot.mouseClick(tab.stopButton, CLICK)
     before = store.get_run(run_id)
@@ -234,7 +236,7 @@ def test_resume_a_stopped_run_from_its_last_checkpoint(qtbot, tab, store):
     assert tab.resumeButton.isEnabled()
     qtbot.mouseClick(tab.resumeButton, CLICK)
     assert tab.is_training
-    qtbot.waitUntil(lambda: tab.job is not None and tab.job.episodes >= saved + 2, timeout=20_000)
+    qtbot.waitUntil(lambda: tab.focus is not None and tab.focus.episodes >= saved + 2, timeout=20_000)
     with qtbot.waitSignal(tab.trainingFinished, timeout=30_000) as fin:
         qtbot.mouseClick(tab.stopButton, CLICK)
     assert fin.args == ["stopped"]
@@ -282,10 +284,10 @@ def test_closing_the_window_while_training_asks_then_stops_with_a_checkpoint(qtb
         qtbot.mouseClick(tab.startButton, CLICK)
     run_id = started.args[0]
     questions: list[str] = []
-    monkeypatch.setattr(tab, "ask", lambda title, text: (questions.append(title), False)[1])
-    assert not win.close()  # "no": the window stays, training goes on
-    assert win.isVisible() and tab.is_training and questions == ["Training in progress"]
-    monkeypatch.setattr(tab, "ask", lambda title, text: True)
+    monkeypatch.setattr(tab, "ask_close", lambda: (questions.append("asked"), "cancel")[1])
+    assert not win.close()  # "cancel": the window stays, training goes on
+    assert win.isVisible() and tab.is_training and questions == ["asked"]
+    monkeypatch.setattr(tab, "ask_close", lambda: "stop")
     assert win.close()
     assert not tab.is_training
     run = store.get_run(run_id)
@@ -354,7 +356,7 @@ def test_every_registered_agent_form_builds_and_trainable_ones_start(qtbot, tab,
     qtbot.mouseClick(tab.startButton, CLICK)
     # the run exists as soon as the agent is built (some agents compile kernels before their first event)
     qtbot.waitUntil(
-        lambda: (tab.job is not None and tab.job.run_id is not None) or bool(finished), timeout=120_000
+        lambda: (tab.focus is not None and tab.focus.run_id is not None) or bool(finished), timeout=120_000
     )
     tab.stop_training()
     qtbot.waitUntil(lambda: bool(finished), timeout=120_000)
@@ -397,7 +399,7 @@ def studio_window(qtbot, data_dir, qsettings, monkeypatch):
     yield win
     train = win.tab("Train")
     if train.is_training:
-        train.stop_training()
+        train.stop_all()
         train.wait_finished(60)
     win.close()
 
@@ -439,10 +441,10 @@ def test_closing_the_main_window_during_training_asks_and_keeps_the_checkpoint(
     _fake(train, episodes=10**6, delay_ms=1.0)
     with qtbot.waitSignal(train.runStarted, timeout=30_000) as started:
         qtbot.mouseClick(train.startButton, CLICK)
-    monkeypatch.setattr(train, "ask", lambda title, text: False)
+    monkeypatch.setattr(train, "ask_close", lambda: "cancel")
     assert not win.close()
     assert win.isVisible() and train.is_training
-    monkeypatch.setattr(train, "ask", lambda title, text: True)
+    monkeypatch.setattr(train, "ask_close", lambda: "stop")
     store_path = win.store.path
     assert win.close()
     assert not train.is_training

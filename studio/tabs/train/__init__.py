@@ -325,7 +325,9 @@ class TrainTab(QWidget):
         except (ValueError, RunError) as e:
             self._show_error("Cannot resume", str(e))
             return False
-        request = RunRequest(resume=run_id, budget_if_used_up=fallback)
+        from agents.registry import target_of
+
+        request = RunRequest(resume=run_id, budget_if_used_up=fallback, target=target_of(summary.agent))
         series = RunSeries(f"run {run_id} {summary.agent}")
         with contextlib.suppress(Exception):
             series.add_columns(self.store.run_metrics(run_id))  # the curves go on from where they were

@@ -1,0 +1,158 @@
+"""Runs in child processes: a killed child fails its run and the app lives on (and the CLI resumes it), two
+runs at once, stop during a checkpoint write, a window that dies, a run left to finish headless."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+
+from agents.base import Budget
+from agents.checkpoint import load_checkpoint
+from agents.registry import target_of
+from engine.store import GameStore
+from studio.cli import main as cli_main
+from studio.services.runs import RunRequest
+from studio.services.training_process import TrainingProcess, exit_reason
+from studio.tabs.train import TrainTab
+from tests.studio.train_fakes import register_fakes
+
+pytest_plugins = ("tests.studio.gui_fixtures",)
+CLICK = Qt.MouseButton.LeftButton
+
+
+@pytest.fixture
+def store(data_dir: Path, monkeypatch) -> Iterator[GameStore]:
+    register_fakes(monkeypatch)
+    s = GameStore.open(data_dir)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def tab(qtbot, store, monkeypatch) -> Iterator[TrainTab]:
+    t = TrainTab(store, None)
+    qtbot.addWidget(t)
+    monkeypatch.setattr(t, "ask_close", lambda: "stop")
+    t.resize(1200, 800)
+    t.show()
+    yield t
+    t.shutdown()
+
+
+def _start(qtbot, tab: TrainTab, episodes: int, delay_ms: float = 1.0) -> int:
+    tab.select_agent("fake_learner")
+    tab.form.set_values({"delay_ms": delay_ms})
+    tab.set_budget(episodes=episodes)
+    with qtbot.waitSignal(tab.runStarted, timeout=30_000) as started:
+        qtbot.mouseClick(tab.startButton, CLICK)
+    return int(started.args[0])
+
+
+def _fake_request(**kw) -> RunRequest:
+    return RunRequest(agent="fake_learner", target=target_of("fake_learner"), **kw)
+
+
+def test_a_killed_child_fails_its_run_the_app_lives_and_the_cli_resumes_it(qtbot, tab, store, data_dir):
+    run_id = _start(qtbot, tab, episodes=10**6)
+    live = tab.focus
+    assert live is not None and live.worker.process.pid != os.getpid()
+    qtbot.waitUntil(lambda: live.episodes >= 3, timeout=20_000)
+    # A checkpoint to resume from, then SIGKILL: no goodbye from the child at all.
+    with qtbot.waitSignal(live.worker.checkpointSaved, timeout=20_000):
+        qtbot.mouseClick(tab.runsPanel.checkpointButton, CLICK)
+    saved = load_checkpoint(store.last_checkpoint(run_id)).counters.episodes
+    with qtbot.waitSignal(tab.trainingFinished, timeout=20_000) as fin:
+        os.kill(live.worker.process.pid, signal.SIGKILL)
+    assert fin.args == ["failed"]
+    assert tab.error_box is not None and "killed by SIGKILL" in tab.error_box.text()
+    run = store.get_run(run_id)
+    assert run.status == "failed" and "killed by SIGKILL" in (run.error or "")
+    assert not tab.is_training and tab.startButton.isEnabled()
+    tab.error_box.close()
+    # The app lives on: another run trains to its end.
+    other = _start(qtbot, tab, episodes=2, delay_ms=0.0)
+    qtbot.waitUntil(lambda: not tab.is_training, timeout=30_000)
+    assert store.get_run(other).status == "finished"
+    # The command line continues the killed run from its last checkpoint.
+    assert cli_main(["--data-dir", str(data_dir), "train", "--resume", str(run_id), "--episodes", "2"]) == 0
+    after = store.get_run(run_id)
+    assert after.status == "finished" and after.episodes == saved + 2
+
+
+def test_two_runs_at_once_each_with_its_own_stop_both_land_in_the_store(qtbot, tab, store):
+    first = _start(qtbot, tab, episodes=10**6)
+    second = _start(qtbot, tab, episodes=6, delay_ms=0.5)
+    assert len(tab.live) == 2 and tab.is_training
+    with qtbot.waitSignal(tab.trainingFinished, timeout=60_000) as fin:
+        pass  # the short run ends by itself; the long one trains on
+    assert fin.args == ["finished"] and len(tab.live) == 1 and tab.live[0].run_id == first
+    # Stop the long one from the runs table.
+    tab.select_runs([first])
+    assert tab.runsPanel.runStopButton.isEnabled()
+    with qtbot.waitSignal(tab.trainingFinished, timeout=30_000) as fin:
+        qtbot.mouseClick(tab.runsPanel.runStopButton, CLICK)
+    assert fin.args == ["stopped"]
+    for rid, status in ((first, "stopped"), (second, "finished")):
+        run = store.get_run(rid)
+        assert run.status == status
+        episodes = store.run_metrics(rid)["episode"]
+        assert len(episodes) > 0 and int(episodes.max()) == run.episodes
+    assert store.get_run(second).episodes == 6
+    # Both are drawn: each live series got its own events.
+    assert sorted(r.count("score") for _, r in tab.curves.runs) == sorted(
+        [store.get_run(first).episodes, 6]
+    )
+
+
+def test_pause_and_stop_during_a_checkpoint_write(qtbot, tab, store):
+    run_id = _start(qtbot, tab, episodes=10**6)
+    live = tab.focus
+    qtbot.waitUntil(lambda: live.episodes >= 2, timeout=20_000)
+    qtbot.mouseClick(tab.pauseButton, CLICK)
+    qtbot.waitUntil(lambda: store.get_run(run_id).status == "paused", timeout=10_000)
+    qtbot.mouseClick(tab.pauseButton, CLICK)
+    qtbot.waitUntil(lambda: store.get_run(run_id).status == "running", timeout=10_000)
+    # "checkpoint now" and "stop" back to back: the stop lands while the checkpoint is written.
+    tab.select_runs([run_id])
+    with qtbot.waitSignal(tab.trainingFinished, timeout=30_000) as fin:
+        qtbot.mouseClick(tab.runsPanel.checkpointButton, CLICK)
+        qtbot.mouseClick(tab.stopButton, CLICK)
+    assert fin.args == ["stopped"]
+    run = store.get_run(run_id)
+    checkpoints = store.run_checkpoints(run_id)
+    assert run.status == "stopped" and checkpoints[-1].final
+    assert load_checkpoint(checkpoints[-1].path).counters.episodes == run.episodes
+
+
+def test_a_window_that_dies_stops_its_run_cleanly(store):
+    proc = TrainingProcess(_fake_request(budget=Budget(episodes=10**6), config={"delay_ms": 1.0}), store.path)
+    messages = proc.messages()
+    assert next(messages)[0] == "started"
+    proc._in.close()  # what the child sees when the window's process is gone
+    rest = list(messages)
+    assert proc.wait(30) == 0, exit_reason(proc.returncode)
+    assert rest[-1][0] == "done" and rest[-1][1] == "stopped"
+    run = store.list_runs()[0]
+    assert run.status == "stopped" and store.run_checkpoints(run.id)[-1].final
+
+
+def test_a_detached_run_finishes_headless(store):
+    proc = TrainingProcess(_fake_request(budget=Budget(episodes=5), config={"delay_ms": 20.0}), store.path)
+    messages = proc.messages()
+    assert next(messages)[0] == "started"
+    proc.detach()
+    proc._out.close()  # the window is gone: nobody reads any more
+    assert proc.wait(60) == 0
+    run = store.list_runs()[0]
+    assert run.status == "finished" and run.episodes == 5
+
+
+def test_a_request_the_child_refuses_comes_back_as_one_line_with_its_field(store):
+    proc = TrainingProcess(RunRequest(agent="dqn", budget=None), store.path)
+    assert list(proc.messages()) == [("error", "give a budget: episodes, minutes or steps", "budget", "")]
+    assert proc.wait(30) == 2
