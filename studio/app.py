@@ -2,14 +2,11 @@
 
 ``create_window(data_dir)`` builds it without an event loop (tests, scripts, screenshots);
 ``run_app(data_dir)`` is what ``python main.py`` runs. Each tab is its own module under
-``studio/tabs``; a tab module that does not exist yet (Train and Arena until issue 9) shows a
-placeholder page, so adding one is adding ``studio/tabs/<name>.py`` with its class.
-
-Tab classes are built as ``cls(store, settings, parent)`` and may expose the signals ``status(str)``
-(status-bar message), ``gamesChanged()`` (records were written), ``openInReplay(int)`` and
-``useInPlay(agent, checkpoint)`` / ``useInArena(agent, checkpoint)`` (routed to Play / to the Arena
-tab's ``use_agent``), and the methods ``mark_dirty()`` (games changed elsewhere) and ``shutdown()``
-(the window is closing).
+``studio/tabs``, built as ``cls(store, settings, parent)``, and meets :class:`studio.tabs.common.Tab`:
+a ``status(str)`` signal, ``mark_dirty()`` (games changed elsewhere) and ``shutdown()`` (the window is
+closing). The signals a tab may also declare (:data:`studio.tabs.common.ROUTED`: ``gamesChanged``,
+``openInReplay``, ``useInPlay``, ``useInArena``) are routed here. A tab that fails to build shows its
+error in its place, and the rest of the studio opens.
 """
 
 from __future__ import annotations
@@ -26,30 +23,18 @@ from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence
 from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QMessageBox, QTabWidget, QWidget
 
 from studio.settings import get_int
-from studio.tabs.placeholder import PlaceholderTab
+from studio.tabs.common import ROUTED, Tab
 
 ORGANIZATION = "2048 Studio"
 APPLICATION = "2048 Studio"
 
-#: (tab title, module, class, placeholder text while the module is missing)
-TABS: tuple[tuple[str, str, str, str], ...] = (
-    ("Play", "studio.tabs.play", "PlayTab", ""),
-    (
-        "Train",
-        "studio.tabs.train",
-        "TrainTab",
-        "Training from a form with live curves comes with the next part of the studio.\n"
-        "Meanwhile: python main.py train --help",
-    ),
-    ("Replay", "studio.tabs.replay", "ReplayTab", ""),
-    (
-        "Arena",
-        "studio.tabs.arena",
-        "ArenaTab",
-        "Comparing agents side by side comes with the next part of the studio.\n"
-        "Meanwhile: python main.py eval --help",
-    ),
-    ("Games", "studio.tabs.games", "GamesTab", ""),
+#: (tab title, module, class)
+TABS: tuple[tuple[str, str, str], ...] = (
+    ("Play", "studio.tabs.play", "PlayTab"),
+    ("Train", "studio.tabs.train", "TrainTab"),
+    ("Replay", "studio.tabs.replay", "ReplayTab"),
+    ("Arena", "studio.tabs.arena", "ArenaTab"),
+    ("Games", "studio.tabs.games", "GamesTab"),
 )
 
 SHORTCUTS_HELP = """
@@ -95,8 +80,8 @@ class MainWindow(QMainWindow):
         self.tabs.setObjectName("tabs")
         self.tabs.setDocumentMode(True)
         self._tabs: dict[str, QWidget] = {}
-        for title, module, cls_name, note in TABS:
-            widget = self._build_tab(title, module, cls_name, note)
+        for title, module, cls_name in TABS:
+            widget = self._build_tab(title, module, cls_name)
             self._tabs[title] = widget
             self.tabs.addTab(widget, title)
         self.setCentralWidget(self.tabs)
@@ -108,18 +93,18 @@ class MainWindow(QMainWindow):
         self._on_tab_changed(self.tabs.currentIndex())
 
     # ------------------------------------------------------------------ tabs
-    def _build_tab(self, title: str, module: str, cls_name: str, note: str) -> QWidget:
+    def _build_tab(self, title: str, module: str, cls_name: str) -> QWidget:
         try:
             cls = getattr(importlib.import_module(module), cls_name)
-        except ModuleNotFoundError as e:
-            if e.name != module:
-                raise
-            return PlaceholderTab(title, note or f"The {title} tab is not available in this build.")
-        try:
             widget: QWidget = cls(self.store, self.settings, self)
         except Exception as e:  # a broken tab must not keep the rest of the studio from opening
             traceback.print_exc()
-            return PlaceholderTab(title, f"The {title} tab failed to open:\n{type(e).__name__}: {e}")
+            page = QLabel(f"The {title} tab failed to open:\n{type(e).__name__}: {e}")
+            page.setObjectName(f"{title.lower()}Error")
+            page.setAlignment(Qt.AlignmentFlag.AlignCenter)
+            return page
+        if not isinstance(widget, Tab):
+            raise TypeError(f"{cls_name} does not meet studio.tabs.common.Tab (status, mark_dirty, shutdown)")
         return widget
 
     def tab(self, title: str) -> Any:
@@ -139,24 +124,27 @@ class MainWindow(QMainWindow):
         return self._tabs["Games"]
 
     def _wire_tabs(self) -> None:
+        routes = {
+            "gamesChanged": lambda w: (lambda: self._games_changed(w)),
+            "openInReplay": lambda w: self.open_in_replay,
+            "useInPlay": lambda w: self.use_in_play,
+            "useInArena": lambda w: self._tabs["Arena"].use_agent,  # type: ignore[attr-defined]
+        }
+        assert set(routes) == set(ROUTED)
         for widget in self._tabs.values():
-            if hasattr(widget, "status"):
-                widget.status.connect(self.show_message)
-            if hasattr(widget, "gamesChanged"):
-                widget.gamesChanged.connect(lambda w=widget: self._games_changed(w))
-            if hasattr(widget, "openInReplay"):
-                widget.openInReplay.connect(self.open_in_replay)
-            if hasattr(widget, "useInPlay"):
-                widget.useInPlay.connect(self.use_in_play)
-            arena: Any = self._tabs.get("Arena")
-            if hasattr(widget, "useInArena") and hasattr(arena, "use_agent"):
-                widget.useInArena.connect(arena.use_agent)
+            if not isinstance(widget, Tab):
+                continue  # a tab that failed to open
+            widget.status.connect(self.show_message)
+            for name, target in routes.items():
+                signal = getattr(type(widget), name, None)
+                if signal is not None:
+                    getattr(widget, name).connect(target(widget))
 
     def _games_changed(self, origin: QWidget) -> None:
         # Other tabs re-read the store lazily, when they are next shown; the count in the status bar
         # is refreshed at most a few times a second (a watched agent moves up to 60 times a second).
         for widget in self._tabs.values():
-            if widget is not origin and hasattr(widget, "mark_dirty"):
+            if widget is not origin and isinstance(widget, Tab):
                 widget.mark_dirty()
         if not self._db_timer.isActive():
             self._db_timer.start()
@@ -323,12 +311,8 @@ class MainWindow(QMainWindow):
         self._db_timer.stop()
         self.save_state()
         for widget in self._tabs.values():
-            for name in ("close_game", "shutdown", "stop"):
-                method = getattr(widget, name, None)
-                if callable(method):
-                    method()
-        if hasattr(self.play, "thinker"):
-            self.play.thinker.shutdown()
+            if isinstance(widget, Tab):
+                widget.shutdown()
         self.store.close()
 
     def closeEvent(self, event: QCloseEvent) -> None:

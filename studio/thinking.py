@@ -58,7 +58,7 @@ class _ThinkTask(QRunnable):
     def run(self) -> None:
         t0 = time.perf_counter()
         values: dict[Direction, float] | None = None
-        agent_name = self.spec.name
+        agent_name = self.spec.name or "checkpoint"
         try:
             if self.ticket != self.thinker.ticket:
                 return  # stale before it started: skip the work entirely

@@ -39,7 +39,7 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 from agents.base import Control, MetricEvent
 
@@ -52,13 +52,13 @@ _HEADER = struct.Struct("<I")
 # ------------------------------------------------------------------------------------- framing
 
 
-def write_frame(fh: BinaryIO, obj: Any) -> None:
+def write_frame(fh: IO[bytes], obj: Any) -> None:
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     fh.write(_HEADER.pack(len(data)) + data)
     fh.flush()
 
 
-def read_frame(fh: BinaryIO) -> Any:
+def read_frame(fh: IO[bytes]) -> Any:
     """The next object, or None at the end of the stream (the other side is gone)."""
     head = _read_exactly(fh, _HEADER.size)
     if head is None:
@@ -68,7 +68,7 @@ def read_frame(fh: BinaryIO) -> Any:
     return None if body is None else pickle.loads(body)
 
 
-def _read_exactly(fh: BinaryIO, n: int) -> bytes | None:
+def _read_exactly(fh: IO[bytes], n: int) -> bytes | None:
     buf = b""
     while len(buf) < n:
         chunk = fh.read(n - len(buf))
@@ -105,8 +105,8 @@ class TrainingProcess:
         self._lock = threading.Lock()
         self.detached = False
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        self._in: BinaryIO = self.proc.stdin
-        self._out: BinaryIO = self.proc.stdout
+        self._in: IO[bytes] = self.proc.stdin
+        self._out: IO[bytes] = self.proc.stdout
         self.send((request, str(db_path)))
 
     @property
@@ -173,7 +173,7 @@ def exit_reason(code: int | None) -> str:
 class _Sender:
     """Frames to the parent from two threads; once the parent is gone, sending quietly stops."""
 
-    def __init__(self, fh: BinaryIO) -> None:
+    def __init__(self, fh: IO[bytes]) -> None:
         self.fh = fh
         self.lock = threading.Lock()
         self.gone = False
@@ -199,7 +199,7 @@ def _slim(events: list[MetricEvent]) -> list[MetricEvent]:
     ]
 
 
-def _listen(inp: BinaryIO, control: Control, run_box: dict[str, Any]) -> None:
+def _listen(inp: IO[bytes], control: Control, run_box: dict[str, Any]) -> None:
     """The command thread: pause / resume / stop / checkpoint / detach, until the parent goes."""
     detached = False
     while True:

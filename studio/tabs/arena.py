@@ -30,8 +30,6 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QMessageBox,
     QProgressBar,
-    QPushButton,
-    QSpinBox,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
@@ -40,6 +38,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from studio.tabs.common import button, spin
 from studio.widgets.curves import RUN_COLOURS
 from studio.worker import CallWorker
 
@@ -104,19 +103,19 @@ class ArenaTab(QWidget):
         self.agentPicker = QComboBox()
         self.agentPicker.setObjectName("agentPicker")
         add_row.addWidget(self.agentPicker, 1)
-        self.addAgentButton = self._button(
+        self.addAgentButton = button(
             "Add", "addAgentButton", self._add_picked, "Add this agent (default settings)"
         )
         add_row.addWidget(self.addAgentButton)
         bl.addLayout(add_row)
         row2 = QHBoxLayout()
-        self.addCheckpointButton = self._button(
+        self.addCheckpointButton = button(
             "Add checkpoint…",
             "addCheckpointButton",
             self._add_checkpoint_dialog,
             "Add a trained agent from its file",
         )
-        self.removeButton = self._button(
+        self.removeButton = button(
             "Remove", "removeButton", self.remove_selected, "Remove the selected entries"
         )
         row2.addWidget(self.addCheckpointButton)
@@ -126,11 +125,11 @@ class ArenaTab(QWidget):
 
         settings_box = QGroupBox("Games")
         fl = QFormLayout(settings_box)
-        self.gamesSpin = self._spin("gamesSpin", 1, 1_000_000, 100, "Games per contestant")
-        self.seedSpin = self._spin(
+        self.gamesSpin = spin("gamesSpin", 1, 1_000_000, 100, "Games per contestant")
+        self.seedSpin = spin(
             "seedSpin", 0, 2**31 - 1, 0, "Seed: game i gets the same spawns for every agent"
         )
-        self.workersSpin = self._spin(
+        self.workersSpin = spin(
             "workersSpin",
             1,
             max(1, os.cpu_count() or 1),
@@ -143,8 +142,8 @@ class ArenaTab(QWidget):
         ll.addWidget(settings_box)
 
         buttons = QHBoxLayout()
-        self.runButton = self._button("Run", "runButton", self.run, "Play the games (in the background)")
-        self.cancelButton = self._button(
+        self.runButton = button("Run", "runButton", self.run, "Play the games (in the background)")
+        self.cancelButton = button(
             "Cancel", "cancelButton", self.cancel, "Stop after the games in flight"
         )
         buttons.addWidget(self.runButton)
@@ -171,7 +170,7 @@ class ArenaTab(QWidget):
         head = QHBoxLayout()
         head.addWidget(QLabel("<b>Results</b>"))
         head.addStretch(1)
-        self.replayButton = self._button(
+        self.replayButton = button(
             "Replay best game",
             "replayButton",
             lambda: self.open_best_game(self.resultsTable.currentRow()),
@@ -212,21 +211,6 @@ class ArenaTab(QWidget):
         splitter.addWidget(right)
         splitter.setStretchFactor(1, 1)
         splitter.setSizes([300, 900])
-
-    def _button(self, text: str, name: str, slot: Callable[..., Any], tip: str) -> QPushButton:
-        b = QPushButton(text)
-        b.setObjectName(name)
-        b.setToolTip(tip)
-        b.clicked.connect(slot)
-        return b
-
-    def _spin(self, name: str, low: int, high: int, value: int, tip: str) -> QSpinBox:
-        s = QSpinBox()
-        s.setObjectName(name)
-        s.setRange(low, high)
-        s.setValue(value)
-        s.setToolTip(tip)
-        return s
 
     def _table(self, name: str, headers: list[str]) -> QTableWidget:
         t = QTableWidget(0, len(headers))
@@ -389,6 +373,9 @@ class ArenaTab(QWidget):
         ok = self.worker.wait(timeout_ms)
         QApplication.processEvents()
         return ok
+
+    def mark_dirty(self) -> None:
+        """Nothing to re-read: the arena lists its own contestants and results."""
 
     def shutdown(self) -> None:
         if self.is_running:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox, QPushButton, QSpinBox, QWidget
 
 #: Signals a tab may declare, which the main window routes (signal name -> what it means).
@@ -35,10 +36,17 @@ class Tab(Protocol):
         """The window is closing: stop timers and background work (idempotent)."""
 
 
-def button(text: str, name: str, slot: Callable[..., Any], tip: str = "") -> QPushButton:
-    """A push button with an object name (tests find it) and a tooltip, clicked -> ``slot``."""
+def button(
+    text: str, name: str, slot: Callable[..., Any], tip: str = "", *, takes_focus: bool = True
+) -> QPushButton:
+    """A push button with an object name (tests find it) and a tooltip, clicked -> ``slot``.
+
+    ``takes_focus=False`` for buttons beside keyboard-driven views (Replay): Space and the arrows stay
+    with the view's shortcuts after a click."""
     b = QPushButton(text)
     b.setObjectName(name)
+    if not takes_focus:
+        b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
     if tip:
         b.setToolTip(tip)
     b.clicked.connect(slot)

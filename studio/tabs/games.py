@@ -34,7 +34,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QMessageBox,
-    QPushButton,
     QSpinBox,
     QTableView,
     QVBoxLayout,
@@ -42,6 +41,7 @@ from PySide6.QtWidgets import (
 )
 
 from engine.store import SOURCE_FILTERS
+from studio.tabs.common import button
 from studio.widgets.histogram import TileHistogram
 
 TABLE_LIMIT = 50_000
@@ -241,11 +241,11 @@ class GamesTab(QWidget):
         self.table.selectionModel().selectionChanged.connect(self._on_selection)
 
         actions = QHBoxLayout()
-        self.openButton = self._button("Open in Replay", self.open_selected, "gamesOpenButton")
-        self.deleteButton = self._button("Delete…", lambda: self.delete_selected(confirm=True), "gamesDeleteButton")
-        self.exportButton = self._button("Export…", self.export_dialog, "gamesExportButton")
-        self.importButton = self._button("Import…", self.import_dialog, "gamesImportButton")
-        self.refreshButton = self._button("Refresh", self.refresh, "gamesRefreshButton")
+        self.openButton = button("Open in Replay", "gamesOpenButton", self.open_selected)
+        self.deleteButton = button("Delete…", "gamesDeleteButton", lambda: self.delete_selected(confirm=True))
+        self.exportButton = button("Export…", "gamesExportButton", self.export_dialog)
+        self.importButton = button("Import…", "gamesImportButton", self.import_dialog)
+        self.refreshButton = button("Refresh", "gamesRefreshButton", self.refresh)
         for b in (self.openButton, self.deleteButton, self.exportButton):
             actions.addWidget(b)
         actions.addStretch(1)
@@ -276,15 +276,12 @@ class GamesTab(QWidget):
         delete.activated.connect(lambda: self.delete_selected(confirm=True))
         self._update_buttons()
 
-    def _button(self, text: str, slot: Any, name: str) -> QPushButton:
-        b = QPushButton(text)
-        b.setObjectName(name)
-        b.clicked.connect(slot)
-        return b
-
     # ------------------------------------------------------------------ data
     def mark_dirty(self) -> None:
         self._dirty = True
+
+    def shutdown(self) -> None:
+        """Nothing runs in the background here."""
 
     def showEvent(self, event: Any) -> None:
         super().showEvent(event)

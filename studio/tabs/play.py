@@ -333,7 +333,7 @@ class PlayTab(QWidget):
                 self.agentCombo.setCurrentIndex(i)
                 self._agent_index = i
                 return
-        label = spec.name if spec.checkpoint is None else f"{Path(spec.checkpoint).name} (checkpoint)"
+        label = spec.display if spec.checkpoint is None else f"{Path(spec.checkpoint).name} (checkpoint)"
         self.agentCombo.insertItem(self.agentCombo.count() - 1, label, spec)
         self.agentCombo.setCurrentIndex(self.agentCombo.count() - 2)
         self._agent_index = self.agentCombo.currentIndex()
@@ -404,6 +404,14 @@ class PlayTab(QWidget):
         rules, seed = dialog.values()
         self.new_game(rules, seed)
         return True
+
+    def mark_dirty(self) -> None:
+        """Nothing to re-read: the Play tab shows its own game only."""
+
+    def shutdown(self) -> None:
+        """The window is closing: end the game's record and let the thinking thread finish."""
+        self.close_game()
+        self.thinker.shutdown()
 
     def close_game(self) -> None:
         """The window is closing: stop the agent and end the record as abandoned (nothing else to save)."""

@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 from engine import Direction
 from engine.store import SOURCE_FILTERS
 from studio.settings import get_bool, get_int
+from studio.tabs.common import button
 from studio.widgets.board import BoardWidget
 
 SPEEDS = (1, 2, 5, 10, 20, 50, 100, 500)  # steps per second
@@ -151,12 +152,12 @@ class ReplayTab(QWidget):
         self.replaySlider.valueChanged.connect(self._on_slider)
 
         buttons = QHBoxLayout()
-        self.firstButton = self._button("|◀", "First position (Home)", lambda: self.step_to(0), "replayFirstButton")
-        self.backButton = self._button("◀", "Back one move (Left or ,)", lambda: self.step(-1), "replayBackButton")
-        self.playButton = self._button("▶ Play", "Play / pause (Space)", self.toggle_play, "replayPlayButton")
+        self.firstButton = button("|◀", "replayFirstButton", lambda: self.step_to(0), "First position (Home)", takes_focus=False)
+        self.backButton = button("◀", "replayBackButton", lambda: self.step(-1), "Back one move (Left or ,)", takes_focus=False)
+        self.playButton = button("▶ Play", "replayPlayButton", self.toggle_play, "Play / pause (Space)", takes_focus=False)
         self.playButton.setCheckable(True)
-        self.forwardButton = self._button("▶", "Forward one move (Right or .)", lambda: self.step(1), "replayForwardButton")
-        self.lastButton = self._button("▶|", "Last position (End)", lambda: self.step_to(self.n_positions - 1), "replayLastButton")
+        self.forwardButton = button("▶", "replayForwardButton", lambda: self.step(1), "Forward one move (Right or .)", takes_focus=False)
+        self.lastButton = button("▶|", "replayLastButton", lambda: self.step_to(self.n_positions - 1), "Last position (End)", takes_focus=False)
         self.speedCombo = QComboBox()
         self.speedCombo.setObjectName("replaySpeedCombo")
         for speed in SPEEDS:
@@ -213,13 +214,6 @@ class ReplayTab(QWidget):
             sc.activated.connect(slot)
         self._update_controls()
 
-    def _button(self, text: str, tip: str, slot: Any, name: str) -> QPushButton:
-        b = QPushButton(text)
-        b.setObjectName(name)
-        b.setToolTip(tip)
-        b.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # Space / arrows stay with the tab's shortcuts
-        b.clicked.connect(slot)
-        return b
 
     # ------------------------------------------------------------------ list
     def mark_dirty(self) -> None:
@@ -439,7 +433,7 @@ class ReplayTab(QWidget):
         self.playButton.setText("❚❚ Pause" if self.playing else "▶ Play")
         self.playButton.blockSignals(False)
 
-    def stop(self) -> None:
+    def shutdown(self) -> None:
         """The window is closing."""
         self._timer.stop()
 

@@ -31,13 +31,34 @@ def test_import_studio_does_not_import_qt():
     assert out.stdout.strip() == "create_window"
 
 
-def test_placeholders_for_train_and_arena(window):
-    from studio.tabs.placeholder import PlaceholderTab
+def test_every_tab_meets_the_tab_protocol_and_its_routed_signals_are_wired(qtbot, window, monkeypatch):
+    from PySide6.QtCore import Signal
 
-    for title in ("Train", "Arena"):
+    from studio.tabs.common import ROUTED, Tab
+
+    for title in ("Play", "Train", "Replay", "Arena", "Games"):
         tab = window.tab(title)
-        if isinstance(tab, PlaceholderTab):  # until issue 9 lands its modules
-            assert "next part" in tab.findChild(type(window.play.movesLabel), "placeholderText").text()
+        assert isinstance(tab, Tab), title
+        for name in ROUTED:
+            declared = getattr(type(tab), name, None)
+            assert declared is None or isinstance(declared, Signal), (title, name)
+    # A routed signal reaches its target: the Games tab's openInReplay opens the Replay tab.
+    opened: list[int] = []
+    monkeypatch.setattr(window.replay, "open_game", opened.append)
+    window.games.openInReplay.emit(7)
+    assert opened == [7] and window.tabs.currentWidget() is window.replay
+
+
+def test_a_tab_that_fails_to_build_shows_its_error_and_the_rest_opens(qtbot, data_dir, qsettings, monkeypatch):
+    from studio import app as app_module
+
+    monkeypatch.setattr(app_module, "TABS", (*app_module.TABS[:4], ("Games", "studio.tabs.nope", "Nope")))
+    win = app_module.create_window(data_dir, settings=qsettings)
+    qtbot.addWidget(win)
+    page = win.tab("Games")
+    assert page.objectName() == "gamesError" and "ModuleNotFoundError" in page.text()
+    assert win.tab("Play").objectName() == "playTab"
+    win.close()
 
 
 def test_view_shortcuts_switch_tabs_and_focus_the_board(qtbot, window):

@@ -214,7 +214,7 @@ class TrainTab(QWidget):
         p.showRuns.connect(self.show_runs)
         p.resumeRun.connect(self.resume)
         p.pauseRuns.connect(self._pause_runs)
-        p.stopRuns.connect(lambda ids: [lr.worker.stop() for lr in self._live_of(ids)])
+        p.stopRuns.connect(self._stop_runs)
         p.checkpointRuns.connect(self._checkpoint_runs)
         p.useInPlay.connect(self.use_in_play)
         p.useInArena.connect(lambda ids: [self.use_in_arena(i) for i in ids])
@@ -373,6 +373,11 @@ class TrainTab(QWidget):
                 lr.worker.pause()
         self._update_buttons()
 
+    def _stop_runs(self, run_ids: list[int]) -> None:
+        for lr in self._live_of(run_ids):
+            lr.worker.stop()
+        self._update_buttons()
+
     def _checkpoint_runs(self, run_ids: list[int]) -> None:
         for lr in self._live_of(run_ids):
             lr.worker.checkpoint_now()
@@ -461,10 +466,10 @@ class TrainTab(QWidget):
 
     def _refresh_live(self) -> None:
         """Timer slot: the focused run's board, stats, progress and ETA; live rows of the runs table."""
-        for lr in self.live:
-            if lr.run_id is not None and lr.dirty:
-                self.runsPanel.live[lr.run_id] = lr.state_text()
-                self._update_live_row(lr)
+        for each in self.live:
+            if each.run_id is not None and each.dirty:
+                self.runsPanel.live[each.run_id] = each.state_text()
+                self._update_live_row(each)
         lr = self.focus
         if lr is None or not lr.dirty:
             return

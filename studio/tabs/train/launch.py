@@ -333,7 +333,7 @@ class LaunchForm(QWidget):
         ):
             check.setChecked(value is not None)
             if value is not None:
-                editor.setValue(value)
+                editor.setValue(value)  # type: ignore[arg-type]
         self._sync_inputs()
 
     def _apply_preset_extras(self, preset: dict) -> None:
