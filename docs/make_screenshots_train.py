@@ -51,14 +51,14 @@ def main(out_dir: Path = ROOT / "docs") -> None:
     settle(app, 0.5)
 
     if WARMUP_LEARNER in agent_names():
-        train.select_agent(WARMUP_LEARNER)
-        train.set_budget(minutes=0.25)
+        train.launch.select_agent(WARMUP_LEARNER)
+        train.launch.set_budget(minutes=0.25)
         train.start()
         while train.is_training:
             settle(app, 0.2)
 
-    train.select_agent(LEARNER)
-    train.set_budget(minutes=4)
+    train.launch.select_agent(LEARNER)
+    train.launch.set_budget(minutes=4)
     train.seedSpin.setValue(2048)
     train.start()
     settle(app, TRAIN_SECONDS)
@@ -77,7 +77,7 @@ def main(out_dir: Path = ROOT / "docs") -> None:
         arena.add_agent(name)
     if run_id is not None:
         train.select_runs([run_id])
-        train.use_selected_in_arena()
+        train.runsPanel.use_selected_in_arena()
     arena.gamesSpin.setValue(ARENA_GAMES)
     arena.seedSpin.setValue(7)
     arena.workersSpin.setValue(min(2, arena.workersSpin.maximum()))

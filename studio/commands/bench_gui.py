@@ -166,8 +166,8 @@ def _measure_agent(app: Any, win: Any, agent: str, runs: int, seconds: float, pr
     """Start ``runs`` runs of ``agent`` from the Train tab, then measure both scenarios; stop them."""
     train = win.tab("Train")
     win.show_tab("Train")
-    train.select_agent(agent)
-    train.set_budget(minutes=(2 * seconds + 600.0) / 60.0)
+    train.launch.select_agent(agent)
+    train.launch.set_budget(minutes=(2 * seconds + 600.0) / 60.0)
     progress.update(0, f"{agent}: starting {runs} run(s)", force=True)
     for _ in range(runs):
         if not train.start():

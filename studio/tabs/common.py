@@ -72,3 +72,21 @@ def error_box(parent: QWidget, title: str, text: str, detail: str = "", name: st
         box.setDetailedText(detail)
     box.open()
     return box
+
+
+def ask_close_with_runs(parent: QWidget, n_runs: int) -> str:
+    """Ask what to do with ``n_runs`` training runs as the window closes: "stop", "detach" or "cancel"."""
+    box = QMessageBox(parent)
+    box.setIcon(QMessageBox.Icon.Question)
+    box.setWindowTitle("Training in progress")
+    box.setText(f"{n_runs} run{'s are' if n_runs > 1 else ' is'} training.")
+    box.setInformativeText(
+        "Stop them now (each keeps its last checkpoint and can be resumed), or let them train on "
+        "without the window (reopen the studio to see them)?"
+    )
+    stop = box.addButton("Stop and close", QMessageBox.ButtonRole.AcceptRole)
+    detach = box.addButton("Keep training", QMessageBox.ButtonRole.DestructiveRole)
+    box.addButton(QMessageBox.StandardButton.Cancel)
+    box.exec()
+    clicked = box.clickedButton()
+    return "stop" if clicked is stop else "detach" if clicked is detach else "cancel"

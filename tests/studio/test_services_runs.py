@@ -127,14 +127,14 @@ def test_the_train_tab_and_the_cli_store_the_same_run_for_every_preset(qtbot, st
     data = load_preset(preset)
     tab = TrainTab(store, None)
     qtbot.addWidget(tab)
-    tab.select_agent(data["agent"])
-    idx = tab.form.presetCombo.findData(preset)
+    tab.launch.select_agent(data["agent"])
+    idx = tab.launch.form.presetCombo.findData(preset)
     assert idx >= 0, f"preset {preset} is not offered for {data['agent']}"
-    tab.form.presetCombo.setCurrentIndex(idx)
-    qtbot.mouseClick(tab.form.presetButton, Qt.MouseButton.LeftButton)
+    tab.launch.form.presetCombo.setCurrentIndex(idx)
+    qtbot.mouseClick(tab.launch.form.presetButton, Qt.MouseButton.LeftButton)
     argv = ["--preset", preset]
     if preset_budget(data) is None:  # the preset names no budget: give both front ends the same one
-        tab.set_budget(episodes=7)
+        tab.launch.set_budget(episodes=7)
         argv += ["--episodes", "7"]
     from_tab, from_cli = resolve(tab.launch.request()), resolve(cli_request(argv))
     assert from_tab.stored() == from_cli.stored()

@@ -54,9 +54,9 @@ def tab(qtbot, store, monkeypatch) -> Iterator[TrainTab]:
 
 
 def _fake(tab: TrainTab, episodes: int = 3, **config) -> None:
-    tab.select_agent("fake_learner")
-    tab.form.set_values({"delay_ms": 0.0, **config})
-    tab.set_budget(episodes=episodes)
+    tab.launch.select_agent("fake_learner")
+    tab.launch.form.set_values({"delay_ms": 0.0, **config})
+    tab.launch.set_budget(episodes=episodes)
 
 
 def _train(qtbot, tab: TrainTab, timeout: int = 60_000) -> str:
@@ -66,14 +66,14 @@ def _train(qtbot, tab: TrainTab, timeout: int = 60_000) -> str:
 
 
 def test_a_tiny_run_draws_curves_and_lands_in_the_store(qtbot, tab, store):
-    tab.select_agent("fake_learner")
-    assert tab.agentCombo.currentText() == "fake_learner"
+    tab.launch.select_agent("fake_learner")
+    assert tab.launch.agentCombo.currentText() == "fake_learner"
     # change a field with real key presses
-    spin = tab.form.field_widget("batch")
+    spin = tab.launch.form.field_widget("batch")
     spin.lineEdit().selectAll()
     qtbot.keyClicks(spin.lineEdit(), "64")
-    tab.form.set_values({"delay_ms": 0.0})
-    tab.set_budget(episodes=3)
+    tab.launch.form.set_values({"delay_ms": 0.0})
+    tab.launch.set_budget(episodes=3)
     # Read the buttons the moment the run starts: a 3-episode run may be over before waitSignal returns.
     buttons_at_start: list[tuple[bool, bool]] = []
     tab.runStarted.connect(
@@ -147,8 +147,8 @@ def test_pause_stops_the_event_flow_resume_continues_stop_keeps_a_checkpoint(qtb
 
 
 def test_a_failing_agent_shows_the_error_marks_the_run_failed_and_the_app_lives(qtbot, tab, store):
-    tab.select_agent("failing_learner")
-    tab.set_budget(episodes=100)
+    tab.launch.select_agent("failing_learner")
+    tab.launch.set_budget(episodes=100)
     assert _train(qtbot, tab) == "failed"
     box = tab.error_box
     assert box is not None and box.isVisible()
@@ -164,32 +164,32 @@ def test_a_failing_agent_shows_the_error_marks_the_run_failed_and_the_app_lives(
 
 
 def test_out_of_range_value_is_marked_and_blocks_start(qtbot, tab):
-    tab.select_agent("fake_learner")
-    tab.form.set_values({"batch": 5000})
-    label = tab.form.error_label("batch")
+    tab.launch.select_agent("fake_learner")
+    tab.launch.form.set_values({"batch": 5000})
+    label = tab.launch.form.error_label("batch")
     assert label.isVisible() and label.text() == "must be in [1, 1024]; got 5000"
     assert not tab.startButton.isEnabled()
-    tab.form.set_values({"batch": 16})
+    tab.launch.form.set_values({"batch": 16})
     assert tab.startButton.isEnabled()
 
 
 def test_rules_that_make_no_game_are_explained(qtbot, tab):
-    tab.select_agent("fake_learner")
+    tab.launch.select_agent("fake_learner")
     tab.launch.rowsSpin.setValue(1)
     tab.launch.colsSpin.setValue(2)
     tab.launch.startTilesSpin.setValue(3)
-    assert tab.rulesError.isVisible() and "start_tiles" in tab.rulesError.text()
+    assert tab.launch.rulesError.isVisible() and "start_tiles" in tab.launch.rulesError.text()
     assert not tab.startButton.isEnabled()
     tab.launch.startTilesSpin.setValue(1)
-    assert not tab.rulesError.isVisible() and tab.startButton.isEnabled()
-    assert tab.rules() == Rules(rows=1, cols=2, start_tiles=1)
+    assert not tab.launch.rulesError.isVisible() and tab.startButton.isEnabled()
+    assert tab.launch.rules() == Rules(rows=1, cols=2, start_tiles=1)
 
 
 def test_budget_in_minutes(qtbot, tab):
-    tab.set_budget(minutes=0.5)
-    assert tab.launch.minutesCheck.isChecked() and tab.budget().seconds == 30.0
-    tab.set_budget(episodes=7)
-    assert tab.budget().episodes == 7 and tab.budget().seconds is None
+    tab.launch.set_budget(minutes=0.5)
+    assert tab.launch.minutesCheck.isChecked() and tab.launch.budget().seconds == 30.0
+    tab.launch.set_budget(episodes=7)
+    assert tab.launch.budget().episodes == 7 and tab.launch.budget().seconds is None
 
 
 def test_runs_reopen_after_a_restart_and_overlay_to_compare(qtbot, tab, store, monkeypatch):
@@ -311,9 +311,9 @@ def test_train_from_my_games_prefills_imitation(qtbot, tab, store):
         pytest.skip("no imitation agent in this build")
     _human_game(store, 1)
     _human_game(store, 2)
-    qtbot.mouseClick(tab.fromGamesButton, CLICK)
-    assert tab.agentCombo.currentText() == "imitation"
-    assert tab.form.values()["source"] == "human"
+    qtbot.mouseClick(tab.launch.fromGamesButton, CLICK)
+    assert tab.launch.agentCombo.currentText() == "imitation"
+    assert tab.launch.form.values()["source"] == "human"
     assert "2 games" in tab.etaLabel.text()
 
 
@@ -330,27 +330,27 @@ def test_a_preset_sets_rules_and_budget_too(qtbot, tab, tmp_path, monkeypatch):
         )
     )
     monkeypatch.setattr(agents.config, "presets_dir", lambda: tmp_path)
-    tab.select_agent("fake_learner")
-    qtbot.mouseClick(tab.form.presetButton, CLICK)
-    assert tab.form.values()["batch"] == 8
-    assert tab.rules() == Rules(rows=3, cols=5, p4=0.25)
-    assert tab.budget().episodes == 42
+    tab.launch.select_agent("fake_learner")
+    qtbot.mouseClick(tab.launch.form.presetButton, CLICK)
+    assert tab.launch.form.values()["batch"] == 8
+    assert tab.launch.rules() == Rules(rows=3, cols=5, p4=0.25)
+    assert tab.launch.budget().episodes == 42
 
 
 @pytest.mark.parametrize("name", registry.agent_names())
 def test_every_registered_agent_form_builds_and_trainable_ones_start(qtbot, tab, store, name):
-    tab.select_agent(name)
+    tab.launch.select_agent(name)
     cls = registry.get_agent_class(name)
-    assert tab.agent_cls is cls
-    assert set(tab.form.values()) == {s.name for s in cls.config_cls.specs()}
-    assert tab.form.is_valid(), tab.form.errors()
+    assert tab.launch.agent_cls is cls
+    assert set(tab.launch.form.values()) == {s.name for s in cls.config_cls.specs()}
+    assert tab.launch.form.is_valid(), tab.launch.form.errors()
     if not cls.trainable:
         assert not tab.startButton.isEnabled()
         return
     if name == "imitation":
         for seed in range(3):
             _human_game(store, seed)
-    tab.set_budget(minutes=0.05)  # 3 s at most
+    tab.launch.set_budget(minutes=0.05)  # 3 s at most
     finished: list[str] = []
     tab.trainingFinished.connect(finished.append)
     qtbot.mouseClick(tab.startButton, CLICK)

@@ -45,9 +45,9 @@ def tab(qtbot, store, monkeypatch) -> Iterator[TrainTab]:
 
 
 def _start(qtbot, tab: TrainTab, episodes: int, delay_ms: float = 1.0) -> int:
-    tab.select_agent("fake_learner")
-    tab.form.set_values({"delay_ms": delay_ms})
-    tab.set_budget(episodes=episodes)
+    tab.launch.select_agent("fake_learner")
+    tab.launch.form.set_values({"delay_ms": delay_ms})
+    tab.launch.set_budget(episodes=episodes)
     with qtbot.waitSignal(tab.runStarted, timeout=30_000) as started:
         qtbot.mouseClick(tab.startButton, CLICK)
     return int(started.args[0])

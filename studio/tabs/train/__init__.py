@@ -15,16 +15,13 @@ progress line and the live rows of the runs table refresh a few times a second.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
-    QFileDialog,
     QHBoxLayout,
     QLabel,
     QMessageBox,
@@ -39,62 +36,18 @@ from PySide6.QtWidgets import (
 from agents.base import MetricEvent
 from agents.runner import RunError
 from studio.services.runs import RunRequest
-from studio.tabs.common import button, error_box
+from studio.tabs.common import ask_close_with_runs, button, error_box
 from studio.tabs.train.launch import LaunchForm
+from studio.tabs.train.live import LivePanel, LiveRun, is_live_key
 from studio.tabs.train.runs import RunsPanel, write_metrics_csv
 from studio.text import duration
-from studio.widgets.curves import CurvesPanel, RunSeries
+from studio.widgets.curves import RunSeries
 from studio.worker import RunWorker
 
 __all__ = ["TrainTab", "write_metrics_csv"]
 
-#: The agent "Train from my games" selects, and the config it fills in.
-IMITATION_AGENT = "imitation"
-IMITATION_FROM_HUMANS = {"source": "human"}
 #: Live board, stats, progress and the live rows of the runs table (a glance, not a movie).
 LIVE_REFRESH_MS = 250
-_tokens = itertools.count(1)
-
-
-@dataclass
-class LiveRun:
-    """A run training from this window: its worker, its curves and the figures of its last events."""
-
-    worker: RunWorker
-    series: RunSeries
-    key: tuple[str, int] = field(default_factory=lambda: ("live", next(_tokens)))
-    started: float = field(default_factory=time.perf_counter)
-    progress: float = 0.0
-    episodes: int = 0
-    steps: int = 0
-    elapsed: float = 0.0
-    best_score: float = float("-inf")
-    last_score: float | None = None
-    speed: float | None = None
-    dirty: bool = False
-
-    @property
-    def run_id(self) -> int | None:
-        return self.worker.run_id
-
-    def add(self, events: list[MetricEvent]) -> None:
-        for ev in events:
-            score = ev.metrics.get("score")
-            if ev.kind == "episode" and score is not None:
-                self.last_score = float(score)
-                self.best_score = max(self.best_score, float(score))
-            sp = ev.metrics.get("steps_per_s")
-            if sp is not None:
-                self.speed = float(sp)
-        last = events[-1]
-        self.episodes, self.steps, self.elapsed, self.progress = last.episode, last.step, last.elapsed, last.progress
-        self.dirty = True
-
-    def state_text(self) -> str:
-        w = self.worker
-        return "stopping" if w.stopping else "paused" if w.paused else "running" if w.run_id else "starting"
-
-
 class TrainTab(QWidget):
     """Train any registered agent from a generated form, with live curves and the store's runs.
 
@@ -136,8 +89,11 @@ class TrainTab(QWidget):
         outer.addWidget(splitter)
         splitter.addWidget(self._build_left())
         right = QSplitter(Qt.Orientation.Vertical)
-        right.addWidget(self._build_live())
-        self.runsPanel = RunsPanel()
+        self.livePanel = LivePanel()
+        self.curves = self.livePanel.curves
+        self.liveBoard, self.statsLabel = self.livePanel.liveBoard, self.livePanel.statsLabel
+        right.addWidget(self.livePanel)
+        self.runsPanel = RunsPanel(self.store)
         self._wire_runs_panel()
         right.addWidget(self.runsPanel)
         right.setStretchFactor(0, 3)
@@ -183,32 +139,6 @@ class TrainTab(QWidget):
         left.setMinimumWidth(320)
         return left
 
-    def _build_live(self) -> QWidget:
-        from studio.widgets.board import BoardWidget
-
-        top = QWidget()
-        tl = QHBoxLayout(top)
-        tl.setContentsMargins(0, 0, 0, 0)
-        self.curves = CurvesPanel()
-        tl.addWidget(self.curves, 1)
-        live = QVBoxLayout()
-        self.liveBoard = BoardWidget(interactive=False)
-        self.liveBoard.setObjectName("liveBoard")
-        self.liveBoard.animation_ms = 0
-        self.liveBoard.setFixedSize(170, 170)
-        live.addWidget(QLabel("Being played now"))
-        live.addWidget(self.liveBoard)
-        self.statsLabel = QLabel("")
-        self.statsLabel.setObjectName("statsLabel")
-        # A fixed size: its text changes a few times a second, and a label that resizes with its text
-        # makes the whole tab lay itself out (and the plots repaint) every time.
-        self.statsLabel.setFixedSize(170, 130)
-        self.statsLabel.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
-        live.addWidget(self.statsLabel)
-        live.addStretch(1)
-        tl.addLayout(live)
-        return top
-
     def _wire_runs_panel(self) -> None:
         p = self.runsPanel
         p.showRuns.connect(self.show_runs)
@@ -216,55 +146,18 @@ class TrainTab(QWidget):
         p.pauseRuns.connect(self._pause_runs)
         p.stopRuns.connect(self._stop_runs)
         p.checkpointRuns.connect(self._checkpoint_runs)
-        p.useInPlay.connect(self.use_in_play)
-        p.useInArena.connect(lambda ids: [self.use_in_arena(i) for i in ids])
-        p.exportRun.connect(self.export_dialog)
+        p.useInPlay.connect(self.useInPlay)
+        p.useInArena.connect(self.useInArena)
+        p.status.connect(self.status)
         p.selectionChanged.connect(self._on_selection)
         # The tests and the window's users know these by the tab's names.
         self.runsTable = p.runsTable
         for name in ("showRunsButton", "resumeButton", "useInPlayButton", "useInArenaButton", "exportButton"):
             setattr(self, name, getattr(p, name))
+        self.refresh_runs, self.selected_run_ids, self.select_runs = p.refresh, p.selected_run_ids, p.select_runs
+        self.export_csv, self.use_in_play, self.use_in_arena = p.export_csv, p.use_in_play, p.use_in_arena
 
-    # ================================================================== launch form pass-throughs
-    @property
-    def form(self) -> Any:
-        return self.launch.form
-
-    @property
-    def agentCombo(self) -> Any:
-        return self.launch.agentCombo
-
-    @property
-    def fromGamesButton(self) -> Any:
-        return self.launch.fromGamesButton
-
-    @property
-    def rulesError(self) -> QLabel:
-        return self.launch.rulesError
-
-    @property
-    def agent_cls(self) -> Any:
-        return self.launch.agent_cls
-
-    @property
-    def agent_name(self) -> str:
-        return self.launch.agent_name
-
-    def select_agent(self, name: str) -> None:
-        self.launch.select_agent(name)
-
-    def rules(self) -> Any:
-        return self.launch.rules()
-
-    def set_rules(self, rules: Any) -> None:
-        self.launch.set_rules(rules)
-
-    def budget(self) -> Any:
-        return self.launch.budget()
-
-    def set_budget(self, **limits: Any) -> None:
-        self.launch.set_budget(**limits)
-
+    # ================================================================== the launch form
     def _on_agent_changed(self, cls: Any) -> None:
         if cls is not None and not self.live:
             self.curves.set_agent_metrics(cls.loss_metrics, cls.schedule_metrics)
@@ -273,25 +166,16 @@ class TrainTab(QWidget):
     def train_from_my_games(self) -> None:
         """Select the imitation agent, set it to learn from the person's moves in the store."""
         try:
-            self.select_agent(IMITATION_AGENT)
-        except KeyError:
-            self._show_error("Train from my games", "The imitation agent is not registered in this build.")
-            return
-        cls = self.agent_cls
-        if cls is None:
-            return
-        known = {s.name for s in cls.config_cls.specs()}
-        self.form.set_values({k: v for k, v in IMITATION_FROM_HUMANS.items() if k in known})
-        try:
             n = int(self.store.count_games(source="human"))
         except Exception:  # the count is informative only
             n = -1
-        if n == 0:
-            self.status.emit("No human games in the store yet: play some in the Play tab first")
-            self.etaLabel.setText("No human games yet: play a few in Play first.")
-        elif n > 0:
-            self.status.emit(f"Imitation will learn from your {n} games")
-            self.etaLabel.setText(f"Ready: imitation of your {n} games.")
+        try:
+            message = self.launch.prefill_imitation(n)
+        except KeyError:
+            self._show_error("Train from my games", "The imitation agent is not registered in this build.")
+            return
+        self.status.emit(message)
+        self.etaLabel.setText(message)
 
     # ================================================================== starting runs
     @property
@@ -344,8 +228,8 @@ class TrainTab(QWidget):
         worker.finished.connect(lambda lr=live: self._on_finished(lr))
         if not self.live:
             # The first live run decides what the loss / schedule plots show; stored overlays stay.
-            self.curves.runs = [(k, r) for k, r in self.curves.runs if not _is_live(k)]
-            cls = self.agent_cls
+            self.curves.runs = [(k, r) for k, r in self.curves.runs if not is_live_key(k)]
+            cls = self.launch.agent_cls
             if cls is not None and request.agent:
                 self.curves.set_agent_metrics(cls.loss_metrics, cls.schedule_metrics)
         self.curves.add_run(live.key, series)
@@ -363,46 +247,31 @@ class TrainTab(QWidget):
     def _live_of(self, run_ids: Sequence[int]) -> list[LiveRun]:
         return [lr for lr in self.live if lr.run_id in run_ids]
 
-    def _pause_runs(self, run_ids: list[int]) -> None:
+    def _pause_runs(self, run_ids: Sequence[int]) -> None:
+        """Pause the runs, or resume them when all are paused (a paused run saves a checkpoint)."""
         runs = self._live_of(run_ids)
-        if runs and all(lr.worker.paused for lr in runs):
-            for lr in runs:
-                lr.worker.resume()
-        else:
-            for lr in runs:
-                lr.worker.pause()
+        resume = bool(runs) and all(lr.worker.paused for lr in runs)
+        for lr in runs:
+            lr.worker.resume() if resume else lr.worker.pause()
+        if self.focus in runs:
+            self.etaLabel.setText("Training" if resume else "Paused (checkpoint saved)")
+        self.status.emit("training resumed" if resume else "training paused")
         self._update_buttons()
 
-    def _stop_runs(self, run_ids: list[int]) -> None:
+    def _stop_runs(self, run_ids: Sequence[int]) -> None:
         for lr in self._live_of(run_ids):
             lr.worker.stop()
         self._update_buttons()
 
-    def _checkpoint_runs(self, run_ids: list[int]) -> None:
+    def _checkpoint_runs(self, run_ids: Sequence[int]) -> None:
         for lr in self._live_of(run_ids):
             lr.worker.checkpoint_now()
         self.status.emit("saving a checkpoint…")
 
     def toggle_pause(self) -> None:
-        if self.focus is None:
-            return
-        if self.focus.worker.paused:
-            self.resume_training()
-        else:
-            self.pause()
-
-    def pause(self) -> None:
-        if self.focus is not None and not self.focus.worker.paused:
-            self.focus.worker.pause()
-            self.etaLabel.setText("Paused (checkpoint saved)")
-            self.status.emit("training paused")
-            self._update_buttons()
-
-    def resume_training(self) -> None:
-        if self.focus is not None and self.focus.worker.paused:
-            self.focus.worker.resume()
-            self.status.emit("training resumed")
-            self._update_buttons()
+        """The Pause / Resume button: the focused run."""
+        if self.focus is not None and self.focus.run_id is not None:
+            self._pause_runs([self.focus.run_id])
 
     def stop_training(self) -> None:
         """End the focused run cleanly: the agent returns between steps, the runner saves a checkpoint."""
@@ -465,17 +334,25 @@ class TrainTab(QWidget):
         self._update_buttons()
 
     def _refresh_live(self) -> None:
-        """Timer slot: the focused run's board, stats, progress and ETA; live rows of the runs table."""
+        """Timer slot: live rows of the runs table; the focused run's board, figures, progress, ETA."""
         for each in self.live:
             if each.run_id is not None and each.dirty:
                 self.runsPanel.live[each.run_id] = each.state_text()
-                self._update_live_row(each)
+                self.runsPanel.update_live_row(
+                    each.run_id,
+                    {
+                        2: each.state_text(),
+                        3: f"{each.episodes:,}",
+                        4: f"{each.steps:,}",
+                        5: duration(each.elapsed),
+                        6: "" if each.last_score is None else f"{each.last_score:,.0f}",
+                    },
+                )
         lr = self.focus
         if lr is None or not lr.dirty:
             return
         lr.dirty = False
-        if lr.series.last_board is not None:
-            self.liveBoard.set_board(lr.series.last_board)
+        self.livePanel.show_run(lr, len(self.live))
         p = lr.progress
         self.progressBar.setValue(round(1000 * p))
         wall = time.perf_counter() - lr.started
@@ -483,34 +360,6 @@ class TrainTab(QWidget):
             self.etaLabel.setText("Paused (checkpoint saved)")
         elif p > 0:
             self.etaLabel.setText(f"{duration(wall)} elapsed · ETA {duration(wall * (1 - p) / p)}")
-        parts = [f"Run {lr.run_id}" if lr.run_id is not None else "Starting", f"Episode {lr.episodes:,}"]
-        if lr.last_score is not None:
-            parts += [f"Last score {lr.last_score:,.0f}", f"Best score {lr.best_score:,.0f}"]
-        if lr.speed is not None:
-            parts.append(f"{lr.speed:,.0f} moves/s")
-        if len(self.live) > 1:
-            parts.append(f"{len(self.live)} runs training")
-        self.statsLabel.setText("\n".join(parts))
-
-    def _update_live_row(self, lr: LiveRun) -> None:
-        """Episodes, moves, time, last score of a live run's row, from its events (no store query)."""
-        table = self.runsTable
-        for row in range(table.rowCount()):
-            item = table.item(row, 0)
-            if item is None or int(item.data(Qt.ItemDataRole.UserRole)) != lr.run_id:
-                continue
-            texts = {
-                2: lr.state_text(),
-                3: f"{lr.episodes:,}",
-                4: f"{lr.steps:,}",
-                5: duration(lr.elapsed),
-                6: "" if lr.last_score is None else f"{lr.last_score:,.0f}",
-            }
-            for col, text in texts.items():
-                cell = table.item(row, col)
-                if cell is not None and cell.text() != text:
-                    cell.setText(text)
-            return
 
     def _on_error(self, live: LiveRun, message: str) -> None:
         w = live.worker
@@ -555,115 +404,12 @@ class TrainTab(QWidget):
         w.deleteLater()
         self.trainingFinished.emit(final)
 
-    # ================================================================== runs list
-    def refresh_runs(self) -> None:
-        """Re-read the runs of the store (keeps the selection)."""
-        try:
-            runs = self.store.list_runs()
-        except Exception as e:  # a closed or broken store: say so, keep the tab alive
-            self.status.emit(f"cannot list runs: {e}")
-            return
-        self.runsPanel.set_runs(runs)
-
-    def selected_run_ids(self) -> list[int]:
-        return self.runsPanel.selected_run_ids()
-
-    def select_runs(self, ids: Sequence[int]) -> None:
-        self.runsPanel.select_runs(ids)
-
+    # ================================================================== stored runs
     def show_runs(self, run_ids: Sequence[int]) -> None:
         """Draw these stored runs beside the live ones: one re-opens, several compare."""
-        from agents.registry import get_agent_class
-
-        keep = [(k, r) for k, r in self.curves.runs if _is_live(k)]
         live_ids = {lr.run_id for lr in self.live}
-        loaded: list[tuple[object, RunSeries]] = []
-        metrics: tuple[tuple[str, ...], tuple[str, ...]] | None = None
-        for rid in run_ids:
-            if rid in live_ids:
-                continue  # already drawn live
-            try:
-                summary = self.store.get_run(rid)
-                cols = self.store.run_metrics(rid)
-            except Exception as e:
-                self.status.emit(f"cannot read run {rid}: {e}")
-                continue
-            series = RunSeries(f"run {rid} {summary.agent}")
-            series.add_columns(cols)
-            loaded.append((rid, series))
-            if metrics is None:
-                with contextlib.suppress(Exception):
-                    cls = get_agent_class(summary.agent)
-                    metrics = (cls.loss_metrics, cls.schedule_metrics)
-        self.curves.runs = keep + loaded
-        if metrics is not None and not keep:
-            self.curves.set_agent_metrics(*metrics)
-        else:
-            self.curves.set_agent_metrics(self.curves.loss_metrics, self.curves.schedule_metrics)
-
-    def show_selected_runs(self) -> None:
-        ids = self.selected_run_ids()
-        if ids:
-            self.show_runs(ids)
-
-    def resume_selected(self) -> None:
-        ids = self.selected_run_ids()
-        if len(ids) == 1:
-            self.resume(ids[0])
-
-    def _checkpoint_of(self, run_id: int) -> tuple[str, str] | None:
-        try:
-            summary = self.store.get_run(run_id)
-            path = self.store.last_checkpoint(run_id)
-        except Exception as e:
-            self._show_error("No checkpoint", str(e))
-            return None
-        if path is None or not Path(path).exists():
-            self._show_error("No checkpoint", f"Run {run_id} has no checkpoint file to use.")
-            return None
-        return summary.agent, str(path)
-
-    def use_in_play(self, run_id: int) -> bool:
-        found = self._checkpoint_of(run_id)
-        if found is not None:
-            self.useInPlay.emit(*found)
-        return found is not None
-
-    def use_in_arena(self, run_id: int) -> bool:
-        found = self._checkpoint_of(run_id)
-        if found is not None:
-            self.useInArena.emit(*found)
-        return found is not None
-
-    def use_selected_in_play(self) -> None:
-        ids = self.selected_run_ids()
-        if len(ids) == 1:
-            self.use_in_play(ids[0])
-
-    def use_selected_in_arena(self) -> None:
-        for rid in self.selected_run_ids():
-            self.use_in_arena(rid)
-
-    def export_csv(self, run_id: int, path: str | Path) -> Path:
-        """Write run ``run_id``'s metrics to ``path`` as CSV."""
-        out = write_metrics_csv(self.store.run_metrics(run_id), path)
-        self.status.emit(f"run {run_id} metrics saved to {out}")
-        return out
-
-    def export_dialog(self, run_id: int) -> None:
-        path, _ = QFileDialog.getSaveFileName(
-            self, "Export run metrics", f"run-{run_id}-metrics.csv", "CSV files (*.csv)"
-        )
-        if path:
-            try:
-                self.export_csv(run_id, path)
-            except Exception as e:
-                self._show_error("Export failed", str(e))
-
-    def export_selected(self) -> None:
-        ids = self.selected_run_ids()
-        if len(ids) == 1:
-            self.export_dialog(ids[0])
+        for problem in self.livePanel.show_stored(self.store, [r for r in run_ids if r not in live_ids]):
+            self.status.emit(problem)
 
     # ================================================================== state, dialogs
     def _update_buttons(self) -> None:
@@ -683,21 +429,7 @@ class TrainTab(QWidget):
     def ask_close(self) -> str:
         """What to do with training runs when the window closes: "stop", "detach" or "cancel"
         (tests replace this)."""
-        box = QMessageBox(self)
-        box.setIcon(QMessageBox.Icon.Question)
-        box.setWindowTitle("Training in progress")
-        n = len(self.live)
-        box.setText(f"{n} run{'s are' if n > 1 else ' is'} training.")
-        box.setInformativeText(
-            "Stop them now (each keeps its last checkpoint and can be resumed), or let them train on "
-            "without the window (reopen the studio to see them)?"
-        )
-        stop = box.addButton("Stop and close", QMessageBox.ButtonRole.AcceptRole)
-        detach = box.addButton("Keep training", QMessageBox.ButtonRole.DestructiveRole)
-        box.addButton(QMessageBox.StandardButton.Cancel)
-        box.exec()
-        clicked = box.clickedButton()
-        return "stop" if clicked is stop else "detach" if clicked is detach else "cancel"
+        return ask_close_with_runs(self, len(self.live))
 
     def confirm_close(self) -> bool:
         """True when the window may close: asks while training, then stops or detaches the runs."""
@@ -727,7 +459,3 @@ class TrainTab(QWidget):
         if self._runs_dirty:
             self._runs_dirty = False
             self.refresh_runs()
-
-
-def _is_live(key: object) -> bool:
-    return isinstance(key, tuple) and bool(key) and key[0] == "live"

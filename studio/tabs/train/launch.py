@@ -36,6 +36,9 @@ from studio.widgets.config_form import ConfigForm
 
 #: Periodic checkpoints of runs started here, in minutes (pause, stop and the end always save one).
 CHECKPOINT_EVERY_MIN = 2.0
+#: The agent "Train from my games" selects, and the settings it fills in.
+IMITATION_AGENT = "imitation"
+IMITATION_FROM_HUMANS = {"source": "human"}
 ERROR_STYLE = "color: #c62828;"
 
 
@@ -280,6 +283,19 @@ class LaunchForm(QWidget):
         self._sync_inputs()
         self.agentChanged.emit(cls)
         self.changed.emit()
+
+    def prefill_imitation(self, n_human_games: int) -> str:
+        """"Train from my games": the imitation agent, learning from the person's moves; what to tell
+        the user (``n_human_games`` < 0: unknown). KeyError when imitation is not registered."""
+        self.select_agent(IMITATION_AGENT)
+        if self.agent_cls is not None:
+            known = {s.name for s in self.agent_cls.config_cls.specs()}
+            self.form.set_values({k: v for k, v in IMITATION_FROM_HUMANS.items() if k in known})
+        if n_human_games == 0:
+            return "No games of yours yet: play a few in the Play tab first."
+        if n_human_games > 0:
+            return f"Ready: imitation of your moves in {n_human_games} games."
+        return "Ready: imitation of your moves."
 
     # ================================================================== rules, budget
     def rules(self) -> Rules:

@@ -1,10 +1,11 @@
 """The Train tab's runs table: every run of the store, with what can be done to the selected ones.
 
-Shows; the tab acts. Buttons emit signals with run ids: show / compare curves, resume from the last
-checkpoint, export the metrics as CSV, hand the last checkpoint to Play or the Arena, and for runs
-training now (started from this window) pause / resume, stop and "checkpoint now". The table is
-refreshed from ``store.list_runs()`` (one query of the runs table, never their metrics) when the tab
-asks: on a run's start and end, and at most every few seconds while runs train.
+What needs only the store happens here: export the metrics as CSV, hand the last checkpoint to Play
+or the Arena (``useInPlay`` / ``useInArena`` with agent and checkpoint path). What needs the live
+runs or the curves is the tab's: the buttons emit signals with run ids (show / compare curves, resume
+from the last checkpoint, and for runs training now pause / resume, stop and "checkpoint now").
+The table is re-read from ``store.list_runs()`` (the runs table only, never metrics) when a run
+starts or ends; the rows of live runs are updated from their events in memory.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QFileDialog,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -29,7 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from engine.store import RunSummary
-from studio.tabs.common import button
+from studio.tabs.common import button, error_box
 from studio.text import duration
 
 RUN_COLUMNS = ("Run", "Agent", "Status", "Episodes", "Moves", "Time", "Last score", "Started")
@@ -70,14 +72,16 @@ class RunsPanel(QWidget):
     pauseRuns = Signal(list)
     stopRuns = Signal(list)
     checkpointRuns = Signal(list)
-    useInPlay = Signal(int)
-    useInArena = Signal(list)
-    exportRun = Signal(int)
+    useInPlay = Signal(str, str)
+    useInArena = Signal(str, str)
     selectionChanged = Signal()
+    status = Signal(str)
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, store: Any, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("runsPanel")
+        self.store = store
+        self.error_box: Any = None
         self.live: dict[int, str] = {}  # run id -> state text ("running", "paused", "stopping")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -100,13 +104,13 @@ class RunsPanel(QWidget):
             "Resume", "resumeButton", self._emit_one(self.resumeRun), "Continue the selected run from its last checkpoint"
         )
         self.useInPlayButton = button(
-            "Use in Play", "useInPlayButton", self._emit_one(self.useInPlay), "Hint / watch with the run's last checkpoint"
+            "Use in Play", "useInPlayButton", self.use_selected_in_play, "Hint / watch with the run's last checkpoint"
         )
         self.useInArenaButton = button(
-            "Use in Arena", "useInArenaButton", self._emit(self.useInArena), "Evaluate the runs' last checkpoints"
+            "Use in Arena", "useInArenaButton", self.use_selected_in_arena, "Evaluate the runs' last checkpoints"
         )
         self.exportButton = button(
-            "Export CSV…", "exportButton", self._emit_one(self.exportRun), "Save the selected run's metrics as CSV"
+            "Export CSV…", "exportButton", self.export_selected, "Save the selected run's metrics as CSV"
         )
         self.buttons = (
             self.showRunsButton,
@@ -147,6 +151,15 @@ class RunsPanel(QWidget):
         return fire
 
     # ------------------------------------------------------------------ contents
+    def refresh(self) -> None:
+        """Re-read the runs of the store (keeps the selection)."""
+        try:
+            runs = self.store.list_runs()
+        except Exception as e:  # a closed or broken store: say so, keep the tab alive
+            self.status.emit(f"cannot list runs: {e}")
+            return
+        self.set_runs(runs)
+
     def set_runs(self, runs: Sequence[RunSummary]) -> None:
         """Show ``runs`` (the store's list), keeping the selection."""
         selected = set(self.selected_run_ids())
@@ -178,6 +191,19 @@ class RunsPanel(QWidget):
                 item.setData(Qt.ItemDataRole.UserRole, r.id)
                 item.setToolTip(r.error if col == 2 and r.error else "")
         self.select_runs([r.id for r in runs if r.id in selected])
+
+    def update_live_row(self, run_id: int, texts: dict[int, str]) -> None:
+        """Replace some cells (column -> text) of run ``run_id``'s row: a live run's figures."""
+        table = self.runsTable
+        for row in range(table.rowCount()):
+            item = table.item(row, 0)
+            if item is None or int(item.data(Qt.ItemDataRole.UserRole)) != run_id:
+                continue
+            for col, text in texts.items():
+                cell = table.item(row, col)
+                if cell is not None and cell.text() != text:
+                    cell.setText(text)
+            return
 
     def selected_run_ids(self) -> list[int]:
         rows = sorted({i.row() for i in self.runsTable.selectedIndexes()})
@@ -219,3 +245,62 @@ class RunsPanel(QWidget):
         self.useInPlayButton.setEnabled(len(ids) == 1)
         self.useInArenaButton.setEnabled(bool(ids))
         self.exportButton.setEnabled(len(ids) == 1)
+
+    # ------------------------------------------------------------------ actions on stored runs
+    def _show_error(self, title: str, text: str) -> None:
+        if self.error_box is not None:
+            self.error_box.close()
+        self.error_box = error_box(self, title, text, name="trainErrorBox")
+
+    def checkpoint_of(self, run_id: int) -> tuple[str, str] | None:
+        """(agent, last checkpoint path) of a run; None (and says why) when it has no checkpoint file."""
+        try:
+            summary = self.store.get_run(run_id)
+            path = self.store.last_checkpoint(run_id)
+        except Exception as e:
+            self._show_error("No checkpoint", str(e))
+            return None
+        if path is None or not Path(path).exists():
+            self._show_error("No checkpoint", f"Run {run_id} has no checkpoint file to use.")
+            return None
+        return summary.agent, str(path)
+
+    def use_in_play(self, run_id: int) -> bool:
+        found = self.checkpoint_of(run_id)
+        if found is not None:
+            self.useInPlay.emit(*found)
+        return found is not None
+
+    def use_in_arena(self, run_id: int) -> bool:
+        found = self.checkpoint_of(run_id)
+        if found is not None:
+            self.useInArena.emit(*found)
+        return found is not None
+
+    def use_selected_in_play(self) -> None:
+        ids = self.selected_run_ids()
+        if len(ids) == 1:
+            self.use_in_play(ids[0])
+
+    def use_selected_in_arena(self) -> None:
+        for rid in self.selected_run_ids():
+            self.use_in_arena(rid)
+
+    def export_csv(self, run_id: int, path: str | Path) -> Path:
+        """Write run ``run_id``'s metrics to ``path`` as CSV."""
+        out = write_metrics_csv(self.store.run_metrics(run_id), path)
+        self.status.emit(f"run {run_id} metrics saved to {out}")
+        return out
+
+    def export_selected(self) -> None:
+        ids = self.selected_run_ids()
+        if len(ids) != 1:
+            return
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export run metrics", f"run-{ids[0]}-metrics.csv", "CSV files (*.csv)"
+        )
+        if path:
+            try:
+                self.export_csv(ids[0], path)
+            except Exception as e:
+                self._show_error("Export failed", str(e))
