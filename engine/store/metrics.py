@@ -154,6 +154,15 @@ def head_block(block: Mapping[str, Any], n: int) -> dict[str, Any]:
     }
 
 
+def tail_block(block: Mapping[str, Any], start: int) -> dict[str, Any]:
+    """The events of a block from index ``start`` on (kinds and names kept)."""
+    return {
+        **block,
+        **{key: block[key][start:] for key in ("kind", "episode", "step", "elapsed", "progress")},
+        "vals": block["vals"][:, start:],
+    }
+
+
 def last_values(block: Mapping[str, Any]) -> dict[str, float]:
     """The last non-NaN value of every metric in a block."""
     out: dict[str, float] = {}

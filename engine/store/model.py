@@ -243,6 +243,9 @@ class RunSummary:
     steps: int = 0
     elapsed: float = 0.0
     last_metrics: dict[str, float] = field(default_factory=dict)
+    #: the process that last wrote the run's status (a live run's owner) and its machine
+    pid: int | None = None
+    host: str | None = None
 
 
 @dataclass(frozen=True)

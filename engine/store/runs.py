@@ -25,7 +25,7 @@ from engine.store.values import rules_of, seed_text, seed_value, to_json
 
 _RUN_COLUMNS = (
     "id, agent, config, rules, budget, seed, status, error, created, updated, n_events, "
-    "episodes, steps, elapsed, last_metrics"
+    "episodes, steps, elapsed, last_metrics, pid, host"
 )
 
 
@@ -181,15 +181,19 @@ class RunsMixin:
             _insert_block(con, run_id, first, level + 1, merged)
             level += 1
 
-    def run_metrics(self, run_id: int, kinds: Sequence[str] | None = None) -> dict[str, np.ndarray]:
-        """A run's whole metric history as numpy columns, one entry per event in order.
+    def run_metrics(
+        self, run_id: int, kinds: Sequence[str] | None = None, *, since: int = 0
+    ) -> dict[str, np.ndarray]:
+        """A run's metric history as numpy columns, one entry per event in order.
 
         ``episode`` and ``step`` (int64), ``elapsed`` (float64), then one float64 column per metric name
         (NaN where an event did not report it). ``kinds`` keeps only events of those kinds (e.g.
         ``["episode"]``). A metric named like a fixed column comes back as ``"metric:<name>"``.
+        ``since``: only events from that sequence number on (0-based, before ``kinds`` filters), read
+        from the blocks that hold them: what a window following a run polls for.
         """
         with self._tx(write=False) as con:
-            _, block = _history(con, run_id)
+            _, block = _history(con, run_id, since)
         return metrics.columns(block, kinds)
 
     def run_messages(self, run_id: int) -> list[RunMessage]:
@@ -306,6 +310,8 @@ def _run_summary(row: sqlite3.Row) -> RunSummary:
         steps=row["steps"],
         elapsed=row["elapsed"],
         last_metrics=last,
+        pid=row["pid"],
+        host=row["host"],
     )
 
 
@@ -319,13 +325,15 @@ def _insert_block(con: sqlite3.Connection, run_id: int, first: int, level: int, 
     )
 
 
-def _history(con: sqlite3.Connection, run_id: int) -> tuple[list[sqlite3.Row], dict[str, Any]]:
-    """A run's metric blocks (rows, in event order) and their events as one block."""
+def _history(con: sqlite3.Connection, run_id: int, since: int = 0) -> tuple[list[sqlite3.Row], dict[str, Any]]:
+    """A run's metric blocks (rows, in event order) and their events as one block (from event ``since``)."""
     if con.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
         raise StoreError(f"no run {run_id}")
     rows = con.execute(
         "SELECT id, first, level, n, kinds, kind, episode, step, elapsed, progress, names, vals "
-        "FROM run_metric_blocks WHERE run_id = ? ORDER BY first",
-        (run_id,),
+        "FROM run_metric_blocks WHERE run_id = ? AND first + n > ? ORDER BY first",
+        (run_id, since),
     ).fetchall()
-    return rows, metrics.concat_blocks([metrics.block_from_row(r) for r in rows])
+    block = metrics.concat_blocks([metrics.block_from_row(r) for r in rows])
+    skip = since - rows[0]["first"] if rows else 0
+    return rows, metrics.tail_block(block, skip) if skip > 0 else block

@@ -22,7 +22,7 @@ window shows one board, and the child stores the games itself), ``("checkpoint",
 ``("done", status, error, last_checkpoint, games_logged)`` and, when the run could not start or
 raised, ``("error", message, field, traceback)``.
 
-SIGTERM stops the child's run cleanly too (the window uses it for a run it re-attached to).
+SIGINT and SIGTERM stop the child's run cleanly too (a window that re-attached to it uses SIGINT).
 """
 
 from __future__ import annotations
@@ -236,8 +236,10 @@ def child_main() -> int:
         return 2
     request, db_path = opening
     control = Control()
+    # SIGTERM / SIGINT: stop after this step and save (a window that re-attached asks with SIGINT, as
+    # it asks a `train` in a terminal). The child has its own session, so the terminal's Ctrl-C is not it.
     signal.signal(signal.SIGTERM, lambda *_: control.stop())
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the window decides; Ctrl-C in its terminal is its own
+    signal.signal(signal.SIGINT, lambda *_: control.stop())
     run_box: dict[str, Any] = {}
     threading.Thread(target=_listen, args=(inp, control, run_box), name="commands", daemon=True).start()
 

@@ -156,3 +156,36 @@ def test_a_request_the_child_refuses_comes_back_as_one_line_with_its_field(store
     proc = TrainingProcess(RunRequest(agent="dqn", budget=None), store.path)
     assert list(proc.messages()) == [("error", "give a budget: episodes, minutes or steps", "budget", "")]
     assert proc.wait(30) == 2
+
+
+def test_a_reopened_window_follows_a_headless_run_and_stops_it(qtbot, store, monkeypatch):
+    # A run left to finish without the window (the user chose "Keep training" when closing it).
+    proc = TrainingProcess(_fake_request(budget=Budget(episodes=10**6), config={"delay_ms": 2.0}), store.path)
+    messages = proc.messages()
+    run_id = next(messages)[1]
+    proc.detach()
+    # The studio opens again on the same data: the run is listed as training elsewhere.
+    tab = TrainTab(store, None)
+    qtbot.addWidget(tab)
+    monkeypatch.setattr(tab, "ask_close", lambda: "stop")
+    tab.show()
+    qtbot.waitUntil(lambda: tab.runsTable.rowCount() == 1, timeout=5000)
+    assert tab.runsTable.item(0, 2).text() == f"running elsewhere (pid {proc.pid})"
+    assert not tab.is_training
+    tab.select_runs([run_id])
+    assert tab.runsPanel.runStopButton.isEnabled() and not tab.resumeButton.isEnabled()
+    # Show follows it: the curves grow as its events reach the store.
+    qtbot.mouseClick(tab.showRunsButton, CLICK)
+    series = next(r for k, r in tab.curves.runs if k == ("follow", run_id))
+    n0 = series.count("score")
+    qtbot.waitUntil(lambda: series.count("score") > n0 + 3, timeout=20_000)
+    # Stop asks its process to stop and save; the table shows the end.
+    with qtbot.waitSignal(tab.follower.ended, timeout=30_000) as ended:
+        qtbot.mouseClick(tab.runsPanel.runStopButton, CLICK)
+    assert ended.args == [run_id, "stopped"]
+    assert proc.wait(30) == 0
+    run = store.get_run(run_id)
+    assert run.status == "stopped" and store.run_checkpoints(run_id)[-1].final
+    assert tab.runsTable.item(0, 2).text() == "stopped"
+    assert series.count("score") == run.episodes  # every episode drawn once
+    tab.shutdown()

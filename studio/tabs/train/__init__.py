@@ -37,6 +37,7 @@ from agents.base import MetricEvent
 from agents.runner import RunError
 from studio.services.runs import RunRequest
 from studio.tabs.common import ask_close_with_runs, button, error_box
+from studio.tabs.train.follow import Follower
 from studio.tabs.train.launch import LaunchForm
 from studio.tabs.train.live import LivePanel, LiveRun, is_live_key
 from studio.tabs.train.runs import RunsPanel, write_metrics_csv
@@ -94,6 +95,8 @@ class TrainTab(QWidget):
         self.liveBoard, self.statsLabel = self.livePanel.liveBoard, self.livePanel.statsLabel
         right.addWidget(self.livePanel)
         self.runsPanel = RunsPanel(self.store)
+        self.follower = Follower(self.store, self.curves, self)
+        self.follower.ended.connect(self._on_followed_end)
         self._wire_runs_panel()
         right.addWidget(self.runsPanel)
         right.setStretchFactor(0, 3)
@@ -154,7 +157,7 @@ class TrainTab(QWidget):
         self.runsTable = p.runsTable
         for name in ("showRunsButton", "resumeButton", "useInPlayButton", "useInArenaButton", "exportButton"):
             setattr(self, name, getattr(p, name))
-        self.refresh_runs, self.selected_run_ids, self.select_runs = p.refresh, p.selected_run_ids, p.select_runs
+        self.selected_run_ids, self.select_runs = p.selected_run_ids, p.select_runs
         self.export_csv, self.use_in_play, self.use_in_arena = p.export_csv, p.use_in_play, p.use_in_arena
 
     # ================================================================== the launch form
@@ -261,6 +264,9 @@ class TrainTab(QWidget):
     def _stop_runs(self, run_ids: Sequence[int]) -> None:
         for lr in self._live_of(run_ids):
             lr.worker.stop()
+        for rid in run_ids:
+            if rid in self.runsPanel.elsewhere:
+                self.status.emit(self.follower.stop(self.runsPanel.elsewhere[rid]))
         self._update_buttons()
 
     def _checkpoint_runs(self, run_ids: Sequence[int]) -> None:
@@ -302,6 +308,7 @@ class TrainTab(QWidget):
             self.stop_all()
             self.wait_finished(120.0)
         self._timer.stop()
+        self.follower.shutdown()
         self.curves.timer.stop()
 
     def detach_all(self) -> None:
@@ -405,11 +412,26 @@ class TrainTab(QWidget):
         self.trainingFinished.emit(final)
 
     # ================================================================== stored runs
+    def _on_followed_end(self, run_id: int, status: str) -> None:
+        self.status.emit(f"run {run_id} {status}")
+        self.refresh_runs()
+
+    def refresh_runs(self) -> None:
+        """Re-read the runs table of the store (and which runs train in other processes)."""
+        own = {lr.worker.process.pid for lr in self.live if lr.worker.process is not None}
+        self.runsPanel.refresh(own)
+
     def show_runs(self, run_ids: Sequence[int]) -> None:
-        """Draw these stored runs beside the live ones: one re-opens, several compare."""
+        """Draw these stored runs beside the live ones: one re-opens, several compare; a run that
+        trains elsewhere is followed (its new events drawn as they reach the store)."""
         live_ids = {lr.run_id for lr in self.live}
-        for problem in self.livePanel.show_stored(self.store, [r for r in run_ids if r not in live_ids]):
+        elsewhere = self.runsPanel.elsewhere
+        stored = [r for r in run_ids if r not in live_ids and r not in elsewhere]
+        for problem in self.livePanel.show_stored(self.store, stored):
             self.status.emit(problem)
+        for rid in run_ids:
+            if rid in elsewhere and rid not in self.follower.followed:
+                self.follower.follow(rid)
 
     # ================================================================== state, dialogs
     def _update_buttons(self) -> None:

@@ -74,8 +74,9 @@ class LiveRun:
 
 
 def is_live_key(key: object) -> bool:
-    """Curves keys of live runs are ``("live", n)``; stored runs are keyed by their run id."""
-    return isinstance(key, tuple) and bool(key) and key[0] == "live"
+    """Curves keys of runs that grow: ``("live", n)`` (training here) and ``("follow", run_id)``
+    (training elsewhere); stored runs are keyed by their run id."""
+    return isinstance(key, tuple) and bool(key) and key[0] in ("live", "follow")
 
 
 class LivePanel(QWidget):

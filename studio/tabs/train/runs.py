@@ -58,9 +58,11 @@ def _cell(v: Any) -> str:
     return str(v.item() if isinstance(v, np.generic) else v)
 
 
-def _status_text(r: RunSummary, live: dict[int, str]) -> str:
+def _status_text(r: RunSummary, live: dict[int, str], elsewhere: dict[int, RunSummary]) -> str:
     if r.id in live:
         return live[r.id]
+    if r.id in elsewhere:
+        return f"{r.status} elsewhere (pid {r.pid})"
     return r.status + (f": {r.error}" if r.error and r.status == "failed" else "")
 
 
@@ -83,6 +85,7 @@ class RunsPanel(QWidget):
         self.store = store
         self.error_box: Any = None
         self.live: dict[int, str] = {}  # run id -> state text ("running", "paused", "stopping")
+        self.elsewhere: dict[int, RunSummary] = {}  # runs training in another process
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         head = QHBoxLayout()
@@ -151,13 +154,17 @@ class RunsPanel(QWidget):
         return fire
 
     # ------------------------------------------------------------------ contents
-    def refresh(self) -> None:
-        """Re-read the runs of the store (keeps the selection)."""
+    def refresh(self, own_pids: set[int] | None = None) -> None:
+        """Re-read the runs of the store (keeps the selection). Runs training in a process that is
+        not in ``own_pids`` (this window's training children) show as training elsewhere."""
+        from studio.tabs.train.follow import Follower
+
         try:
             runs = self.store.list_runs()
         except Exception as e:  # a closed or broken store: say so, keep the tab alive
             self.status.emit(f"cannot list runs: {e}")
             return
+        self.elsewhere = Follower.elsewhere(runs, own_pids or set())
         self.set_runs(runs)
 
     def set_runs(self, runs: Sequence[RunSummary]) -> None:
@@ -175,7 +182,7 @@ class RunsPanel(QWidget):
             cells = (
                 str(r.id),
                 r.agent,
-                _status_text(r, self.live),
+                _status_text(r, self.live, self.elsewhere),
                 f"{r.episodes:,}",
                 f"{r.steps:,}",
                 duration(r.elapsed),
@@ -239,9 +246,12 @@ class RunsPanel(QWidget):
         self.runPauseButton.setEnabled(bool(live) and all(self.live[i] != "stopping" for i in live))
         paused = bool(live) and all(self.live[i] == "paused" for i in live)
         self.runPauseButton.setText("Resume" if paused else "Pause")
-        self.runStopButton.setEnabled(bool(live) and all(self.live[i] != "stopping" for i in live))
+        away = [i for i in ids if i in self.elsewhere]
+        self.runStopButton.setEnabled(
+            bool(live or away) and all(self.live[i] != "stopping" for i in live)
+        )
         self.checkpointButton.setEnabled(bool(live))
-        self.resumeButton.setEnabled(len(ids) == 1 and not live)
+        self.resumeButton.setEnabled(len(ids) == 1 and not live and not away)
         self.useInPlayButton.setEnabled(len(ids) == 1)
         self.useInArenaButton.setEnabled(bool(ids))
         self.exportButton.setEnabled(len(ids) == 1)

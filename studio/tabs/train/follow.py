@@ -1,0 +1,89 @@
+"""Runs that train in another process: left to finish without the window, or ``train`` in a terminal.
+
+Reopening the studio shows them in the runs table ("running elsewhere"); "Show" follows one: its
+whole history is drawn once, then only its new events are read from the store every
+:data:`FOLLOW_MS` (the child writes them within about a second), until the run ends. "Stop" sends
+it SIGINT, which both the window's training child and ``python main.py train`` take as "stop after
+this step and save a checkpoint". Only runs on this machine can be stopped from here.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+from typing import Any
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from engine.store import RunSummary
+from studio.widgets.curves import CurvesPanel, RunSeries
+
+FOLLOW_MS = 1000
+LIVE_STATUSES = ("running", "paused")
+
+
+class Follower(QObject):
+    """Follows runs owned by other processes: their curves from the store, and a stop request."""
+
+    #: a followed run ended (run id, its final status)
+    ended = Signal(int, str)
+
+    def __init__(self, store: Any, curves: CurvesPanel, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.store = store
+        self.curves = curves
+        self.followed: dict[int, int] = {}  # run id -> events read so far
+        self._timer = QTimer(self)
+        self._timer.setInterval(FOLLOW_MS)
+        self._timer.timeout.connect(self.poll)
+
+    @staticmethod
+    def elsewhere(runs: list[RunSummary], own_pids: set[int]) -> dict[int, RunSummary]:
+        """Runs of the store that train now in a process that is not one of this window's."""
+        return {r.id: r for r in runs if r.status in LIVE_STATUSES and r.pid not in own_pids}
+
+    def follow(self, run_id: int) -> None:
+        """Draw run ``run_id`` and keep drawing its new events while it trains."""
+        summary = self.store.get_run(run_id)
+        cols = self.store.run_metrics(run_id)
+        series = RunSeries(f"run {run_id} {summary.agent} (elsewhere)")
+        series.add_columns(cols)
+        self.curves.add_run(("follow", run_id), series)
+        self.followed[run_id] = len(cols["episode"])
+        self._timer.start()
+
+    def poll(self) -> None:
+        """Timer slot: the new events of every followed run; runs that ended are let go."""
+        for run_id, seen in list(self.followed.items()):
+            series = next((r for k, r in self.curves.runs if k == ("follow", run_id)), None)
+            try:
+                cols = self.store.run_metrics(run_id, since=seen)
+                status = self.store.get_run(run_id).status
+            except Exception:  # deleted meanwhile, or the store is closing: stop following
+                status, cols = "stopped", {"episode": []}
+            if series is not None and len(cols["episode"]):
+                series.add_columns(cols)
+                self.curves.mark_dirty()
+            self.followed[run_id] = seen + len(cols["episode"])
+            if status not in LIVE_STATUSES or series is None:
+                del self.followed[run_id]
+                self.ended.emit(run_id, status)
+        if not self.followed:
+            self._timer.stop()
+
+    def stop(self, summary: RunSummary) -> str:
+        """Ask the process that trains ``summary``'s run to stop and save; what happened, in words."""
+        if summary.host != socket.gethostname() or summary.pid is None:
+            return f"run {summary.id} trains on {summary.host or 'another machine'}: stop it there"
+        try:
+            os.kill(summary.pid, signal.SIGINT)
+        except ProcessLookupError:
+            return f"run {summary.id}'s process is gone"
+        except PermissionError:
+            return f"run {summary.id} belongs to another user: stop it there"
+        return f"run {summary.id}: asked to stop (it saves a checkpoint first)"
+
+    def shutdown(self) -> None:
+        self._timer.stop()
+        self.followed.clear()
