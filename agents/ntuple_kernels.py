@@ -236,7 +236,7 @@ def _greedy(
     return best_d, best_b, best_r
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def train_steps(
     w: np.ndarray,
     tc_e: np.ndarray,
@@ -371,7 +371,7 @@ def train_steps(
     return done, steps
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def train_steps_parallel(
     w: np.ndarray,
     tc_e: np.ndarray,
@@ -432,7 +432,7 @@ def _tt_slot(b: np.uint64, level: int, mask: int) -> np.int64:
     return np.int64(h >> np.uint64(32)) & mask
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def search_values(
     w: np.ndarray,
     b: np.uint64,
@@ -571,7 +571,7 @@ read through :func:`downgrade` with ``dg`` (0 = as they are).
         phase = 0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def play_games(
     w: np.ndarray,
     policy: np.ndarray,
@@ -646,7 +646,7 @@ def play_games(
     return gen
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def play_games_parallel(
     w: np.ndarray,
     policy: np.ndarray,

@@ -4,7 +4,8 @@ The real main window is built (offscreen unless a display is set) on a temporary
 each trainable agent (``-o agent=NAME``, default: every trainable agent), the Train tab starts it
 with its default settings; ``-o runs=2`` starts two runs of it side by side. Unless ``-o load=0``, the
 benchmark itself runs a competing CPU-bound process for the whole measurement (users' machines are
-busy too). Two scenarios per agent, ``--seconds`` each (at least 2):
+busy too). ``-o log_every=N`` stores one training game in N instead of the form's default. Two
+scenarios per agent, ``--seconds`` each (at least 2):
 
 * ``train tab``: the Train tab in front, curves drawing. A 5 ms QTimer heartbeat on the GUI thread
   records when it actually fires; the gaps between beats are the GUI thread's stalls (p50 / p99 /
@@ -34,7 +35,7 @@ from studio.progress import ProgressLine
 
 HEARTBEAT_MS = 5
 KEY_EVERY_MS = 100
-OPTIONS = ("agent", "runs", "load")
+OPTIONS = ("agent", "runs", "load", "log_every")
 
 
 class GuiBenchReport(BenchReport):
@@ -162,11 +163,15 @@ def _stats(values: np.ndarray) -> tuple[float, float, float]:
     return float(p50), float(p99), float(worst)
 
 
-def _measure_agent(app: Any, win: Any, agent: str, runs: int, seconds: float, progress: ProgressLine) -> dict[str, Any]:
+def _measure_agent(
+    app: Any, win: Any, agent: str, runs: int, seconds: float, progress: ProgressLine, log_every: int | None
+) -> dict[str, Any]:
     """Start ``runs`` runs of ``agent`` from the Train tab, then measure both scenarios; stop them."""
     train = win.tab("Train")
     win.show_tab("Train")
     train.launch.select_agent(agent)
+    if log_every is not None:
+        train.launch.logEverySpin.setValue(log_every)
     train.launch.set_budget(minutes=(2 * seconds + 600.0) / 60.0)
     progress.update(0, f"{agent}: starting {runs} run(s)", force=True)
     for _ in range(runs):
@@ -206,6 +211,7 @@ def gui_benchmark(options: BenchOptions, progress: ProgressLine) -> GuiBenchRepo
     if unknown:
         raise ValueError(f"bench gui has no option {sorted(unknown)[0]!r} (known: {', '.join(OPTIONS)})")
     runs = int(options.extra.get("runs", "1"))
+    log_every = int(options.extra["log_every"]) if "log_every" in options.extra else None
     load = options.extra.get("load", "1") not in ("0", "false", "no")
     if runs not in (1, 2, 3, 4):
         raise ValueError(f"runs must be 1 to 4, got {runs}")
@@ -231,7 +237,7 @@ def gui_benchmark(options: BenchOptions, progress: ProgressLine) -> GuiBenchRepo
                 idle = _stats(_heartbeat(min(seconds, 3.0)))
                 measurements.append(Measurement("idle_p99", "idle window: stall p99 (ms)", idle[1]))
                 for agent in agents:
-                    got = _measure_agent(app, win, agent, runs, seconds, progress)
+                    got = _measure_agent(app, win, agent, runs, seconds, progress, log_every)
                     for what, label in (("stall", "stall"), ("key", "key to paint")):
                         for stat, value in zip(("p50", "p99", "max"), got[what]):
                             measurements.append(

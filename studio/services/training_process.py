@@ -45,6 +45,11 @@ from agents.base import Control, MetricEvent
 
 #: Seconds between event batches sent to the window (the window redraws at a bounded rate anyway).
 BATCH_S = 0.1
+#: Scheduling niceness of a training child. Two learners and another busy program on two cores left
+#: the window's process a third of a core, and key presses waited up to half a second for it; a nicer
+#: learner yields the CPU the moment the window wakes up, and loses nothing on a machine that is
+#: otherwise idle (niceness only matters under contention).
+CHILD_NICENESS = 10
 COMMANDS = ("pause", "resume", "stop", "checkpoint", "detach")
 _HEADER = struct.Struct("<I")
 
@@ -235,6 +240,9 @@ def child_main() -> int:
     if opening is None:
         return 2
     request, db_path = opening
+    if hasattr(os, "nice"):
+        with contextlib.suppress(OSError):
+            os.nice(CHILD_NICENESS)
     control = Control()
     # SIGTERM / SIGINT: stop after this step and save (a window that re-attached asks with SIGINT, as
     # it asks a `train` in a terminal). The child has its own session, so the terminal's Ctrl-C is not it.

@@ -353,6 +353,16 @@ class CurvesPanel(QWidget):
         self.timer.timeout.connect(self._tick)
         self.timer.start()
 
+    def showEvent(self, event: Any) -> None:
+        super().showEvent(event)
+        self.timer.start()  # catch up with what arrived while hidden, one plot per tick
+
+    def hideEvent(self, event: Any) -> None:
+        # Hidden (another tab in front): events still append, nothing is drawn, so the window's thread
+        # stays free for what the user looks at.
+        self.timer.stop()
+        super().hideEvent(event)
+
     def _plot(
         self, name: str, title: str, xlabel: str, ylabel: str, axis_items: dict[str, Any] | None = None
     ) -> pg.PlotWidget:
