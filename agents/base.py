@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from agents.checkpoint import load_checkpoint, save_checkpoint
 from agents.config import AgentConfig
 from engine import DIRECTIONS, Direction, Game, Rules
 
@@ -240,15 +241,11 @@ class Agent:
         """Inverse of :meth:`get_state`."""
 
     def save(self, path: str | Path) -> Path:
-        from agents.checkpoint import save_checkpoint
-
         return save_checkpoint(self, path)
 
     @classmethod
     def load(cls, path: str | Path) -> Agent:
         """Load a checkpoint of this agent (``Agent.load`` accepts any agent's)."""
-        from agents.checkpoint import load_checkpoint
-
         agent = load_checkpoint(path)
         if cls is not Agent and not isinstance(agent, cls):
             raise ValueError(f"{Path(path).name} is a checkpoint of agent {agent.name!r}, not {cls.name!r}")

@@ -18,14 +18,17 @@ import json
 import zipfile
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agents.base import Agent, Counters
 from agents.config import ConfigError
+from agents.registry import get_agent_class
 from engine import Rules
 from engine.fsutil import atomic_write
+
+if TYPE_CHECKING:  # base imports this module (Agent.save / Agent.load); this one needs no base at run time
+    from agents.base import Agent
 
 FORMAT = "2048-studio-checkpoint"
 VERSION = 1
@@ -103,8 +106,6 @@ def read_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndar
 
 def load_checkpoint(path: str | Path, *, expect_agent: str | None = None, expect_rules: Rules | None = None) -> Agent:
     """Rebuild the agent a checkpoint was made from (its registered class, config, rules and state)."""
-    from agents.registry import get_agent_class
-
     path = Path(path)
     meta, arrays = read_checkpoint(path)
     name = meta.get("agent")
@@ -125,7 +126,7 @@ def load_checkpoint(path: str | Path, *, expect_agent: str | None = None, expect
             f"not {expect_rules.rows}x{expect_rules.cols} (p4={expect_rules.p4})"
         )
     agent = cls(config, rules, seed=meta.get("seed"))
-    agent.counters = Counters(**meta.get("counters", {}))
+    agent.counters = type(agent.counters)(**meta.get("counters", {}))
     try:
         agent.set_state(arrays, meta.get("state", {}))
     except (KeyError, ValueError, RuntimeError) as e:

@@ -44,15 +44,15 @@ from torch import nn
 from agents.base import Budget, Control, MetricEvent, TrainContext
 from agents.config import AgentConfig, ConfigError, knob
 from agents.nn.agent import TorchAgent, afterstate_values
-from agents.nn.boards import N_ACTIONS, afterstates, count_tiles, game_exponents, symmetries
 from agents.nn.encoders import ENCODERS, make_encoder
-from agents.nn.loop import TrainTracker
 from agents.nn.masking import masked_argmax, masked_max
 from agents.nn.networks import build_network, has_dropout
 from agents.nn.replay import Batch, ReplayBuffer
 from agents.nn.schedules import SCHEDULE_KINDS, Schedule
 from agents.nn.state import draw_seed
+from agents.training import TrainTracker
 from engine import Game, Rules
+from engine.boards import N_ACTIONS, afterstates, count_tiles, game_exponents, symmetries
 from engine.records import GameTrace, play_recorded
 
 REWARDS = ("merges", "score", "log2_score")

@@ -40,7 +40,7 @@ from agents.base import Agent
 from agents.config import AgentConfig, ConfigError, knob
 from agents.heuristics import HEURISTICS, Heuristic, NneonneoWeights, Seed004Weights, line_tables
 from engine import DIRECTIONS, Direction, Game, Rules, to_exponents
-from engine.core import _slide_unchecked
+from engine.core import slide_unchecked
 from engine.fast import count_empty, move, pack, step_bits, transpose
 
 # TUNING: with nneonneo's constants (empty 270, merges 700, monotonicity 47 at power 4, sum 11 at power
@@ -315,7 +315,7 @@ class GeneralSearch:
     def root(self, board: npt.NDArray[np.int64], depth: int) -> npt.NDArray[np.float64]:
         out = np.full(4, np.nan)
         for d in DIRECTIONS:
-            after, _ = _slide_unchecked(board, d)
+            after, _ = slide_unchecked(board, d)
             if not np.array_equal(after, board):
                 out[d] = self.chance(after, depth - 1, 1.0)
         return out
@@ -340,7 +340,7 @@ class GeneralSearch:
                 s.flat[flat] = value
                 best = -np.inf
                 for d in DIRECTIONS:
-                    nb, _ = _slide_unchecked(s, d)
+                    nb, _ = slide_unchecked(s, d)
                     if not np.array_equal(nb, s):
                         best = max(best, self.chance(nb, depth_left - 1, cp * p))
                 if best == -np.inf:

@@ -24,12 +24,12 @@ import torch.nn.functional as F
 from agents.base import Budget, Control, MetricEvent, TrainContext
 from agents.config import AgentConfig, ConfigError, knob
 from agents.nn.agent import TorchAgent
-from agents.nn.boards import N_ACTIONS, augment_batch, legal_masks, symmetries
 from agents.nn.encoders import ENCODERS, make_encoder
-from agents.nn.loop import TrainTracker
 from agents.nn.masking import masked_argmax, masked_log_softmax, masked_softmax
 from agents.nn.networks import build_network
+from agents.training import TrainTracker
 from engine import Rules, to_exponents
+from engine.boards import N_ACTIONS, augment_batch, legal_masks, symmetries
 
 SOURCE_CHOICES = ("any", "human", "agent", "evaluation", "training", "imported")
 

@@ -28,13 +28,13 @@ from torch import nn
 from agents.base import Budget, Control, MetricEvent, TrainContext
 from agents.config import AgentConfig, ConfigError, knob
 from agents.nn.agent import TorchAgent
-from agents.nn.boards import N_ACTIONS, game_exponents
 from agents.nn.encoders import ENCODERS, make_encoder
-from agents.nn.loop import TrainTracker
 from agents.nn.masking import masked_softmax, sample_from_probs
 from agents.nn.networks import build_network
 from agents.nn.state import draw_seed
+from agents.training import TrainTracker
 from engine import Game, Rules
+from engine.boards import N_ACTIONS, game_exponents
 from engine.records import GameTrace, play_recorded
 
 GAME_METRICS = ("scores", "max", "log2_max", "tile_sums")

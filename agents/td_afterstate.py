@@ -34,12 +34,12 @@ import torch.nn.functional as F
 from agents.base import Agent, Budget, Control, MetricEvent, TrainContext
 from agents.config import AgentConfig, ConfigError, knob
 from agents.nn.agent import TorchAgent
-from agents.nn.boards import afterstates, game_exponents
 from agents.nn.encoders import make_encoder
-from agents.nn.loop import TrainTracker
 from agents.nn.networks import build_network
 from agents.nn.schedules import Schedule
+from agents.training import TrainTracker
 from engine import DIRECTIONS, Direction, Game, Rules, from_exponents
+from engine.boards import afterstates, game_exponents
 from engine.records import GameTrace, play_recorded
 
 REWARDS = ("log2", "raw", "merges")

@@ -20,6 +20,7 @@ from engine.core import (
     legal_moves,
     slide,
     slide_row_left,
+    slide_unchecked,
     to_exponents,
     validate_board,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "random_playouts",
     "slide",
     "slide_row_left",
+    "slide_unchecked",
     "to_exponents",
     "unpack",
     "validate_board",

@@ -278,10 +278,14 @@ def slide(board: Any, direction: Direction | int | str) -> tuple[Board, int]:
     """
     b = validate_board(board)
     d = Direction.parse(direction)
-    return _slide_unchecked(b, d)
+    return slide_unchecked(b, d)
 
 
-def _slide_unchecked(board: Board, d: Direction) -> tuple[Board, int]:
+def slide_unchecked(board: Board, d: Direction) -> tuple[Board, int]:
+    """:func:`slide` for callers that hold a board already validated (int64 tile values, any shape)
+    and a parsed :class:`Direction`: the same result without the checks, for search loops that
+    slide thousands of boards. ``slide_unchecked(np.array([[2, 2, 2, 2]]), Direction.LEFT)`` ->
+    ``([[4, 4, 0, 0]], 8)``."""
     view = _to_left_frame(board, d)
     out_view = np.empty_like(view)
     reward = 0
@@ -296,14 +300,14 @@ def _slide_unchecked(board: Board, d: Direction) -> tuple[Board, int]:
 def can_move(board: Any, direction: Direction | int | str) -> bool:
     """True when the move changes the board (a legal move)."""
     b = validate_board(board)
-    moved, _ = _slide_unchecked(b, Direction.parse(direction))
+    moved, _ = slide_unchecked(b, Direction.parse(direction))
     return not np.array_equal(moved, b)
 
 
 def legal_mask(board: Any) -> npt.NDArray[np.bool_]:
     """Legal-move mask in action order (up, left, down, right)."""
     b = validate_board(board)
-    return np.array([not np.array_equal(_slide_unchecked(b, d)[0], b) for d in DIRECTIONS], dtype=bool)
+    return np.array([not np.array_equal(slide_unchecked(b, d)[0], b) for d in DIRECTIONS], dtype=bool)
 
 
 def legal_moves(board: Any) -> list[Direction]:

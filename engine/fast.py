@@ -479,7 +479,7 @@ def _finish_general(
     board: Board, spawn_state: int, move_state: int, rules: Rules
 ) -> tuple[Board, int, int, int]:
     """Continue a random playout on the general path with the same two streams (tiles unbounded)."""
-    from engine.core import _slide_unchecked, legal_mask, spawn_tiles
+    from engine.core import legal_mask, slide_unchecked, spawn_tiles
 
     srng = SpawnRng(spawn_state)
     mrng = SpawnRng(move_state)
@@ -488,7 +488,7 @@ def _finish_general(
     while mask.any():
         legal = [d for d in DIRECTIONS if mask[d]]
         d = legal[mrng.cell(len(legal))]
-        board, reward = _slide_unchecked(board, d)
+        board, reward = slide_unchecked(board, d)
         score += reward
         moves += 1
         spawn_tiles(board, srng, rules, rules.spawn_per_move)

@@ -30,8 +30,8 @@ from engine.core import (
     Spawn,
     SpawnRng,
     StepResult,
-    _slide_unchecked,
     seed_to_state,
+    slide_unchecked,
     spawn_tiles,
     validate_board,
 )
@@ -230,7 +230,7 @@ class Game:
     def _results(self) -> list[tuple[Board, int]]:
         if self._legal_cache is None:
             board = self._values()
-            self._legal_cache = [_slide_unchecked(board, d) for d in DIRECTIONS]
+            self._legal_cache = [slide_unchecked(board, d) for d in DIRECTIONS]
         return self._legal_cache
 
     def legal_mask(self) -> np.ndarray:

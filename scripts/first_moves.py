@@ -21,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agents.base import Agent, Budget
 from agents.config import load_preset
-from agents.nn.loop import TrainTracker
 from agents.registry import create_agent
+from agents.training import TrainTracker
 from engine import Game
 
 

@@ -17,7 +17,6 @@ from torch import nn
 
 from agents.base import Agent, legal_values
 from agents.config import AgentConfig
-from agents.nn.boards import N_ACTIONS, afterstates, game_exponents, symmetries
 from agents.nn.encoders import Encoder
 from agents.nn.masking import masked_argmax
 from agents.nn.state import (
@@ -31,6 +30,7 @@ from agents.nn.state import (
     set_numpy_rng_state,
 )
 from engine import DIRECTIONS, Direction, Game, Rules
+from engine.boards import N_ACTIONS, afterstates, game_exponents, symmetries
 
 
 def afterstate_values(
@@ -41,7 +41,7 @@ def afterstate_values(
 ) -> tuple[torch.Tensor, np.ndarray, np.ndarray]:
     """``net`` (one output) on the board each move leads to: ``(ratings (B, 4), merged values (B, 4),
     merges (B, 4))``. Illegal moves leave the board unchanged (callers mask them). ``moves``: the
-    :func:`~agents.nn.boards.afterstates` of the boards when already computed."""
+    :func:`~engine.boards.afterstates` of the boards when already computed."""
     after_BARC, value_BA, merges_BA = moves if moves is not None else afterstates(exps_BRC)
     b, rows, cols = after_BARC.shape[0], after_BARC.shape[2], after_BARC.shape[3]
     v_BA = net(encoder.tensor(after_BARC.reshape(b * N_ACTIONS, rows, cols))).view(b, N_ACTIONS)

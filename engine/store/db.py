@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.core import Direction, Rules, _slide_unchecked, legal_mask
+from engine.core import Direction, Rules, legal_mask, slide_unchecked
 from engine.paths import database_path
 from engine.records import GameTrace
 from engine.store import codec, exchange, schema
@@ -271,7 +271,7 @@ class GameStore(RunsMixin):
             if board_after is not None:
                 max_tile = int(self._checked_board(board_after, shape, "board after the move").max())
             else:
-                slid, _ = _slide_unchecked(before, d)
+                slid, _ = slide_unchecked(before, d)
                 max_tile = max([int(slid.max())] + [v for _, _, v in triples])
             who = self._player_index(con, game_id, row["players"], row["n_moves"], player)
             con.execute(
@@ -487,7 +487,7 @@ class GameStore(RunsMixin):
         ).fetchone()
         if last is None:
             return codec.decode_board(initial, shape)
-        board, _ = _slide_unchecked(codec.decode_board(last["board"], shape), Direction(last["direction"]))
+        board, _ = slide_unchecked(codec.decode_board(last["board"], shape), Direction(last["direction"]))
         for r, c, v in codec.decode_spawns([last["spawns"]], shape[1]).reshape(-1, 3):
             if v:
                 board[r, c] = v

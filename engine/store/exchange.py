@@ -46,7 +46,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from engine.core import DIRECTIONS, Direction, Rules, _slide_unchecked, legal_mask
+from engine.core import DIRECTIONS, Direction, Rules, legal_mask, slide_unchecked
 from engine.fsutil import atomic_write
 from engine.store.codec import spawn_triples, tile_problem
 from engine.store.model import GAME_STATUSES, PLAYER_KINDS, GameRecord, Player, StoreError
@@ -387,7 +387,7 @@ def check_game(
     for i in range(n):
         before = layouts[i]
         d = Direction(int(moves[i]))
-        slid, reward = _slide_unchecked(before, d)
+        slid, reward = slide_unchecked(before, d)
         if np.array_equal(slid, before):
             raise StoreError(f"{label}: move {i}: {d.label} changes nothing on that board (an illegal move)")
         if rewards is not None and int(rewards[i]) != reward:

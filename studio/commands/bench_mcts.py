@@ -3,7 +3,7 @@
 The table shows games per minute (it prints whole numbers); ``--json`` also has ``games_per_s``.
 
 Every path plays the same self-play games (same seeds, same untrained-but-seeded network, or a
-checkpoint's) through the pools training uses (:mod:`agents.selfplay`). Worker start-up (process spawn,
+checkpoint's) through the pools training uses (:mod:`agents.mcts.selfplay`). Worker start-up (process spawn,
 torch import, Ray start) is excluded: each pool first plays one short warm-up game per worker.
 Options (``-o KEY=VALUE``): ``games`` per round (default 4), ``simulations`` (16), ``max_moves`` per game
 (200: games are cut so that a round has a predictable length), ``workers`` to try locally (``1,2``),
@@ -26,8 +26,8 @@ _KNOWN = {"games", "simulations", "max_moves", "workers", "ray", "checkpoint"}
 def mcts_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchReport:
     from agents.base import Agent
     from agents.mcts import MCTSAgent, MCTSConfig, SelfPlayTask
+    from agents.mcts.selfplay import GamePool, LocalPool, RayPool, import_ray, make_pool
     from agents.nn.state import module_arrays
-    from agents.selfplay import GamePool, LocalPool, RayPool, import_ray, make_pool
 
     extra = options.extra
     unknown = set(extra) - _KNOWN

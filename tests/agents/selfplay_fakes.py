@@ -1,4 +1,4 @@
-"""Stand-in workers for :mod:`agents.selfplay` tests (a module of its own: worker processes import it, and
+"""Stand-in workers for :mod:`agents.mcts.selfplay` tests (a module of its own: worker processes import it, and
 it keeps them free of torch)."""
 
 from __future__ import annotations

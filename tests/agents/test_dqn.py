@@ -227,7 +227,7 @@ def test_other_board_sizes():
 
 @pytest.mark.parametrize("head", ["q", "afterstate"])
 def test_symmetric_play_is_symmetric(head):
-    from agents.nn.boards import symmetries
+    from engine.boards import symmetries
 
     agent = DQNAgent(DQNConfig(**TINY, head=head, symmetric_play=True), seed=6)
     rng = np.random.default_rng(0)
@@ -246,7 +246,7 @@ def test_symmetric_play_is_symmetric(head):
 @pytest.mark.parametrize("head", ["q", "afterstate"])
 def test_batched_symmetric_outputs_match_one_view_at_a_time(shape, head):
     """The one-call batch over all views (the fast path) against a loop over the views (its twin)."""
-    from agents.nn.boards import symmetries
+    from engine.boards import symmetries
 
     rules = Rules(rows=shape[0], cols=shape[1])
     agent = DQNAgent(DQNConfig(**TINY, head=head, symmetric_play=True), rules=rules, seed=3)

@@ -11,12 +11,12 @@ import torch
 
 from agents.base import Budget, Control, TrainContext
 from agents.mcts import MCTSAgent, MCTSConfig, play_selfplay_game, value_targets
-from agents.mcts_nets import LeelaNetwork, ZeroNetworkMini, inference_copy
-from agents.mcts_search import FastOps, GeneralOps, Node, Search
-from agents.nn.boards import legal_masks
-from agents.nn.loop import TrainTracker
-from agents.selfplay import RayPool, WorkerSpec, import_ray, make_pool
+from agents.mcts.nets import LeelaNetwork, ZeroNetworkMini, inference_copy
+from agents.mcts.search import FastOps, GeneralOps, Node, Search
+from agents.mcts.selfplay import RayPool, WorkerSpec, import_ray, make_pool
+from agents.training import TrainTracker
 from engine import Direction, Game, Rules, slide, to_exponents
+from engine.boards import legal_masks
 
 # Small enough that a generation of 2 games takes a second or two on one core.
 TINY = {

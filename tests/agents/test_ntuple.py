@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents import ntuple_kernels as K
 from agents.base import Agent, Budget, Control
 from agents.checkpoint import CheckpointError, load_checkpoint, read_checkpoint
 from agents.config import ConfigError, load_preset
 from agents.ntuple import LAYOUTS, NTupleAgent, NTupleConfig, TupleLayout, symmetry_cells
+from agents.ntuple import kernels as K
 from agents.registry import create_agent
 from engine import DIRECTIONS, Direction, Game, Rules, slide
 from engine.core import SpawnRng, seed_to_state, spawn_tiles, to_exponents

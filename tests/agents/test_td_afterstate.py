@@ -111,7 +111,7 @@ def test_switching_ply_depth_one_is_one_ply_and_depth_two_is_the_em_target():
     # depth 2 everywhere: each move is worth r + gamma * EM(its afterstate)
     agent.config = agent.config.replace(depths_policy=(2,))
     deep = agent.search(e)
-    from agents.nn.boards import afterstates
+    from engine.boards import afterstates
 
     after, raw, _ = afterstates(e[None])
     for d in range(4):

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import torch
 
-from agents.nn.boards import augment_batch, count_tiles, legal_masks, symmetries
 from agents.nn.encoders import make_encoder
 from agents.nn.masking import masked_argmax, masked_log_softmax, masked_max, masked_softmax, sample_from_probs
 from agents.nn.networks import NETWORKS, build_network
@@ -23,6 +22,7 @@ from agents.nn.state import (
     set_numpy_rng_state,
 )
 from engine import legal_mask, slide, to_exponents
+from engine.boards import augment_batch, count_tiles, legal_masks, symmetries
 
 #: Every tile from empty to 32768, row-major: exponents 0..15.
 LADDER = np.array([[0, 2, 4, 8], [16, 32, 64, 128], [256, 512, 1024, 2048], [4096, 8192, 16384, 32768]])
@@ -351,7 +351,7 @@ def test_conv_block_pads_like_torch_same():
 
 
 def test_slide_batch_hand_drawn():
-    from agents.nn.boards import slide_batch
+    from engine.boards import slide_batch
 
     exps = to_exponents(np.array([[2, 2, 2, 2], [4, 4, 4, 0], [2, 0, 2, 4], [2, 4, 8, 16]]))[None]
     after, value, merges = slide_batch(exps, 1)  # left
@@ -361,7 +361,7 @@ def test_slide_batch_hand_drawn():
 
 @pytest.mark.parametrize(("shape", "top"), [((4, 4), 12), ((4, 4), 18), ((3, 5), 5), ((1, 4), 5), ((2, 2), 4)])
 def test_afterstates_match_the_engine(shape, top):
-    from agents.nn.boards import afterstates
+    from engine.boards import afterstates
 
     rng = np.random.default_rng(8)
     exps = random_exps(rng, 200, *shape, top=top)

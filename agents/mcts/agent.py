@@ -1,6 +1,6 @@
 """AlphaZero-like MCTS agent (seed 004): PUCT search over a policy-value network, trained by self-play.
 
-Play: every move runs ``simulations`` PUCT simulations (:mod:`agents.mcts_search`: decision nodes for the
+Play: every move runs ``simulations`` PUCT simulations (:mod:`agents.mcts.search`: decision nodes for the
 player, chance nodes that take the exact expectation over the spawn, the network's value at the
 leaves) and plays the most visited move. Self-play adds Dirichlet noise (alpha 0.3, epsilon 0.25) to
 the root priors and samples moves from the visit counts at ``temperature`` for the first
@@ -8,7 +8,7 @@ the root priors and samples moves from the visit counts at ``temperature`` for t
 
 Training, one generation at a time: the current weights go to the workers as numpy arrays; the workers
 play ``games_per_generation`` self-play games (in this process, in local processes, or as Ray actors:
-:mod:`agents.selfplay`); their positions join a replay window; the learner (here, in the driver) runs
+:mod:`agents.mcts.selfplay`); their positions join a replay window; the learner (here, in the driver) runs
 ``epochs`` passes over the window: policy cross-entropy against the root visit distribution plus value
 MSE, SGD with momentum and weight decay, a StepLR schedule over epochs.
 
@@ -49,16 +49,16 @@ from torch import nn
 
 from agents.base import Budget, Control, MetricEvent, TrainContext
 from agents.config import AgentConfig, ConfigError, knob
-from agents.mcts_nets import build_network, inference_copy
-from agents.mcts_search import Evaluator, FastOps, Node, Search, board_ops
+from agents.mcts.nets import build_network, inference_copy
+from agents.mcts.search import Evaluator, FastOps, Node, Search, board_ops
+from agents.mcts.selfplay import WorkerSpec, make_pool
 from agents.nn.agent import TorchAgent
-from agents.nn.boards import legal_masks, symmetries
 from agents.nn.encoders import Encoder, make_encoder
-from agents.nn.loop import TrainTracker
 from agents.nn.masking import masked_log_softmax
 from agents.nn.state import draw_seed, load_module_arrays, module_arrays
-from agents.selfplay import WorkerSpec, make_pool
+from agents.training import TrainTracker
 from engine import DIRECTIONS, Direction, Game, Rules, to_exponents
+from engine.boards import legal_masks, symmetries
 from engine.records import GameTrace, play_recorded
 
 # ------------------------------------------------------------------------------------------- config
@@ -158,7 +158,7 @@ _LOG_VALUE_CAP = 30.0
 def make_evaluator(net: nn.Module, encoder: Encoder, rows: int, cols: int) -> Evaluator:
     """The search's view of ``net`` (a snapshot of its weights now): exponents -> (logits, score units).
 
-    Plays through :func:`~agents.mcts_nets.inference_copy`, whose small convs are single matrix
+    Plays through :func:`~agents.mcts.nets.inference_copy`, whose small convs are single matrix
     products: the search evaluates a few states at a time, where CPU conv kernels are mostly overhead.
     """
     net = inference_copy(net, rows, cols)

@@ -7,7 +7,7 @@ the next reward plus the next afterstate's value (backwards, so the outcome reac
 pass). Optional: temporal-coherence learning rates (each weight slows down on its own when its errors
 cancel out) and multi-stage weights (separate tables once a given tile is reached, each started as a
 copy of the previous stage). The whole loop (moves, spawns, lookups, updates) runs in one numba call
-per few hundred ms (:mod:`agents.ntuple_kernels`).
+per few hundred ms (:mod:`agents.ntuple.kernels`).
 
 Play: 1-ply (argmax reward + V) or expectimax over V with a fixed depth or a depth per number of free
 cells (``depths_policy``, seed 002's switching-ply), with a transposition table.
@@ -27,12 +27,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from agents import ntuple_kernels as K
+import agents.ntuple.kernels as K
 from agents.base import Agent, Budget, Control, MetricEvent, TrainContext
 from agents.config import AgentConfig, ConfigError, knob
-from agents.nn.loop import TrainTracker
+from agents.training import TrainTracker
 from engine import DIRECTIONS, Direction, Game, Rules
-from engine.core import _slide_unchecked, seed_to_state
+from engine.core import seed_to_state, slide_unchecked
 from engine.fast import overflows, pack, pack_exponents, unpack
 
 # ------------------------------------------------------------------------------------------ layouts
@@ -84,7 +84,7 @@ def symmetry_cells(s: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class TupleLayout:
-    """A tuple layout compiled to the flat arrays the kernels read (see :mod:`agents.ntuple_kernels`)."""
+    """A tuple layout compiled to the flat arrays the kernels read (see :mod:`agents.ntuple.kernels`)."""
 
     name: str
     tuples: tuple[tuple[int, ...], ...]
@@ -309,7 +309,7 @@ class NTupleAgent(Agent):
             out = {}
             for d in DIRECTIONS:
                 if mask[d]:
-                    after, reward = _slide_unchecked(board, d)
+                    after, reward = slide_unchecked(board, d)
                     out[d] = float(reward) + self.play_value(after)
             return out
         self._tt_gen += 1

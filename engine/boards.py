@@ -1,4 +1,6 @@
-"""Batched board helpers on exponent boards (numpy only): legal masks, symmetries, tile counts.
+"""Batched board helpers on exponent boards (numpy only): slides and afterstates of a whole batch, legal
+masks, symmetries, tile counts. The learners' batched twin of :func:`engine.core.slide` (checked
+against it in tests/agents/test_torch_common.py); it lives in the engine, which owns every slide.
 
 Boards here are **exponent** arrays ``(B, rows, cols)`` (``uint8``: 0 empty, k for tile 2**k), the form
 learners store and encode. Action order is the engine's: 0 up, 1 left, 2 down, 3 right.
