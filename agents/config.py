@@ -24,6 +24,60 @@ from pathlib import Path
 from typing import Any, ClassVar, Self
 
 
+#: How the words of knob names read in a label (``lr`` -> "learning rate", ``tc`` -> "temporal
+#: coherence"): a knob without its own ``label`` is named for a newcomer from these.
+LABEL_WORDS: dict[str, str] = {
+    "lr": "learning rate",
+    "lam": "trace decay λ",
+    "tc": "temporal coherence",
+    "td": "TD",
+    "eps": "exploration",
+    "epsilon": "exploration",
+    "gamma": "discount γ",
+    "alpha": "α",
+    "c": "c",
+    "n": "n-",
+    "nn": "nneonneo heuristic:",
+    "puct": "PUCT",
+    "tt": "transposition table",
+    "se": "squeeze-excite",
+    "s4": "classic heuristic:",
+    "val": "validation",
+    "frac": "fraction",
+    "prob": "probability",
+    "envs": "environments",
+    "grad": "gradient",
+    "eval": "evaluation",
+    "semi": "semi-",
+}
+
+
+#: Whole knob names whose words alone would mislead.
+LABEL_NAMES: dict[str, str] = {
+    "lr_gamma": "learning rate step factor",
+    "c_puct": "exploration constant (PUCT)",
+    "hidden": "hidden units",
+    "planes": "input planes",
+    "head": "output head",
+    "transposition": "transposition table",
+    "depth": "search depth",
+    "tt_bits": "transposition table size (bits)",
+}
+
+
+def default_label(name: str) -> str:
+    """A readable label for knob ``name``: ``lr`` -> "Learning rate", ``n_step`` -> "N-step",
+    ``tc`` -> "Temporal coherence", ``eps_decay`` -> "Exploration decay"."""
+    if name in LABEL_NAMES:
+        return LABEL_NAMES[name][:1].upper() + LABEL_NAMES[name][1:]
+    words = [LABEL_WORDS.get(w, w) for w in name.split("_") if w]
+    text = ""
+    for w in words:
+        text += w if (not text or text.endswith("-")) else " " + w
+    text = text.rstrip("-")
+    return text[:1].upper() + text[1:] if text else name
+
+
 def knob(
     default: Any,
     help: str,
@@ -210,7 +264,7 @@ class AgentConfig:
                         choices=md.get("choices"),
                         log=bool(md.get("log", False)),
                         step=md.get("step"),
-                        label=md.get("label") or f.name.replace("_", " "),
+                        label=md.get("label") or default_label(f.name),
                         advanced=bool(md.get("advanced", False)),
                     )
                 )
@@ -265,7 +319,7 @@ def add_config_arguments(parser: argparse.ArgumentParser, config_cls: type[Agent
             dest=f"cfg_{s.name}",
             default=None,
             metavar=s.kind.upper().replace("_TUPLE", ",..."),
-            help=f"{s.help}{rng}; default {s.format(s.default)}",
+            help=f"{s.label}: {s.help}{rng}; default {s.format(s.default)}",
         )
 
 

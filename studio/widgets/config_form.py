@@ -176,6 +176,7 @@ def _tooltip(spec: FieldSpec) -> str:
     if spec.kind.endswith("_tuple"):
         lines.append("comma-separated, e.g. " + (spec.format(spec.default) or "1,2,3"))
     lines.append(f"default: {spec.format(spec.default)}")
+    lines.append(f"setting {spec.name} (command line: --{spec.name.replace('_', '-')})")
     return "\n".join(lines)
 
 

@@ -193,3 +193,25 @@ def test_pickle_payload_is_refused_without_running_it(name: str, tmp_path: pathl
     with np.load(evil, allow_pickle=True) as npz:
         npz["weights"]
     assert marker.exists()
+
+
+ABBREVIATIONS = {"lr", "lam", "tc", "eps", "nn", "s4", "tt", "puct", "val", "frac", "prob", "envs", "grad"}
+
+
+@pytest.mark.parametrize("name", agent_names())
+def test_every_knob_has_a_label_a_newcomer_reads(name: str) -> None:
+    for spec in get_agent_class(name).config_cls.specs():
+        words = set(spec.label.lower().replace(":", " ").split())
+        assert spec.label and spec.label[0].isupper(), (name, spec.name, spec.label)
+        assert not words & ABBREVIATIONS, (name, spec.name, spec.label)
+
+
+def test_default_labels_spell_out_the_abbreviations() -> None:
+    from agents.config import default_label
+
+    assert default_label("lr") == "Learning rate"
+    assert default_label("n_step") == "N-step"
+    assert default_label("tc") == "Temporal coherence"
+    assert default_label("eps_decay") == "Exploration decay"
+    assert default_label("lam") == "Trace decay λ"
+    assert default_label("c_puct") == "Exploration constant (PUCT)"

@@ -335,6 +335,8 @@ def test_a_preset_sets_rules_and_budget_too(qtbot, tab, tmp_path, monkeypatch):
     assert tab.launch.form.values()["batch"] == 8
     assert tab.launch.rules() == Rules(rows=3, cols=5, p4=0.25)
     assert tab.launch.budget().episodes == 42
+    assert tab.launch.presetNote.isVisible() and "fake-preset" in tab.launch.presetNote.text()
+    assert tab.launch.request().preset == "fake-preset"
 
 
 @pytest.mark.parametrize("name", registry.agent_names())

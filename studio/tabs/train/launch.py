@@ -113,7 +113,14 @@ class LaunchForm(QWidget):
         self.form = ConfigForm()
         self.form.validityChanged.connect(lambda _ok: self.changed.emit())
         self.form.presetLoaded.connect(self._apply_preset_extras)
+        self.form.presetCombo.setMinimumContentsLength(18)  # preset names are read whole, not cut
         sb.addWidget(self.form)
+        self.presetNote = QLabel()
+        self.presetNote.setObjectName("presetNote")
+        self.presetNote.setWordWrap(True)
+        self.presetNote.setStyleSheet("color: #2e7d32;")
+        self.presetNote.hide()
+        sb.addWidget(self.presetNote)
         return box
 
     def _rules_box(self) -> QGroupBox:
@@ -263,6 +270,7 @@ class LaunchForm(QWidget):
         if not name:
             return
         self.preset_name = None
+        self.presetNote.hide()
         try:
             cls = get_agent_class(name)
         except Exception as e:  # a broken agent module must not take the tab down
@@ -370,6 +378,9 @@ class LaunchForm(QWidget):
                 steps=budget.steps,
             )
         title = preset.get("title") or preset.get("name") or "preset"
+        description = str(preset.get("description", ""))
+        self.presetNote.setText(f"Preset applied: <b>{title}</b>" + (f"<br>{description}" if description else ""))
+        self.presetNote.show()
         self.status.emit(f"preset applied: {title}")
 
     # ================================================================== the request
