@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
-
 #: How the words of knob names read in a label (``lr`` -> "learning rate", ``tc`` -> "temporal
 #: coherence"): a knob without its own ``label`` is named for a newcomer from these.
 LABEL_WORDS: dict[str, str] = {
