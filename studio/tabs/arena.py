@@ -88,6 +88,13 @@ class ArenaTab(QWidget):
         splitter = QSplitter(Qt.Orientation.Horizontal)
         outer.addWidget(splitter)
 
+        splitter.addWidget(self._build_left())
+        splitter.addWidget(self._build_right())
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([300, 900])
+
+    def _build_left(self) -> QWidget:
+        """Contestants, the games settings, Run / Cancel and the progress."""
         left = QWidget()
         ll = QVBoxLayout(left)
         ll.setContentsMargins(0, 0, 0, 0)
@@ -158,8 +165,10 @@ class ArenaTab(QWidget):
         self.progressLabel.setWordWrap(True)
         ll.addWidget(self.progressLabel)
         left.setMinimumWidth(280)
-        splitter.addWidget(left)
+        return left
 
+    def _build_right(self) -> QSplitter:
+        """Results table above; seed 004's max-tile table beside its bar chart below."""
         right = QSplitter(Qt.Orientation.Vertical)
         self.resultsTable = self._table("resultsTable", list(RESULT_COLUMNS))
         self.resultsTable.setToolTip("Double-click: replay this agent's best game")
@@ -208,9 +217,7 @@ class ArenaTab(QWidget):
         right.setStretchFactor(0, 1)
         right.setStretchFactor(1, 3)
         right.setSizes([200, 520])
-        splitter.addWidget(right)
-        splitter.setStretchFactor(1, 1)
-        splitter.setSizes([300, 900])
+        return right
 
     def _table(self, name: str, headers: list[str]) -> QTableWidget:
         t = QTableWidget(0, len(headers))

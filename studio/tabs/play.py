@@ -219,7 +219,26 @@ class PlayTab(QWidget):
         col.addWidget(self.gameInfoLabel)
         col.addWidget(self.newGameButton)
 
-        # ---- agent: hint + watch
+        col.addWidget(self._build_agent_box())
+
+        keys = QLabel("Arrows or WASD move. Any move of yours takes over from a watched agent.")
+        keys.setWordWrap(True)
+        keys.setStyleSheet("color: #8a8178;")
+        col.addWidget(keys)
+        col.addStretch(1)
+        # The board keeps the keyboard: clicking Hint or the speed slider must not steal the arrows.
+        for w in (self.newGameButton, self.hintButton, self.autoHintCheck, self.autoplayButton, self.stepButton,
+                  self.speedSlider):
+            w.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(12, 12, 12, 12)
+        layout.addWidget(self.board, 1)
+        layout.addWidget(side, 0, Qt.AlignmentFlag.AlignTop)
+        side.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Preferred)
+
+    def _build_agent_box(self) -> QGroupBox:
+        """The agent panel: which agent, its hint (a value per move), Watch / Step and the speed."""
         agent_box = QGroupBox("Agent")
         grid = QVBoxLayout(agent_box)
         self.agentCombo = QComboBox()
@@ -281,23 +300,7 @@ class PlayTab(QWidget):
         speed_row.addWidget(self.speedLabel)
         grid.addLayout(speed_row)
         self._on_speed(self.speedSlider.value())
-        col.addWidget(agent_box)
-
-        keys = QLabel("Arrows or WASD move. Any move of yours takes over from a watched agent.")
-        keys.setWordWrap(True)
-        keys.setStyleSheet("color: #8a8178;")
-        col.addWidget(keys)
-        col.addStretch(1)
-        # The board keeps the keyboard: clicking Hint or the speed slider must not steal the arrows.
-        for w in (self.newGameButton, self.hintButton, self.autoHintCheck, self.autoplayButton, self.stepButton,
-                  self.speedSlider):
-            w.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(12, 12, 12, 12)
-        layout.addWidget(self.board, 1)
-        layout.addWidget(side, 0, Qt.AlignmentFlag.AlignTop)
-        side.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Preferred)
+        return agent_box
 
     def _fill_agents(self) -> None:
         from agents.registry import agent_names

@@ -151,6 +151,41 @@ class ReplayTab(QWidget):
         self.replaySlider.setPageStep(10)
         self.replaySlider.valueChanged.connect(self._on_slider)
 
+        rcol.addWidget(self.titleLabel)
+        rcol.addWidget(self.board, 1)
+        rcol.addWidget(self.stepLabel)
+        rcol.addWidget(self.replaySlider)
+        rcol.addLayout(self._build_controls())
+
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.setObjectName("replaySplitter")
+        splitter.addWidget(left)
+        splitter.addWidget(right)
+        splitter.setStretchFactor(0, 0)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([340, 700])
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(12, 12, 12, 12)
+        layout.addWidget(splitter)
+
+        # Keys work anywhere in the tab; a focused line edit keeps its own arrows (Qt's shortcut override).
+        ctx = Qt.ShortcutContext.WidgetWithChildrenShortcut
+        for key, slot in (
+            ("Left", lambda: self.step(-1)),
+            (",", lambda: self.step(-1)),
+            ("Right", lambda: self.step(1)),
+            (".", lambda: self.step(1)),
+            ("Home", lambda: self.step_to(0)),
+            ("End", lambda: self.step_to(self.n_positions - 1)),
+            ("Space", self.toggle_play),
+        ):
+            sc = QShortcut(QKeySequence(key), self)
+            sc.setContext(ctx)
+            sc.activated.connect(slot)
+        self._update_controls()
+
+    def _build_controls(self) -> QHBoxLayout:
+        """First / back / play / forward / last, the speed, a jump to a move, the next-move arrow."""
         buttons = QHBoxLayout()
         self.firstButton = button("|◀", "replayFirstButton", lambda: self.step_to(0), "First position (Home)", takes_focus=False)
         self.backButton = button("◀", "replayBackButton", lambda: self.step(-1), "Back one move (Left or ,)", takes_focus=False)
@@ -180,40 +215,7 @@ class ReplayTab(QWidget):
         buttons.addStretch(1)
         buttons.addWidget(self.jumpSpin)
         buttons.addWidget(self.arrowCheck)
-
-        rcol.addWidget(self.titleLabel)
-        rcol.addWidget(self.board, 1)
-        rcol.addWidget(self.stepLabel)
-        rcol.addWidget(self.replaySlider)
-        rcol.addLayout(buttons)
-
-        splitter = QSplitter(Qt.Orientation.Horizontal)
-        splitter.setObjectName("replaySplitter")
-        splitter.addWidget(left)
-        splitter.addWidget(right)
-        splitter.setStretchFactor(0, 0)
-        splitter.setStretchFactor(1, 1)
-        splitter.setSizes([340, 700])
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(12, 12, 12, 12)
-        layout.addWidget(splitter)
-
-        # Keys work anywhere in the tab; a focused line edit keeps its own arrows (Qt's shortcut override).
-        ctx = Qt.ShortcutContext.WidgetWithChildrenShortcut
-        for key, slot in (
-            ("Left", lambda: self.step(-1)),
-            (",", lambda: self.step(-1)),
-            ("Right", lambda: self.step(1)),
-            (".", lambda: self.step(1)),
-            ("Home", lambda: self.step_to(0)),
-            ("End", lambda: self.step_to(self.n_positions - 1)),
-            ("Space", self.toggle_play),
-        ):
-            sc = QShortcut(QKeySequence(key), self)
-            sc.setContext(ctx)
-            sc.activated.connect(slot)
-        self._update_controls()
-
+        return buttons
 
     # ------------------------------------------------------------------ list
     def mark_dirty(self) -> None:
