@@ -1,39 +1,30 @@
-"""Run a training generator (or any blocking call) off the GUI thread and report through Qt signals.
-
-superqt's generator-worker pattern: a plain Python generator is consumed by a QObject moved to a
-QThread, and the :class:`agents.base.Control` is checked between yields. Nothing here touches a widget.
+"""Work off the GUI thread, reported through Qt signals: a training run's supervisor and blocking jobs.
 
 Two objects per job, on purpose:
 
-* ``_Loop`` lives in the worker thread and iterates the generator. It sends the events across the
-  thread boundary in **batches** (one queued signal per ``batch_interval``): a fast learner yields
-  thousands of events a second, and one cross-thread delivery per event would keep the GUI thread busy
-  unpacking them.
-* :class:`TrainingWorker` (and :class:`CallWorker`) is the facade the GUI holds. It lives in the GUI
-  thread and re-emits what the loop reports: ``batch`` and then ``metric`` once per MetricEvent. Because
-  these are emitted from the GUI thread, any listener (a widget method, a lambda, a pytest-qt blocker)
-  runs in the GUI thread: in PySide6 a signal connected to a plain callable runs that callable in the
-  *emitting* thread, so emitting from the worker thread directly would be a trap.
+* ``_Loop`` lives in the worker thread and does the work (reads a training child's messages, or calls
+  a blocking function), sending what it has across the thread boundary as queued signals; a child's
+  events arrive in batches (at most ten a second), never one signal per event.
+* the facade the GUI holds (:class:`RunWorker`, :class:`CallWorker`) lives in the GUI thread and
+  re-emits what the loop reports. Because these are emitted from the GUI thread, any listener (a widget
+  method, a lambda, a pytest-qt blocker) runs in the GUI thread: in PySide6 a signal connected to a
+  plain callable runs that callable in the *emitting* thread, so emitting from the worker thread
+  directly would be a trap.
 
-``pause()`` / ``resume()`` / ``stop()`` only flip the thread-safe Control; they never wait.
+Training itself never runs in this process: :class:`RunWorker`'s thread supervises a child process
+(:mod:`studio.services.training_process`), so a learner cannot starve the window. Its commands only
+write to the child's pipe; they never wait.
 """
 
 from __future__ import annotations
 
-import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
-from agents.base import Control, MetricEvent
-
-#: How long a generator may keep yielding after stop() before it is closed (it should end by itself:
-#: agents check the control; this only protects the GUI from one that does not).
-STOP_GRACE_S = 5.0
-
-GeneratorFactory = Callable[[Control], Iterator[MetricEvent]]
+from agents.base import MetricEvent
 
 
 class _Loop(QObject):
@@ -145,93 +136,6 @@ class _Worker(QObject):
             self._thread.wait()
         self.done = True
         self.finished.emit()
-
-
-class TrainingWorker(_Worker):
-    """Consumes ``factory(control)`` in a worker thread; ``event`` per MetricEvent, ``batch`` per delivery.
-
-    ``factory`` is called in the worker thread, so slow set-up (importing torch, building the agent,
-    opening a store connection) never blocks the GUI; a generator function is the natural factory.
-    The worker also checks the control between yields, so even a generator that forgets to pauses.
-    """
-
-    #: one MetricEvent (emitted in the GUI thread, in order). Not named ``event``: that would hide
-    #: QObject.event(), through which Qt delivers this object's queued calls.
-    metric = Signal(object)
-    #: list[MetricEvent] delivered together (flushed before ``finished``)
-    batch = Signal(object)
-    #: "running" / "paused" / "stopping"
-    state = Signal(str)
-
-    def __init__(
-        self,
-        factory: GeneratorFactory,
-        control: Control | None = None,
-        batch_interval: float = 0.05,
-        parent: QObject | None = None,
-    ) -> None:
-        super().__init__(parent)
-        self._factory = factory
-        self.control = control if control is not None else Control()
-        self.batch_interval = batch_interval
-        self.events_seen = 0  # counted in the worker thread: the generator's own pace
-
-    # ------------------------------------------------------------------ control (any thread)
-    def pause(self) -> None:
-        self.control.pause()
-        self.state.emit("paused")
-
-    def resume(self) -> None:
-        self.control.resume()
-        self.state.emit("running")
-
-    def stop(self) -> None:
-        self.control.stop()
-        self.state.emit("stopping")
-
-    @property
-    def paused(self) -> bool:
-        return self.control.paused
-
-    # ------------------------------------------------------------------ the loop (worker thread)
-    def _body(self, loop: _Loop) -> None:
-        pending: list[MetricEvent] = []
-        last_flush = time.perf_counter()
-        stop_seen_at: float | None = None
-        gen = self._factory(self.control)
-        try:
-            for ev in gen:
-                self.events_seen += 1
-                pending.append(ev)
-                now = time.perf_counter()
-                if now - last_flush >= self.batch_interval:
-                    loop.batch.emit(pending)
-                    pending = []
-                    last_flush = now
-                if self.control.paused:
-                    # Show everything so far, then wait here too (a generator that does not check
-                    # the control still pauses between its yields).
-                    if pending:
-                        loop.batch.emit(pending)
-                        pending = []
-                    self.control.checkpoint()
-                    last_flush = time.perf_counter()
-                if self.control.stopped:
-                    # The generator should end by itself (final checkpoint, run status): give it time.
-                    stop_seen_at = stop_seen_at or time.perf_counter()
-                    if time.perf_counter() - stop_seen_at > STOP_GRACE_S:
-                        break
-        finally:
-            if pending:
-                loop.batch.emit(pending)
-            close = getattr(gen, "close", None)
-            if close is not None:
-                close()  # runs the generator's finally blocks (closing its store) if it was cut short
-
-    def _handle_batch(self, events: list[MetricEvent]) -> None:
-        self.batch.emit(events)
-        for ev in events:
-            self.metric.emit(ev)
 
 
 class CallWorker(_Worker):
