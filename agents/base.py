@@ -191,10 +191,14 @@ class Agent:
     loss_metrics: ClassVar[tuple[str, ...]] = ("loss",)
     schedule_metrics: ClassVar[tuple[str, ...]] = ("epsilon",)
 
-    def __init__(self, config: AgentConfig | None = None, rules: Rules | None = None, seed: int | None = None):
+    def __init__(
+        self, config: AgentConfig | None = None, rules: Rules | None = None, seed: int | None = None
+    ):
         self.config = config if config is not None else self.config_cls()
         if not isinstance(self.config, self.config_cls):
-            raise TypeError(f"{self.name} takes a {self.config_cls.__name__}, got {type(self.config).__name__}")
+            raise TypeError(
+                f"{self.name} takes a {self.config_cls.__name__}, got {type(self.config).__name__}"
+            )
         self.rules = rules if rules is not None else Rules()
         reason = self.unsupported_reason(self.rules)
         if reason:

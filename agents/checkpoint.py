@@ -90,7 +90,9 @@ def read_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndar
         raise
     except ValueError as e:
         if "pickle" in str(e).lower():
-            raise CheckpointError(f"{path.name} holds pickled objects; refused (checkpoints are data only)") from None
+            raise CheckpointError(
+                f"{path.name} holds pickled objects; refused (checkpoints are data only)"
+            ) from None
         raise CheckpointError(f"{path.name} is damaged or truncated: {e}") from None
     except (OSError, zipfile.BadZipFile, EOFError, json.JSONDecodeError, UnicodeDecodeError) as e:
         raise CheckpointError(f"{path.name} is damaged or truncated: {e}") from None
@@ -104,7 +106,9 @@ def read_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndar
     return meta, arrays
 
 
-def load_checkpoint(path: str | Path, *, expect_agent: str | None = None, expect_rules: Rules | None = None) -> Agent:
+def load_checkpoint(
+    path: str | Path, *, expect_agent: str | None = None, expect_rules: Rules | None = None
+) -> Agent:
     """Rebuild the agent a checkpoint was made from (its registered class, config, rules and state)."""
     path = Path(path)
     meta, arrays = read_checkpoint(path)

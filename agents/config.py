@@ -195,9 +195,13 @@ class FieldSpec:
         if self.kind in ("int", "float", "int_tuple", "float_tuple"):
             for x in items:
                 if self.low is not None and x < self.low:
-                    raise ConfigError(self.name, f"must be in [{_fmt(self.low)}, {_fmt(self.high)}]; got {_fmt(x)}")
+                    raise ConfigError(
+                        self.name, f"must be in [{_fmt(self.low)}, {_fmt(self.high)}]; got {_fmt(x)}"
+                    )
                 if self.high is not None and x > self.high:
-                    raise ConfigError(self.name, f"must be in [{_fmt(self.low)}, {_fmt(self.high)}]; got {_fmt(x)}")
+                    raise ConfigError(
+                        self.name, f"must be in [{_fmt(self.low)}, {_fmt(self.high)}]; got {_fmt(x)}"
+                    )
         return v
 
 
@@ -278,7 +282,9 @@ class AgentConfig:
         raise KeyError(name)
 
     def to_dict(self) -> dict[str, Any]:
-        return {s.name: (list(v) if isinstance(v := getattr(self, s.name), tuple) else v) for s in self.specs()}
+        return {
+            s.name: (list(v) if isinstance(v := getattr(self, s.name), tuple) else v) for s in self.specs()
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, strict: bool = True) -> Self:
@@ -286,7 +292,9 @@ class AgentConfig:
         names = {s.name for s in cls.specs()}
         unknown = sorted(set(data) - names)
         if unknown and strict:
-            raise ConfigError(unknown[0], f"is not a setting of this agent (known: {', '.join(sorted(names))})")
+            raise ConfigError(
+                unknown[0], f"is not a setting of this agent (known: {', '.join(sorted(names))})"
+            )
         kwargs = {}
         for s in cls.specs():
             if s.name in data:

@@ -62,37 +62,83 @@ REWARDS = ("merges", "score", "log2_score")
 class DQNConfig(AgentConfig):
     """Deep Q-learning settings (defaults: the studio's; presets ``dqn-seed000-*``: the notebook's)."""
 
-    head: str = knob("afterstate", "q: one output per move (seed 000); afterstate: Q(s, a) = r + gamma V(board after the move), one value net rating the boards the four moves lead to", choices=("q", "afterstate"))
-    network: str = knob("mlp", "Q-network (simple / dropout / conv: seed 000's three)", choices=("simple", "dropout", "conv", "mlp", "cnn"))
-    hidden: tuple[int, ...] = knob((128, 128), "hidden layer widths of the mlp network (cnn: filters, head width)", low=1, high=4096)
+    head: str = knob(
+        "afterstate",
+        "q: one output per move (seed 000); afterstate: Q(s, a) = r + gamma V(board after the move), one value net rating the boards the four moves lead to",
+        choices=("q", "afterstate"),
+    )
+    network: str = knob(
+        "mlp",
+        "Q-network (simple / dropout / conv: seed 000's three)",
+        choices=("simple", "dropout", "conv", "mlp", "cnn"),
+    )
+    hidden: tuple[int, ...] = knob(
+        (128, 128), "hidden layer widths of the mlp network (cnn: filters, head width)", low=1, high=4096
+    )
     encoder: str = knob("onehot", "board encoding (log2: seed 000's 16 floats)", choices=ENCODERS)
     planes: int = knob(16, "one-hot planes (exponents >= planes share the last plane)", low=2, high=32)
     replay_capacity: int = knob(100_000, "replay buffer capacity (transitions)", low=100, high=10_000_000)
     batch_size: int = knob(128, "transitions per gradient update", low=1, high=8192)
-    learning_starts: int = knob(1000, "learn once the buffer holds more than this many transitions (seed: 10 batches)", low=0, high=10_000_000)
+    learning_starts: int = knob(
+        1000,
+        "learn once the buffer holds more than this many transitions (seed: 10 batches)",
+        low=0,
+        high=10_000_000,
+    )
     train_every: int = knob(4, "moves between gradient updates (seed: 1)", low=1, high=1000)
-    envs: int = knob(8, "games played side by side (one forward pass picks all their moves)", low=1, high=1024)
+    envs: int = knob(
+        8, "games played side by side (one forward pass picks all their moves)", low=1, high=1024
+    )
     gamma: float = knob(0.99, "discount factor", low=0.0, high=1.0)
-    n_step: int = knob(1, "n-step returns: rewards of n moves, then gamma^n x the value n moves later (seed: 1)", low=1, high=100)
+    n_step: int = knob(
+        1,
+        "n-step returns: rewards of n moves, then gamma^n x the value n moves later (seed: 1)",
+        low=1,
+        high=100,
+    )
     lr: float = knob(5e-4, "Adam learning rate", low=1e-7, high=1.0, log=True)
     loss: str = knob("huber", "TD loss", choices=("mse", "huber"))
-    reward: str = knob("log2_score", "reward of a move: merges made, score gained, or log2(1 + score gained)", choices=REWARDS)
-    reward_scale: float = knob(0.1, "rewards are multiplied by this (keeps Q-values near 1 for the loss)", low=1e-6, high=1e6)
+    reward: str = knob(
+        "log2_score",
+        "reward of a move: merges made, score gained, or log2(1 + score gained)",
+        choices=REWARDS,
+    )
+    reward_scale: float = knob(
+        0.1, "rewards are multiplied by this (keeps Q-values near 1 for the loss)", low=1e-6, high=1e6
+    )
     double: bool = knob(False, "double DQN: the online net picks the next move, the target net rates it")
-    target_update: int = knob(250, "gradient updates between target-net refreshes; 0 = no target net (seed 000)", low=0, high=10_000_000)
-    semi_gradient: bool = knob(True, "treat the TD target as a constant (seed 000 let the gradient flow through it)")
+    target_update: int = knob(
+        250,
+        "gradient updates between target-net refreshes; 0 = no target net (seed 000)",
+        low=0,
+        high=10_000_000,
+    )
+    semi_gradient: bool = knob(
+        True, "treat the TD target as a constant (seed 000 let the gradient flow through it)"
+    )
     mask_targets: bool = knob(True, "max over the next board's legal moves only (seed 000 took all four)")
     augment: bool = knob(True, "apply a random board symmetry to every sampled transition")
-    symmetric_play: bool = knob(True, "choose moves by the net's outputs averaged over the 8 board symmetries (slower play, much stronger)")
+    symmetric_play: bool = knob(
+        True,
+        "choose moves by the net's outputs averaged over the 8 board symmetries (slower play, much stronger)",
+    )
     grad_clip: float = knob(10.0, "gradient norm clip; 0 = off", low=0.0, high=1e6)
     eps_schedule: str = knob("linear", "exploration schedule", choices=SCHEDULE_KINDS)
     eps_start: float = knob(0.1, "epsilon at the start", low=0.0, high=1.0)
     eps_end: float = knob(0.001, "epsilon at the end (floor of an exponential decay)", low=0.0, high=1.0)
-    eps_rate: float = knob(0.998, "per-unit factor of an exponential schedule (seed: 0.998 per episode)", low=1e-6, high=1.0)
-    eps_steps: int = knob(50_000, "length of a linear / polynomial schedule, in eps_unit", low=1, high=1_000_000_000)
+    eps_rate: float = knob(
+        0.998, "per-unit factor of an exponential schedule (seed: 0.998 per episode)", low=1e-6, high=1.0
+    )
+    eps_steps: int = knob(
+        50_000, "length of a linear / polynomial schedule, in eps_unit", low=1, high=1_000_000_000
+    )
     eps_unit: str = knob("step", "what the schedule counts", choices=("episode", "step"))
-    dropout_when_playing: bool = knob(False, "keep dropout on when choosing moves (seed 000 never called .eval())", advanced=True)
-    checkpoint_buffer: bool = knob(True, "save the replay buffer in checkpoints (exact resume; capacity x 42 bytes)", advanced=True)
+    dropout_when_playing: bool = knob(
+        False, "keep dropout on when choosing moves (seed 000 never called .eval())", advanced=True
+    )
+    checkpoint_buffer: bool = knob(
+        True, "save the replay buffer in checkpoints (exact resume; capacity x 42 bytes)", advanced=True
+    )
 
     def validate(self) -> None:
         if self.head == "afterstate" and self.n_step != 1:
@@ -100,7 +146,9 @@ class DQNConfig(AgentConfig):
         if self.network == "cnn" and self.encoder != "onehot":
             raise ConfigError("network", "the cnn network reads one-hot planes: set encoder to onehot")
         if self.learning_starts < self.batch_size - 1:
-            raise ConfigError("learning_starts", f"must be at least batch_size - 1 ({self.batch_size - 1}) to fill a batch")
+            raise ConfigError(
+                "learning_starts", f"must be at least batch_size - 1 ({self.batch_size - 1}) to fill a batch"
+            )
         if self.batch_size > self.replay_capacity:
             raise ConfigError("batch_size", "cannot exceed replay_capacity")
 
@@ -194,7 +242,9 @@ class DQNAgent(TorchAgent):
             r = np.log2(1.0 + value).astype(np.float32)
         return r * np.float32(self.config.reward_scale)
 
-    def combine_afterstate(self, v_BA: torch.Tensor, value_BA: np.ndarray, merges_BA: np.ndarray) -> torch.Tensor:
+    def combine_afterstate(
+        self, v_BA: torch.Tensor, value_BA: np.ndarray, merges_BA: np.ndarray
+    ) -> torch.Tensor:
         # Q(s, a) = r(s, a) + gamma V(after(s, a))
         return torch.from_numpy(self._rewards(value_BA, merges_BA)) + self.config.gamma * v_BA
 
@@ -204,8 +254,16 @@ class DQNAgent(TorchAgent):
         """Q-values ``(B, 4)`` of the afterstate head from already computed afterstates."""
         return self.combine_afterstate(*afterstate_values(net, self.encoder, exps_BRC, moves))
 
-    def _store(self, i: int, state: np.ndarray, move: int, reward: float, next_state: np.ndarray,
-               done: bool, next_mask: np.ndarray) -> None:
+    def _store(
+        self,
+        i: int,
+        state: np.ndarray,
+        move: int,
+        reward: float,
+        next_state: np.ndarray,
+        done: bool,
+        next_mask: np.ndarray,
+    ) -> None:
         """Queue env ``i``'s move; push n-step transitions once n moves (or the game's end) are known."""
         queue = self._nstep[i]
         queue.append((state.copy(), move, reward))
@@ -358,7 +416,9 @@ class DQNAgent(TorchAgent):
                 tiles_after = int(np.count_nonzero(next_NRC[i]))
                 merges = int(tiles_N[i]) - (tiles_after - len(result.spawns))
                 reward = self._reward(result.reward, merges)
-                self._store(i, exps_NRC[i], int(moves_N[i]), reward, next_NRC[i], bool(dones_N[i]), next_masks_NA[i])
+                self._store(
+                    i, exps_NRC[i], int(moves_N[i]), reward, next_NRC[i], bool(dones_N[i]), next_masks_NA[i]
+                )
                 tiles_N[i] = tiles_after
             self.counters.steps += cfg.envs
             if len(self.buffer) > cfg.learning_starts:

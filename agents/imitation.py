@@ -38,23 +38,39 @@ SOURCE_CHOICES = ("any", "human", "agent", "evaluation", "training", "imported")
 class ImitationConfig(AgentConfig):
     """Which logged games to learn from, and how."""
 
-    source: str = knob("any", "games of this source only (human, agent, evaluation, ...)", choices=SOURCE_CHOICES)
+    source: str = knob(
+        "any", "games of this source only (human, agent, evaluation, ...)", choices=SOURCE_CHOICES
+    )
     teacher: str = knob("", "games played by this agent only (e.g. expectimax); empty = any player")
     min_score: int = knob(0, "games with at least this final score", low=0, high=10**9)
     since: str = knob("", "games started on or after this date (YYYY-MM-DD); empty = no limit")
     until: str = knob("", "games started on or before this date (YYYY-MM-DD); empty = no limit")
-    max_games: int = knob(0, "use at most this many games (the newest); 0 = all that match", low=0, high=10**9)
-    head: str = knob("afterstate", "moves: four logits read off the board; afterstate: the net scores the board each move leads to (it learns an evaluation function, as the teacher's)", choices=("moves", "afterstate"))
+    max_games: int = knob(
+        0, "use at most this many games (the newest); 0 = all that match", low=0, high=10**9
+    )
+    head: str = knob(
+        "afterstate",
+        "moves: four logits read off the board; afterstate: the net scores the board each move leads to (it learns an evaluation function, as the teacher's)",
+        choices=("moves", "afterstate"),
+    )
     network: str = knob("mlp", "policy network", choices=("policy", "mlp", "conv", "cnn"))
-    hidden: tuple[int, ...] = knob((256, 256), "hidden widths of the mlp network (cnn: filters, head width)", low=1, high=4096)
+    hidden: tuple[int, ...] = knob(
+        (256, 256), "hidden widths of the mlp network (cnn: filters, head width)", low=1, high=4096
+    )
     encoder: str = knob("onehot", "board encoding", choices=ENCODERS)
     planes: int = knob(16, "one-hot planes", low=2, high=32)
     lr: float = knob(1e-3, "Adam learning rate", low=1e-7, high=1.0, log=True)
     weight_decay: float = knob(0.0, "Adam weight decay (L2)", low=0.0, high=1.0)
     batch_size: int = knob(256, "examples per gradient step", low=1, high=65536)
     val_frac: float = knob(0.1, "share of the games held out for validation", low=0.0, high=0.9)
-    symmetric_play: bool = knob(False, "play by the net's outputs averaged over the board symmetries (for symmetric teachers, with augment)")
-    augment: bool = knob(False, "train on random board symmetries too (for symmetric teachers such as expectimax; a human's corner habit would be blurred)")
+    symmetric_play: bool = knob(
+        False,
+        "play by the net's outputs averaged over the board symmetries (for symmetric teachers, with augment)",
+    )
+    augment: bool = knob(
+        False,
+        "train on random board symmetries too (for symmetric teachers such as expectimax; a human's corner habit would be blurred)",
+    )
 
     def validate(self) -> None:
         if self.network == "cnn" and self.encoder != "onehot":
@@ -82,8 +98,14 @@ class Dataset:
     skipped: int  # examples dropped because the logged move was not legal on the logged board
 
     def subset(self, sel_N: np.ndarray) -> Dataset:
-        return Dataset(self.exps_NRC[sel_N], self.moves_N[sel_N], self.masks_NA[sel_N], self.game_N[sel_N],
-                       self.game_ids, 0)
+        return Dataset(
+            self.exps_NRC[sel_N],
+            self.moves_N[sel_N],
+            self.masks_NA[sel_N],
+            self.game_N[sel_N],
+            self.game_ids,
+            0,
+        )
 
     def __len__(self) -> int:
         return len(self.moves_N)
@@ -140,7 +162,10 @@ def load_dataset(cfg: ImitationConfig, rules: Rules, data_dir: Any = None) -> Da
                 f"in {store.path}: play or evaluate some games first, or loosen the filters"
             )
     exps = np.concatenate(
-        [to_exponents(r.layouts[p].reshape(-1, rules.cols)).reshape(-1, *rules.shape) for r, p in zip(records, picks)]
+        [
+            to_exponents(r.layouts[p].reshape(-1, rules.cols)).reshape(-1, *rules.shape)
+            for r, p in zip(records, picks)
+        ]
     )
     moves = np.concatenate([r.moves[p].astype(np.int64) for r, p in zip(records, picks)])
     game = np.concatenate([np.full(int(p.sum()), k, dtype=np.int64) for k, p in enumerate(picks)])
@@ -154,12 +179,16 @@ class ImitationAgent(TorchAgent):
 
     name = "imitation"
     config_cls = ImitationConfig
-    description = "Imitation: a policy network trained to play the moves of logged games (one epoch = one episode)."
+    description = (
+        "Imitation: a policy network trained to play the moves of logged games (one epoch = one episode)."
+    )
     loss_metrics = ("loss", "val_loss")
     schedule_metrics = ("accuracy", "val_accuracy")
     config: ImitationConfig
 
-    def __init__(self, config: ImitationConfig | None = None, rules: Rules | None = None, seed: int | None = None):
+    def __init__(
+        self, config: ImitationConfig | None = None, rules: Rules | None = None, seed: int | None = None
+    ):
         super().__init__(config, rules, seed)
         cfg = self.config
         self.encoder = make_encoder(cfg.encoder, cfg.planes)
@@ -189,7 +218,9 @@ class ImitationAgent(TorchAgent):
         return data.subset(~val_N), data.subset(val_N)
 
     # ------------------------------------------------------------------ learning
-    def _loss(self, exps_BRC: np.ndarray, moves_B: np.ndarray, masks_BA: np.ndarray) -> tuple[torch.Tensor, int]:
+    def _loss(
+        self, exps_BRC: np.ndarray, moves_B: np.ndarray, masks_BA: np.ndarray
+    ) -> tuple[torch.Tensor, int]:
         logits_BA = self.head_outputs(exps_BRC)
         mask_BA = torch.from_numpy(masks_BA)
         moves_t = torch.from_numpy(moves_B)

@@ -45,20 +45,44 @@ MOVE_WEIGHTS = ("none", "nonzero", "linear_move_num", "exponential_move_num")
 class PolicyConfig(AgentConfig):
     """Seed 001's settings (names as in its ``train(...)``)."""
 
-    network: str = knob("policy", "policy network (policy: seed 001's 16-200-100-4 MLP)", choices=("policy", "mlp", "conv", "cnn"))
-    hidden: tuple[int, ...] = knob((200, 100), "hidden widths of the mlp network (cnn: filters, head width)", low=1, high=4096)
-    encoder: str = knob("log2_norm", "board encoding (log2_norm: seed 001's log2(v)/11 - 0.25)", choices=ENCODERS)
+    network: str = knob(
+        "policy",
+        "policy network (policy: seed 001's 16-200-100-4 MLP)",
+        choices=("policy", "mlp", "conv", "cnn"),
+    )
+    hidden: tuple[int, ...] = knob(
+        (200, 100), "hidden widths of the mlp network (cnn: filters, head width)", low=1, high=4096
+    )
+    encoder: str = knob(
+        "log2_norm", "board encoding (log2_norm: seed 001's log2(v)/11 - 0.25)", choices=ENCODERS
+    )
     planes: int = knob(16, "one-hot planes", low=2, high=32)
     lr: float = knob(1e-3, "Adam learning rate", low=1e-7, high=1.0, log=True)
     batch_size: int = knob(10, "games played per epoch", low=1, high=100_000)
-    forget_interval: int = knob(30, "epochs each batch of games stays in the training window", low=1, high=100_000)
+    forget_interval: int = knob(
+        30, "epochs each batch of games stays in the training window", low=1, high=100_000
+    )
     random_games: bool = knob(False, "also play batch_size uniformly random games per epoch")
-    random_frac: float = knob(0.0, "share of the network's moves replaced by uniformly random ones", low=0.0, high=1.0)
+    random_frac: float = knob(
+        0.0, "share of the network's moves replaced by uniformly random ones", low=0.0, high=1.0
+    )
     game_metric: str = knob("scores", "what ranks games (good / bad and weight j)", choices=GAME_METRICS)
     move_weight: str = knob("none", "move-level weight k", choices=MOVE_WEIGHTS)
-    max_moves: int = knob(0, "end every game after this many moves; 0 = play to the end (seed 001's proof of concept: 20)", low=0, high=1_000_000)
-    minibatch: int = knob(0, "moves per gradient step; 0 = one step on the whole window per epoch (the seed)", low=0, high=10_000_000)
-    log_every_game: bool = knob(False, "an episode event for every game (default: the first game of each epoch)", advanced=True)
+    max_moves: int = knob(
+        0,
+        "end every game after this many moves; 0 = play to the end (seed 001's proof of concept: 20)",
+        low=0,
+        high=1_000_000,
+    )
+    minibatch: int = knob(
+        0,
+        "moves per gradient step; 0 = one step on the whole window per epoch (the seed)",
+        low=0,
+        high=10_000_000,
+    )
+    log_every_game: bool = knob(
+        False, "an episode event for every game (default: the first game of each epoch)", advanced=True
+    )
 
     def validate(self) -> None:
         if self.network == "cnn" and self.encoder != "onehot":
@@ -129,7 +153,9 @@ class PolicyAgent(TorchAgent):
     schedule_metrics = ("good_share",)
     config: PolicyConfig
 
-    def __init__(self, config: PolicyConfig | None = None, rules: Rules | None = None, seed: int | None = None):
+    def __init__(
+        self, config: PolicyConfig | None = None, rules: Rules | None = None, seed: int | None = None
+    ):
         super().__init__(config, rules, seed)
         cfg = self.config
         self.encoder = make_encoder(cfg.encoder, cfg.planes)
@@ -142,7 +168,9 @@ class PolicyAgent(TorchAgent):
         return masked_softmax(out_BA, mask_BA)
 
     # ------------------------------------------------------------------ playing a batch
-    def play_batch(self, n: int, uniform: bool, tracker: TrainTracker, keep_traces: bool) -> list[PlayedGame] | None:
+    def play_batch(
+        self, n: int, uniform: bool, tracker: TrainTracker, keep_traces: bool
+    ) -> list[PlayedGame] | None:
         """Play ``n`` games side by side (one forward pass per move for all); None when stopped."""
         cfg = self.config
         games = [Game(seed=draw_seed(self.rng), rules=self.rules) for _ in range(n)]
@@ -180,7 +208,11 @@ class PolicyAgent(TorchAgent):
         for i, g in enumerate(games):
             b = g.board
             exps = np.stack(boards[i]) if boards[i] else np.zeros((0, *self.rules.shape), np.uint8)
-            out.append(PlayedGame(exps, np.asarray(moves[i], np.int64), g.score, int(b.max()), int(b.sum()), traces[i]))
+            out.append(
+                PlayedGame(
+                    exps, np.asarray(moves[i], np.int64), g.score, int(b.max()), int(b.sum()), traces[i]
+                )
+            )
         return out
 
     # ------------------------------------------------------------------ learning
@@ -224,7 +256,9 @@ class PolicyAgent(TorchAgent):
         if mb == 0 or mb >= n:
             return self._step(exps_NRC, y_NA, w_N), good_share
         order = self.rng.permutation(n)
-        losses = [self._step(exps_NRC[idx], y_NA[idx], w_N[idx]) for idx in np.array_split(order, -(-n // mb))]
+        losses = [
+            self._step(exps_NRC[idx], y_NA[idx], w_N[idx]) for idx in np.array_split(order, -(-n // mb))
+        ]
         return float(np.mean(losses)), good_share
 
     def train(

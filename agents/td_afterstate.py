@@ -49,14 +49,22 @@ REWARDS = ("log2", "raw", "merges")
 class TDAfterstateConfig(AgentConfig):
     """Seed 002's TD(0) expectimax learner (defaults follow the seed where it says, else the studio's)."""
 
-    network: str = knob("mlp", "value network (one output: V of the afterstate)", choices=("mlp", "cnn", "conv"))
+    network: str = knob(
+        "mlp", "value network (one output: V of the afterstate)", choices=("mlp", "cnn", "conv")
+    )
     hidden: tuple[int, ...] = knob((256, 128), "hidden widths of the mlp (cnn: head width)", low=1, high=4096)
     planes: int = knob(18, "one-hot planes k (seed: 18; exponents >= k - 1 share the last)", low=2, high=32)
-    reward: str = knob("log2", "reward of a move: log2(raw + 1) / 2 (seed), raw score, or merges made", choices=REWARDS)
-    states_per_round: int = knob(5000, "afterstates collected by self-play per round (the seed's episode)", low=16, high=10_000_000)
+    reward: str = knob(
+        "log2", "reward of a move: log2(raw + 1) / 2 (seed), raw score, or merges made", choices=REWARDS
+    )
+    states_per_round: int = knob(
+        5000, "afterstates collected by self-play per round (the seed's episode)", low=16, high=10_000_000
+    )
     epochs: int = knob(1, "passes over a round's afterstates", low=1, high=100)
     batch_size: int = knob(128, "afterstates per gradient step (seed: 128)", low=1, high=8192)
-    envs: int = knob(8, "self-play games played side by side (one network call rates all their moves)", low=1, high=1024)
+    envs: int = knob(
+        8, "self-play games played side by side (one network call rates all their moves)", low=1, high=1024
+    )
     lr: float = knob(1e-3, "Adam learning rate in round 0", low=1e-7, high=1.0, log=True)
     lr_decay: float = knob(0.995, "learning rate factor per round (exponential decay)", low=0.1, high=1.0)
     lr_end: float = knob(1e-5, "floor of the learning rate", low=0.0, high=1.0, log=True)
@@ -66,10 +74,16 @@ class TDAfterstateConfig(AgentConfig):
     epsilon: float = knob(0.3, "exploration in round 0 (seed: 0.3)", low=0.0, high=1.0)
     epsilon_decay: float = knob(0.96, "epsilon factor per round", low=0.0, high=1.0)
     epsilon_end: float = knob(0.01, "floor of epsilon", low=0.0, high=1.0)
-    random_start_round: int = knob(50, "round from which games may start from earlier positions (seed: 50)", low=0)
+    random_start_round: int = knob(
+        50, "round from which games may start from earlier positions (seed: 50)", low=0
+    )
     random_start_prob: float = knob(0.7, "probability of such a start (seed: 0.7)", low=0.0, high=1.0)
     start_pool: int = knob(20000, "positions kept for those starts", low=1, high=10_000_000, advanced=True)
-    play: str = knob("1-ply", "how to play: 1-ply (argmax r + gamma V) or the seed's switching-ply expectimax", choices=("1-ply", "switching-ply"))
+    play: str = knob(
+        "1-ply",
+        "how to play: 1-ply (argmax r + gamma V) or the seed's switching-ply expectimax",
+        choices=("1-ply", "switching-ply"),
+    )
     depths_policy: tuple[int, ...] = knob(
         (3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1),
         "switching-ply: search depth by free cells (index = free cells; seed: [3,3,2,2] + [1]*12)",
@@ -78,7 +92,10 @@ class TDAfterstateConfig(AgentConfig):
     )
     record_games: bool = knob(True, "attach each finished training game's moves to its metric event")
     threads: int = knob(
-        1, "torch threads while training (0: leave torch's setting); small nets run fastest on one", low=0, high=256,
+        1,
+        "torch threads while training (0: leave torch's setting); small nets run fastest on one",
+        low=0,
+        high=256,
         advanced=True,
     )
 
@@ -119,11 +136,20 @@ def expand(afters_BRC: np.ndarray, p4: float) -> Expansion:
     parent, cell = np.nonzero(flat == 0)
     if parent.size == 0:  # no empty cell (never after a legal move): nothing spawns
         z = np.zeros(0, dtype=np.int64)
-        return Expansion(np.zeros((0, rows, cols), np.uint8), np.zeros(0), z, np.zeros((0, 4, rows, cols), np.uint8),
-                         np.zeros((0, 4), np.int64), np.zeros((0, 4), np.int64), np.zeros((0, 4), bool))
+        return Expansion(
+            np.zeros((0, rows, cols), np.uint8),
+            np.zeros(0),
+            z,
+            np.zeros((0, 4, rows, cols), np.uint8),
+            np.zeros((0, 4), np.int64),
+            np.zeros((0, 4), np.int64),
+            np.zeros((0, 4), bool),
+        )
     n_empty = np.count_nonzero(flat == 0, axis=1)
     tiles = [(e, p) for e, p in ((1, 1.0 - p4), (2, p4)) if p > 0.0]
-    children = np.concatenate([flat[parent] for _ in tiles]) if tiles else np.zeros((0, rows * cols), np.uint8)
+    children = (
+        np.concatenate([flat[parent] for _ in tiles]) if tiles else np.zeros((0, rows * cols), np.uint8)
+    )
     prob = np.concatenate([np.full(parent.size, p) for _, p in tiles]) / np.tile(n_empty[parent], len(tiles))
     rows_idx = np.arange(children.shape[0])
     cells = np.tile(cell, len(tiles))
@@ -179,7 +205,9 @@ class TDAfterstateAgent(TorchAgent):
     schedule_metrics = ("epsilon", "gamma", "lr")
     config: TDAfterstateConfig
 
-    def __init__(self, config: TDAfterstateConfig | None = None, rules: Rules | None = None, seed: int | None = None):
+    def __init__(
+        self, config: TDAfterstateConfig | None = None, rules: Rules | None = None, seed: int | None = None
+    ):
         super().__init__(config, rules, seed)
         cfg = self.config
         self.encoder = make_encoder("onehot", cfg.planes)
@@ -188,7 +216,9 @@ class TDAfterstateAgent(TorchAgent):
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=cfg.lr)
         self.lr_schedule = Schedule("exponential", start=cfg.lr, end=cfg.lr_end, rate=cfg.lr_decay)
         self.gamma_schedule = Schedule("linear", start=cfg.gamma, end=cfg.gamma_end, steps=cfg.gamma_rounds)
-        self.epsilon_schedule = Schedule("exponential", start=cfg.epsilon, end=cfg.epsilon_end, rate=cfg.epsilon_decay)
+        self.epsilon_schedule = Schedule(
+            "exponential", start=cfg.epsilon, end=cfg.epsilon_end, rate=cfg.epsilon_decay
+        )
         self.round = 0  # rounds finished
         self._round_states: list[np.ndarray] = []  # afterstates collected in the current round
         self._round_positions: list[np.ndarray] = []  # the boards they were played from
@@ -332,7 +362,11 @@ class TDAfterstateAgent(TorchAgent):
             and self.rng.random() < cfg.random_start_prob
         )
         if from_pool:
-            game = Game(seed=seed, rules=self.rules, board=from_exponents(self._pool[self.rng.integers(len(self._pool))]))
+            game = Game(
+                seed=seed,
+                rules=self.rules,
+                board=from_exponents(self._pool[self.rng.integers(len(self._pool))]),
+            )
         else:
             game = Game(seed=seed, rules=self.rules)
         return game, (GameTrace.start(game) if cfg.record_games else None), from_pool
@@ -473,7 +507,9 @@ class TDAfterstateAgent(TorchAgent):
         if "pool" in arrays:
             pool = np.asarray(arrays["pool"], dtype=np.uint8)
             if pool.ndim != 3 or pool.shape[1:] != (self.rules.rows, self.rules.cols):
-                raise ValueError(f"start positions have shape {pool.shape}, expected (n, {self.rules.rows}, {self.rules.cols})")
+                raise ValueError(
+                    f"start positions have shape {pool.shape}, expected (n, {self.rules.rows}, {self.rules.cols})"
+                )
             self._pool = pool
         self._round_states = []
         self._round_positions = []

@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 class TrainTracker:
     """One ``train`` call: what it has used of its budget and how fast it runs."""
 
-    def __init__(self, counters: Counters, budget: Budget, control: Control | None, rate_window_s: float = 1.0):
+    def __init__(
+        self, counters: Counters, budget: Budget, control: Control | None, rate_window_s: float = 1.0
+    ):
         self.counters = counters
         self.budget = budget
         self.control = control if control is not None else Control()

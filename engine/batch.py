@@ -217,7 +217,13 @@ def _kernels() -> tuple[Any, Any]:
     """Entry points of the step and sample kernels, loaded by the first BatchEngine."""
     i64 = np.zeros(1, np.int64)
     state = np.zeros((_STATE_ROWS, 1), np.int64)
-    outputs = (np.zeros((1, 4, 4), np.uint8), i64, np.zeros(1, bool), np.zeros((1, 4), bool), np.zeros(1, np.int8))
+    outputs = (
+        np.zeros((1, 4, 4), np.uint8),
+        i64,
+        np.zeros(1, bool),
+        np.zeros((1, 4), bool),
+        np.zeros(1, np.int8),
+    )
     step = _entry(_step_kernel, state, i64, 0.1, 1, 1, *outputs)
     return step, _entry(_sample_kernel, state, np.zeros(1, np.uint64))
 
@@ -281,7 +287,9 @@ class BatchEngine:
         if a.__class__ is not np.ndarray or a.dtype != np.int64 or not a.flags.c_contiguous:
             a = np.asarray(actions)
             if a.dtype.kind not in "iu":
-                raise ValueError(f"actions must be integers 0..3 (up, left, down, right), got dtype {a.dtype}")
+                raise ValueError(
+                    f"actions must be integers 0..3 (up, left, down, right), got dtype {a.dtype}"
+                )
             a = np.ascontiguousarray(a, dtype=np.int64)
         if a.shape != (self.n,):
             raise ValueError(f"actions must have shape ({self.n},), got {a.shape}")
@@ -292,7 +300,9 @@ class BatchEngine:
         mask = np.empty((n, 4), bool)
         if self._ep_wide:
             self._ep_wide.clear()  # terminal boards stay readable for one step only
-        out = self._step_k(self._st, a, self._p4, self._start, self._spawns, obs, reward, done, mask, self._status)
+        out = self._step_k(
+            self._st, a, self._p4, self._start, self._spawns, obs, reward, done, mask, self._status
+        )
         if out < 0:
             bad = int(a[-1 - out])
             raise ValueError(f"actions must be 0 (up), 1 (left), 2 (down) or 3 (right), got {bad}")

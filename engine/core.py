@@ -102,8 +102,13 @@ class Rules:
             raise ValueError(f"Rules.p4 (probability of a 4) must be in [0, 1], got {self.p4!r}")
         cells = self.rows * self.cols
         if not isinstance(self.start_tiles, (int, np.integer)) or not 0 <= self.start_tiles <= cells:
-            raise ValueError(f"Rules.start_tiles must be between 0 and {cells} (the number of cells), got {self.start_tiles!r}")
-        if not isinstance(self.spawn_per_move, (int, np.integer)) or not 0 <= self.spawn_per_move <= cells - 1:
+            raise ValueError(
+                f"Rules.start_tiles must be between 0 and {cells} (the number of cells), got {self.start_tiles!r}"
+            )
+        if (
+            not isinstance(self.spawn_per_move, (int, np.integer))
+            or not 0 <= self.spawn_per_move <= cells - 1
+        ):
             raise ValueError(
                 f"Rules.spawn_per_move must be between 0 and {cells - 1}, got {self.spawn_per_move!r}"
             )
@@ -206,7 +211,9 @@ def validate_board(board: Any) -> Board:
     """Return ``board`` as an int64 2-D array, or raise a ValueError saying what is wrong with it."""
     arr = np.asarray(board)
     if arr.ndim != 2:
-        raise ValueError(f"a board must be a 2-D array (rows x cols), got {arr.ndim}-D with shape {arr.shape}")
+        raise ValueError(
+            f"a board must be a 2-D array (rows x cols), got {arr.ndim}-D with shape {arr.shape}"
+        )
     if arr.size == 0:
         raise ValueError(f"a board must have at least one cell, got shape {arr.shape}")
     if arr.dtype.kind == "f":

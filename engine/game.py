@@ -334,7 +334,9 @@ class Game:
         return g
 
     def __repr__(self) -> str:
-        return f"Game({self.rows}x{self.cols}, score={self.score}, moves={self.moves}, max_tile={self.max_tile})"
+        return (
+            f"Game({self.rows}x{self.cols}, score={self.score}, moves={self.moves}, max_tile={self.max_tile})"
+        )
 
     def render_text(self) -> str:
         """A plain-text picture of the board (no printing here: callers decide where text goes)."""

@@ -68,7 +68,11 @@ def main(argv: list[str] | None = None) -> int:
         "moves_per_game": float(np.mean(moves)),
         "seconds_per_move_cpu": cpu / max(1, sum(moves)),
         "seconds_per_move_wall": wall / max(1, sum(moves)),
-        "trained": {"games": agent.counters.episodes, "moves": agent.counters.steps, "seconds": agent.counters.seconds},
+        "trained": {
+            "games": agent.counters.episodes,
+            "moves": agent.counters.steps,
+            "seconds": agent.counters.seconds,
+        },
     }
     print(json.dumps(out, indent=1))
     return 0

@@ -34,10 +34,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--games", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1_000_000, help="game i uses seed + i (default 1000000)")
     parser.add_argument("--depth", type=int, default=1, help="player moves searched (1 = 1-ply)")
-    parser.add_argument("--depths-policy", default="", help="depth by free cells, e.g. 3,3,2,2,1 (overrides --depth)")
-    parser.add_argument("--downgrade-from", type=int, default=0,
-                        help="tile downgrading once the max tile reaches this tile, e.g. 16384 (default: off)")
-    parser.add_argument("--threads", type=int, default=1, help="threads sharing the games (same games, same results)")
+    parser.add_argument(
+        "--depths-policy", default="", help="depth by free cells, e.g. 3,3,2,2,1 (overrides --depth)"
+    )
+    parser.add_argument(
+        "--downgrade-from",
+        type=int,
+        default=0,
+        help="tile downgrading once the max tile reaches this tile, e.g. 16384 (default: off)",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=1, help="threads sharing the games (same games, same results)"
+    )
     args = parser.parse_args(argv)
     if args.threads < 1:
         parser.error(f"--threads must be at least 1, got {args.threads}")
@@ -70,7 +78,11 @@ def main(argv: list[str] | None = None) -> int:
         "seconds_per_move_wall": wall / max(1, int(moves.sum())),
         "cpu_seconds": cpu,
         "wall_seconds": wall,
-        "trained": {"games": agent.counters.episodes, "moves": agent.counters.steps, "seconds": agent.counters.seconds},
+        "trained": {
+            "games": agent.counters.episodes,
+            "moves": agent.counters.steps,
+            "seconds": agent.counters.seconds,
+        },
     }
     print(json.dumps(out, indent=1))
     return 0

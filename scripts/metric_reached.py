@@ -26,21 +26,32 @@ from engine.paths import data_dir
 from engine.store import GameStore
 
 
-def reached(roll: np.ndarray, elapsed: np.ndarray, episodes: np.ndarray, window: int, target: float) -> dict[str, Any] | None:
+def reached(
+    roll: np.ndarray, elapsed: np.ndarray, episodes: np.ndarray, window: int, target: float
+) -> dict[str, Any] | None:
     """First report where the rolling mean ``roll`` (over ``window`` reports, ending there) is >= target, or None."""
     hit = np.flatnonzero(roll >= target)
     if hit.size == 0:
         return None
     i = int(hit[0]) + window - 1
-    return {"target": round(target, 4), "seconds": round(float(elapsed[i]), 1), "episode": int(episodes[i]), "report": i + 1}
+    return {
+        "target": round(target, 4),
+        "seconds": round(float(elapsed[i]), 1),
+        "episode": int(episodes[i]),
+        "report": i + 1,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("run", type=int)
     parser.add_argument("metric")
-    parser.add_argument("--window", type=int, default=1, help="rolling mean over this many reports (default 1)")
-    parser.add_argument("--gain", type=float, action="append", default=[], help="target: first smoothed value + G")
+    parser.add_argument(
+        "--window", type=int, default=1, help="rolling mean over this many reports (default 1)"
+    )
+    parser.add_argument(
+        "--gain", type=float, action="append", default=[], help="target: first smoothed value + G"
+    )
     parser.add_argument("--level", type=float, action="append", default=[], help="target: the value V")
     parser.add_argument("--data-dir", help="the studio's data folder (default: as the app)")
     args = parser.parse_args(argv)
@@ -64,8 +75,10 @@ def main(argv: list[str] | None = None) -> int:
         "first": round(float(roll[0]), 4),
         "last": round(float(roll[-1]), 4),
         "best": round(float(roll.max()), 4),
-        "reached": [reached(roll, elapsed, episodes, args.window, t) or {"target": round(t, 4), "seconds": None}
-                    for t in targets],
+        "reached": [
+            reached(roll, elapsed, episodes, args.window, t) or {"target": round(t, 4), "seconds": None}
+            for t in targets
+        ],
     }
     print(json.dumps(out, indent=1))
     return 0

@@ -125,7 +125,7 @@ class MainWindow(QMainWindow):
 
     def _wire_tabs(self) -> None:
         routes = {
-            "gamesChanged": lambda w: (lambda: self._games_changed(w)),
+            "gamesChanged": lambda w: lambda: self._games_changed(w),
             "openInReplay": lambda w: self.open_in_replay,
             "useInPlay": lambda w: self.use_in_play,
             "useInArena": lambda w: self._tabs["Arena"].use_agent,  # type: ignore[attr-defined]
@@ -178,7 +178,9 @@ class MainWindow(QMainWindow):
         self.settings.setValue("window/tab", index)
 
     # ------------------------------------------------------------------ menus
-    def _action(self, text: str, slot: Any, shortcut: str | QKeySequence.StandardKey | None = None, tip: str = "") -> QAction:
+    def _action(
+        self, text: str, slot: Any, shortcut: str | QKeySequence.StandardKey | None = None, tip: str = ""
+    ) -> QAction:
         action = QAction(text, self)
         if shortcut is not None:
             action.setShortcut(QKeySequence(shortcut))
@@ -191,9 +193,15 @@ class MainWindow(QMainWindow):
     def _build_menus(self) -> None:
         bar = self.menuBar()
         file_menu = bar.addMenu("&File")
-        self.new_game_action = self._action("&New game…", self._new_game, "Ctrl+N", "Start a new game: board size, spawns")
-        self.import_action = self._action("&Import games…", self._import, "Ctrl+I", "Import games from .npz / .jsonl")
-        self.export_action = self._action("&Export selected games…", self._export, "Ctrl+E", "Export the selected games")
+        self.new_game_action = self._action(
+            "&New game…", self._new_game, "Ctrl+N", "Start a new game: board size, spawns"
+        )
+        self.import_action = self._action(
+            "&Import games…", self._import, "Ctrl+I", "Import games from .npz / .jsonl"
+        )
+        self.export_action = self._action(
+            "&Export selected games…", self._export, "Ctrl+E", "Export the selected games"
+        )
         self.data_action = self._action("Open &data folder", self._open_data_dir, None, str(self.data_dir))
         self.quit_action = self._action("&Quit", self.close, QKeySequence.StandardKey.Quit)
         for a in (self.new_game_action, self.import_action, self.export_action):
@@ -206,7 +214,9 @@ class MainWindow(QMainWindow):
         game_menu = bar.addMenu("&Game")
         play = self.play
         has_play = hasattr(play, "request_hint")
-        self.hint_action = self._action("&Hint", play.request_hint if has_play else _noop, "H", "Ask the agent for a hint")
+        self.hint_action = self._action(
+            "&Hint", play.request_hint if has_play else _noop, "H", "Ask the agent for a hint"
+        )
         self.watch_action = self._action(
             "&Watch agent / pause", lambda: play.autoplayButton.toggle() if has_play else None, "Space"
         )
@@ -219,7 +229,9 @@ class MainWindow(QMainWindow):
 
         view_menu = bar.addMenu("&View")
         for i, (title, *_rest) in enumerate(TABS):
-            view_menu.addAction(self._action(f"&{title}", lambda _=False, t=title: self.show_tab(t), f"Ctrl+{i + 1}"))
+            view_menu.addAction(
+                self._action(f"&{title}", lambda _=False, t=title: self.show_tab(t), f"Ctrl+{i + 1}")
+            )
         view_menu.addSeparator()
         view_menu.addAction(self._action("&Full screen", self._toggle_full_screen, "F11"))
 
@@ -248,7 +260,9 @@ class MainWindow(QMainWindow):
         self.setWindowState(self.windowState() ^ Qt.WindowState.WindowFullScreen)
 
     def _show_shortcuts(self) -> None:
-        box = QMessageBox(QMessageBox.Icon.NoIcon, "Keyboard shortcuts", SHORTCUTS_HELP, QMessageBox.StandardButton.Ok, self)
+        box = QMessageBox(
+            QMessageBox.Icon.NoIcon, "Keyboard shortcuts", SHORTCUTS_HELP, QMessageBox.StandardButton.Ok, self
+        )
         box.setObjectName("shortcutsBox")
         box.open()
 
@@ -256,8 +270,7 @@ class MainWindow(QMainWindow):
         QMessageBox.about(
             self,
             "About 2048 Studio",
-            "<b>2048 Studio</b><br>Train, watch, play and compare 2048 agents.<br><br>"
-            f"Data: {self.data_dir}",
+            f"<b>2048 Studio</b><br>Train, watch, play and compare 2048 agents.<br><br>Data: {self.data_dir}",
         )
 
     # ------------------------------------------------------------------ status bar

@@ -91,7 +91,9 @@ class PygamePlayer:
             for j in range(self.rules.cols):
                 value = int(board[i, j])
                 pg.draw.rect(screen, hex_to_rgb(self.theme.tile_color(value)), (j * t, i * t, t, t))
-                pg.draw.rect(screen, hex_to_rgb(self.theme.board), (j * t, i * t, t, t), width=max(1, t // 25))
+                pg.draw.rect(
+                    screen, hex_to_rgb(self.theme.board), (j * t, i * t, t, t), width=max(1, t // 25)
+                )
                 if value:
                     digits = len(str(value))
                     # The seed's 40 px Arial on 100 px tiles, shrinking for long numbers (131072 fits).

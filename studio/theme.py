@@ -76,7 +76,9 @@ def load_theme(path: Path = THEME_PATH) -> Theme:
     if not path.exists():
         return Theme(tiles=dict(_CLASSIC_TILES))
     data = json.loads(path.read_text())
-    kwargs: dict = {k: v for k, v in data.items() if not k.startswith("_") and k in Theme.__dataclass_fields__}
+    kwargs: dict = {
+        k: v for k, v in data.items() if not k.startswith("_") and k in Theme.__dataclass_fields__
+    }
     if "tiles" in kwargs:
         kwargs["tiles"] = {int(k): v for k, v in kwargs["tiles"].items()}
     if "super_tiles" in kwargs:

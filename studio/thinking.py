@@ -52,7 +52,13 @@ class _Emitter(QObject):
 class _ThinkTask(QRunnable):
     def __init__(self, thinker: Thinker, ticket: int, spec: AgentSpec, game: Game, want_values: bool):
         super().__init__()
-        self.thinker, self.ticket, self.spec, self.game, self.want_values = thinker, ticket, spec, game, want_values
+        self.thinker, self.ticket, self.spec, self.game, self.want_values = (
+            thinker,
+            ticket,
+            spec,
+            game,
+            want_values,
+        )
         self.setAutoDelete(True)
 
     def run(self) -> None:
@@ -75,7 +81,13 @@ class _ThinkTask(QRunnable):
             )
         except Exception as e:  # an agent bug or a bad checkpoint must not take the window down
             result = ThinkResult(
-                self.ticket, self.spec, agent_name, self.game.moves, None, None, time.perf_counter() - t0,
+                self.ticket,
+                self.spec,
+                agent_name,
+                self.game.moves,
+                None,
+                None,
+                time.perf_counter() - t0,
                 error=str(e) or type(e).__name__,
             )
         self.thinker.emitter.done.emit(result)

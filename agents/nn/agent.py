@@ -60,7 +60,9 @@ class TorchAgent(Agent):
     net: nn.Module
     optimizer: torch.optim.Optimizer
 
-    def __init__(self, config: AgentConfig | None = None, rules: Rules | None = None, seed: int | None = None):
+    def __init__(
+        self, config: AgentConfig | None = None, rules: Rules | None = None, seed: int | None = None
+    ):
         super().__init__(config, rules, seed)
         # Weight initialisation draws from torch's global generator: seed it from the agent's own
         # generator so that one agent seed fixes the initial network too.
@@ -93,7 +95,9 @@ class TorchAgent(Agent):
         v_BA, value_BA, merges_BA = afterstate_values(net, self.encoder, exps_BRC)
         return self.combine_afterstate(v_BA, value_BA, merges_BA)
 
-    def combine_afterstate(self, v_BA: torch.Tensor, value_BA: np.ndarray, merges_BA: np.ndarray) -> torch.Tensor:
+    def combine_afterstate(
+        self, v_BA: torch.Tensor, value_BA: np.ndarray, merges_BA: np.ndarray
+    ) -> torch.Tensor:
         """Outputs from afterstate ratings and each move's merged value / merges (default: the ratings)."""
         return v_BA
 

@@ -133,7 +133,9 @@ class QNetworkConv(nn.Module):
 class PolicyMLP(MLP):
     """Seed 001's policy network: in -> 200 -> 100 -> 4 (logits)."""
 
-    def __init__(self, in_shape: Sequence[int], n_actions: int = 4, hidden: Sequence[int] = (200, 100)) -> None:
+    def __init__(
+        self, in_shape: Sequence[int], n_actions: int = 4, hidden: Sequence[int] = (200, 100)
+    ) -> None:
         super().__init__(in_shape, hidden, n_actions)
 
 
@@ -144,7 +146,9 @@ class Conv2048(nn.Module):
     and two layers see pairs of pairs. Works for any rows x cols >= 2 x 2.
     """
 
-    def __init__(self, in_shape: Sequence[int], n_actions: int = 4, filters: int = 128, hidden: int = 256) -> None:
+    def __init__(
+        self, in_shape: Sequence[int], n_actions: int = 4, filters: int = 128, hidden: int = 256
+    ) -> None:
         super().__init__()
         c, rows, cols = (int(s) for s in in_shape)
         if rows < 2 or cols < 2:

@@ -52,7 +52,9 @@ def _jsonable(v: Any) -> Any:
     return v
 
 
-def optimizer_state(opt: torch.optim.Optimizer, prefix: str = "opt/") -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+def optimizer_state(
+    opt: torch.optim.Optimizer, prefix: str = "opt/"
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """An optimiser's state as arrays + JSON meta (round-trips through :func:`load_optimizer_state`)."""
     sd = opt.state_dict()
     arrays: dict[str, np.ndarray] = {}
@@ -71,7 +73,10 @@ def optimizer_state(opt: torch.optim.Optimizer, prefix: str = "opt/") -> tuple[d
 
 
 def load_optimizer_state(
-    opt: torch.optim.Optimizer, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any], prefix: str = "opt/"
+    opt: torch.optim.Optimizer,
+    arrays: Mapping[str, np.ndarray],
+    meta: Mapping[str, Any],
+    prefix: str = "opt/",
 ) -> None:
     """Restore what :func:`optimizer_state` saved into an optimiser over the same parameters."""
     state: dict[int, dict[str, Any]] = {}
@@ -88,7 +93,9 @@ def load_optimizer_state(
         if "betas" in g and isinstance(g["betas"], list):
             g["betas"] = tuple(g["betas"])
     current = opt.state_dict()["param_groups"]
-    if len(groups) != len(current) or any(len(a["params"]) != len(b["params"]) for a, b in zip(groups, current)):
+    if len(groups) != len(current) or any(
+        len(a["params"]) != len(b["params"]) for a, b in zip(groups, current)
+    ):
         raise ValueError("the optimiser state does not match the network's parameters")
     opt.load_state_dict({"state": state, "param_groups": groups})
 

@@ -125,7 +125,11 @@ class TupleLayout:
         return sh, tlen, toff, np.array(self.stage_exponents, dtype=np.int64)
 
     def describe(self) -> dict[str, Any]:
-        return {"layout": self.name, "tuples": [list(t) for t in self.tuples], "stages": list(self.stage_exponents)}
+        return {
+            "layout": self.name,
+            "tuples": [list(t) for t in self.tuples],
+            "stages": list(self.stage_exponents),
+        }
 
 
 # ------------------------------------------------------------------------------------------- config
@@ -147,10 +151,14 @@ class NTupleConfig(AgentConfig):
         high=2.0,
         log=True,
     )
-    lam: float = knob(0.5, "TD(λ): 0 = TD(0); >0 mixes in the later rewards (backward λ-returns)", low=0.0, high=1.0)
+    lam: float = knob(
+        0.5, "TD(λ): 0 = TD(0); >0 mixes in the later rewards (backward λ-returns)", low=0.0, high=1.0
+    )
     restart: float = knob(
-        0.5, "probability that a finished game is followed by a replay from its middle (late-game practice)",
-        low=0.0, high=0.95,
+        0.5,
+        "probability that a finished game is followed by a replay from its middle (late-game practice)",
+        low=0.0,
+        high=0.95,
     )
     tc: bool = knob(True, "temporal coherence: per-weight rates |Σ errors| / Σ |errors| (Jaśkowski)")
     stage_tiles: tuple[int, ...] = knob(
@@ -159,7 +167,9 @@ class NTupleConfig(AgentConfig):
         low=8,
         high=32768,
     )
-    search_depth: int = knob(1, "player moves searched when playing: 1 = greedy (1-ply), 2 = expectimax 2-ply", low=1, high=5)
+    search_depth: int = knob(
+        1, "player moves searched when playing: 1 = greedy (1-ply), 2 = expectimax 2-ply", low=1, high=5
+    )
     depths_policy: tuple[int, ...] = knob(
         (),
         "search depth by free cells (index = free cells; overrides search depth), e.g. 3,3,2,2,1",
@@ -188,7 +198,9 @@ class NTupleConfig(AgentConfig):
         "where it stopped; off: weights only (a resumed run restarts every rate at full speed)",
         advanced=True,
     )
-    window: int = knob(1000, "games in the rolling statistics (mean score, tile rates)", low=10, high=1_000_000)
+    window: int = knob(
+        1000, "games in the rolling statistics (mean score, tile rates)", low=10, high=1_000_000
+    )
     tt_bits: int = knob(20, "expectimax transposition table: 2^bits entries", low=10, high=26, advanced=True)
 
     def validate(self) -> None:
@@ -238,7 +250,9 @@ class NTupleAgent(Agent):
 
     config: NTupleConfig
 
-    def __init__(self, config: NTupleConfig | None = None, rules: Rules | None = None, seed: int | None = None):
+    def __init__(
+        self, config: NTupleConfig | None = None, rules: Rules | None = None, seed: int | None = None
+    ):
         super().__init__(config, rules, seed)
         self.layout = self.config.tuple_layout()
         self._sh, self._tlen, self._toff, self._stage_thr = self.layout.arrays()
@@ -313,8 +327,16 @@ class NTupleAgent(Agent):
                     out[d] = float(reward) + self.play_value(after)
             return out
         self._tt_gen += 1
-        vals = K.search_values(self.weights, b, self.config.policy(), float(self.rules.p4), *self._net(),
-                               self.config.downgrade_exponent(), *self._table(), self._tt_gen)
+        vals = K.search_values(
+            self.weights,
+            b,
+            self.config.policy(),
+            float(self.rules.p4),
+            *self._net(),
+            self.config.downgrade_exponent(),
+            *self._table(),
+            self._tt_gen,
+        )
         return {d: float(vals[d]) for d in DIRECTIONS if mask[d]}
 
     # ------------------------------------------------------------------ training
@@ -364,7 +386,9 @@ class NTupleAgent(Agent):
         live = np.array([self.n_live], dtype=np.int64)
         self._game_i[:, 4] = 0
         self._game_i[0, 4] = self.truncated_games
-        slice_steps = 2000  # per worker; grown to ~0.25 s per call once the speed is known (first call compiles)
+        slice_steps = (
+            2000  # per worker; grown to ~0.25 s per call once the speed is known (first call compiles)
+        )
         target_s = 0.25
         while tracker.proceed():
             max_steps = np.full(workers, slice_steps, dtype=np.int64)
@@ -431,10 +455,14 @@ class NTupleAgent(Agent):
                 me = out_maxexp[:done][fresh]
                 self._record(sc, me)
                 metrics.update(
-                    score=float(sc.mean()), max_tile=float(1 << int(me.max())), moves=float(out_moves[:done][fresh].mean())
+                    score=float(sc.mean()),
+                    max_tile=float(1 << int(me.max())),
+                    moves=float(out_moves[:done][fresh].mean()),
                 )
                 metrics.update(self.recent_stats())
-            yield tracker.event("episode" if done else "update", metrics, board=unpack(int(self._game_u[0, 0])))
+            yield tracker.event(
+                "episode" if done else "update", metrics, board=unpack(int(self._game_u[0, 0]))
+            )
         tracker.clock.tick()
 
     # ------------------------------------------------------------------ evaluation
@@ -511,7 +539,11 @@ class NTupleAgent(Agent):
 
     def set_state(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
         mine = self.layout.describe()
-        theirs = {"layout": meta.get("layout"), "tuples": meta.get("tuples"), "stages": meta.get("stages", [])}
+        theirs = {
+            "layout": meta.get("layout"),
+            "tuples": meta.get("tuples"),
+            "stages": meta.get("stages", []),
+        }
         if theirs["tuples"] != mine["tuples"] or list(theirs["stages"] or []) != mine["stages"]:
             raise ValueError(
                 f"the weights are for tuple layout {theirs['layout']!r} (tuples {theirs['tuples']}, stage "
@@ -578,7 +610,9 @@ def _pack_capped(values: Any) -> int:
 # ------------------------------------------------------------------------------------------- bench
 
 
-def bench_training(agent: NTupleAgent, seconds: float, clock: Callable[[], float] = time.process_time) -> dict[str, float]:
+def bench_training(
+    agent: NTupleAgent, seconds: float, clock: Callable[[], float] = time.process_time
+) -> dict[str, float]:
     """Train ``agent`` for ``seconds`` of ``clock`` (CPU time by default: on a shared machine wall time
     mostly measures the neighbours) and report moves per second of that clock and of the wall."""
     steps0, games0 = agent.counters.steps, agent.counters.episodes

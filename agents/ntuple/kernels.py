@@ -334,7 +334,9 @@ def train_steps(
         last = n - 1
         if truncated and n > 0:
             # not a terminal state: its value stays; the previous afterstate learns towards it
-            target = buf_reward[last] + evaluate(w, buf_after[last], sh, tlen, toff, stage_size, stage_thr, n_live)
+            target = buf_reward[last] + evaluate(
+                w, buf_after[last], sh, tlen, toff, stage_size, stage_thr, n_live
+            )
             last -= 1
         for k in range(last, -1, -1):
             s = buf_after[k]
@@ -414,9 +416,31 @@ def train_steps_parallel(
     """
     for k in prange(game_u.shape[0]):
         done, steps = train_steps(
-            w, tc_e, tc_a, use_tc, sh, tlen, toff, stage_size, stage_thr, alpha, lam, restart, p4, start_tiles,
-            live, game_u[k], game_i[k], buf_board[k], buf_after[k], buf_reward[k], max_steps[k],
-            out_score[k, : room[k]], out_maxexp[k, : room[k]], out_moves[k, : room[k]], out_restart[k, : room[k]],
+            w,
+            tc_e,
+            tc_a,
+            use_tc,
+            sh,
+            tlen,
+            toff,
+            stage_size,
+            stage_thr,
+            alpha,
+            lam,
+            restart,
+            p4,
+            start_tiles,
+            live,
+            game_u[k],
+            game_i[k],
+            buf_board[k],
+            buf_after[k],
+            buf_reward[k],
+            max_steps[k],
+            out_score[k, : room[k]],
+            out_maxexp[k, : room[k]],
+            out_moves[k, : room[k]],
+            out_restart[k, : room[k]],
             acc[k],
         )
         result[k, 0] = done
@@ -453,19 +477,19 @@ def search_values(
 ) -> np.ndarray:
     """Expectimax values of the 4 moves from ``b`` (-1e300 for illegal ones); depth from ``policy``.
 
-    A max node at ``level`` (1 at the root) values each legal move by reward + V(afterstate) once
-    ``level`` reaches its depth limit ``final``, otherwise by reward + the mean over the afterstate's
-    spawns (a 2 with 1 - p4, a 4 with p4, on each empty cell) of the max nodes one level down, whose own
-    limit is ``policy[free cells of the afterstate]`` (switching-ply, seed 002; a one-entry policy is a
-    fixed depth). A max node without a legal move is worth 0 (V(terminal) = 0). A move that would merge
-    two 32768s is valued at its reward alone (the 65536 cannot be represented). Leaf afterstates are
-read through :func:`downgrade` with ``dg`` (0 = as they are).
+        A max node at ``level`` (1 at the root) values each legal move by reward + V(afterstate) once
+        ``level`` reaches its depth limit ``final``, otherwise by reward + the mean over the afterstate's
+        spawns (a 2 with 1 - p4, a 4 with p4, on each empty cell) of the max nodes one level down, whose own
+        limit is ``policy[free cells of the afterstate]`` (switching-ply, seed 002; a one-entry policy is a
+        fixed depth). A max node without a legal move is worth 0 (V(terminal) = 0). A move that would merge
+        two 32768s is valued at its reward alone (the 65536 cannot be represented). Leaf afterstates are
+    read through :func:`downgrade` with ``dg`` (0 = as they are).
 
-    ``tt_*`` is a transposition table of chance-node values keyed by (afterstate, level), size a power
-    of two; entries count only when stamped with this ``gen``, so bumping ``gen`` per root clears it.
+        ``tt_*`` is a transposition table of chance-node values keyed by (afterstate, level), size a power
+        of two; entries count only when stamped with this ``gen``, so bumping ``gen`` per root clears it.
 
-    The tree is walked with an explicit stack (one frame per level) rather than by recursion: numba
-    cannot load a cached recursive function.
+        The tree is walked with an explicit stack (one frame per level) rather than by recursion: numba
+        cannot load a cached recursive function.
     """
     out = np.full(4, NEG_INF)
     depth = 1
@@ -617,8 +641,24 @@ def play_games(
                 d, after, r = _greedy(w, b, sh, tlen, toff, stage_size, stage_thr, n_live, dg)
             else:
                 gen += 1
-                vals = search_values(w, b, policy, p4, sh, tlen, toff, stage_size, stage_thr, n_live, dg,
-                                     tt_key, tt_level, tt_gen, tt_val, gen)
+                vals = search_values(
+                    w,
+                    b,
+                    policy,
+                    p4,
+                    sh,
+                    tlen,
+                    toff,
+                    stage_size,
+                    stage_thr,
+                    n_live,
+                    dg,
+                    tt_key,
+                    tt_level,
+                    tt_gen,
+                    tt_val,
+                    gen,
+                )
                 d = -1
                 best = NEG_INF
                 for k in range(4):
@@ -681,8 +721,28 @@ def play_games_parallel(
         sc = np.zeros(idx.shape[0], dtype=out_score.dtype)
         mx = np.zeros(idx.shape[0], dtype=out_maxexp.dtype)
         mv = np.zeros(idx.shape[0], dtype=out_moves.dtype)
-        gen[k] = play_games(w, policy, p4, start_tiles, rng_states[idx], sh, tlen, toff, stage_size, stage_thr,
-                            n_live, dg, tt_key[k], tt_level[k], tt_gen[k], tt_val[k], sc, mx, mv, gen[k])
+        gen[k] = play_games(
+            w,
+            policy,
+            p4,
+            start_tiles,
+            rng_states[idx],
+            sh,
+            tlen,
+            toff,
+            stage_size,
+            stage_thr,
+            n_live,
+            dg,
+            tt_key[k],
+            tt_level[k],
+            tt_gen[k],
+            tt_val[k],
+            sc,
+            mx,
+            mv,
+            gen[k],
+        )
         for j in range(idx.shape[0]):
             out_score[idx[j]] = sc[j]
             out_maxexp[idx[j]] = mx[j]

@@ -420,7 +420,9 @@ class GameStore(RunsMixin):
         n = len(moves)
         if status not in GAME_STATUSES:
             raise StoreError(f"game status must be one of {', '.join(GAME_STATUSES)}, got {status!r}")
-        who = np.zeros(n, dtype=np.int64) if move_players is None else np.asarray(move_players, dtype=np.int64)
+        who = (
+            np.zeros(n, dtype=np.int64) if move_players is None else np.asarray(move_players, dtype=np.int64)
+        )
         cur = con.execute(
             "INSERT INTO games (source, agent, checkpoint, players, run_id, rules, rows, cols, seed, started, "
             "updated, ended, status, score, max_tile, n_moves, initial_board, final_board, origin) "

@@ -288,7 +288,9 @@ def _meta(obj: Mapping[str, Any], label: str) -> dict[str, Any]:
     return meta
 
 
-def _players(label: str, meta: dict[str, Any], move_players: np.ndarray | None, n: int) -> tuple[list[Player], np.ndarray]:
+def _players(
+    label: str, meta: dict[str, Any], move_players: np.ndarray | None, n: int
+) -> tuple[list[Player], np.ndarray]:
     """The game's players and the player of each move; a file without them had one player per game."""
     players = meta.get("players")
     if players is None:
@@ -527,7 +529,9 @@ def _read_npz(path: Path) -> list[IncomingGame]:
     # seed 003 keeps a one-move game's scores as a 0-d array (np.array(score)); otherwise shapes must be (n,)
     scores = np.atleast_1d(_int_array(data["scores"], name, "scores"))
     rewards = np.atleast_1d(_int_array(data["rewards"], name, "rewards")) if "rewards" in data else None
-    who = _int_array(data["move_players"], name, "move_players").reshape(-1) if "move_players" in data else None
+    who = (
+        _int_array(data["move_players"], name, "move_players").reshape(-1) if "move_players" in data else None
+    )
     for what, arr in (("moves", moves), ("scores", scores), ("rewards", rewards), ("move_players", who)):
         if arr is not None and arr.shape[0] != n_total:
             raise StoreError(f"{name}: {n_total} layouts but {arr.shape[0]} {what}")
@@ -695,7 +699,11 @@ def _game_from_json(obj: dict[str, Any], label: str) -> IncomingGame:
         if obj.get("final_board") is not None
         else None
     )
-    who = _int_array(obj["move_players"], label, "move_players") if obj.get("move_players") is not None else None
+    who = (
+        _int_array(obj["move_players"], label, "move_players")
+        if obj.get("move_players") is not None
+        else None
+    )
     return check_game(
         label,
         rules,

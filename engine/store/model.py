@@ -190,7 +190,10 @@ class GameRecord:
         game the person shared with an agent.
         """
         ok = np.array(
-            [(kind is None or p.kind == kind) and (agent is None or p.agent == agent) for p in self.summary.players],
+            [
+                (kind is None or p.kind == kind) and (agent is None or p.agent == agent)
+                for p in self.summary.players
+            ],
             dtype=bool,
         )
         if not len(ok):

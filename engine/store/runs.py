@@ -155,7 +155,11 @@ class RunsMixin:
                 # one block at the highest level seen: later appends compact below it as usual
                 _insert_block(con, run_id, 0, max(int(r["level"]) for r in rows), head)
             con.execute("DELETE FROM run_messages WHERE run_id = ? AND seq >= ?", (run_id, keep))
-            last = (int(head["episode"][-1]), int(head["step"][-1]), float(head["elapsed"][-1])) if keep else (0, 0, 0.0)
+            last = (
+                (int(head["episode"][-1]), int(head["step"][-1]), float(head["elapsed"][-1]))
+                if keep
+                else (0, 0, 0.0)
+            )
             con.execute(
                 "UPDATE runs SET n_events = ?, episodes = ?, steps = ?, elapsed = ?, last_metrics = ?, updated = ? "
                 "WHERE id = ?",
@@ -315,7 +319,9 @@ def _run_summary(row: sqlite3.Row) -> RunSummary:
     )
 
 
-def _insert_block(con: sqlite3.Connection, run_id: int, first: int, level: int, block: Mapping[str, Any]) -> None:
+def _insert_block(
+    con: sqlite3.Connection, run_id: int, first: int, level: int, block: Mapping[str, Any]
+) -> None:
     """Store one metric block: events ``first`` .. ``first + n - 1`` of the run, at compaction ``level``."""
     con.execute(
         "INSERT INTO run_metric_blocks (run_id, first, level, n, kinds, kind, episode, step, elapsed, progress, "
@@ -325,7 +331,9 @@ def _insert_block(con: sqlite3.Connection, run_id: int, first: int, level: int, 
     )
 
 
-def _history(con: sqlite3.Connection, run_id: int, since: int = 0) -> tuple[list[sqlite3.Row], dict[str, Any]]:
+def _history(
+    con: sqlite3.Connection, run_id: int, since: int = 0
+) -> tuple[list[sqlite3.Row], dict[str, Any]]:
     """A run's metric blocks (rows, in event order) and their events as one block (from event ``since``)."""
     if con.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
         raise StoreError(f"no run {run_id}")

@@ -40,9 +40,15 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "studio.commands.bench:engine_benchmark",
         "random-play steps/s: plain Python vs Game vs jitted vs batched (-o sizes=1,64,1024,8192 -o clock=cpu|wall)",
     ),
-    "mcts": ("studio.commands.bench_mcts:mcts_benchmark", "MCTS self-play games/s: 1 and 2 local workers, Ray"),
+    "mcts": (
+        "studio.commands.bench_mcts:mcts_benchmark",
+        "MCTS self-play games/s: 1 and 2 local workers, Ray",
+    ),
     "ntuple": ("studio.commands.bench_ntuple:ntuple_benchmark", "n-tuple TD training moves/s on one core"),
-    "gui": ("studio.commands.bench_gui:gui_benchmark", "GUI main-thread stalls (p50/p99/max ms) while an agent trains"),
+    "gui": (
+        "studio.commands.bench_gui:gui_benchmark",
+        "GUI main-thread stalls (p50/p99/max ms) while an agent trains",
+    ),
 }
 
 
@@ -100,16 +106,28 @@ class BenchReport:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("bench", help="timed benchmarks (engine, ...)", description=__doc__.split("\n")[0])
+    parser = subparsers.add_parser(
+        "bench", help="timed benchmarks (engine, ...)", description=__doc__.split("\n")[0]
+    )
     names = parser.add_subparsers(dest="benchmark", metavar="NAME", required=True)
     for name, (_, help_text) in BENCHMARKS.items():
         p = names.add_parser(name, help=help_text, description=help_text)
-        p.add_argument("--json", action="store_true", help="print one JSON object (progress still goes to stderr)")
-        p.add_argument("--seconds", type=_positive_float, default=1.0, help="seconds per measurement (default 1)")
-        p.add_argument("--rounds", type=_positive_int, default=3, help="interleaved rounds, best kept (default 3)")
+        p.add_argument(
+            "--json", action="store_true", help="print one JSON object (progress still goes to stderr)"
+        )
+        p.add_argument(
+            "--seconds", type=_positive_float, default=1.0, help="seconds per measurement (default 1)"
+        )
+        p.add_argument(
+            "--rounds", type=_positive_int, default=3, help="interleaved rounds, best kept (default 3)"
+        )
         p.add_argument("--seed", type=int, default=0, help="seed of the games played (default 0)")
         p.add_argument(
-            "-o", "--option", action="append", default=[], metavar="KEY=VALUE",
+            "-o",
+            "--option",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
             help="benchmark-specific setting, repeatable (the benchmark's description lists them)",
         )
         p.set_defaults(func=run)
@@ -280,7 +298,9 @@ def engine_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchRepo
         ("jitted_playout", "(c) jitted playout, one call per game", jitted),
     ]
     for n in sizes:
-        paths.append((f"batch_{n}", f"(d) BatchEngine N={n}", functools.partial(_batched, engines[n], clock=clock)))
+        paths.append(
+            (f"batch_{n}", f"(d) BatchEngine N={n}", functools.partial(_batched, engines[n], clock=clock))
+        )
 
     # Warm-up: load / compile every kernel and touch every path before any clock runs.
     t0 = time.perf_counter()
@@ -307,8 +327,15 @@ def engine_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchRepo
     base = best["plain_python"][0]
     measurements = [
         Measurement(
-            key, label, round(best[key][0], 1), round(best[key][0] / base, 2),
-            {"us_per_step": round(1e6 / best[key][0], 4), "steps": best[key][1], "elapsed_s": round(best[key][2], 3)},
+            key,
+            label,
+            round(best[key][0], 1),
+            round(best[key][0] / base, 2),
+            {
+                "us_per_step": round(1e6 / best[key][0], 4),
+                "steps": best[key][1],
+                "elapsed_s": round(best[key][2], 3),
+            },
         )
         for key, label, _ in paths
     ]

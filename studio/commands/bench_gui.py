@@ -224,7 +224,11 @@ def gui_benchmark(options: BenchOptions, progress: ProgressLine) -> GuiBenchRepo
     agents = trainable_agents(options.extra.get("agent"))
     seconds = max(2.0, options.seconds * options.rounds)
     measurements: list[Measurement] = []
-    info: dict[str, Any] = {"agents": ", ".join(agents), "runs_at_once": runs, "seconds_per_scenario": seconds}
+    info: dict[str, Any] = {
+        "agents": ", ".join(agents),
+        "runs_at_once": runs,
+        "seconds_per_scenario": seconds,
+    }
     competitor = _competitor() if load else None
     try:
         with tempfile.TemporaryDirectory(prefix="bench-gui-") as tmp:
@@ -258,7 +262,9 @@ def gui_benchmark(options: BenchOptions, progress: ProgressLine) -> GuiBenchRepo
             competitor.wait()
     info["competing_process"] = "yes (one busy core)" if load else "no"
     info["goal"] = "stall p99 <= 50, max <= 150; key to paint p99 <= 50; window RSS <= 1024 MB"
-    info["load_average"] = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
+    info["load_average"] = (
+        ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
+    )
     info["cpus"] = os.cpu_count()
     info["platform"] = os.environ.get("QT_QPA_PLATFORM", "native")
     return GuiBenchReport("gui", "ms", measurements, info=info)

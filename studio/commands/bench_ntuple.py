@@ -30,7 +30,9 @@ def ntuple_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchRepo
     extra = options.extra
     unknown = set(extra) - _KNOWN
     if unknown:
-        raise ValueError(f"bench ntuple has no option {sorted(unknown)[0]!r} (known: {', '.join(sorted(_KNOWN))})")
+        raise ValueError(
+            f"bench ntuple has no option {sorted(unknown)[0]!r} (known: {', '.join(sorted(_KNOWN))})"
+        )
     clocks = {"cpu": time.process_time, "wall": time.perf_counter}
     clock_name = extra.get("clock", "cpu")
     if clock_name not in clocks:

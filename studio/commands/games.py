@@ -256,7 +256,9 @@ def describe_game(rec: GameRecord, moves: bool = False) -> str:
             )
         lines.append("")
         lines.append(
-            table(("#", "MOVE", "REWARD", "SCORE", "MAX BEFORE", "NEW TILE", "PLAYER"), rows, right={0, 2, 3, 4})
+            table(
+                ("#", "MOVE", "REWARD", "SCORE", "MAX BEFORE", "NEW TILE", "PLAYER"), rows, right={0, 2, 3, 4}
+            )
         )
     return "\n".join(lines)
 

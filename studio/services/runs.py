@@ -99,7 +99,8 @@ class RunRequest:
             raise RunError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}", "backend")
         if self.checkpoint_every_s <= 0:
             raise RunError(
-                f"seconds between checkpoints must be > 0, got {self.checkpoint_every_s:g}", "checkpoint_every_s"
+                f"seconds between checkpoints must be > 0, got {self.checkpoint_every_s:g}",
+                "checkpoint_every_s",
             )
         if self.log_every < 0:
             raise RunError(f"log every N-th game must be >= 0 (0 = none), got {self.log_every}", "log_every")
@@ -229,4 +230,3 @@ def open_run(request: RunRequest, store: Any, control: Control | None = None) ->
         register(request.agent, request.target)
     resolved = resolve(request)
     return run_training(build_agent(resolved), resolved.budget, store, control, context, **opts)
-

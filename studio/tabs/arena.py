@@ -133,9 +133,7 @@ class ArenaTab(QWidget):
         settings_box = QGroupBox("Games")
         fl = QFormLayout(settings_box)
         self.gamesSpin = spin("gamesSpin", 1, 1_000_000, 100, "Games per contestant")
-        self.seedSpin = spin(
-            "seedSpin", 0, 2**31 - 1, 0, "Seed: game i gets the same spawns for every agent"
-        )
+        self.seedSpin = spin("seedSpin", 0, 2**31 - 1, 0, "Seed: game i gets the same spawns for every agent")
         self.workersSpin = spin(
             "workersSpin",
             1,
@@ -150,9 +148,7 @@ class ArenaTab(QWidget):
 
         buttons = QHBoxLayout()
         self.runButton = button("Run", "runButton", self.run, "Play the games (in the background)")
-        self.cancelButton = button(
-            "Cancel", "cancelButton", self.cancel, "Stop after the games in flight"
-        )
+        self.cancelButton = button("Cancel", "cancelButton", self.cancel, "Stop after the games in flight")
         buttons.addWidget(self.runButton)
         buttons.addWidget(self.cancelButton)
         ll.addLayout(buttons)

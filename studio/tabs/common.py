@@ -64,7 +64,9 @@ def spin(name: str, low: int, high: int, value: int, tip: str = "") -> QSpinBox:
     return s
 
 
-def error_box(parent: QWidget, title: str, text: str, detail: str = "", name: str = "errorBox") -> QMessageBox:
+def error_box(
+    parent: QWidget, title: str, text: str, detail: str = "", name: str = "errorBox"
+) -> QMessageBox:
     """A non-blocking error box (the event loop goes on); ``detail``: e.g. a traceback, folded."""
     box = QMessageBox(QMessageBox.Icon.Critical, title, text, QMessageBox.StandardButton.Ok, parent)
     box.setObjectName(name)

@@ -86,7 +86,9 @@ class NewGameDialog(QDialog):
         self.error.hide()
         classic = QPushButton("Classic 4x4")
         classic.clicked.connect(self._classic)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
         buttons.addButton(classic, QDialogButtonBox.ButtonRole.ResetRole)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
@@ -139,7 +141,9 @@ class _ScoreBox(QFrame):
         layout.setSpacing(0)
         cap = QLabel(caption)
         cap.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        cap.setStyleSheet(f"color: {theme.tiles.get(2, theme.empty)}; font-weight: bold; font-size: 11px; background: transparent;")
+        cap.setStyleSheet(
+            f"color: {theme.tiles.get(2, theme.empty)}; font-weight: bold; font-size: 11px; background: transparent;"
+        )
         self.value = QLabel("0")
         self.value.setObjectName(name)
         self.value.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -155,7 +159,12 @@ class PlayTab(QWidget):
     gamesChanged = Signal()  # a record was created, extended or closed
 
     def __init__(
-        self, store: Any, settings: QSettings, parent: QWidget | None = None, *, thinker: Thinker | None = None
+        self,
+        store: Any,
+        settings: QSettings,
+        parent: QWidget | None = None,
+        *,
+        thinker: Thinker | None = None,
     ) -> None:
         super().__init__(parent)
         self.setObjectName("playTab")
@@ -227,8 +236,14 @@ class PlayTab(QWidget):
         col.addWidget(keys)
         col.addStretch(1)
         # The board keeps the keyboard: clicking Hint or the speed slider must not steal the arrows.
-        for w in (self.newGameButton, self.hintButton, self.autoHintCheck, self.autoplayButton, self.stepButton,
-                  self.speedSlider):
+        for w in (
+            self.newGameButton,
+            self.hintButton,
+            self.autoHintCheck,
+            self.autoplayButton,
+            self.stepButton,
+            self.speedSlider,
+        ):
             w.setFocusPolicy(Qt.FocusPolicy.NoFocus)
 
         layout = QHBoxLayout(self)
@@ -278,7 +293,9 @@ class PlayTab(QWidget):
         self.autoplayButton = QPushButton("▶ Watch")
         self.autoplayButton.setObjectName("autoplayButton")
         self.autoplayButton.setCheckable(True)
-        self.autoplayButton.setToolTip("Let the agent play this game on; press any arrow to take over (Space)")
+        self.autoplayButton.setToolTip(
+            "Let the agent play this game on; press any arrow to take over (Space)"
+        )
         self.autoplayButton.toggled.connect(self._on_autoplay_toggled)
         self.stepButton = QPushButton("Step")
         self.stepButton.setObjectName("stepButton")
@@ -447,7 +464,9 @@ class PlayTab(QWidget):
         if recorder.closed:
             self.stop_watching()
             best = int(recorder.board.max())
-            self.board.show_overlay("Game over!", f"Score {recorder.score} · best tile {best} · {recorder.moves} moves")
+            self.board.show_overlay(
+                "Game over!", f"Score {recorder.score} · best tile {best} · {recorder.moves} moves"
+            )
             self.status.emit(f"Game over: score {recorder.score}, best tile {best}")
             return True
         if not self._reached_2048 and int(recorder.board.max()) >= 2048:
@@ -486,7 +505,10 @@ class PlayTab(QWidget):
     def _on_agent_activated(self, index: int) -> None:
         if self.agentCombo.itemData(index) is None:  # "Checkpoint file…"
             path, _ = QFileDialog.getOpenFileName(
-                self, "Choose a checkpoint", str(self.settings.value("play/checkpoint_dir", "")), "Checkpoints (*.npz)"
+                self,
+                "Choose a checkpoint",
+                str(self.settings.value("play/checkpoint_dir", "")),
+                "Checkpoints (*.npz)",
             )
             if not path:
                 self.agentCombo.setCurrentIndex(self._agent_index)
@@ -530,7 +552,12 @@ class PlayTab(QWidget):
     def _on_think_result(self, result: ThinkResult) -> None:
         purpose = self._pending
         s = self.recorder
-        if result.ticket != self._ticket or purpose is None or s is None or result.moves_at_request != s.moves:
+        if (
+            result.ticket != self._ticket
+            or purpose is None
+            or s is None
+            or result.moves_at_request != s.moves
+        ):
             return  # stale: about a board that has moved on
         self._pending = None
         if result.error:

@@ -187,12 +187,30 @@ class ReplayTab(QWidget):
     def _build_controls(self) -> QHBoxLayout:
         """First / back / play / forward / last, the speed, a jump to a move, the next-move arrow."""
         buttons = QHBoxLayout()
-        self.firstButton = button("|◀", "replayFirstButton", lambda: self.step_to(0), "First position (Home)", takes_focus=False)
-        self.backButton = button("◀", "replayBackButton", lambda: self.step(-1), "Back one move (Left or ,)", takes_focus=False)
-        self.playButton = button("▶ Play", "replayPlayButton", self.toggle_play, "Play / pause (Space)", takes_focus=False)
+        self.firstButton = button(
+            "|◀", "replayFirstButton", lambda: self.step_to(0), "First position (Home)", takes_focus=False
+        )
+        self.backButton = button(
+            "◀", "replayBackButton", lambda: self.step(-1), "Back one move (Left or ,)", takes_focus=False
+        )
+        self.playButton = button(
+            "▶ Play", "replayPlayButton", self.toggle_play, "Play / pause (Space)", takes_focus=False
+        )
         self.playButton.setCheckable(True)
-        self.forwardButton = button("▶", "replayForwardButton", lambda: self.step(1), "Forward one move (Right or .)", takes_focus=False)
-        self.lastButton = button("▶|", "replayLastButton", lambda: self.step_to(self.n_positions - 1), "Last position (End)", takes_focus=False)
+        self.forwardButton = button(
+            "▶",
+            "replayForwardButton",
+            lambda: self.step(1),
+            "Forward one move (Right or .)",
+            takes_focus=False,
+        )
+        self.lastButton = button(
+            "▶|",
+            "replayLastButton",
+            lambda: self.step_to(self.n_positions - 1),
+            "Last position (End)",
+            takes_focus=False,
+        )
         self.speedCombo = QComboBox()
         self.speedCombo.setObjectName("replaySpeedCombo")
         for speed in SPEEDS:
@@ -340,7 +358,9 @@ class ReplayTab(QWidget):
         self.position = i
         spawns = r.spawns_of(i - 1) if i > 0 else ()
         if animate and i == previous + 1 and self.board.board.shape == r.layouts[previous].shape:
-            self.board.push_transition(r.layouts[previous], Direction(int(r.moves[previous])), self.board_at(i), spawns)
+            self.board.push_transition(
+                r.layouts[previous], Direction(int(r.moves[previous])), self.board_at(i), spawns
+            )
         else:
             self.board.set_board(self.board_at(i), spawns)
         self._show_arrow()
@@ -357,7 +377,9 @@ class ReplayTab(QWidget):
                 f"score {int(r.scores[k]):,} · spawn {spawn_text(spawns)}"
             )
         if i == n and n:
-            text += " · " + {"finished": "game over", "playing": "in progress"}.get(r.summary.status, "unfinished")
+            text += " · " + {"finished": "game over", "playing": "in progress"}.get(
+                r.summary.status, "unfinished"
+            )
         self.stepLabel.setText(text)
         for w, value in ((self.replaySlider, i), (self.jumpSpin, i)):
             w.blockSignals(True)
@@ -438,4 +460,3 @@ class ReplayTab(QWidget):
     def shutdown(self) -> None:
         """The window is closing."""
         self._timer.stop()
-

@@ -107,7 +107,9 @@ class BoardWidget(QWidget):
     newGameRequested = Signal()
     animationFinished = Signal()  # the queue ran dry: what is drawn is the latest board
 
-    def __init__(self, parent: QWidget | None = None, *, interactive: bool = True, theme: Theme | None = None):
+    def __init__(
+        self, parent: QWidget | None = None, *, interactive: bool = True, theme: Theme | None = None
+    ):
         super().__init__(parent)
         self.setObjectName("board")
         self.theme = theme or load_theme()
@@ -257,7 +259,9 @@ class BoardWidget(QWidget):
     def keyPressEvent(self, event: QKeyEvent) -> None:
         direction = KEY_DIRECTIONS.get(event.key()) if self.interactive else None
         if direction is None or event.modifiers() & (
-            Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier | Qt.KeyboardModifier.MetaModifier
+            Qt.KeyboardModifier.ControlModifier
+            | Qt.KeyboardModifier.AltModifier
+            | Qt.KeyboardModifier.MetaModifier
         ):
             super().keyPressEvent(event)
             return
@@ -390,9 +394,13 @@ class BoardWidget(QWidget):
                 if not v:
                     continue
                 if (r, c) in spawned:
-                    self._draw_tile(p, self.cell_rect(r, c), v, cell, scale=max(0.05, _ease_out(q)), marked=True)
+                    self._draw_tile(
+                        p, self.cell_rect(r, c), v, cell, scale=max(0.05, _ease_out(q)), marked=True
+                    )
                 elif (r, c) in merged:
-                    self._draw_tile(p, self.cell_rect(r, c), v, cell, scale=1.0 + 0.14 * math.sin(math.pi * q))
+                    self._draw_tile(
+                        p, self.cell_rect(r, c), v, cell, scale=1.0 + 0.14 * math.sin(math.pi * q)
+                    )
                 else:
                     self._draw_tile(p, self.cell_rect(r, c), v, cell)
 
@@ -437,11 +445,14 @@ class BoardWidget(QWidget):
         p.setFont(font)
         p.setPen(QColor(self.theme.text_dark))
         title_rect = QRectF(rect.x(), rect.y(), rect.width(), rect.height() * 0.5)
-        p.drawText(title_rect, Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignBottom, self._overlay_title)
+        p.drawText(
+            title_rect, Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignBottom, self._overlay_title
+        )
         if self._overlay_detail:
             font.setBold(False)
             font.setPixelSize(max(10, int(min(rect.width(), rect.height()) * 0.045)))
             p.setFont(font)
             detail_rect = QRectF(rect.x(), rect.center().y() + 4, rect.width(), rect.height() * 0.1)
-            p.drawText(detail_rect, Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop, self._overlay_detail)
-
+            p.drawText(
+                detail_rect, Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop, self._overlay_detail
+            )

@@ -14,7 +14,9 @@ from studio.theme import Theme, load_theme
 class TileHistogram(QWidget):
     """``set_counts({256: 3, 512: 10, 1024: 2})`` draws one labelled bar per tile value, in order."""
 
-    def __init__(self, parent: QWidget | None = None, theme: Theme | None = None, title: str = "max tile of each game") -> None:
+    def __init__(
+        self, parent: QWidget | None = None, theme: Theme | None = None, title: str = "max tile of each game"
+    ) -> None:
         super().__init__(parent)
         self.title = title
         self.setObjectName("tileHistogram")

@@ -22,8 +22,16 @@ FIXED_BOARDS = [
     np.array([[1024, 512, 256, 128], [8, 16, 32, 64], [4, 2, 0, 0], [2, 0, 0, 0]]),
 ]
 #: Small enough to learn within a second or two.
-TINY = {"hidden": (32, 32), "replay_capacity": 2000, "batch_size": 16, "learning_starts": 50, "envs": 2,
-        "train_every": 2, "target_update": 20, "eps_steps": 500}
+TINY = {
+    "hidden": (32, 32),
+    "replay_capacity": 2000,
+    "batch_size": 16,
+    "learning_starts": 50,
+    "envs": 2,
+    "train_every": 2,
+    "target_update": 20,
+    "eps_steps": 500,
+}
 
 
 @pytest.fixture(autouse=True)
@@ -39,16 +47,30 @@ def test_registered():
     assert get_agent_class("dqn") is DQNAgent
 
 
-@pytest.mark.parametrize(("preset", "network"), [("dqn-seed000", "simple"), ("dqn-seed000-dropout", "dropout"),
-                                                 ("dqn-seed000-conv", "conv")])
+@pytest.mark.parametrize(
+    ("preset", "network"),
+    [("dqn-seed000", "simple"), ("dqn-seed000-dropout", "dropout"), ("dqn-seed000-conv", "conv")],
+)
 def test_seed000_presets_are_the_notebook(preset, network):
     data = load_preset(preset)
     assert data["agent"] == "dqn" and data["budget"] == {"episodes": 1000}
     cfg = DQNConfig.from_dict(data["config"])
     assert cfg.network == network
-    assert (cfg.replay_capacity, cfg.batch_size, cfg.learning_starts, cfg.train_every, cfg.envs) == (10_000, 100, 1000, 1, 1)
+    assert (cfg.replay_capacity, cfg.batch_size, cfg.learning_starts, cfg.train_every, cfg.envs) == (
+        10_000,
+        100,
+        1000,
+        1,
+        1,
+    )
     assert (cfg.gamma, cfg.lr, cfg.loss, cfg.reward) == (0.9, 5e-5, "mse", "merges")
-    assert (cfg.eps_schedule, cfg.eps_start, cfg.eps_rate, cfg.eps_end, cfg.eps_unit) == ("exponential", 0.9, 0.998, 0.0, "episode")
+    assert (cfg.eps_schedule, cfg.eps_start, cfg.eps_rate, cfg.eps_end, cfg.eps_unit) == (
+        "exponential",
+        0.9,
+        0.998,
+        0.0,
+        "episode",
+    )
     assert cfg.target_update == 0 and not cfg.double and not cfg.semi_gradient and not cfg.mask_targets
     assert not cfg.augment and cfg.grad_clip == 0 and cfg.encoder == "log2"
     assert cfg.head == "q" and not cfg.symmetric_play and cfg.n_step == 1 and cfg.reward_scale == 1.0
@@ -85,7 +107,9 @@ def test_same_seed_same_losses(head):
 
 
 def test_n_step_returns_are_pushed_per_game():
-    agent = DQNAgent(DQNConfig(**{**TINY, "head": "q", "n_step": 3, "gamma": 0.5, "envs": 1, "reward_scale": 1.0}), seed=0)
+    agent = DQNAgent(
+        DQNConfig(**{**TINY, "head": "q", "n_step": 3, "gamma": 0.5, "envs": 1, "reward_scale": 1.0}), seed=0
+    )
     from collections import deque
 
     agent._nstep = [deque()]
@@ -104,7 +128,9 @@ def test_n_step_returns_are_pushed_per_game():
 
 
 def test_afterstate_head_rates_the_boards_moves_lead_to():
-    agent = DQNAgent(DQNConfig(**TINY, head="afterstate", reward="score", reward_scale=1.0, symmetric_play=False), seed=0)
+    agent = DQNAgent(
+        DQNConfig(**TINY, head="afterstate", reward="score", reward_scale=1.0, symmetric_play=False), seed=0
+    )
     board = np.array([[2, 2, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 4]])
     q = agent.network_output(to_exponents(board)[None])[0]
     # Q(left) = 4 + gamma V(left board); Q(right) = 4 + gamma V(right board): the reward is exact.
@@ -116,7 +142,9 @@ def test_afterstate_head_rates_the_boards_moves_lead_to():
 
 
 def test_seed_preset_is_deterministic_too():
-    cfg = DQNConfig.from_dict({**load_preset("dqn-seed000-dropout")["config"], "learning_starts": 100, "batch_size": 20})
+    cfg = DQNConfig.from_dict(
+        {**load_preset("dqn-seed000-dropout")["config"], "learning_starts": 100, "batch_size": 20}
+    )
     a = losses_of(DQNAgent(cfg, seed=5), Budget(steps=600))
     b = losses_of(DQNAgent(cfg, seed=5), Budget(steps=600))
     assert a and a == b
@@ -181,7 +209,9 @@ def test_save_load_same_moves_and_buffer(tmp_path, head):
     assert isinstance(loaded, DQNAgent)
     assert loaded.counters == agent.counters
     assert len(loaded.buffer) == len(agent.buffer)
-    np.testing.assert_array_equal(loaded.buffer.get_arrays()["buffer/states"], agent.buffer.get_arrays()["buffer/states"])
+    np.testing.assert_array_equal(
+        loaded.buffer.get_arrays()["buffer/states"], agent.buffer.get_arrays()["buffer/states"]
+    )
     for board in FIXED_BOARDS:
         game = Game(board=board)
         assert loaded.act(game) == agent.act(game)

@@ -37,8 +37,15 @@ def teacher_move(game: Game) -> int:
     return next(a for a in PRIORITY if mask[a])
 
 
-def log_teacher_games(data_dir: Path, n: int, *, agent: str = "up-first", source: str = "agent", first_seed: int = 0,
-                      rules: Rules | None = None) -> list[int]:
+def log_teacher_games(
+    data_dir: Path,
+    n: int,
+    *,
+    agent: str = "up-first",
+    source: str = "agent",
+    first_seed: int = 0,
+    rules: Rules | None = None,
+) -> list[int]:
     ids = []
     with GameStore.open(data_dir) as store:
         for s in range(first_seed, first_seed + n):

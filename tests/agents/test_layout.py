@@ -46,7 +46,7 @@ def test_agents_modules_import_without_cycles() -> None:
         path.append(m)
         for t in sorted(edges[m]):
             if state.get(t) == 1:
-                raise AssertionError("import cycle: " + " -> ".join([*path[path.index(t):], t]))
+                raise AssertionError("import cycle: " + " -> ".join([*path[path.index(t) :], t]))
             if t not in state:
                 visit(t)
         path.pop()
@@ -59,10 +59,19 @@ def test_agents_modules_import_without_cycles() -> None:
 
 
 def test_lower_layers_never_import_upper_ones() -> None:
-    for package, forbidden in (("engine", ("agents", "studio", "torch", "PySide6")), ("agents", ("studio", "PySide6"))):
+    for package, forbidden in (
+        ("engine", ("agents", "studio", "torch", "PySide6")),
+        ("agents", ("studio", "PySide6")),
+    ):
         for path in (REPO / package).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text())):
-                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in getattr(node, "names", [])] if isinstance(node, ast.Import) else []
+                names = (
+                    [node.module or ""]
+                    if isinstance(node, ast.ImportFrom)
+                    else [a.name for a in getattr(node, "names", [])]
+                    if isinstance(node, ast.Import)
+                    else []
+                )
                 for name in names:
                     assert name.split(".")[0] not in forbidden, f"{path.relative_to(REPO)} imports {name}"
 
@@ -73,7 +82,9 @@ def test_no_private_engine_routine_is_used_outside_the_engine() -> None:
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("engine"):
                     # engine._reference (the slow twin) is a module the benchmarks compare against
-                    private = [a.name for a in node.names if a.name.startswith("_") and a.name != "_reference"]
+                    private = [
+                        a.name for a in node.names if a.name.startswith("_") and a.name != "_reference"
+                    ]
                     assert not private, f"{path.relative_to(REPO)} imports {private} from {node.module}"
 
 

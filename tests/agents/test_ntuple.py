@@ -97,7 +97,14 @@ def test_value_is_symmetric_and_matches_reference():
         assert v == pytest.approx(ref_value(w, exps, layout), rel=1e-5, abs=1e-4)
         for s in range(8):
             vs = K.evaluate(
-                w, np.uint64(pack_exponents(ref_transform(exps, s))), sh, tlen, toff, layout.stage_size, thr, 1
+                w,
+                np.uint64(pack_exponents(ref_transform(exps, s))),
+                sh,
+                tlen,
+                toff,
+                layout.stage_size,
+                thr,
+                1,
             )
             assert vs == pytest.approx(v, rel=1e-5, abs=1e-4)
 
@@ -227,8 +234,19 @@ def test_smoke_training_learns_and_reports():
     assert agent.counters.episodes == 600
     assert sum(ev.metrics["games"] for ev in events) == 600
     last = [ev for ev in events if ev.kind == "episode"][-1].metrics
-    for key in ("score", "max_tile", "moves", "mean_score", "rate_2048", "rate_8192", "rate_16384",
-                "rate_32768", "lr", "steps_per_s", "td_error"):
+    for key in (
+        "score",
+        "max_tile",
+        "moves",
+        "mean_score",
+        "rate_2048",
+        "rate_8192",
+        "rate_16384",
+        "rate_32768",
+        "lr",
+        "steps_per_s",
+        "td_error",
+    ):
         assert key in last, key
     # random play averages ~1,100 points; 600 games of TD learning is several times that
     assert last["mean_score"] > 3000
@@ -268,7 +286,6 @@ def test_multi_stage_promotion():
     assert not np.array_equal(agent.weights[:stage], agent.weights[stage:])
 
 
-
 def test_parallel_kernel_with_one_worker_is_the_single_threaded_kernel():
     # the threaded wrapper only hands rows to train_steps: one row must give the same bits
     layout = TupleLayout("4x4", LAYOUTS["4x4"])
@@ -285,11 +302,14 @@ def test_parallel_kernel_with_one_worker_is_the_single_threaded_kernel():
         head = (w, e, a, True, sh, tlen, toff, layout.stage_size, thr, 1.0, 0.5, 0.5, 0.1, 2, live)
         if parallel:
             result = np.zeros((1, 2), dtype=np.int64)
-            K.train_steps_parallel(*head, gu, gi, *bufs, np.array([20_000]), np.array([100]), *res, acc, result)
+            K.train_steps_parallel(
+                *head, gu, gi, *bufs, np.array([20_000]), np.array([100]), *res, acc, result
+            )
             done_steps = (int(result[0, 0]), int(result[0, 1]))
         else:
-            done_steps = K.train_steps(*head, gu[0], gi[0], *(x[0] for x in bufs), 20_000, *(x[0] for x in res),
-                                       acc[0])
+            done_steps = K.train_steps(
+                *head, gu[0], gi[0], *(x[0] for x in bufs), 20_000, *(x[0] for x in res), acc[0]
+            )
         outs.append((done_steps, w, e, a, gu, gi, *res, acc))
     assert outs[0][0][0] > 5 and outs[0][0] == outs[1][0]
     for x, y in zip(outs[0][1:], outs[1][1:]):
@@ -348,6 +368,7 @@ def test_two_workers_promote_a_stage_once_and_keep_their_streams(tmp_path):
     list(three.train(Budget(episodes=10)))
     assert three.counters.episodes == 10
 
+
 # ------------------------------------------------------------------------------------------ play
 
 
@@ -362,7 +383,9 @@ def ref_downgrade(values: np.ndarray, from_tile: int) -> np.ndarray:
     return values if hole < 2 else np.where(values > hole, values // 2, values)
 
 
-def ref_search(agent: NTupleAgent, values: np.ndarray, depth: int, p4: float, dg: int = 0) -> dict[int, float]:
+def ref_search(
+    agent: NTupleAgent, values: np.ndarray, depth: int, p4: float, dg: int = 0
+) -> dict[int, float]:
     """Expectimax by enumeration on value boards: max over moves, mean over spawns, V at the leaves
     (of the downgraded afterstate when ``dg`` is a tile)."""
 

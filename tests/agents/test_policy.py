@@ -29,7 +29,9 @@ def _one_thread():
     torch.set_num_threads(1)
 
 
-def played(score: int, moves: list[int], boards: list[np.ndarray] | None = None, max_tile: int = 8) -> PlayedGame:
+def played(
+    score: int, moves: list[int], boards: list[np.ndarray] | None = None, max_tile: int = 8
+) -> PlayedGame:
     if boards is None:
         boards = [np.zeros((4, 4), np.int64)] * len(moves)
     exps = np.stack([to_exponents(b) for b in boards]) if boards else np.zeros((0, 4, 4), np.uint8)
@@ -63,7 +65,8 @@ def test_move_weights():
     assert move_weights(games, "nonzero", 16).tolist() == [0.5, 1, 0.5, 1, 1]
     assert move_weights(games, "linear_move_num", 16).tolist() == [0, 0.5, 1, 0, 1]
     np.testing.assert_allclose(
-        move_weights(games, "exponential_move_num", 16), [0, 1 - math.exp(-1.5), 1 - math.exp(-3), 0, 1 - math.exp(-3)]
+        move_weights(games, "exponential_move_num", 16),
+        [0, 1 - math.exp(-1.5), 1 - math.exp(-3), 0, 1 - math.exp(-3)],
     )
 
 
@@ -84,8 +87,19 @@ def test_targets_follow_good_and_bad_games():
 
 def test_seed001_presets():
     poc = PolicyConfig.from_dict(load_preset("policy-seed001-20moves")["config"])
-    assert (poc.max_moves, poc.lr, poc.forget_interval, poc.game_metric, poc.move_weight) == (20, 1e-3, 30, "scores", "none")
-    assert (poc.network, poc.encoder, poc.random_games, poc.random_frac) == ("policy", "log2_norm", False, 0.0)
+    assert (poc.max_moves, poc.lr, poc.forget_interval, poc.game_metric, poc.move_weight) == (
+        20,
+        1e-3,
+        30,
+        "scores",
+        "none",
+    )
+    assert (poc.network, poc.encoder, poc.random_games, poc.random_frac) == (
+        "policy",
+        "log2_norm",
+        False,
+        0.0,
+    )
     full = PolicyConfig.from_dict(load_preset("policy-seed001")["config"])
     assert full.max_moves == 0
 
@@ -109,7 +123,9 @@ def test_smoke_run():
     assert len(updates) == 3 and agent.counters.episodes == 12 and agent.counters.updates == 3
     assert len(episodes) == 3  # the first game of each epoch
     for e in updates:
-        assert {"loss", "batch_mean_score", "good_share", "window_mean_score", "steps_per_s"} <= set(e.metrics)
+        assert {"loss", "batch_mean_score", "good_share", "window_mean_score", "steps_per_s"} <= set(
+            e.metrics
+        )
         assert math.isfinite(e.metrics["loss"]) and 0 <= e.metrics["good_share"] <= 1
     for e in episodes:
         assert e.game is not None and 1 <= e.game.n_moves == e.metrics["moves"] <= 8

@@ -50,6 +50,7 @@ STAIRS_ONE_EMPTY = [[2, 4, 8, 16], [4, 8, 16, 32], [8, 16, 32, 64], [16, 32, 2, 
 
 def test_em_target_by_hand_one_empty_cell():
     s = exps(STAIRS_ONE_EMPTY)
+
     # A 2 at the corner: [16 32 2 2] merges left or right (raw 4, r = log2(5)/2); nothing else moves.
     # A 4 there: the board is full and nothing merges, a terminal position: it adds 0.
     # V(b) = exponent in the bottom-right corner: left leaves it empty (0), right puts the 4 there (2).
@@ -147,7 +148,9 @@ def test_determinism_same_seed_same_numbers():
     for _ in range(2):
         agent = TDAfterstateAgent(TDAfterstateConfig(**TINY), seed=3)
         events = list(agent.train(Budget(steps=300)))
-        runs.append((weights(agent), [dict(e.metrics) for e in events if e.kind == "update"], agent.counters.steps))
+        runs.append(
+            (weights(agent), [dict(e.metrics) for e in events if e.kind == "update"], agent.counters.steps)
+        )
     for a, b in zip(runs[0][0], runs[1][0]):
         np.testing.assert_array_equal(a, b)
     assert runs[0][1] == runs[1][1] and runs[0][1]

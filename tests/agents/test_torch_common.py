@@ -203,7 +203,12 @@ def test_one_million_transitions_fit_well_under_200_mb():
 def test_schedules_values():
     assert Schedule("constant", start=0.3)(10**9) == 0.3
     lin = Schedule("linear", start=1.0, end=0.1, steps=100)
-    assert lin(0) == 1.0 and lin(50) == pytest.approx(0.55) and lin(100) == pytest.approx(0.1) and lin(10**6) == pytest.approx(0.1)
+    assert (
+        lin(0) == 1.0
+        and lin(50) == pytest.approx(0.55)
+        and lin(100) == pytest.approx(0.1)
+        and lin(10**6) == pytest.approx(0.1)
+    )
     seed000 = Schedule("exponential", start=0.9, rate=0.998)
     assert seed000(0) == 0.9
     assert seed000(1) == pytest.approx(0.8982)
@@ -225,7 +230,11 @@ def test_schedules_values():
 
 def test_masked_argmax_never_picks_an_illegal_move():
     mask = torch.from_numpy(legal_masks(to_exponents(ONLY_LEFT)[None]))
-    for q in ([100.0, -5.0, 100.0, 100.0], [float("nan"), float("-inf"), 1e38, float("inf")], [0.0, 0.0, 0.0, 0.0]):
+    for q in (
+        [100.0, -5.0, 100.0, 100.0],
+        [float("nan"), float("-inf"), 1e38, float("inf")],
+        [0.0, 0.0, 0.0, 0.0],
+    ):
         assert masked_argmax(torch.tensor([q]), mask).tolist() == [1]
     assert masked_max(torch.tensor([[100.0, -5.0, 100.0, 100.0]]), mask).tolist() == [-5.0]
     none = torch.zeros(1, 4, dtype=torch.bool)
@@ -250,7 +259,9 @@ def test_masked_softmax_and_sampling():
     assert sample_from_probs(probs[:1], masks[:1], np.array([0.0])).tolist() == [0]
     assert sample_from_probs(probs[:1], masks[:1], np.array([0.75])).tolist() == [2]
     rng = np.random.default_rng(6)
-    picks = sample_from_probs(np.tile([[0.1, 0.2, 0.3, 0.4]], (20000, 1)), np.ones((20000, 4), bool), rng.random(20000))
+    picks = sample_from_probs(
+        np.tile([[0.1, 0.2, 0.3, 0.4]], (20000, 1)), np.ones((20000, 4), bool), rng.random(20000)
+    )
     np.testing.assert_allclose(np.bincount(picks, minlength=4) / 20000, [0.1, 0.2, 0.3, 0.4], atol=0.015)
 
 
@@ -262,7 +273,12 @@ def test_seed000_networks_have_the_seed_layer_sizes():
     simple = build_network("simple", shape)
     assert [p.shape for p in simple.parameters()] == [(128, 16), (128,), (64, 128), (64,), (4, 64), (4,)]
     dropout = build_network("dropout", shape)
-    assert [tuple(p.shape) for p in dropout.parameters() if p.ndim == 2] == [(64, 16), (128, 64), (64, 128), (4, 64)]
+    assert [tuple(p.shape) for p in dropout.parameters() if p.ndim == 2] == [
+        (64, 16),
+        (128, 64),
+        (64, 128),
+        (4, 64),
+    ]
     conv = build_network("conv", shape)
     assert conv.fc1.in_features == 512  # 32 channels x 16 cells, as the seed's nn.Linear(512, 128)
     policy = build_network("policy", shape)
@@ -355,11 +371,15 @@ def test_slide_batch_hand_drawn():
 
     exps = to_exponents(np.array([[2, 2, 2, 2], [4, 4, 4, 0], [2, 0, 2, 4], [2, 4, 8, 16]]))[None]
     after, value, merges = slide_batch(exps, 1)  # left
-    np.testing.assert_array_equal(after[0], to_exponents(np.array([[4, 4, 0, 0], [8, 4, 0, 0], [4, 4, 0, 0], [2, 4, 8, 16]])))
+    np.testing.assert_array_equal(
+        after[0], to_exponents(np.array([[4, 4, 0, 0], [8, 4, 0, 0], [4, 4, 0, 0], [2, 4, 8, 16]]))
+    )
     assert value.tolist() == [8 + 8 + 4] and merges.tolist() == [2 + 1 + 1]
 
 
-@pytest.mark.parametrize(("shape", "top"), [((4, 4), 12), ((4, 4), 18), ((3, 5), 5), ((1, 4), 5), ((2, 2), 4)])
+@pytest.mark.parametrize(
+    ("shape", "top"), [((4, 4), 12), ((4, 4), 18), ((3, 5), 5), ((1, 4), 5), ((2, 2), 4)]
+)
 def test_afterstates_match_the_engine(shape, top):
     from engine.boards import afterstates
 

@@ -42,7 +42,9 @@ def test_episode_matches_game_from_the_same_seed(rows, cols):
         total += reward
         assert reward == res.reward and terminated == res.game_over and truncated is False
         assert np.array_equal(obs, to_exponents(game.board)) and env.observation_space.contains(obs)
-        assert info["score"] == game.score and info["max_tile"] == game.max_tile and not info["illegal_action"]
+        assert (
+            info["score"] == game.score and info["max_tile"] == game.max_tile and not info["illegal_action"]
+        )
     assert total == game.score and info["action_mask"].sum() == 0
 
 

@@ -830,7 +830,9 @@ def test_truncate_metrics_keeps_the_events_up_to_a_step(store):
     rid = store.create_run("dqn", {}, Rules(), {"episodes": 100})
     # many small batches so that the history spans compacted levels too
     for i in range(1, 41):
-        store.log_metrics(rid, [_ev("episode", i, 10 * i, float(i), score=i, message="ten" if i % 10 == 0 else "")])
+        store.log_metrics(
+            rid, [_ev("episode", i, 10 * i, float(i), score=i, message="ten" if i % 10 == 0 else "")]
+        )
     assert store.truncate_metrics(rid, 1000) == 40  # nothing after step 1000: untouched
     assert store.truncate_metrics(rid, 255) == 25  # steps 10..250 stay
     cols = store.run_metrics(rid)

@@ -36,6 +36,8 @@ def test_metrics_since_n_equal_the_tail_of_the_whole_history(data_dir: Path) -> 
             assert set(tail) == set(whole) if since < written else not len(tail["episode"])
             for name, column in tail.items():
                 np.testing.assert_array_equal(column, whole[name][since:], err_msg=f"{name} since {since}")
-        assert store.run_metrics(run, kinds=["episode"], since=100)["episode"].tolist() == list(range(101, written, 2))
+        assert store.run_metrics(run, kinds=["episode"], since=100)["episode"].tolist() == list(
+            range(101, written, 2)
+        )
         summary = store.get_run(run)
         assert summary.pid == os.getpid() and summary.host

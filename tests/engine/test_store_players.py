@@ -153,7 +153,11 @@ def test_a_schema_1_store_migrates_in_place_without_loss(v1_path):
         assert games[8].origin == {"file": "export_v1.jsonl", "id": 1, "source": "human"}
         assert [g.id for g in store.list_games(source="imported")] == [8]
         assert [games[i].n_moves for i in range(1, 9)] == [12, 10, 4, 5, 3, 53, 8, 12]
-        assert [games[i].status for i in range(1, 9)] == ["abandoned"] * 5 + ["finished", "abandoned", "abandoned"]
+        assert [games[i].status for i in range(1, 9)] == ["abandoned"] * 5 + [
+            "finished",
+            "abandoned",
+            "abandoned",
+        ]
         records = {i: store.load_game(i) for i in games}
         # boards and moves: as schema 1's own exports of games 1 and 3-5 have them
         pairs = [(1, _v1_export("export_v1.jsonl")[0]), *zip((3, 4, 5), _v1_export("export_v1.npz"))]
@@ -168,7 +172,12 @@ def test_a_schema_1_store_migrates_in_place_without_loss(v1_path):
         assert all(r.move_players.tolist() == [0] * r.n_moves for r in records.values())
         # the run, its metric history and its checkpoint are untouched
         run = store.get_run(1)
-        assert (run.agent, run.status, run.n_events, run.last_metrics) == ("dqn", "finished", 2, {"score": 60.0, "max_tile": 8.0})
+        assert (run.agent, run.status, run.n_events, run.last_metrics) == (
+            "dqn",
+            "finished",
+            2,
+            {"score": 60.0, "max_tile": 8.0},
+        )
         assert store.run_metrics(1)["score"].tolist()[:1] == [60.0]
         assert [c.path.name for c in store.run_checkpoints(1)] == ["dqn-run1.pt"]
         assert [m.message for m in store.run_messages(1)] == ["checkpoint saved"]

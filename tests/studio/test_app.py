@@ -49,7 +49,9 @@ def test_every_tab_meets_the_tab_protocol_and_its_routed_signals_are_wired(qtbot
     assert opened == [7] and window.tabs.currentWidget() is window.replay
 
 
-def test_a_tab_that_fails_to_build_shows_its_error_and_the_rest_opens(qtbot, data_dir, qsettings, monkeypatch):
+def test_a_tab_that_fails_to_build_shows_its_error_and_the_rest_opens(
+    qtbot, data_dir, qsettings, monkeypatch
+):
     from studio import app as app_module
 
     monkeypatch.setattr(app_module, "TABS", (*app_module.TABS[:4], ("Games", "studio.tabs.nope", "Nope")))

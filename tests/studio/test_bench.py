@@ -34,7 +34,10 @@ def test_bench_engine_json(capsys):
 
 
 def test_bench_engine_text(capsys):
-    assert main(["bench", "engine", "--seconds", "0.2", "--rounds", "1", "-o", "sizes=4", "-o", "clock=wall"]) == 0
+    assert (
+        main(["bench", "engine", "--seconds", "0.2", "--rounds", "1", "-o", "sizes=4", "-o", "clock=wall"])
+        == 0
+    )
     out = capsys.readouterr().out
     assert "(a) plain Python reference" in out and "1.0x" in out and "BatchEngine N=4" in out
     assert "wall clock" in out

@@ -157,8 +157,15 @@ def test_a_game_with_two_hand_overs_is_one_mixed_game(capsys, data_dir):
         rec.close()
     _, out, _ = run(capsys, "games", "list")
     lines = out.splitlines()
-    assert len(lines) == 2 and lines[1].split()[:7] == ["1", "mixed", "greedy", "abandoned", str(rec.score),
-                                                         str(rec.game.max_tile), "6"]
+    assert len(lines) == 2 and lines[1].split()[:7] == [
+        "1",
+        "mixed",
+        "greedy",
+        "abandoned",
+        str(rec.score),
+        str(rec.game.max_tile),
+        "6",
+    ]
     _, out, _ = run(capsys, "games", "list", "--source", "mixed", "--json")
     (row,) = [json.loads(line) for line in out.splitlines()]
     assert row["source"] == "mixed" and [p["kind"] for p in row["players"]] == ["human", "agent"]
@@ -168,7 +175,9 @@ def test_a_game_with_two_hand_overs_is_one_mixed_game(capsys, data_dir):
     assert lines[0] == "game 1: mixed (you + greedy (greedy-1.npz)), abandoned"
     assert lines[1] == "players: you 3 moves, greedy (greedy-1.npz) 3 moves"
     table_rows = lines[lines.index(next(ln for ln in lines if ln.startswith("#  MOVE"))) + 1 :]
-    assert [ln.split("  ")[-1].strip() for ln in table_rows] == ["you"] * 2 + ["greedy (greedy-1.npz)"] * 3 + ["you"]
+    assert [ln.split("  ")[-1].strip() for ln in table_rows] == ["you"] * 2 + [
+        "greedy (greedy-1.npz)"
+    ] * 3 + ["you"]
 
 
 def test_export_all_with_filters(capsys, three_games, tmp_path):

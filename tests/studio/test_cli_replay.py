@@ -56,7 +56,9 @@ def test_verify_accepts_the_real_record_and_names_the_doctored_move(logged_game,
     rewards[5] += 2
     scores = rec.scores.copy()
     scores[5:] += 2
-    assert replay.verify(dataclasses.replace(rec, rewards=rewards, scores=scores)).startswith("move 5: logged reward")
+    assert replay.verify(dataclasses.replace(rec, rewards=rewards, scores=scores)).startswith(
+        "move 5: logged reward"
+    )
     moves = rec.moves.copy()
     moves[3] = (moves[3] + 1) % 4
     problem = replay.verify(dataclasses.replace(rec, moves=moves))

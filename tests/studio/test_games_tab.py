@@ -16,7 +16,9 @@ from studio.tabs.games import GamesTableModel
 pytest_plugins = ("tests.studio.gui_fixtures",)
 
 
-def _store_game(store, seed: int, source: str = "agent", agent: str | None = "corner", rules: Rules | None = None) -> int:
+def _store_game(
+    store, seed: int, source: str = "agent", agent: str | None = "corner", rules: Rules | None = None
+) -> int:
     game = Game(rules=rules or Rules(), seed=seed)
     trace = GameTrace.start(game)
     policy = (2, 1, 3, 0) if seed % 2 else (1, 2, 0, 3)

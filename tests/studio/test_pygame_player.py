@@ -29,7 +29,16 @@ def test_keys_move_and_log_like_the_engine(store):
     pygame.init()
     try:
         player = PygamePlayer(pygame, store, Rules(), seed=21)
-        keys = [pygame.K_LEFT, pygame.K_w, pygame.K_d, pygame.K_DOWN, pygame.K_a, pygame.K_UP, pygame.K_RIGHT, pygame.K_s]
+        keys = [
+            pygame.K_LEFT,
+            pygame.K_w,
+            pygame.K_d,
+            pygame.K_DOWN,
+            pygame.K_a,
+            pygame.K_UP,
+            pygame.K_RIGHT,
+            pygame.K_s,
+        ]
         directions = [Direction.LEFT, Direction.UP, Direction.RIGHT, Direction.DOWN] * 2
         ref = Game(seed=21)
         for key, d in zip(keys, directions):
@@ -44,15 +53,24 @@ def test_keys_move_and_log_like_the_engine(store):
         player.draw(screen)
         spawn = player.recorder.game.last_spawns[0]
         t = player.tile
-        cell = pygame.surfarray.pixels3d(screen)[spawn.col * t : (spawn.col + 1) * t, spawn.row * t : (spawn.row + 1) * t]
+        cell = pygame.surfarray.pixels3d(screen)[
+            spawn.col * t : (spawn.col + 1) * t, spawn.row * t : (spawn.row + 1) * t
+        ]
         assert np.any(np.all(cell == np.array(LAST_TILE), axis=-1))
     finally:
         pygame.quit()
 
 
 def test_run_pygame_loop_logs_to_the_store_and_quits(store, monkeypatch):
-    script = [[_key(pygame.K_LEFT)], [_key(pygame.K_UP), _key(pygame.K_RIGHT)], [], [pygame.event.Event(pygame.QUIT)]]
-    monkeypatch.setattr(pygame.event, "get", lambda: script.pop(0) if script else [pygame.event.Event(pygame.QUIT)])
+    script = [
+        [_key(pygame.K_LEFT)],
+        [_key(pygame.K_UP), _key(pygame.K_RIGHT)],
+        [],
+        [pygame.event.Event(pygame.QUIT)],
+    ]
+    monkeypatch.setattr(
+        pygame.event, "get", lambda: script.pop(0) if script else [pygame.event.Event(pygame.QUIT)]
+    )
     assert run_pygame(store, Rules(rows=5, cols=5), seed=4) == 0
     games = store.list_games()
     assert len(games) == 1

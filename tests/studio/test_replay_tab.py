@@ -43,7 +43,9 @@ def test_steps_reproduce_the_logged_layouts(qtbot, window):
     assert not replay.forwardButton.isEnabled()
     last = record.n_moves - 1
     text = replay.stepLabel.text()
-    assert f"Move {record.n_moves}/{record.n_moves}" in text and Direction(int(record.moves[last])).label in text
+    assert (
+        f"Move {record.n_moves}/{record.n_moves}" in text and Direction(int(record.moves[last])).label in text
+    )
     assert f"score {int(record.scores[last]):,}" in text
     # The spawns of the last move are marked on the board.
     spawned = tuple((int(r), int(c)) for r, c, v in record.spawns[last] if v)

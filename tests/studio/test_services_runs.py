@@ -52,7 +52,9 @@ def test_resolve_merges_defaults_preset_and_request() -> None:
     for k, v in preset["config"].items():
         got = r.config.to_dict()[k]
         assert (list(got) if isinstance(got, tuple) else got) == v
-    over = resolve(RunRequest(preset="td-afterstate-seed002", config={"batch_size": 64}, budget=Budget(episodes=3)))
+    over = resolve(
+        RunRequest(preset="td-afterstate-seed002", config={"batch_size": 64}, budget=Budget(episodes=3))
+    )
     assert over.config.to_dict()["batch_size"] == 64 and over.budget == Budget(episodes=3)
 
 
@@ -83,7 +85,9 @@ def test_open_run_starts_and_resumes_through_one_call(store: GameStore, monkeypa
     register_fakes(monkeypatch)
     control = Control()
     run = open_run(
-        RunRequest(agent="fake_learner", config={"delay_ms": 0.0}, budget=Budget(episodes=4), seed=5), store, control
+        RunRequest(agent="fake_learner", config={"delay_ms": 0.0}, budget=Budget(episodes=4), seed=5),
+        store,
+        control,
     )
     for ev in run:
         if ev.episode == 2:

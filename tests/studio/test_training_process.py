@@ -104,9 +104,7 @@ def test_two_runs_at_once_each_with_its_own_stop_both_land_in_the_store(qtbot, t
         assert len(episodes) > 0 and int(episodes.max()) == run.episodes
     assert store.get_run(second).episodes == 6
     # Both are drawn: each live series got its own events.
-    assert sorted(r.count("score") for _, r in tab.curves.runs) == sorted(
-        [store.get_run(first).episodes, 6]
-    )
+    assert sorted(r.count("score") for _, r in tab.curves.runs) == sorted([store.get_run(first).episodes, 6])
 
 
 def test_pause_and_stop_during_a_checkpoint_write(qtbot, tab, store):

@@ -49,6 +49,8 @@ __all__ = ["TrainTab", "write_metrics_csv"]
 
 #: Live board, stats, progress and the live rows of the runs table (a glance, not a movie).
 LIVE_REFRESH_MS = 250
+
+
 class TrainTab(QWidget):
     """Train any registered agent from a generated form, with live curves and the store's runs.
 
@@ -124,9 +126,14 @@ class TrainTab(QWidget):
         row = QHBoxLayout()
         self.startButton = button("Start", "startButton", self.start, "Train with these settings (a new run)")
         self.pauseButton = button(
-            "Pause", "pauseButton", self.toggle_pause, "Pause / resume this run (a paused run saves a checkpoint)"
+            "Pause",
+            "pauseButton",
+            self.toggle_pause,
+            "Pause / resume this run (a paused run saves a checkpoint)",
         )
-        self.stopButton = button("Stop", "stopButton", self.stop_training, "End this run cleanly, with a final checkpoint")
+        self.stopButton = button(
+            "Stop", "stopButton", self.stop_training, "End this run cleanly, with a final checkpoint"
+        )
         for b in (self.startButton, self.pauseButton, self.stopButton):
             row.addWidget(b)
         layout.addLayout(row)
@@ -393,7 +400,11 @@ class TrainTab(QWidget):
             self.focus = self.live[-1] if self.live else None
         self.curves.mark_dirty()
         self.curves.redraw()
-        final = w.status if w.status in ("finished", "stopped", "failed") else ("failed" if w.error_message else "stopped")
+        final = (
+            w.status
+            if w.status in ("finished", "stopped", "failed")
+            else ("failed" if w.error_message else "stopped")
+        )
         if was_focus:
             text = {"finished": "Finished", "stopped": "Stopped", "failed": "Failed"}[final]
             if w.last_checkpoint and final != "failed":

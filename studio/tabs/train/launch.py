@@ -191,7 +191,9 @@ class LaunchForm(QWidget):
         self.backendCombo.setObjectName("backendCombo")
         for name, text in zip(BACKENDS, ("Local processes", "Ray")):
             self.backendCombo.addItem(text, name)
-        self.backendCombo.setToolTip("Where the parallel games run (Ray: the optional extra, pip install -e .[ray])")
+        self.backendCombo.setToolTip(
+            "Where the parallel games run (Ray: the optional extra, pip install -e .[ray])"
+        )
         self.backendCombo.currentIndexChanged.connect(self._sync_inputs)
         self.rayAddressEdit = QLineEdit()
         self.rayAddressEdit.setObjectName("rayAddressEdit")
@@ -218,7 +220,9 @@ class LaunchForm(QWidget):
         self.checkpointSpin.setDecimals(1)
         self.checkpointSpin.setValue(CHECKPOINT_EVERY_MIN)
         self.checkpointSpin.setSuffix(" min")
-        self.checkpointSpin.setToolTip("Minutes between periodic checkpoints (pause, stop and the end save one too)")
+        self.checkpointSpin.setToolTip(
+            "Minutes between periodic checkpoints (pause, stop and the end save one too)"
+        )
         self.logEverySpin = spin(
             "logEverySpin", 0, 1_000_000, DEFAULT_LOG_EVERY, "Store one training game in N (0: none)"
         )
@@ -293,7 +297,7 @@ class LaunchForm(QWidget):
         self.changed.emit()
 
     def prefill_imitation(self, n_human_games: int) -> str:
-        """"Train from my games": the imitation agent, learning from the person's moves; what to tell
+        """ "Train from my games": the imitation agent, learning from the person's moves; what to tell
         the user (``n_human_games`` < 0: unknown). KeyError when imitation is not registered."""
         self.select_agent(IMITATION_AGENT)
         if self.agent_cls is not None:
@@ -379,7 +383,9 @@ class LaunchForm(QWidget):
             )
         title = preset.get("title") or preset.get("name") or "preset"
         description = str(preset.get("description", ""))
-        self.presetNote.setText(f"Preset applied: <b>{title}</b>" + (f"<br>{description}" if description else ""))
+        self.presetNote.setText(
+            f"Preset applied: <b>{title}</b>" + (f"<br>{description}" if description else "")
+        )
         self.presetNote.show()
         self.status.emit(f"preset applied: {title}")
 
@@ -443,7 +449,9 @@ class LaunchForm(QWidget):
     def is_ready(self) -> bool:
         """Whether Start can be pressed: a trainable agent, a valid form, rules it can play."""
         cls = self.agent_cls
-        return bool(cls is not None and cls.trainable and self.form.is_valid() and self.rules_problem() is None)
+        return bool(
+            cls is not None and cls.trainable and self.form.is_valid() and self.rules_problem() is None
+        )
 
     # ================================================================== enabled state
     def _sync_inputs(self, *_: Any) -> None:

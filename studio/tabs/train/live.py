@@ -56,7 +56,12 @@ class LiveRun:
             if sp is not None:
                 self.speed = float(sp)
         last = events[-1]
-        self.episodes, self.steps, self.elapsed, self.progress = last.episode, last.step, last.elapsed, last.progress
+        self.episodes, self.steps, self.elapsed, self.progress = (
+            last.episode,
+            last.step,
+            last.elapsed,
+            last.progress,
+        )
         self.dirty = True
 
     def state_text(self) -> str:
@@ -65,7 +70,10 @@ class LiveRun:
 
     def figures(self) -> list[str]:
         """The lines of the stats box."""
-        parts = [f"Run {self.run_id}" if self.run_id is not None else "Starting", f"Episode {self.episodes:,}"]
+        parts = [
+            f"Run {self.run_id}" if self.run_id is not None else "Starting",
+            f"Episode {self.episodes:,}",
+        ]
         if self.last_score is not None:
             parts += [f"Last score {self.last_score:,.0f}", f"Best score {self.best_score:,.0f}"]
         if self.speed is not None:

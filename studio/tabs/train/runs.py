@@ -98,19 +98,34 @@ class RunsPanel(QWidget):
             "Pause", "runPauseButton", self._emit(self.pauseRuns), "Pause / resume the selected training runs"
         )
         self.runStopButton = button(
-            "Stop", "runStopButton", self._emit(self.stopRuns), "Stop the selected training runs (with a checkpoint)"
+            "Stop",
+            "runStopButton",
+            self._emit(self.stopRuns),
+            "Stop the selected training runs (with a checkpoint)",
         )
         self.checkpointButton = button(
-            "Checkpoint now", "checkpointButton", self._emit(self.checkpointRuns), "Save a checkpoint of the selected training runs now"
+            "Checkpoint now",
+            "checkpointButton",
+            self._emit(self.checkpointRuns),
+            "Save a checkpoint of the selected training runs now",
         )
         self.resumeButton = button(
-            "Resume", "resumeButton", self._emit_one(self.resumeRun), "Continue the selected run from its last checkpoint"
+            "Resume",
+            "resumeButton",
+            self._emit_one(self.resumeRun),
+            "Continue the selected run from its last checkpoint",
         )
         self.useInPlayButton = button(
-            "Use in Play", "useInPlayButton", self.use_selected_in_play, "Hint / watch with the run's last checkpoint"
+            "Use in Play",
+            "useInPlayButton",
+            self.use_selected_in_play,
+            "Hint / watch with the run's last checkpoint",
         )
         self.useInArenaButton = button(
-            "Use in Arena", "useInArenaButton", self.use_selected_in_arena, "Evaluate the runs' last checkpoints"
+            "Use in Arena",
+            "useInArenaButton",
+            self.use_selected_in_arena,
+            "Evaluate the runs' last checkpoints",
         )
         self.exportButton = button(
             "Export CSV…", "exportButton", self.export_selected, "Save the selected run's metrics as CSV"
@@ -247,9 +262,7 @@ class RunsPanel(QWidget):
         paused = bool(live) and all(self.live[i] == "paused" for i in live)
         self.runPauseButton.setText("Resume" if paused else "Pause")
         away = [i for i in ids if i in self.elsewhere]
-        self.runStopButton.setEnabled(
-            bool(live or away) and all(self.live[i] != "stopping" for i in live)
-        )
+        self.runStopButton.setEnabled(bool(live or away) and all(self.live[i] != "stopping" for i in live))
         self.checkpointButton.setEnabled(bool(live))
         self.resumeButton.setEnabled(len(ids) == 1 and not live and not away)
         self.useInPlayButton.setEnabled(len(ids) == 1)
