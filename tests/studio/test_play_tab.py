@@ -202,6 +202,9 @@ def test_hint_runs_off_the_gui_thread_and_stale_answers_are_dropped(qtbot, windo
     t0 = time.perf_counter()
     play.request_hint()
     assert time.perf_counter() - t0 < 0.2  # returned at once; the agent sleeps 0.4 s on its thread
+    # On a busy machine the thread may take a moment to pick the request up; a move before that
+    # cancels it unstarted, and there would be no thinking to overlap with.
+    qtbot.waitUntil(lambda: play.thinker.busy, timeout=5000)
     qtbot.keyClick(play.board, Qt.Key.Key_Left)  # move while it thinks: its answer is now stale
     qtbot.waitUntil(lambda: not play.thinker.busy, timeout=5000)
     qtbot.wait(100)
