@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.tabs.common import button, spin
+from studio.tabs.common import button, panes, spin
 from studio.widgets.curves import RUN_COLOURS
 from studio.worker import CallWorker
 
@@ -83,15 +83,7 @@ class ArenaTab(QWidget):
 
     # ================================================================== building
     def _build(self) -> None:
-        outer = QHBoxLayout(self)
-        outer.setContentsMargins(6, 6, 6, 6)
-        splitter = QSplitter(Qt.Orientation.Horizontal)
-        outer.addWidget(splitter)
-
-        splitter.addWidget(self._build_left())
-        splitter.addWidget(self._build_right())
-        splitter.setStretchFactor(1, 1)
-        splitter.setSizes([300, 900])
+        panes(self, self._build_left(), self._build_right(), left_width=300)
 
     def _build_left(self) -> QWidget:
         """Contestants, the games settings, Run / Cancel and the progress."""

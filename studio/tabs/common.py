@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QMessageBox, QPushButton, QSpinBox, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QMessageBox, QPushButton, QSpinBox, QSplitter, QWidget
 
 #: Signals a tab may declare, which the main window routes (signal name -> what it means).
 ROUTED = {
@@ -62,6 +62,21 @@ def spin(name: str, low: int, high: int, value: int, tip: str = "") -> QSpinBox:
     if tip:
         s.setToolTip(tip)
     return s
+
+
+def panes(owner: QWidget, left: QWidget, right: QWidget, left_width: int = 320) -> QSplitter:
+    """The tabs' shape: ``left`` (inputs) beside ``right`` (what they show), which takes the extra
+    width; in a splitter the user can drag, filling ``owner``."""
+    outer = QHBoxLayout(owner)
+    outer.setContentsMargins(6, 6, 6, 6)
+    splitter = QSplitter(Qt.Orientation.Horizontal)
+    outer.addWidget(splitter)
+    splitter.addWidget(left)
+    splitter.addWidget(right)
+    splitter.setStretchFactor(0, 0)
+    splitter.setStretchFactor(1, 1)
+    splitter.setSizes([left_width, 900])
+    return splitter
 
 
 def error_box(

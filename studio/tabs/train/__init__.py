@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
 from agents.base import MetricEvent
 from agents.runner import RunError
 from studio.services.runs import RunRequest
-from studio.tabs.common import ask_close_with_runs, button, error_box
+from studio.tabs.common import ask_close_with_runs, button, error_box, panes
 from studio.tabs.train.follow import Follower
 from studio.tabs.train.launch import LaunchForm
 from studio.tabs.train.live import LivePanel, LiveRun, is_live_key
@@ -86,11 +86,7 @@ class TrainTab(QWidget):
 
     # ================================================================== building
     def _build(self) -> None:
-        outer = QHBoxLayout(self)
-        outer.setContentsMargins(6, 6, 6, 6)
-        splitter = QSplitter(Qt.Orientation.Horizontal)
-        outer.addWidget(splitter)
-        splitter.addWidget(self._build_left())
+        left = self._build_left()
         right = QSplitter(Qt.Orientation.Vertical)
         self.livePanel = LivePanel()
         self.curves = self.livePanel.curves
@@ -104,10 +100,7 @@ class TrainTab(QWidget):
         right.setStretchFactor(0, 3)
         right.setStretchFactor(1, 1)
         right.setSizes([560, 190])  # room for a few runs under the curves
-        splitter.addWidget(right)
-        splitter.setStretchFactor(0, 0)
-        splitter.setStretchFactor(1, 1)
-        splitter.setSizes([360, 900])
+        panes(self, left, right, left_width=360)
 
     def _build_left(self) -> QWidget:
         left = QWidget()
