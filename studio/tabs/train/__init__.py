@@ -100,7 +100,7 @@ class TrainTab(QWidget):
         right.setStretchFactor(0, 3)
         right.setStretchFactor(1, 1)
         right.setSizes([560, 190])  # room for a few runs under the curves
-        panes(self, left, right, left_width=360)
+        panes(self, left, right, left_width=420)
 
     def _build_left(self) -> QWidget:
         left = QWidget()
@@ -109,6 +109,8 @@ class TrainTab(QWidget):
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        # The form follows the panel's width (fields shrink); only a long form scrolls, downwards.
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.launch = LaunchForm(self.settings)
         self.launch.changed.connect(self._update_buttons)
         self.launch.agentChanged.connect(self._on_agent_changed)
@@ -139,7 +141,7 @@ class TrainTab(QWidget):
         self.etaLabel.setObjectName("etaLabel")
         self.etaLabel.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)  # see statsLabel
         layout.addWidget(self.etaLabel)
-        left.setMinimumWidth(320)
+        left.setMinimumWidth(380)
         return left
 
     def _wire_runs_panel(self) -> None:

@@ -113,7 +113,7 @@ class LaunchForm(QWidget):
         self.form = ConfigForm()
         self.form.validityChanged.connect(lambda _ok: self.changed.emit())
         self.form.presetLoaded.connect(self._apply_preset_extras)
-        self.form.presetCombo.setMinimumContentsLength(18)  # preset names are read whole, not cut
+        self.form.presetCombo.setMinimumContentsLength(14)  # preset names are read whole, not cut
         sb.addWidget(self.form)
         self.presetNote = QLabel()
         self.presetNote.setObjectName("presetNote")
