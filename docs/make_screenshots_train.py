@@ -59,10 +59,10 @@ def main(out_dir: Path = ROOT / "docs") -> None:
 
     train.launch.select_agent(LEARNER)
     train.launch.set_budget(minutes=4)
-    train.seedSpin.setValue(2048)
+    train.launch.seedSpin.setValue(2048)
     train.start()
     settle(app, TRAIN_SECONDS)
-    run_id = train.job.run_id if train.job is not None else None
+    run_id = train.focus.run_id if train.focus is not None else None
     if run_id is not None:
         train.select_runs([run_id])
     train.curves.redraw()
