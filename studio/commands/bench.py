@@ -47,7 +47,11 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "ntuple": ("studio.commands.bench_ntuple:ntuple_benchmark", "n-tuple TD training moves/s on one core"),
     "gui": (
         "studio.commands.bench_gui:gui_benchmark",
-        "GUI main-thread stalls (p50/p99/max ms) while an agent trains",
+        "window stalls and key-to-paint latency (ms) while agents train, with a competing process",
+    ),
+    "gui-speed": (
+        "studio.commands.bench_gui:speed_benchmark",
+        "training moves/s of the same run from the Train tab and from `train`, interleaved",
     ),
 }
 

@@ -268,3 +268,90 @@ def gui_benchmark(options: BenchOptions, progress: ProgressLine) -> GuiBenchRepo
     info["cpus"] = os.cpu_count()
     info["platform"] = os.environ.get("QT_QPA_PLATFORM", "native")
     return GuiBenchReport("gui", "ms", measurements, info=info)
+
+
+def _cli_run(data_dir: str, agent: str, seconds: float) -> int:
+    """``python main.py train`` in its own process, as a user types it; the run id."""
+    cmd = [sys.executable, "main.py", "--data-dir", data_dir, "train", "--agent", agent, "--seed", "1"]
+    cmd += ["--minutes", str(seconds / 60.0)]
+    root = Path(__file__).resolve().parents[2]
+    subprocess.run(cmd, cwd=root, check=True, capture_output=True, timeout=seconds + 600)
+    from engine.paths import database_path
+    from engine.store import GameStore
+
+    with GameStore(database_path(data_dir)) as store:
+        return store.list_runs()[0].id
+
+
+def _window_run(app: Any, win: Any, agent: str, seconds: float) -> int:
+    train = win.tab("Train")
+    win.show_tab("Train")
+    train.launch.select_agent(agent)
+    train.launch.seedSpin.setValue(1)
+    train.launch.set_budget(minutes=seconds / 60.0)
+    if not train.start():
+        raise RuntimeError(f"the Train tab would not start {agent}: {train.etaLabel.text()}")
+    live = train.live[-1]
+    if not _wait(app, lambda: not train.live, seconds + 600):
+        raise RuntimeError(f"{agent} did not finish")
+    if live.worker.status != "finished":
+        raise RuntimeError(f"{agent} ended {live.worker.status}: {live.worker.error_message}")
+    assert live.run_id is not None
+    return live.run_id
+
+
+def speed_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchReport:
+    """Training speed of the same run started from the window and from ``train``, interleaved.
+
+    ``-o agent=NAME`` (default ntuple); each run trains ``--seconds`` (at least 5), ``--rounds`` times
+    each way, alternating. Reported: moves per second of training (the run's own counters), and the
+    window's over the CLI's (goal: within 10 %).
+    """
+    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    unknown = set(options.extra) - {"agent"}
+    if unknown:
+        raise ValueError(f"bench gui-speed has no option {sorted(unknown)[0]!r} (known: agent)")
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from engine.paths import database_path
+    from engine.store import GameStore
+    from studio.app import create_window
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    agent = trainable_agents(options.extra.get("agent", "ntuple"))[0]
+    seconds = max(5.0, options.seconds)
+    speeds: dict[str, list[float]] = {"window": [], "cli": []}
+    with tempfile.TemporaryDirectory(prefix="bench-gui-speed-") as tmp:
+        settings = QSettings(str(Path(tmp) / "settings.ini"), QSettings.Format.IniFormat)
+        win = create_window(tmp, settings=settings)
+        win.resize(1400, 900)
+        win.show()
+        try:
+            for r in range(options.rounds):
+                for how in ("window", "cli") if r % 2 == 0 else ("cli", "window"):
+                    progress.update(0, f"round {r + 1}: {agent} from the {how}", force=True)
+                    run_id = (
+                        _window_run(app, win, agent, seconds)
+                        if how == "window"
+                        else _cli_run(tmp, agent, seconds)
+                    )
+                    with GameStore(database_path(tmp)) as store:
+                        run = store.get_run(run_id)
+                    speeds[how].append(run.steps / max(run.elapsed, 1e-9))
+        finally:
+            win.close()
+    window, cli = float(np.mean(speeds["window"])), float(np.mean(speeds["cli"]))
+    measurements = [
+        Measurement("cli", f"{agent} from `train` (moves/s)", cli),
+        Measurement("window", f"{agent} from the Train tab (moves/s)", window, ratio=window / cli),
+    ]
+    info = {
+        "agent": agent,
+        "seconds_per_run": seconds,
+        "rounds": options.rounds,
+        "each_run_moves_per_s": {k: [round(v) for v in vs] for k, vs in speeds.items()},
+        "goal": "window / cli within 10 %",
+    }
+    return BenchReport("gui-speed", "moves/s", measurements, baseline="cli", info=info)

@@ -77,3 +77,25 @@ def test_bench_ntuple_with_two_workers(capsys):
     assert row["moves_per_s"] > 0 and row["moves"] > 0 and row["moves_per_wall_s"] > 0
     assert main(["bench", "ntuple", "--seconds", "0.1", "-o", "threads=two"]) == 2
     assert "threads must be a whole number" in capsys.readouterr().err
+
+
+def test_bench_gui_measures_stalls_key_latency_and_memory_per_agent(qtbot, data_dir, monkeypatch):
+    """A smoke run of the GUI benchmark on the fake learner: every figure is there and finite."""
+    import math
+
+    from studio.commands.bench import BenchOptions
+    from studio.commands.bench_gui import gui_benchmark
+    from studio.progress import ProgressLine
+    from tests.studio.train_fakes import register_fakes
+
+    register_fakes(monkeypatch)
+    options = BenchOptions(seconds=1.0, rounds=1, extra={"agent": "fake_learner", "load": "0"})
+    with ProgressLine("bench gui", total=1.0) as line:
+        report = gui_benchmark(options, line)
+    keys = {m.key for m in report.measurements}
+    for what in ("stall", "key"):
+        for stat in ("p50", "p99", "max"):
+            assert f"fake_learner_{what}_{stat}" in keys
+    assert all(math.isfinite(m.value) and m.value > 0 for m in report.measurements)
+    assert report.info["fake_learner_window_rss_mb"] > 0
+    assert report.info["competing_process"] == "no"
