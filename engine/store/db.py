@@ -124,6 +124,7 @@ class GameStore(RunsMixin):
             if self._con is not None:
                 self._con.close()
                 self._con = None
+                schema.release(self._path)
 
     def __enter__(self) -> GameStore:
         return self

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from pathlib import Path
 
 from engine.store.model import StoreError
@@ -141,6 +142,27 @@ def _refuse(path: Path, why: str) -> StoreError:
     )
 
 
+#: Database files this process has open through :func:`connect` (resolved path -> connections). Their
+#: headers are never read again with a plain ``open()``: closing *any* descriptor of a file drops every
+#: POSIX lock the process holds on it, including the SHARED lock of its open SQLite connection, and
+#: another process may then checkpoint and delete the WAL under that connection (SQLite's "how to
+#: corrupt" 2.2.1). Seen: a second store opened in the window's process while ``train`` ran in a
+#: terminal, then "database disk image is malformed".
+_OPEN_HERE: dict[Path, int] = {}
+_OPEN_LOCK = threading.Lock()
+
+
+def release(path: Path) -> None:
+    """A connection made by :func:`connect` to ``path`` was closed."""
+    key = path.resolve()
+    with _OPEN_LOCK:
+        left = _OPEN_HERE.get(key, 0) - 1
+        if left > 0:
+            _OPEN_HERE[key] = left
+        else:
+            _OPEN_HERE.pop(key, None)
+
+
 def _inspect(path: Path) -> str:
     """``"new"`` (absent, empty or a table-less SQLite file) or ``"ours"``; anything else raises.
 
@@ -149,6 +171,8 @@ def _inspect(path: Path) -> str:
     """
     if path.is_dir():
         raise _refuse(path, "is a directory, not a database file")
+    if path.resolve() in _OPEN_HERE:
+        return "ours"  # checked when it was first opened; a raw read now would drop its locks
     if not path.exists() or path.stat().st_size == 0:
         return "new"
     try:
@@ -206,6 +230,9 @@ def connect(path: Path, *, durable: bool = False) -> sqlite3.Connection:
     except BaseException:
         con.close()
         raise
+    with _OPEN_LOCK:
+        key = path.resolve()
+        _OPEN_HERE[key] = _OPEN_HERE.get(key, 0) + 1
     return con
 
 

@@ -41,3 +41,30 @@ def test_metrics_since_n_equal_the_tail_of_the_whole_history(data_dir: Path) -> 
         )
         summary = store.get_run(run)
         assert summary.pid == os.getpid() and summary.host
+
+
+def test_a_second_store_in_one_process_keeps_the_first_ones_lock(data_dir: Path) -> None:
+    """Opening (and closing) a second store on the same file in this process must not drop the first
+    connection's SQLite lock: another process would then delete the WAL under it at its exit
+    (seen as "database disk image is malformed")."""
+    import sqlite3
+    import subprocess
+    import sys
+
+    path = data_dir / "studio.sqlite3"
+    first = GameStore(path)
+    first.create_run("dqn", {}, Rules(), {"episodes": 1})
+    GameStore(path).close()
+    child = (
+        "from engine.store import GameStore; from engine import Rules; s = GameStore(%r); "
+        "[s.create_run('x', {}, Rules(), {'episodes': 1}) for _ in range(20)]; s.close()" % str(path)
+    )
+    subprocess.run([sys.executable, "-c", child], check=True, cwd=Path(__file__).resolve().parents[2])
+    assert (data_dir / "studio.sqlite3-wal").exists()  # the child saw this process's lock: the WAL stays
+    for _ in range(5):
+        first.create_run("dqn", {}, Rules(), {"episodes": 1})
+    assert len(first.list_runs(limit=None)) == 26
+    first.close()
+    con = sqlite3.connect(path)
+    assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    con.close()
