@@ -56,8 +56,8 @@ def test_a_second_store_in_one_process_keeps_the_first_ones_lock(data_dir: Path)
     first.create_run("dqn", {}, Rules(), {"episodes": 1})
     GameStore(path).close()
     child = (
-        "from engine.store import GameStore; from engine import Rules; s = GameStore(%r); "
-        "[s.create_run('x', {}, Rules(), {'episodes': 1}) for _ in range(20)]; s.close()" % str(path)
+        f"from engine.store import GameStore; from engine import Rules; s = GameStore({str(path)!r}); "
+        "[s.create_run('x', {}, Rules(), {'episodes': 1}) for _ in range(20)]; s.close()"
     )
     subprocess.run([sys.executable, "-c", child], check=True, cwd=Path(__file__).resolve().parents[2])
     assert (data_dir / "studio.sqlite3-wal").exists()  # the child saw this process's lock: the WAL stays
