@@ -152,6 +152,76 @@ class _ScoreBox(QFrame):
         layout.addWidget(self.value)
 
 
+class AgentPicker(QComboBox):
+    """Which agent gives hints and plays when you watch: registered agents (the useful ones first),
+    the checkpoints used lately, and "Checkpoint file…" to pick another. ``spec`` is the choice;
+    ``chosen`` fires when the user makes one (the last choice is remembered in the settings)."""
+
+    chosen = Signal()
+
+    def __init__(self, settings: QSettings, parent: QWidget | None = None) -> None:
+        from agents.registry import agent_names
+
+        super().__init__(parent)
+        self.settings = settings
+        self.setObjectName("agentCombo")
+        self.setToolTip("Which agent gives hints and plays when you watch")
+        for name in preferred_agents(agent_names()):
+            self.addItem(name, AgentSpec(name))
+        for path in self._recent_checkpoints():
+            self.addItem(f"{Path(path).name} (checkpoint)", AgentSpec.from_checkpoint(path))
+        self.addItem(CHECKPOINT_ITEM, None)
+        last = self.settings.value("play/agent", "")
+        idx = self.findText(str(last)) if last else -1
+        self.setCurrentIndex(max(0, idx))
+        self._index = self.currentIndex()
+        self.activated.connect(self._on_activated)
+
+    @property
+    def spec(self) -> AgentSpec | None:
+        data = self.currentData()
+        return data if isinstance(data, AgentSpec) else None
+
+    def _recent_checkpoints(self) -> list[str]:
+        return [p for p in get_str_list(self.settings, "play/checkpoints") if Path(p).exists()][:5]
+
+    def select(self, spec: AgentSpec) -> None:
+        """Choose ``spec``, adding it to the list (before "Checkpoint file…") if it is new."""
+        for i in range(self.count()):
+            if self.itemData(i) == spec:
+                self.setCurrentIndex(i)
+                self._index = i
+                return
+        label = spec.display if spec.checkpoint is None else f"{Path(spec.checkpoint).name} (checkpoint)"
+        self.insertItem(self.count() - 1, label, spec)
+        self.setCurrentIndex(self.count() - 2)
+        self._index = self.currentIndex()
+
+    def use_checkpoint(self, path: Path, agent: str | None = None) -> None:
+        """Choose the agent saved in ``path`` and remember it among the recent checkpoints."""
+        self.settings.setValue("play/checkpoint_dir", str(path.parent))
+        recent = [str(path), *[p for p in self._recent_checkpoints() if p != str(path)]][:5]
+        self.settings.setValue("play/checkpoints", recent)
+        self.select(AgentSpec.from_checkpoint(path, agent))
+
+    def _on_activated(self, index: int) -> None:
+        if self.itemData(index) is None:  # "Checkpoint file…"
+            path, _ = QFileDialog.getOpenFileName(
+                self,
+                "Choose a checkpoint",
+                str(self.settings.value("play/checkpoint_dir", "")),
+                "Checkpoints (*.npz)",
+            )
+            if not path:
+                self.setCurrentIndex(self._index)
+                return
+            self.use_checkpoint(Path(path))
+        else:
+            self._index = index
+            self.settings.setValue("play/agent", self.itemText(index))
+        self.chosen.emit()
+
+
 class PlayTab(QWidget):
     """Human play with hint and watch. Signals tell the window about records and status lines."""
 
@@ -256,11 +326,8 @@ class PlayTab(QWidget):
         """The agent panel: which agent, its hint (a value per move), Watch / Step and the speed."""
         agent_box = QGroupBox("Agent")
         grid = QVBoxLayout(agent_box)
-        self.agentCombo = QComboBox()
-        self.agentCombo.setObjectName("agentCombo")
-        self.agentCombo.setToolTip("Which agent gives hints and plays when you watch")
-        self._fill_agents()
-        self.agentCombo.activated.connect(self._on_agent_activated)
+        self.agentCombo = AgentPicker(self.settings)
+        self.agentCombo.chosen.connect(self._on_agent_chosen)
         grid.addWidget(self.agentCombo)
         hint_row = QHBoxLayout()
         self.hintButton = QPushButton("Hint")
@@ -319,23 +386,6 @@ class PlayTab(QWidget):
         self._on_speed(self.speedSlider.value())
         return agent_box
 
-    def _fill_agents(self) -> None:
-        from agents.registry import agent_names
-
-        self.agentCombo.clear()
-        for name in preferred_agents(agent_names()):
-            self.agentCombo.addItem(name, AgentSpec(name))
-        for path in self._recent_checkpoints():
-            self.agentCombo.addItem(f"{Path(path).name} (checkpoint)", AgentSpec.from_checkpoint(path))
-        self.agentCombo.addItem(CHECKPOINT_ITEM, None)
-        last = self.settings.value("play/agent", "")
-        idx = self.agentCombo.findText(str(last)) if last else -1
-        self.agentCombo.setCurrentIndex(max(0, idx))
-        self._agent_index = self.agentCombo.currentIndex()
-
-    def _recent_checkpoints(self) -> list[str]:
-        return [p for p in get_str_list(self.settings, "play/checkpoints") if Path(p).exists()][:5]
-
     # ------------------------------------------------------------------ state
     @property
     def rules(self) -> Rules:
@@ -343,20 +393,11 @@ class PlayTab(QWidget):
 
     @property
     def agent_spec(self) -> AgentSpec | None:
-        data = self.agentCombo.currentData()
-        return data if isinstance(data, AgentSpec) else None
+        return self.agentCombo.spec
 
     def set_agent(self, spec: AgentSpec) -> None:
         """Choose the hint / watch agent (registered name or checkpoint), adding it to the list if new."""
-        for i in range(self.agentCombo.count()):
-            if self.agentCombo.itemData(i) == spec:
-                self.agentCombo.setCurrentIndex(i)
-                self._agent_index = i
-                return
-        label = spec.display if spec.checkpoint is None else f"{Path(spec.checkpoint).name} (checkpoint)"
-        self.agentCombo.insertItem(self.agentCombo.count() - 1, label, spec)
-        self.agentCombo.setCurrentIndex(self.agentCombo.count() - 2)
-        self._agent_index = self.agentCombo.currentIndex()
+        self.agentCombo.select(spec)
 
     def _saved_rules(self) -> Rules:
         try:
@@ -502,33 +543,15 @@ class PlayTab(QWidget):
         self.gameInfoLabel.setText(" · ".join([f"{r.rows}x{r.cols}", *extras, record]))
 
     # ------------------------------------------------------------------ agent
-    def _on_agent_activated(self, index: int) -> None:
-        if self.agentCombo.itemData(index) is None:  # "Checkpoint file…"
-            path, _ = QFileDialog.getOpenFileName(
-                self,
-                "Choose a checkpoint",
-                str(self.settings.value("play/checkpoint_dir", "")),
-                "Checkpoints (*.npz)",
-            )
-            if not path:
-                self.agentCombo.setCurrentIndex(self._agent_index)
-                return
-            self.use_checkpoint(Path(path))
-            return
-        self._agent_index = index
-        self.settings.setValue("play/agent", self.agentCombo.itemText(index))
+    def _on_agent_chosen(self) -> None:
         self._clear_hint()
         self.board.setFocus()
 
     def use_checkpoint(self, path: Path, agent: str | None = None) -> None:
         """Hint / watch with the agent saved in ``path`` (``agent``: the agent it holds, when known;
         errors show when it is first asked)."""
-        self.settings.setValue("play/checkpoint_dir", str(path.parent))
-        recent = [str(path), *[p for p in self._recent_checkpoints() if p != str(path)]][:5]
-        self.settings.setValue("play/checkpoints", recent)
-        self.set_agent(AgentSpec.from_checkpoint(path, agent))
-        self._clear_hint()
-        self.board.setFocus()
+        self.agentCombo.use_checkpoint(path, agent)
+        self._on_agent_chosen()
 
     def _ask(self, purpose: str, want_values: bool) -> bool:
         spec = self.agent_spec
