@@ -21,8 +21,8 @@ from agents.spec import AgentSpec
 from engine.store import GameStore
 from studio.cli import CliError
 from studio.commands import _agent_flags as flags
-from studio.commands._text import table
 from studio.progress import ProgressLine
+from studio.text import table
 
 DESCRIPTION = """Evaluate agents: N games each, the same N seeds for every contestant.
 

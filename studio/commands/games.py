@@ -17,7 +17,7 @@ import numpy as np
 from engine.core import DIRECTIONS
 from engine.store import SOURCE_FILTERS, GameRecord, GameStore, GameSummary, format_time
 from studio.cli import CliError
-from studio.commands._text import board_lines, duration, side_by_side, table
+from studio.text import board_lines, duration, side_by_side, table
 
 DEFAULT_LIMIT = 50
 

@@ -28,7 +28,7 @@ from typing import Any, TextIO
 from engine import Direction, Game, Rules, StepResult
 from engine.store import GameRecorder, GameStore
 from studio.cli import CliError
-from studio.commands._text import board_lines
+from studio.text import board_lines
 
 QUIT = "quit"
 CLEAR = "\x1b[H\x1b[2J"

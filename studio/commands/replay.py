@@ -17,7 +17,7 @@ import numpy as np
 from engine import DIRECTIONS, slide
 from engine.store import GameRecord, GameStore
 from studio.cli import CliError
-from studio.commands._text import board_lines
+from studio.text import board_lines
 
 ARROWS = {0: "↑ up", 1: "← left", 2: "↓ down", 3: "→ right"}
 

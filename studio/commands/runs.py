@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from engine.store import RUN_STATUSES, GameStore, RunSummary, format_time
-from studio.commands._text import duration, number, sparkline, table
+from studio.text import duration, number, sparkline, table
 
 #: Metrics shown first (in this order) in summaries; others follow alphabetically.
 PREFERRED = ("score", "max_tile", "moves", "loss", "epsilon", "lr", "steps_per_s")

@@ -24,9 +24,9 @@ from agents.runner import DEFAULT_CHECKPOINT_EVERY_S, DEFAULT_LOG_EVERY, Trainin
 from engine.store import GameStore
 from studio.cli import CliError
 from studio.commands import _agent_flags as flags
-from studio.commands._text import duration, number
 from studio.progress import ProgressLine
 from studio.services.runs import RunRequest, open_run
+from studio.text import duration, number
 
 DESCRIPTION = """Train an agent as a recorded run (see: python main.py runs list).
 
