@@ -1,4 +1,9 @@
-"""``python main.py runs list | show ID``: training runs recorded in the store (config, status, curves)."""
+"""``python main.py runs list | show ID | export ID FILE.csv | stop ID``: training runs in the store.
+
+``export`` writes a run's metric history as CSV (what the Train tab's "Export CSV…" writes); ``stop``
+asks a run training in another process (a `train` in a terminal, or a run the window left training
+headless) to stop after its current step and save a checkpoint.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from engine.store import RUN_STATUSES, GameStore, RunSummary, format_time
+from studio.services.runs import stop_elsewhere, write_metrics_csv
 from studio.text import duration, number, sparkline, table
 
 #: Metrics shown first (in this order) in summaries; others follow alphabetically.
@@ -32,6 +38,28 @@ def register(subparsers: Any) -> None:
     p = sub.add_parser("show", help="one run: config, status, last metrics, checkpoints, curve summary")
     p.add_argument("id", type=int, help="run id (see runs list)")
     p.set_defaults(func=run_show)
+    p = sub.add_parser("export", help="a run's metric history as CSV (one row per event)")
+    p.add_argument("id", type=int, help="run id")
+    p.add_argument("file", help="the .csv file to write")
+    p.set_defaults(func=run_export)
+    p = sub.add_parser("stop", help="ask a run training in another process to stop and save")
+    p.add_argument("id", type=int, help="run id")
+    p.set_defaults(func=run_stop)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    with GameStore.open(args.data_dir) as store:
+        columns = store.run_metrics(args.id)
+    out = write_metrics_csv(columns, args.file)
+    print(f"run {args.id}: {len(columns['episode']):,} events written to {out}")
+    return 0
+
+
+def run_stop(args: argparse.Namespace) -> int:
+    with GameStore.open(args.data_dir) as store:
+        summary = store.get_run(args.id)
+    print(stop_elsewhere(summary))
+    return 0
 
 
 def _metric_order(names: list[str]) -> list[str]:

@@ -18,10 +18,13 @@ the window marks that field and the CLI prints one line.
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from agents.base import Agent, Budget, Control, Counters, TrainContext
 from agents.config import AgentConfig, ConfigError, load_preset
@@ -52,6 +55,8 @@ __all__ = [
     "open_run",
     "preset_budget",
     "resolve",
+    "stop_elsewhere",
+    "write_metrics_csv",
 ]
 
 #: Where the parallel games of an agent that plays them (MCTS self-play) run.
@@ -230,3 +235,52 @@ def open_run(request: RunRequest, store: Any, control: Control | None = None) ->
         register(request.agent, request.target)
     resolved = resolve(request)
     return run_training(build_agent(resolved), resolved.budget, store, control, context, **opts)
+
+
+# ------------------------------------------------------------------------------ a run's records
+
+
+def write_metrics_csv(columns: dict[str, np.ndarray], path: str | Path) -> Path:
+    """A run's metric columns (``GameStore.run_metrics``) as CSV: one row per event, empty where NaN."""
+    path = Path(path)
+    names = list(columns)
+    n = len(next(iter(columns.values()))) if columns else 0
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(names)
+        for start in range(0, n, 10_000):
+            chunk = [columns[k][start : start + 10_000] for k in names]
+            for row in zip(*chunk):
+                w.writerow(["" if isinstance(v, float) and v != v else _cell(v) for v in row])
+    return path
+
+
+def _cell(v: Any) -> str:
+    if isinstance(v, (float, np.floating)):
+        return f"{float(v):.10g}"
+    return str(v.item() if isinstance(v, np.generic) else v)
+
+
+def stop_elsewhere(summary: Any) -> str:
+    """Ask the process that trains ``summary``'s run (the window's child left training headless, or
+    ``train`` in a terminal) to stop and save, with SIGINT, which both take as "stop after this step
+    and save a checkpoint". What happened, in words (RunError when it cannot be asked from here)."""
+    import os
+    import signal
+    import socket
+
+    if summary.status not in ("running", "paused"):
+        raise RunError(f"run {summary.id} is {summary.status}, not training", "run")
+    if summary.pid is None or summary.host != socket.gethostname():
+        raise RunError(
+            f"run {summary.id} trains on {summary.host or 'another machine'}: stop it there", "run"
+        )
+    if summary.pid == os.getpid():
+        raise RunError(f"run {summary.id} trains in this process: stop it here", "run")
+    try:
+        os.kill(summary.pid, signal.SIGINT)
+    except ProcessLookupError:
+        raise RunError(f"run {summary.id}'s process {summary.pid} is gone", "run") from None
+    except PermissionError:
+        raise RunError(f"run {summary.id} belongs to another user: stop it there", "run") from None
+    return f"run {summary.id}: asked process {summary.pid} to stop (it saves a checkpoint first)"

@@ -187,3 +187,29 @@ def test_a_reopened_window_follows_a_headless_run_and_stops_it(qtbot, store, mon
     assert tab.runsTable.item(0, 2).text() == "stopped"
     assert series.count("score") == run.episodes  # every episode drawn once
     tab.shutdown()
+
+
+def test_the_cli_exports_a_run_and_stops_one_training_elsewhere(store, data_dir, capsys):
+    """What the window does to a run, the command line does too: export its metrics, stop it."""
+    import csv
+
+    proc = TrainingProcess(_fake_request(budget=Budget(episodes=10**6), config={"delay_ms": 2.0}), store.path)
+    messages = proc.messages()
+    run_id = next(messages)[1]
+    for msg in messages:  # a finished game first, so that there is a history to export
+        if msg[0] == "events" and any(e.kind == "episode" for e in msg[1]):
+            break
+    proc.detach()
+    assert cli_main(["--data-dir", str(data_dir), "runs", "stop", str(run_id)]) == 0
+    assert f"asked process {proc.pid} to stop" in capsys.readouterr().out
+    assert proc.wait(30) == 0
+    run = store.get_run(run_id)
+    assert run.status == "stopped" and store.run_checkpoints(run_id)[-1].final
+    # Stopping it again is a one-line refusal.
+    assert cli_main(["--data-dir", str(data_dir), "runs", "stop", str(run_id)]) == 2
+    assert "is stopped, not training" in capsys.readouterr().err
+    out = data_dir / "m.csv"
+    assert cli_main(["--data-dir", str(data_dir), "runs", "export", str(run_id), str(out)]) == 0
+    rows = list(csv.DictReader(out.open()))
+    assert rows and len(rows) == len(store.run_metrics(run_id)["episode"])
+    assert int(rows[-1]["episode"]) == run.episodes

@@ -35,12 +35,12 @@ from PySide6.QtWidgets import (
 
 from agents.base import MetricEvent
 from agents.runner import RunError
-from studio.services.runs import RunRequest
+from studio.services.runs import RunRequest, write_metrics_csv
 from studio.tabs.common import ask_close_with_runs, button, error_box, panes
 from studio.tabs.train.follow import Follower
 from studio.tabs.train.launch import LaunchForm
 from studio.tabs.train.live import LivePanel, LiveRun, is_live_key
-from studio.tabs.train.runs import RunsPanel, write_metrics_csv
+from studio.tabs.train.runs import RunsPanel
 from studio.text import duration
 from studio.widgets.curves import RunSeries
 from studio.worker import RunWorker

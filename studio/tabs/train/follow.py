@@ -9,14 +9,13 @@ this step and save a checkpoint". Only runs on this machine can be stopped from 
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
 from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from agents.runner import RunError
 from engine.store import RunSummary
+from studio.services.runs import stop_elsewhere
 from studio.widgets.curves import CurvesPanel, RunSeries
 
 FOLLOW_MS = 1000
@@ -74,15 +73,10 @@ class Follower(QObject):
 
     def stop(self, summary: RunSummary) -> str:
         """Ask the process that trains ``summary``'s run to stop and save; what happened, in words."""
-        if summary.host != socket.gethostname() or summary.pid is None:
-            return f"run {summary.id} trains on {summary.host or 'another machine'}: stop it there"
         try:
-            os.kill(summary.pid, signal.SIGINT)
-        except ProcessLookupError:
-            return f"run {summary.id}'s process is gone"
-        except PermissionError:
-            return f"run {summary.id} belongs to another user: stop it there"
-        return f"run {summary.id}: asked to stop (it saves a checkpoint first)"
+            return stop_elsewhere(summary)
+        except RunError as e:
+            return str(e)
 
     def shutdown(self) -> None:
         self._timer.stop()

@@ -10,13 +10,11 @@ starts or ends; the rows of live runs are updated from their events in memory.
 
 from __future__ import annotations
 
-import csv
 import datetime as _dt
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -31,31 +29,11 @@ from PySide6.QtWidgets import (
 )
 
 from engine.store import RunSummary
+from studio.services.runs import write_metrics_csv
 from studio.tabs.common import button, error_box
 from studio.text import duration
 
 RUN_COLUMNS = ("Run", "Agent", "Status", "Episodes", "Moves", "Time", "Last score", "Started")
-
-
-def write_metrics_csv(columns: dict[str, np.ndarray], path: str | Path) -> Path:
-    """A run's metric columns (``GameStore.run_metrics``) as CSV: one row per event, empty where NaN."""
-    path = Path(path)
-    names = list(columns)
-    n = len(next(iter(columns.values()))) if columns else 0
-    with open(path, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(names)
-        for start in range(0, n, 10_000):
-            chunk = [columns[k][start : start + 10_000] for k in names]
-            for row in zip(*chunk):
-                w.writerow(["" if isinstance(v, float) and v != v else _cell(v) for v in row])
-    return path
-
-
-def _cell(v: Any) -> str:
-    if isinstance(v, (float, np.floating)):
-        return f"{float(v):.10g}"
-    return str(v.item() if isinstance(v, np.generic) else v)
 
 
 def _status_text(r: RunSummary, live: dict[int, str], elsewhere: dict[int, RunSummary]) -> str:
