@@ -190,6 +190,8 @@ class Agent:
     #: metrics to draw on the loss plot / the schedule (epsilon) plot of the Train tab
     loss_metrics: ClassVar[tuple[str, ...]] = ("loss",)
     schedule_metrics: ClassVar[tuple[str, ...]] = ("epsilon",)
+    #: plays its training games in parallel (TrainContext workers / backend / Ray address matter)
+    parallel_play: ClassVar[bool] = False
 
     def __init__(
         self, config: AgentConfig | None = None, rules: Rules | None = None, seed: int | None = None

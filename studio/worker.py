@@ -257,8 +257,10 @@ class RunWorker(_Worker):
             else:
                 last_word = msg[0]
                 loop.result.emit(msg)
+        if proc.detached:
+            return  # the run trains on without this window: nothing to wait for
         code = proc.wait()
-        if last_word not in ("done", "error") and not proc.detached:
+        if last_word not in ("done", "error"):
             raise RuntimeError(
                 f"the training process died ({exit_reason(code)}); resume continues from its last checkpoint"
             )
@@ -275,6 +277,8 @@ class RunWorker(_Worker):
         elif kind == "checkpoint":
             self.last_checkpoint = str(msg[1])
             self.checkpointSaved.emit(self.last_checkpoint)
+        elif kind == "detached":
+            self.status = "detached"
         elif kind == "done":
             _, self.status, _error, self.last_checkpoint, self.games_logged = msg
         elif kind == "error":

@@ -416,6 +416,7 @@ class MCTSAgent(TorchAgent):
     )
     loss_metrics = ("policy_loss", "value_loss", "val_policy_loss", "val_value_loss")
     schedule_metrics = ("lr",)
+    parallel_play = True
     config: MCTSConfig
 
     def __init__(self, config: MCTSConfig | None = None, rules: Rules | None = None, seed: int | None = None):

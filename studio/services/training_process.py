@@ -20,7 +20,8 @@ child -> parent: ``("started", run_id, agent)``, ``("events", [MetricEvent, ...]
 :data:`BATCH_S` apart (boards and game traces dropped but the last board of a batch kept: the
 window shows one board, and the child stores the games itself), ``("checkpoint", path)``,
 ``("done", status, error, last_checkpoint, games_logged)`` and, when the run could not start or
-raised, ``("error", message, field, traceback)``.
+raised, ``("error", message, field, traceback)``. After ``"detach"`` the child answers ``("detached",)``
+and closes its output, so the window stops reading at once.
 
 SIGINT and SIGTERM stop the child's run cleanly too (a window that re-attached to it uses SIGINT).
 """
@@ -187,10 +188,19 @@ class _Sender:
         if self.gone:
             return
         with self.lock:
+            if self.gone:
+                return
             try:
                 write_frame(self.fh, obj)
             except (BrokenPipeError, OSError, ValueError):
                 self.gone = True
+
+    def close(self) -> None:
+        """No more frames: the parent sees the end of the stream."""
+        with self.lock:
+            self.gone = True
+            with contextlib.suppress(OSError):
+                self.fh.close()
 
 
 def _slim(events: list[MetricEvent]) -> list[MetricEvent]:
@@ -204,7 +214,7 @@ def _slim(events: list[MetricEvent]) -> list[MetricEvent]:
     ]
 
 
-def _listen(inp: IO[bytes], control: Control, run_box: dict[str, Any]) -> None:
+def _listen(inp: IO[bytes], control: Control, run_box: dict[str, Any], send: _Sender) -> None:
     """The command thread: pause / resume / stop / checkpoint / detach, until the parent goes."""
     detached = False
     while True:
@@ -227,7 +237,11 @@ def _listen(inp: IO[bytes], control: Control, run_box: dict[str, Any]) -> None:
             if run is not None:
                 run.request_checkpoint()
         elif msg == "detach":
+            # Say so, then go quiet: the window stops reading at once (it is closing), and the run
+            # keeps writing only to the store.
             detached = True
+            send(("detached",))
+            send.close()
 
 
 def child_main() -> int:
@@ -249,7 +263,7 @@ def child_main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: control.stop())
     signal.signal(signal.SIGINT, lambda *_: control.stop())
     run_box: dict[str, Any] = {}
-    threading.Thread(target=_listen, args=(inp, control, run_box), name="commands", daemon=True).start()
+    threading.Thread(target=_listen, args=(inp, control, run_box, send), name="commands", daemon=True).start()
 
     from engine.store import GameStore
     from studio.services.runs import RunError, open_run

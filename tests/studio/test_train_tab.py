@@ -454,3 +454,19 @@ def test_closing_the_main_window_during_training_asks_and_keeps_the_checkpoint(
         run = store.get_run(started.args[0])
         assert run.status == "stopped"
         assert store.last_checkpoint(run.id).exists()
+
+
+def test_parallel_play_is_offered_to_agents_that_play_in_parallel(qtbot, tab):
+    """MCTS self-play in several processes or on Ray: the window sets what `train --workers` does."""
+    tab.launch.select_agent("fake_learner")
+    assert not tab.launch.workersSpin.isEnabled() and "one process" in tab.launch.parallelNote.text()
+    tab.launch.select_agent("mcts")
+    assert tab.launch.workersSpin.isEnabled() and not tab.launch.rayAddressEdit.isEnabled()
+    tab.launch.workersSpin.setValue(2)
+    tab.launch.backendCombo.setCurrentIndex(tab.launch.backendCombo.findData("ray"))
+    assert tab.launch.rayAddressEdit.isEnabled()
+    tab.launch.rayAddressEdit.setText("10.1.2.3:6379")
+    request = tab.launch.request()
+    assert (request.workers, request.backend, request.ray_address) == (2, "ray", "10.1.2.3:6379")
+    context = request.context(None)
+    assert (context.workers, context.backend, context.ray_address) == (2, "ray", "10.1.2.3:6379")

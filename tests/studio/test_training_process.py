@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -213,3 +214,28 @@ def test_the_cli_exports_a_run_and_stops_one_training_elsewhere(store, data_dir,
     rows = list(csv.DictReader(out.open()))
     assert rows and len(rows) == len(store.run_metrics(run_id)["episode"])
     assert int(rows[-1]["episode"]) == run.episodes
+
+
+def test_closing_the_window_with_keep_training_lets_the_run_finish_headless(qtbot, store, monkeypatch):
+    from PySide6.QtWidgets import QMainWindow
+
+    win = QMainWindow()
+    qtbot.addWidget(win)
+    tab = TrainTab(store, None, win)
+    win.setCentralWidget(tab)
+    win.show()
+    run_id = _start(qtbot, tab, episodes=4, delay_ms=10.0)
+    pid = tab.focus.worker.process.pid
+    monkeypatch.setattr(tab, "ask_close", lambda: "detach")
+    ended: list[str] = []
+    tab.trainingFinished.connect(ended.append)
+    t0 = time.monotonic()
+    assert win.close()
+    assert time.monotonic() - t0 < 5  # the window lets go at once...
+    assert not tab.is_training and ended == ["detached"]
+    assert store.get_run(run_id).status == "running"  # ...and the run trains on without it
+    deadline = time.monotonic() + 60
+    while store.get_run(run_id).status == "running" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    run = store.get_run(run_id)
+    assert run.status == "finished" and run.episodes == 4 and run.pid == pid

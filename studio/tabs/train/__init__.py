@@ -397,11 +397,16 @@ class TrainTab(QWidget):
         self.curves.redraw()
         final = (
             w.status
-            if w.status in ("finished", "stopped", "failed")
+            if w.status in ("finished", "stopped", "failed", "detached")
             else ("failed" if w.error_message else "stopped")
         )
         if was_focus:
-            text = {"finished": "Finished", "stopped": "Stopped", "failed": "Failed"}[final]
+            text = {
+                "finished": "Finished",
+                "stopped": "Stopped",
+                "failed": "Failed",
+                "detached": "Training on without the window",
+            }[final]
             if w.last_checkpoint and final != "failed":
                 text += f" · checkpoint {Path(w.last_checkpoint).name}"
                 if final == "finished":

@@ -458,7 +458,7 @@ class LaunchForm(QWidget):
         self.episodesSpin.setEnabled(self.episodesCheck.isChecked())
         self.minutesSpin.setEnabled(self.minutesCheck.isChecked())
         self.stepsSpin.setEnabled(self.stepsCheck.isChecked())
-        parallel = bool(self.agent_cls is not None and getattr(self.agent_cls, "parallel_play", False))
+        parallel = bool(self.agent_cls is not None and self.agent_cls.parallel_play)
         for w in (self.workersSpin, self.backendCombo):
             w.setEnabled(parallel)
         self.rayAddressEdit.setEnabled(parallel and self.backendCombo.currentData() == "ray")
