@@ -64,6 +64,8 @@ class RunStore(Protocol):
 
     def set_run_status(self, run_id: int, status: str, error: str | None = None) -> None: ...
 
+    def claim_run(self, run_id: int) -> None: ...
+
     def log_metrics(self, run_id: int, events: Any) -> None: ...
 
     def add_checkpoint(self, run_id: int, path: Any, episode: int, step: int, final: bool = False) -> int: ...
@@ -281,7 +283,10 @@ class TrainingRun(Iterator[MetricEvent]):
                 status="running",
             )
         else:
-            store.set_run_status(run_id, "running")
+            try:
+                store.claim_run(run_id)  # one owner at a time, decided by the store atomically
+            except ValueError as e:
+                raise RunBusy(str(e), "resume") from None
         self.run_id = run_id
         self._writer: _MetricWriter | None = None
         self._gen = self._run()

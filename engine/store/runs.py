@@ -91,6 +91,27 @@ class RunsMixin:
             if cur.rowcount == 0:
                 raise StoreError(f"no run {run_id}")
 
+    def claim_run(self, run_id: int) -> None:
+        """Make this process the one owner of run ``run_id`` (status running), in one write transaction,
+        so two processes resuming a run cannot both proceed. StoreError naming the owner when another
+        live process trains it; an owner on this machine whose process is gone is taken over."""
+        from engine.store.db import _pid_alive
+
+        with self._tx(write=True) as con:
+            row = con.execute("SELECT status, pid, host FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise StoreError(f"no run {run_id}")
+            pid, host = row["pid"], row["host"]
+            dead = pid is not None and host == self._host and not _pid_alive(pid)
+            if row["status"] in ("running", "paused") and pid != os.getpid() and not dead:
+                raise StoreError(
+                    f"run {run_id} is {row['status']} in process {pid} on {host}: stop it there first"
+                )
+            con.execute(
+                "UPDATE runs SET status = 'running', error = NULL, updated = ?, pid = ?, host = ? WHERE id = ?",
+                (time.time(), os.getpid(), self._host, run_id),
+            )
+
     def log_metrics(self, run_id: int, events: Sequence[Any]) -> None:
         """Append metric events (``agents.base.MetricEvent``) to a run's history, in one transaction.
 

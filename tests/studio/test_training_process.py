@@ -239,3 +239,29 @@ def test_closing_the_window_with_keep_training_lets_the_run_finish_headless(qtbo
         time.sleep(0.1)
     run = store.get_run(run_id)
     assert run.status == "finished" and run.episodes == 4 and run.pid == pid
+
+
+def test_a_run_has_one_owner_and_a_killed_owner_leaves_no_lock_behind(store, data_dir, capsys):
+    from engine.store import StoreError
+
+    proc = TrainingProcess(_fake_request(budget=Budget(episodes=10**6), config={"delay_ms": 2.0}), store.path)
+    messages = proc.messages()
+    run_id = next(messages)[1]
+    for msg in messages:  # a checkpoint to resume from
+        if msg[0] == "events":
+            proc.send("checkpoint")
+        if msg[0] == "checkpoint":
+            break
+    # A second owner is refused, whether it asks the store directly or through `train --resume`.
+    with pytest.raises(StoreError, match=f"in process {proc.pid}"):
+        store.claim_run(run_id)
+    assert cli_main(["--data-dir", str(data_dir), "train", "--resume", str(run_id), "--episodes", "1"]) == 2
+    assert "stop it there first" in capsys.readouterr().err
+    # Killed, the owner leaves nothing behind: the next one takes the run over and trains it.
+    proc.kill()
+    proc.wait(10)
+    store.claim_run(run_id)
+    assert store.get_run(run_id).pid == os.getpid()
+    store.set_run_status(run_id, "stopped")
+    assert cli_main(["--data-dir", str(data_dir), "train", "--resume", str(run_id), "--episodes", "1"]) == 0
+    assert store.get_run(run_id).status == "finished"
