@@ -23,6 +23,8 @@ from agents.spec import AgentSpec
 from engine import Game, Rules
 from engine.records import GameTrace, play_recorded
 
+#: The most games one evaluation plays (a day of 1-ply n-tuple play; far past any arena figure).
+MAX_GAMES = 10_000_000
 #: Max-tile thresholds of the distribution (seed 004's table, extended to 65536).
 TILE_THRESHOLDS: tuple[int, ...] = tuple(2**k for k in range(5, 17))
 
@@ -176,8 +178,9 @@ def evaluate(
     ``store`` (an :class:`engine.store.GameStore`, optional): each game is recorded there as it
     finishes, ``source="evaluation"``. ``progress(done, total, outcome)`` is called per game.
     """
-    if games < 1:
-        raise ValueError(f"games must be >= 1, got {games}")
+    if not 1 <= games <= MAX_GAMES:
+        # Checked before anything is built: a mistyped count asked for gigabytes of job lists.
+        raise ValueError(f"games must be between 1 and {MAX_GAMES:,}, got {games:,}")
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     agent = spec.build()  # in the parent too: a bad spec fails here, clearly, before any process starts
@@ -197,7 +200,7 @@ def evaluate(
         if progress is not None:
             progress(len(outcomes), games, outcome)
 
-    jobs = [(rules, seed, i, record) for i in range(games)]
+    jobs = ((rules, seed, i, record) for i in range(games))
     n_proc = min(workers, games)
     if n_proc == 1:
         warm_up(agent, rules)

@@ -49,7 +49,7 @@ import numpy as np
 from engine.core import DIRECTIONS, Direction, Rules, legal_mask, slide_unchecked
 from engine.fsutil import atomic_write
 from engine.store.codec import spawn_triples, tile_problem
-from engine.store.model import GAME_STATUSES, PLAYER_KINDS, GameRecord, Player, StoreError
+from engine.store.model import GAME_STATUSES, MAX_TIME, PLAYER_KINDS, GameRecord, Player, StoreError
 
 NPZ_FORMAT = "2048-studio-games"
 JSONL_FORMAT = "2048-studio-game"
@@ -263,8 +263,15 @@ def _meta(obj: Mapping[str, Any], label: str) -> dict[str, Any]:
         meta[key] = v
     for key in ("started", "ended"):
         v = obj.get(key)
-        if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool) or not np.isfinite(v)):
-            raise StoreError(f"{label}: {key} must be Unix seconds, got {v!r}")
+        if v is not None and (
+            not isinstance(v, (int, float))
+            or isinstance(v, bool)
+            or not np.isfinite(v)
+            or not 0 <= v <= MAX_TIME
+        ):
+            # Range-checked at the door: one time past what a platform's time functions take made
+            # every later listing of the library fail.
+            raise StoreError(f"{label}: {key} must be Unix seconds between 1970 and 9999, got {v!r}")
         meta[key] = None if v is None else float(v)
     status = obj.get("status")  # None: decided from the final board in check_game
     if status is not None and status not in GAME_STATUSES:

@@ -33,11 +33,19 @@ class StoreError(ValueError):
     """
 
 
+#: The latest time a store accepts (9999-12-31 UTC): later ones break the platform's time functions.
+MAX_TIME = 253_402_300_799.0
+
+
 def format_time(ts: float | None) -> str:
-    """Unix seconds -> local ``YYYY-MM-DD HH:MM:SS`` (``-`` for None)."""
+    """Unix seconds -> local ``YYYY-MM-DD HH:MM:SS`` (``-`` for None, ``?`` for a time no clock shows,
+    so one bad row cannot take a listing down)."""
     if ts is None:
         return "-"
-    return _dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+    try:
+        return _dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, OSError, ValueError):
+        return "?"
 
 
 @dataclass(frozen=True)

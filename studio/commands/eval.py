@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from agents.arena import TILE_THRESHOLDS, EvalResult, GameOutcome, evaluate
+from agents.arena import MAX_GAMES, TILE_THRESHOLDS, EvalResult, GameOutcome, evaluate
 from agents.checkpoint import read_checkpoint
 from agents.config import load_preset
 from agents.spec import AgentSpec
@@ -141,8 +141,8 @@ def _progress(line: ProgressLine) -> Callable[[int, int, GameOutcome], None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.games < 1 or args.workers < 1:
-        raise CliError("--games and --workers must be >= 1")
+    if not 1 <= args.games <= MAX_GAMES or not 1 <= args.workers <= 1024:
+        raise CliError(f"--games must be 1 to {MAX_GAMES:,} and --workers 1 to 1024")
     specs = contestants(args)
     results: list[EvalResult] = []
     with GameStore.open(args.data_dir) as store:

@@ -40,7 +40,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.store import SOURCE_FILTERS
+from engine.store import SOURCE_FILTERS, format_time
 from studio.tabs.common import button
 from studio.widgets.histogram import TileHistogram
 
@@ -60,7 +60,8 @@ Index = QModelIndex | QPersistentModelIndex
 
 
 def _when(ts: float | None) -> str:
-    return "-" if ts is None else time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
+    """A row's time to the minute: the store's formatter (``?`` for a time no clock shows)."""
+    return format_time(ts)[:16]
 
 
 class GamesTableModel(QAbstractTableModel):

@@ -10,7 +10,6 @@ starts or ends; the rows of live runs are updated from their events in memory.
 
 from __future__ import annotations
 
-import datetime as _dt
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.store import RunSummary
+from engine.store import RunSummary, format_time
 from studio.services.runs import write_metrics_csv
 from studio.tabs.common import button, error_box
 from studio.text import duration
@@ -168,10 +167,7 @@ class RunsPanel(QWidget):
         table.setRowCount(len(runs))
         for row, r in enumerate(runs):
             score = r.last_metrics.get("score")
-            try:
-                started = _dt.datetime.fromtimestamp(r.created).strftime("%Y-%m-%d %H:%M")
-            except (OverflowError, OSError, ValueError):
-                started = "?"
+            started = format_time(r.created)[:16]
             cells = (
                 str(r.id),
                 r.agent,
