@@ -7,6 +7,7 @@ loop runs under the GUI's worker thread and under ``python main.py train``.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -225,11 +226,15 @@ class Agent:
         values = self.move_values(game)
         if not values:
             raise ValueError("no legal move: the game is over")
-        best = max(values.values())
+        # NaN compares false with everything: a diverged network must still pick a legal move, or a
+        # game (and an evaluation) would never end. Non-finite values rank below every finite one.
+        finite = {d: v for d, v in values.items() if math.isfinite(v)}
+        ranked = finite or values
+        best = max(ranked.values()) if finite else None
         for d in DIRECTIONS:
-            if d in values and values[d] == best:
+            if d in ranked and (best is None or ranked[d] == best):
                 return d
-        raise AssertionError("unreachable")
+        raise AssertionError("a legal move is always found above")
 
     # ------------------------------------------------------------------ training
     def train(

@@ -291,7 +291,9 @@ class PolicyAgent(TorchAgent):
             yield tracker.event(
                 "update",
                 {
-                    "loss": loss,
+                    # An epoch without targets has no loss: say nothing rather than NaN, which
+                    # the run takes for divergence.
+                    **({"loss": loss} if np.isfinite(loss) else {}),
                     "batch_mean_score": float(np.mean([g.score for g in played])),
                     "batch_mean_max_tile": float(np.mean([g.max_tile for g in played])),
                     "window_mean_score": float(np.mean(window_scores)),

@@ -22,6 +22,7 @@ budget (or a new budget). The GUI's worker thread and ``python main.py train`` b
 from __future__ import annotations
 
 import dataclasses
+import math
 import threading
 import time
 from collections.abc import Generator, Iterator, Mapping
@@ -39,6 +40,9 @@ DEFAULT_CHECKPOINT_EVERY_S = 300.0
 #: MB per long run, mostly early random-looking play; one in 10 keeps a dense sample of the whole
 #: learning curve to replay or learn from, at a tenth of the size.
 DEFAULT_LOG_EVERY = 10
+#: Episodes in a row without a single move before a run is stopped as stuck (a diverged agent that
+#: picks no move plays 0-move games forever, and its store grows by the minute).
+STALL_EPISODES = 200
 #: Metric events wait at most this long in memory before they are written.
 FLUSH_AFTER_S = 0.5
 #: ... or until this many are waiting (fast agents emit thousands per second).
@@ -104,6 +108,10 @@ class RunBusy(RunError):
 
 class NoCheckpoint(RunError):
     """The run saved no checkpoint, so there is nothing to resume from."""
+
+
+class Diverged(RunError):
+    """The learner reported a non-finite value, or stopped making moves: a run that cannot recover."""
 
 
 class IncompatibleCheckpoint(RunError):
@@ -196,6 +204,30 @@ class _MetricWriter:
         self._thread.join()
         self.flush()
         self._raise_error()
+
+
+class _HealthWatch:
+    """Stops a run that cannot recover: a non-finite metric, or episodes that make no move."""
+
+    def __init__(self) -> None:
+        self.last_step: int | None = None
+        self.still = 0
+
+    def check(self, event: MetricEvent) -> None:
+        for name, value in event.metrics.items():
+            if not math.isfinite(float(value)):
+                raise Diverged(
+                    f"diverged: {name} is {value} at step {event.step:,}; the last good checkpoint is kept"
+                )
+        if event.kind != "episode":
+            return
+        self.still = self.still + 1 if self.last_step is not None and event.step == self.last_step else 0
+        self.last_step = event.step
+        if self.still >= STALL_EPISODES:
+            raise Diverged(
+                f"stuck: {self.still} episodes in a row without a move at step {event.step:,}; "
+                "the last good checkpoint is kept"
+            )
 
 
 class _RunControl(Control):
@@ -346,8 +378,10 @@ class TrainingRun(Iterator[MetricEvent]):
         control = _RunControl(self.control, self._on_pause, self._on_resume)
         status, error, save = "failed", None, False
         next_checkpoint = time.monotonic() + self.checkpoint_every_s
+        watch = _HealthWatch()
         try:
             for event in self.agent.train(self.budget, control, self.context):
+                watch.check(event)  # before anything is saved: the last good checkpoint stays the last
                 writer.add(event)
                 self._log_game(event)
                 if self._checkpoint_asked or time.monotonic() >= next_checkpoint:
@@ -366,7 +400,7 @@ class TrainingRun(Iterator[MetricEvent]):
             status, error = "stopped", "interrupted (Ctrl-C): resume continues from the last checkpoint"
             raise
         except BaseException as e:
-            status, error = "failed", f"{type(e).__name__}: {e}"
+            status, error = "failed", str(e) if isinstance(e, RunError) else f"{type(e).__name__}: {e}"
             raise
         finally:
             try:

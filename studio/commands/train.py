@@ -20,7 +20,7 @@ from typing import Any
 
 from agents.base import Budget, Control, MetricEvent
 from agents.config import load_preset
-from agents.runner import DEFAULT_CHECKPOINT_EVERY_S, DEFAULT_LOG_EVERY, TrainingRun
+from agents.runner import DEFAULT_CHECKPOINT_EVERY_S, DEFAULT_LOG_EVERY, RunError, TrainingRun
 from engine.store import GameStore
 from studio.cli import CliError
 from studio.commands import _agent_flags as flags
@@ -203,6 +203,9 @@ def run(args: argparse.Namespace) -> int:
                     line.update(live.event.progress, live.add(live.event), force=True)
         except (KeyboardInterrupt, CliError):
             raise
+        except RunError as e:  # the run stopped itself (diverged, stuck): one line says why
+            print(f"run {training.run_id} failed: {e}", file=sys.stderr)
+            return 1
         except Exception as e:
             # A bug in the agent: its traceback helps whoever fixes it; the run is recorded as failed.
             traceback.print_exc()

@@ -296,6 +296,9 @@ def child_main() -> int:
         last = None if run.last_checkpoint is None else str(run.last_checkpoint)
         send(("done", run.status, None, last, run.games_logged))
         return 0
+    except RunError as e:  # the run stopped itself (diverged, stuck): its one-line reason is enough
+        send(("error", str(e), e.field, ""))
+        return 1
     except Exception as e:  # the run is marked failed by the runner; the window shows the traceback
         send(("error", f"{type(e).__name__}: {e}", None, traceback.format_exc()))
         return 1

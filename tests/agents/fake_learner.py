@@ -29,6 +29,8 @@ class FakeConfig(AgentConfig):
 
     fail_at: int = knob(0, "raise RuntimeError when this episode is reached (0 = never)", low=0, high=10**6)
     pause_s: float = knob(0.0, "seconds to sleep after each episode", low=0.0, high=60.0)
+    diverge_at: int = knob(0, "from this episode on, report a NaN loss (0 = never)", low=0, high=10**6)
+    stall_at: int = knob(0, "from this episode on, play 0-move episodes (0 = never)", low=0, high=10**6)
 
 
 class FakeLearner(Agent):
@@ -64,7 +66,8 @@ class FakeLearner(Agent):
                 return
             game = Game(rules=self.rules, seed=int(self.rng.integers(1 << 30)))
             trace = GameTrace.start(game)
-            while not game.game_over:
+            stalled = bool(self.config.stall_at) and self.counters.episodes + 1 >= self.config.stall_at
+            while not game.game_over and not stalled:
                 play_recorded(game, self.act(game), trace)
             self.counters.episodes += 1
             self.counters.steps += game.moves
@@ -81,7 +84,9 @@ class FakeLearner(Agent):
                 {
                     "score": float(game.score),
                     "max_tile": float(game.max_tile),
-                    "loss": 1.0 / self.counters.episodes,
+                    "loss": float("nan")
+                    if self.config.diverge_at and self.counters.episodes >= self.config.diverge_at
+                    else 1.0 / self.counters.episodes,
                 },
                 progress=budget.progress(
                     self.counters.episodes - start_ep, self.counters.steps - start_steps, clock.call_seconds

@@ -204,3 +204,51 @@ def test_resume_after_a_kill_shows_each_episode_once(store: GameStore) -> None:
     assert store.run_metrics(run.run_id)["episode"].tolist() == [1, 2]
     assert [e.episode for e in resumed] == [3, 4, 5, 6]
     assert store.run_metrics(run.run_id)["episode"].tolist() == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_diverged_learner_fails_its_run_with_one_line_and_keeps_the_last_good_checkpoint(
+    store: GameStore,
+) -> None:
+    from agents.runner import Diverged
+
+    run = run_training(learner(diverge_at=4), Budget(episodes=100), store, checkpoint_every_s=1e-9)
+    with pytest.raises(Diverged, match="diverged: loss is nan at step"):
+        list(run)
+    summary = store.get_run(run.run_id)
+    assert summary.status == "failed" and summary.error is not None
+    assert summary.error.startswith("diverged: loss is nan") and "\n" not in summary.error
+    # Checkpoints were saved after each good episode (every event is past due here), none after.
+    assert [c.episode for c in store.run_checkpoints(run.run_id)] == [1, 2, 3]
+    assert load_checkpoint(store.last_checkpoint(run.run_id)).counters.episodes == 3
+
+
+def test_a_learner_that_stops_making_moves_is_stopped_as_stuck(store: GameStore) -> None:
+    from agents.runner import STALL_EPISODES, Diverged
+
+    run = run_training(learner(stall_at=3), Budget(episodes=10**6), store)
+    with pytest.raises(Diverged, match=f"stuck: {STALL_EPISODES} episodes in a row without a move"):
+        list(run)
+    summary = store.get_run(run.run_id)
+    assert summary.status == "failed" and summary.episodes < STALL_EPISODES + 5
+
+
+def test_act_picks_a_legal_move_when_values_are_not_finite() -> None:
+    from agents.base import Agent
+    from engine import Direction, Game
+
+    class Broken(Agent):
+        name = "broken"
+
+        def __init__(self, values):
+            super().__init__()
+            self.values = values
+
+        def move_values(self, game):
+            return {d: self.values(d) for d in game.legal_moves()}
+
+    game = Game(seed=1)
+    legal = game.legal_moves()
+    assert Broken(lambda d: float("nan")).act(game) == legal[0]
+    assert Broken(lambda d: 1.0 if d == legal[-1] else float("nan")).act(game) == legal[-1]
+    assert Broken(lambda d: float("inf") if d == legal[0] else 2.0).act(game) in legal[1:]
+    assert isinstance(Broken(lambda d: 0.0).act(game), Direction)
