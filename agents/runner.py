@@ -217,7 +217,7 @@ class _HealthWatch:
         for name, value in event.metrics.items():
             if not math.isfinite(float(value)):
                 raise Diverged(
-                    f"diverged: {name} is {value} at step {event.step:,}; the last good checkpoint is kept"
+                    f"diverged: {name} is {value} at step {event.step:,} (nothing after it is saved)"
                 )
         if event.kind != "episode":
             return
@@ -225,8 +225,8 @@ class _HealthWatch:
         self.last_step = event.step
         if self.still >= STALL_EPISODES:
             raise Diverged(
-                f"stuck: {self.still} episodes in a row without a move at step {event.step:,}; "
-                "the last good checkpoint is kept"
+                f"stuck: {self.still} episodes in a row without a move at step {event.step:,} "
+                "(nothing after it is saved)"
             )
 
 
