@@ -27,6 +27,21 @@ class CliError(Exception):
     """A user error: printed as one line, exit status 2."""
 
 
+#: The largest id SQLite can hold (a larger number on the command line is refused at the door).
+MAX_ID = 2**63 - 1
+
+
+def record_id(text: str) -> int:
+    """argparse type of a game or run id: a whole number from 1 to 2**63 - 1, else a one-line error."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an id (a whole number from 1)") from None
+    if not 1 <= value <= MAX_ID:
+        raise argparse.ArgumentTypeError(f"{text} is not an id (ids run from 1 to {MAX_ID})")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python main.py",

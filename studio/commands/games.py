@@ -16,7 +16,7 @@ import numpy as np
 
 from engine.core import DIRECTIONS
 from engine.store import SOURCE_FILTERS, GameRecord, GameStore, GameSummary, format_time
-from studio.cli import CliError
+from studio.cli import MAX_ID, CliError, record_id
 from studio.text import board_lines, duration, side_by_side, table
 
 DEFAULT_LIMIT = 50
@@ -42,7 +42,7 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run_list)
 
     p = sub.add_parser("show", help="one game: who played, rules, score, boards (--moves: every move)")
-    p.add_argument("id", type=_positive, help="game id (see games list)")
+    p.add_argument("id", type=record_id, help="game id (see games list)")
     p.add_argument("--moves", action="store_true", help="also print every move")
     p.set_defaults(func=run_show)
 
@@ -67,8 +67,8 @@ def _positive(text: str) -> int:
         v = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
+    if not 1 <= v <= MAX_ID:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_ID}, got {v}")
     return v
 
 
@@ -110,6 +110,8 @@ def parse_ids(tokens: list[str]) -> list[int]:
             if not m:
                 raise CliError(f"{part!r} is not a game id or range (e.g. 7 or 3-12)")
             a, b = int(m.group(1)), int(m.group(2) or m.group(1))
+            if not 1 <= a <= MAX_ID or not 1 <= b <= MAX_ID:
+                raise CliError(f"{part!r} is not a game id (ids run from 1 to {MAX_ID})")
             if b < a:
                 raise CliError(f"range {part!r} runs backwards")
             if b - a > 1_000_000:

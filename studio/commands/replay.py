@@ -16,7 +16,7 @@ import numpy as np
 
 from engine import DIRECTIONS, slide
 from engine.store import GameRecord, GameStore
-from studio.cli import CliError
+from studio.cli import CliError, record_id
 from studio.text import board_lines
 
 ARROWS = {0: "↑ up", 1: "← left", 2: "↓ down", 3: "→ right"}
@@ -28,7 +28,7 @@ def register(subparsers: Any) -> None:
         help="play a logged game back in the terminal (or check it against the rules)",
         description="Replay a logged game move by move: board, move, reward, score and spawn.",
     )
-    p.add_argument("id", type=int, help="game id (see: python main.py games list)")
+    p.add_argument("id", type=record_id, help="game id (see: python main.py games list)")
     speed = p.add_mutually_exclusive_group()
     speed.add_argument("--speed", type=float, default=4.0, help="moves per second (default 4; 0 = no pause)")
     speed.add_argument("--step", action="store_true", help="wait for Enter between moves (q + Enter quits)")

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from engine.store import RUN_STATUSES, GameStore, RunSummary, format_time
+from studio.cli import CliError, record_id
 from studio.services.runs import stop_elsewhere, write_metrics_csv
 from studio.text import duration, number, sparkline, table
 
@@ -36,21 +37,24 @@ def register(subparsers: Any) -> None:
     p.add_argument("--limit", type=int, default=50, help="at most this many rows (default 50)")
     p.set_defaults(func=run_list)
     p = sub.add_parser("show", help="one run: config, status, last metrics, checkpoints, curve summary")
-    p.add_argument("id", type=int, help="run id (see runs list)")
+    p.add_argument("id", type=record_id, help="run id (see runs list)")
     p.set_defaults(func=run_show)
     p = sub.add_parser("export", help="a run's metric history as CSV (one row per event)")
-    p.add_argument("id", type=int, help="run id")
+    p.add_argument("id", type=record_id, help="run id")
     p.add_argument("file", help="the .csv file to write")
     p.set_defaults(func=run_export)
     p = sub.add_parser("stop", help="ask a run training in another process to stop and save")
-    p.add_argument("id", type=int, help="run id")
+    p.add_argument("id", type=record_id, help="run id")
     p.set_defaults(func=run_stop)
 
 
 def run_export(args: argparse.Namespace) -> int:
     with GameStore.open(args.data_dir) as store:
         columns = store.run_metrics(args.id)
-    out = write_metrics_csv(columns, args.file)
+    try:
+        out = write_metrics_csv(columns, args.file)
+    except OSError as e:
+        raise CliError(f"cannot write {args.file}: {e.strerror or e}") from None
     print(f"run {args.id}: {len(columns['episode']):,} events written to {out}")
     return 0
 

@@ -22,7 +22,7 @@ from agents.base import Budget, Control, MetricEvent
 from agents.config import load_preset
 from agents.runner import DEFAULT_CHECKPOINT_EVERY_S, DEFAULT_LOG_EVERY, RunError, TrainingRun
 from engine.store import GameStore
-from studio.cli import CliError
+from studio.cli import CliError, record_id
 from studio.commands import _agent_flags as flags
 from studio.progress import ProgressLine
 from studio.services.runs import RunRequest, open_run
@@ -57,7 +57,9 @@ def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
     b.add_argument("--steps", type=int, help="train this many steps (moves)")
     p.add_argument("--seed", type=int, default=None, help="random seed of the agent (default: fresh)")
     flags.add_rules_flags(p)
-    p.add_argument("--resume", type=int, metavar="RUN_ID", help="continue this run from its last checkpoint")
+    p.add_argument(
+        "--resume", type=record_id, metavar="RUN_ID", help="continue this run from its last checkpoint"
+    )
     p.add_argument(
         "--checkpoint-every",
         type=float,

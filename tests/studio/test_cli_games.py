@@ -381,3 +381,33 @@ def test_an_impossible_time_is_refused_at_import_and_a_bad_row_lists_as_unknown(
 def test_eval_refuses_an_absurd_game_count_before_doing_anything(capsys):
     assert main(["eval", "--agent", "random", "--games", "99999999999999999999999"]) == 2
     assert "--games must be 1 to 10,000,000" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["runs", "show", "99999999999999999999"],
+        ["runs", "stop", "0"],
+        ["runs", "export", "99999999999999999999", "x.csv"],
+        ["games", "show", "99999999999999999999"],
+        ["games", "delete", "99999999999999999999"],
+        ["games", "list", "--limit", "99999999999999999999"],
+        ["replay", "99999999999999999999"],
+        ["train", "--resume", "99999999999999999999"],
+    ],
+)
+def test_an_id_past_what_the_store_holds_is_a_one_line_error(argv, data_dir, capsys):
+    try:
+        code = main(["--data-dir", str(data_dir), *argv])
+    except SystemExit as e:  # argparse refuses it while parsing
+        code = e.code
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "\n" not in err and ("is not an id" in err or "is not a game id" in err or "must be from 1" in err)
+
+
+def test_runs_export_into_a_directory_is_a_one_line_error(data_dir, tmp_path, capsys):
+    with GameStore.open(data_dir) as store:
+        store.create_run("dqn", {}, Rules(), {"episodes": 1})
+    assert main(["--data-dir", str(data_dir), "runs", "export", "1", str(tmp_path)]) == 2
+    assert "cannot write" in capsys.readouterr().err
