@@ -105,7 +105,7 @@ def test_list_filters_and_any_board_size(qtbot, window):
     assert replay.record.id == a and replay.board.board.shape == (2, 7)
 
 
-def test_ten_thousand_move_game_opens_at_once_and_scrubs_smoothly(qtbot, window):
+def test_a_ten_thousand_move_game_opens_and_scrubs_to_the_right_boards(qtbot, window):
     store = window.store
     rules = Rules(rows=4, cols=4)
     rng = np.random.default_rng(0)
