@@ -259,7 +259,10 @@ class RunWorker(_Worker):
                 loop.result.emit(msg)
         if proc.detached:
             return  # the run trains on without this window: nothing to wait for
-        code = proc.wait()
+        code = proc.wait(60)
+        if code is None:  # it said its last word but does not exit (a stuck library thread): end it
+            proc.kill()
+            code = proc.wait(10)
         if last_word not in ("done", "error"):
             raise RuntimeError(
                 f"the training process died ({exit_reason(code)}); resume continues from its last checkpoint"
