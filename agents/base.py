@@ -61,6 +61,10 @@ class MetricEvent:
     game: GameTrace | None = None
 
 
+#: The largest episode or step count a budget may name: what SQLite's integers hold.
+MAX_COUNT = 2**63 - 1
+
+
 @dataclass(frozen=True)
 class Budget:
     """How much to train in one call: any of episodes, moves (steps) and seconds; the first reached ends it."""
@@ -74,7 +78,17 @@ class Budget:
             raise ValueError("a training budget needs episodes, steps or seconds")
         for name in ("episodes", "steps", "seconds"):
             v = getattr(self, name)
-            if v is not None and v <= 0:
+            if v is None:
+                continue
+            if name == "seconds":
+                ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                kind = "a finite number of seconds"
+            else:
+                ok = isinstance(v, (int, np.integer)) and not isinstance(v, bool) and bool(v <= MAX_COUNT)
+                kind = f"a whole number up to {MAX_COUNT:,}"
+            if not ok:
+                raise ValueError(f"budget {name} must be {kind}, got {v!r}")
+            if v <= 0:
                 raise ValueError(f"budget {name} must be > 0, got {v}")
 
     def progress(self, episodes: int, steps: int, seconds: float) -> float:
@@ -237,6 +251,10 @@ class Agent:
         raise AssertionError("a legal move is always found above")
 
     # ------------------------------------------------------------------ training
+    def check_can_train(self, context: TrainContext | None) -> None:
+        """Raise ConfigError(field, why) when training cannot start at all in ``context`` (no data to
+        learn from); checked before a run is made, so a refusal leaves nothing in the store."""
+
     def train(
         self, budget: Budget, control: Control | None = None, context: TrainContext | None = None
     ) -> Iterator[MetricEvent]:

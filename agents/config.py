@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -202,6 +203,12 @@ class FieldSpec:
                     raise ConfigError(
                         self.name, f"must be in [{_fmt(self.low)}, {_fmt(self.high)}]; got {_fmt(x)}"
                     )
+                # nan passes every range check (each comparison is False), inf passes an open one, and
+                # a whole number past 64 bits overflows numpy and SQLite: none is a setting.
+                if isinstance(x, float) and not math.isfinite(x):
+                    raise ConfigError(self.name, f"must be a finite number, got {_fmt(x)}")
+                if isinstance(x, int) and not -(2**63) < x < 2**63:
+                    raise ConfigError(self.name, f"must fit in 64 bits, got {x}")
         return v
 
 
@@ -351,24 +358,75 @@ def list_presets(agent: str | None = None) -> list[str]:
     """Preset names (file stems in ``resources/presets``), optionally only those for ``agent``."""
     out = []
     for p in sorted(presets_dir().glob("*.json")):
-        if agent is None or load_preset(p.stem).get("agent") == agent:
+        try:
+            preset = load_preset(p.stem)
+        except ValueError:  # a damaged preset file is refused when named, never takes a listing down
+            continue
+        if agent is None or preset["agent"] == agent:
             out.append(p.stem)
     return out
 
 
+#: A preset is a few hundred bytes of JSON; a larger file is not one (and is not read whole).
+MAX_PRESET_BYTES = 1 << 20
+
+
 def load_preset(name: str) -> dict[str, Any]:
-    """A preset file: ``{"agent": ..., "description": ..., "config": {...}, "rules": {...}, "budget": {...}}``."""
+    """A preset file: ``{"agent": ..., "description": ..., "config": {...}, "rules": {...}, "budget": {...}}``.
+
+    Every part is checked here (ValueError with one line naming the file and the part), so that the
+    window and ``train --preset`` never meet a preset of the wrong shape further in.
+    """
     path = Path(name)
     if not path.suffix:
         path = presets_dir() / f"{name}.json"
     if not path.exists():
         known = ", ".join(p.stem for p in sorted(presets_dir().glob("*.json")))
         raise ValueError(f"no preset {name!r} (known: {known or 'none'})")
+    if not path.is_file():
+        raise ValueError(f"preset {path.name} is not a file")
+    if path.stat().st_size > MAX_PRESET_BYTES:
+        raise ValueError(f"preset {path.name} is larger than {MAX_PRESET_BYTES:,} bytes: not a preset")
     try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise ValueError(f"preset {path.name} is not valid JSON: {e}") from None
-    if not isinstance(data, dict) or "agent" not in data or not isinstance(data.get("config", {}), dict):
-        raise ValueError(f"preset {path.name} must be an object with 'agent' and 'config'")
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        why = (
+            e.msg
+            if isinstance(e, json.JSONDecodeError)
+            else "not UTF-8 JSON"
+            if isinstance(e, UnicodeDecodeError)
+            else "nested too deeply"
+        )
+        raise ValueError(f"preset {path.name} is not valid JSON: {why}") from None
+    _check_preset(data, path.name)
     data.setdefault("name", path.stem)  # so that whoever applies it can say which one it was
     return data
+
+
+def _check_preset(data: Any, label: str) -> None:
+    """The shape of a preset: ValueError naming the part that is wrong."""
+    if not isinstance(data, dict) or not isinstance(data.get("agent"), str):
+        raise ValueError(f"preset {label} must be an object with 'agent' (text) and 'config'")
+    for key in ("description", "name"):
+        if key in data and not isinstance(data[key], str):
+            raise ValueError(f"preset {label}: {key} must be text")
+    for key in ("config", "rules", "budget"):
+        if not isinstance(data.get(key, {}), dict):
+            raise ValueError(f"preset {label}: {key} must be an object")
+    if data.get("rules"):
+        from engine import Rules
+
+        try:
+            Rules.from_dict({**Rules().to_dict(), **data["rules"]})
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"preset {label}: its rules make no game: {e}") from None
+    budget = data.get("budget") or {}
+    unknown = sorted(set(budget) - {"episodes", "steps", "seconds", "minutes"})
+    if unknown:
+        raise ValueError(f"preset {label}: budget has no {unknown[0]!r} (episodes, steps, seconds, minutes)")
+    for key, value in budget.items():
+        whole = key in ("episodes", "steps")
+        ok = isinstance(value, int) if whole else isinstance(value, (int, float)) and math.isfinite(value)
+        if value is not None and (isinstance(value, bool) or not ok or not 0 < value < 2**63):
+            kind = "a whole number > 0" if whole else "a finite number > 0"
+            raise ValueError(f"preset {label}: budget {key} must be {kind}, got {value!r}")

@@ -124,6 +124,26 @@ def describe_filters(cfg: ImitationConfig) -> str:
     return ", ".join(parts)
 
 
+def _selected_games(store: Any, cfg: ImitationConfig, rules: Rules) -> list[Any]:
+    """Summaries of the games the filters select that this board can learn from, newest first."""
+    summaries = store.list_games(
+        source="imported" if cfg.source == "imported" else None,
+        played_by=None if cfg.source in ("any", "imported") else cfg.source,
+        agent=cfg.teacher or None,
+        min_score=cfg.min_score or None,
+        since=cfg.since or None,
+        until=cfg.until or None,
+    )
+    return [s for s in summaries if s.n_moves > 0 and s.rules.shape == rules.shape]
+
+
+def _no_games_message(cfg: ImitationConfig, rules: Rules, where: Any) -> str:
+    return (
+        f"no logged {rules.rows}x{rules.cols} games with moves match the filters ({describe_filters(cfg)}) "
+        f"in {where}: play or evaluate some games first, or loosen the filters"
+    )
+
+
 def load_dataset(cfg: ImitationConfig, rules: Rules, data_dir: Any = None) -> Dataset:
     """The examples of every logged game the config's filters select (ValueError when there is none).
 
@@ -136,16 +156,7 @@ def load_dataset(cfg: ImitationConfig, rules: Rules, data_dir: Any = None) -> Da
     kind = None if cfg.source in ("any", "imported") else cfg.source
     teacher = cfg.teacher or None
     with GameStore.open(data_dir) as store:
-        summaries = store.list_games(
-            source="imported" if cfg.source == "imported" else None,
-            played_by=kind,
-            agent=teacher,
-            min_score=cfg.min_score or None,
-            since=cfg.since or None,
-            until=cfg.until or None,
-        )
-        # Newest first; the limit applies to the games this agent can use.
-        summaries = [s for s in summaries if s.n_moves > 0 and s.rules.shape == rules.shape]
+        summaries = _selected_games(store, cfg, rules)
         records: list[Any] = []
         picks: list[np.ndarray] = []
         for s in summaries:
@@ -157,10 +168,7 @@ def load_dataset(cfg: ImitationConfig, rules: Rules, data_dir: Any = None) -> Da
                 records.append(record)
                 picks.append(pick)
         if not records:
-            raise ValueError(
-                f"no logged {rules.rows}x{rules.cols} games with moves match the filters ({describe_filters(cfg)}) "
-                f"in {store.path}: play or evaluate some games first, or loosen the filters"
-            )
+            raise ValueError(_no_games_message(cfg, rules, store.path))
     exps = np.concatenate(
         [
             to_exponents(r.layouts[p].reshape(-1, rules.cols)).reshape(-1, *rules.shape)
@@ -241,6 +249,14 @@ class ImitationAgent(TorchAgent):
             total += loss.item() * len(data.moves_N[sl])
             correct += c
         return total / len(data), correct / len(data)
+
+    def check_can_train(self, context: TrainContext | None) -> None:
+        """No run is made when the filters select no game: there would be nothing to learn from."""
+        from engine.store import GameStore
+
+        with GameStore.open(context.data_dir if context is not None else None) as store:
+            if not _selected_games(store, self.config, self.rules):
+                raise ConfigError("source", _no_games_message(self.config, self.rules, store.path))
 
     def train(
         self, budget: Budget, control: Control | None = None, context: TrainContext | None = None

@@ -81,6 +81,11 @@ for _d, _aliases in {
         _DIRECTION_ALIASES[_a] = _d
 
 
+#: The longest board side the rules accept: a board is a handful of kilobytes, a game's log stays
+#: bounded, and a typo like ``--rows 100000`` is a one-line error instead of a 75 GB allocation.
+MAX_SIDE = 16
+
+
 @dataclass(frozen=True)
 class Rules:
     """The knobs of the game (seed 004's ``Simplified2048``); the defaults are the classic game."""
@@ -94,19 +99,26 @@ class Rules:
     def __post_init__(self) -> None:
         for name in ("rows", "cols"):
             v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"Rules.{name} must be a whole number >= 1, got {v!r}")
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or not 1 <= v <= MAX_SIDE:
+                raise ValueError(f"Rules.{name} must be a whole number from 1 to {MAX_SIDE}, got {v!r}")
         if self.rows * self.cols < 2:
             raise ValueError(f"a {self.rows}x{self.cols} board is too small: it needs at least 2 cells")
+        if isinstance(self.p4, bool) or not isinstance(self.p4, (int, float, np.floating, np.integer)):
+            raise ValueError(f"Rules.p4 (probability of a 4) must be a number, got {self.p4!r}")
         if not (0.0 <= float(self.p4) <= 1.0):
             raise ValueError(f"Rules.p4 (probability of a 4) must be in [0, 1], got {self.p4!r}")
         cells = self.rows * self.cols
-        if not isinstance(self.start_tiles, (int, np.integer)) or not 0 <= self.start_tiles <= cells:
+        if (
+            not isinstance(self.start_tiles, (int, np.integer))
+            or isinstance(self.start_tiles, bool)
+            or not 0 <= self.start_tiles <= cells
+        ):
             raise ValueError(
                 f"Rules.start_tiles must be between 0 and {cells} (the number of cells), got {self.start_tiles!r}"
             )
         if (
             not isinstance(self.spawn_per_move, (int, np.integer))
+            or isinstance(self.spawn_per_move, bool)
             or not 0 <= self.spawn_per_move <= cells - 1
         ):
             raise ValueError(

@@ -16,7 +16,8 @@ from typing import Any
 from agents.config import AgentConfig, add_config_arguments, config_overrides, load_preset
 from agents.registry import agent_names, get_agent_class, unknown_agent_message
 from engine import Rules
-from studio.cli import CliError
+from engine.core import MAX_SIDE
+from studio.cli import CliError, whole
 
 
 def register_two_stage(
@@ -85,8 +86,9 @@ def add_agent_flags(parser: argparse.ArgumentParser, names: Iterable[str]) -> No
 
 
 def add_rules_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--rows", type=int, default=None, help="board rows (default 4, or the preset's)")
-    parser.add_argument("--cols", type=int, default=None, help="board columns (default 4, or the preset's)")
+    side = whole(1, MAX_SIDE)
+    parser.add_argument("--rows", type=side, default=None, help="board rows (default 4, or the preset's)")
+    parser.add_argument("--cols", type=side, default=None, help="board columns (default 4, or the preset's)")
 
 
 def rules_from(args: argparse.Namespace, preset: dict[str, Any] | None = None) -> Rules | None:

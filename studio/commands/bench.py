@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from studio.cli import MAX_SEED, number, whole
 from studio.progress import ProgressLine
 
 # name -> ("module:function", help). One line per benchmark.
@@ -120,12 +121,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "--json", action="store_true", help="print one JSON object (progress still goes to stderr)"
         )
         p.add_argument(
-            "--seconds", type=_positive_float, default=1.0, help="seconds per measurement (default 1)"
+            "--seconds",
+            type=number(0, 3600, above=True),
+            default=1.0,
+            help="seconds per measurement (default 1)",
         )
         p.add_argument(
-            "--rounds", type=_positive_int, default=3, help="interleaved rounds, best kept (default 3)"
+            "--rounds", type=whole(1, 1000), default=3, help="interleaved rounds, best kept (default 3)"
         )
-        p.add_argument("--seed", type=int, default=0, help="seed of the games played (default 0)")
+        p.add_argument(
+            "--seed", type=whole(0, MAX_SEED), default=0, help="seed of the games played (default 0)"
+        )
         p.add_argument(
             "-o",
             "--option",
@@ -135,20 +141,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             help="benchmark-specific setting, repeatable (the benchmark's description lists them)",
         )
         p.set_defaults(func=run)
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
-    return value
 
 
 def _resolve(target: str) -> Callable[[BenchOptions, ProgressLine], BenchReport]:

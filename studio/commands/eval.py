@@ -19,7 +19,7 @@ from agents.checkpoint import read_checkpoint
 from agents.config import load_preset
 from agents.spec import AgentSpec
 from engine.store import GameStore
-from studio.cli import CliError
+from studio.cli import MAX_SEED, MAX_WORKERS, CliError, whole
 from studio.commands import _agent_flags as flags
 from studio.progress import ProgressLine
 from studio.text import table
@@ -50,9 +50,13 @@ def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
     )
     p.add_argument("--preset", action="append", default=[], help="evaluate a preset's agent and settings")
     p.add_argument("--checkpoint", action="append", default=[], metavar="PATH", help="evaluate a saved agent")
-    p.add_argument("--games", type=int, default=100, help="games per contestant (default 100)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the game seeds (default 0)")
-    p.add_argument("--workers", type=int, default=1, help="processes playing games (default 1)")
+    p.add_argument(
+        "--games", type=whole(1, MAX_GAMES), default=100, help="games per contestant (default 100)"
+    )
+    p.add_argument("--seed", type=whole(0, MAX_SEED), default=0, help="seed of the game seeds (default 0)")
+    p.add_argument(
+        "--workers", type=whole(1, MAX_WORKERS), default=1, help="processes playing games (default 1)"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.add_argument("--no-log", action="store_true", help="do not record the games in the store")
     flags.add_rules_flags(p)
@@ -141,8 +145,6 @@ def _progress(line: ProgressLine) -> Callable[[int, int, GameOutcome], None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not 1 <= args.games <= MAX_GAMES or not 1 <= args.workers <= 1024:
-        raise CliError(f"--games must be 1 to {MAX_GAMES:,} and --workers 1 to 1024")
     specs = contestants(args)
     results: list[EvalResult] = []
     with GameStore.open(args.data_dir) as store:

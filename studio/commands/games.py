@@ -16,7 +16,7 @@ import numpy as np
 
 from engine.core import DIRECTIONS
 from engine.store import SOURCE_FILTERS, GameRecord, GameStore, GameSummary, format_time
-from studio.cli import MAX_ID, CliError, record_id
+from studio.cli import MAX_ID, CliError, record_id, whole
 from studio.text import board_lines, duration, side_by_side, table
 
 DEFAULT_LIMIT = 50
@@ -34,7 +34,7 @@ def register(subparsers: Any) -> None:
     _add_filters(p)
     p.add_argument(
         "--limit",
-        type=_positive,
+        type=whole(1),
         default=DEFAULT_LIMIT,
         help=f"at most this many rows (default {DEFAULT_LIMIT})",
     )
@@ -62,16 +62,6 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run_delete)
 
 
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 1 <= v <= MAX_ID:
-        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_ID}, got {v}")
-    return v
-
-
 def _add_filters(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--source",
@@ -80,8 +70,8 @@ def _add_filters(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--agent", help="agent name (e.g. expectimax): games it made a move in")
     p.add_argument("--status", choices=("playing", "finished", "abandoned"), help="game status")
-    p.add_argument("--min-score", type=int, metavar="N", help="score at least N")
-    p.add_argument("--min-tile", type=int, metavar="T", help="max tile at least T (e.g. 2048)")
+    p.add_argument("--min-score", type=whole(0), metavar="N", help="score at least N")
+    p.add_argument("--min-tile", type=whole(0), metavar="T", help="max tile at least T (e.g. 2048)")
     p.add_argument("--since", metavar="DATE", help="started on or after DATE (YYYY-MM-DD[THH:MM])")
     p.add_argument(
         "--until", metavar="DATE", help="started on or before DATE (a bare date includes that day)"
@@ -116,6 +106,8 @@ def parse_ids(tokens: list[str]) -> list[int]:
                 raise CliError(f"range {part!r} runs backwards")
             if b - a > 1_000_000:
                 raise CliError(f"range {part!r} is too long")
+            if len(seen) + (b - a) > 1_000_000:
+                raise CliError("at most 1,000,000 game ids at once")
             for i in range(a, b + 1):
                 if i not in seen:
                     seen.add(i)

@@ -26,8 +26,9 @@ from collections.abc import Iterator
 from typing import Any, TextIO
 
 from engine import Direction, Game, Rules, StepResult
+from engine.core import MAX_SIDE
 from engine.store import GameRecorder, GameStore
-from studio.cli import CliError
+from studio.cli import MAX_SEED, CliError, number, whole
 from studio.text import board_lines
 
 QUIT = "quit"
@@ -67,11 +68,16 @@ def register(subparsers: Any) -> None:
         help="the terminal game (default): arrows/WASD on a terminal, u/d/l/r + Enter when piped",
     )
     mode.add_argument("--pygame", action="store_true", help="a pygame window")
-    p.add_argument("--rows", type=int, default=4, help="board rows (default 4)")
-    p.add_argument("--cols", type=int, default=4, help="board columns (default 4)")
-    p.add_argument("--p4", type=float, default=0.1, help="probability that a new tile is a 4 (default 0.1)")
+    p.add_argument("--rows", type=whole(1, MAX_SIDE), default=4, help="board rows (default 4)")
+    p.add_argument("--cols", type=whole(1, MAX_SIDE), default=4, help="board columns (default 4)")
     p.add_argument(
-        "--seed", type=int, default=None, help="spawn seed (default: a random one, shown at the end)"
+        "--p4", type=number(0, 1), default=0.1, help="probability that a new tile is a 4 (default 0.1)"
+    )
+    p.add_argument(
+        "--seed",
+        type=whole(0, MAX_SEED),
+        default=None,
+        help="spawn seed (default: a random one, shown at the end)",
     )
     p.set_defaults(func=run)
 

@@ -16,8 +16,11 @@ import numpy as np
 
 from engine import DIRECTIONS, slide
 from engine.store import GameRecord, GameStore
-from studio.cli import CliError, record_id
+from studio.cli import CliError, number, record_id, whole
 from studio.text import board_lines
+
+#: The slowest replay: one move every 100 s (a slower --speed, like 1e-300, would sleep for ever).
+MIN_SPEED = 0.01
 
 ARROWS = {0: "↑ up", 1: "← left", 2: "↓ down", 3: "→ right"}
 
@@ -30,10 +33,17 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("id", type=record_id, help="game id (see: python main.py games list)")
     speed = p.add_mutually_exclusive_group()
-    speed.add_argument("--speed", type=float, default=4.0, help="moves per second (default 4; 0 = no pause)")
+    speed.add_argument(
+        "--speed",
+        type=number(0, 1000),
+        default=4.0,
+        help=f"moves per second (default 4; 0 = no pause; else {MIN_SPEED:g} to 1000)",
+    )
     speed.add_argument("--step", action="store_true", help="wait for Enter between moves (q + Enter quits)")
-    p.add_argument("--from", dest="start", type=int, default=0, help="first move to show (default 0)")
-    p.add_argument("--to", dest="stop", type=int, default=None, help="last move to show (default: the end)")
+    p.add_argument("--from", dest="start", type=whole(0), default=0, help="first move to show (default 0)")
+    p.add_argument(
+        "--to", dest="stop", type=whole(0), default=None, help="last move to show (default: the end)"
+    )
     p.add_argument(
         "--verify", action="store_true", help="only check every move against the rules and print the verdict"
     )
@@ -84,8 +94,8 @@ def frame(rec: GameRecord, i: int) -> str:
 def run(args: argparse.Namespace, out: TextIO | None = None, keys: TextIO | None = None) -> int:
     out = out if out is not None else sys.stdout
     keys = keys if keys is not None else sys.stdin
-    if args.speed is not None and args.speed < 0:
-        raise CliError("--speed must be >= 0")
+    if args.speed and args.speed < MIN_SPEED:
+        raise CliError(f"--speed must be 0 (no pause) or from {MIN_SPEED:g} moves per second")
     with GameStore.open(args.data_dir) as store:
         rec = store.load_game(args.id)
     if args.verify:

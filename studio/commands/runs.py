@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from engine.store import RUN_STATUSES, GameStore, RunSummary, format_time
-from studio.cli import CliError, record_id
+from studio.cli import CliError, record_id, whole
 from studio.services.runs import stop_elsewhere, write_metrics_csv
 from studio.text import duration, number, sparkline, table
 
@@ -34,7 +34,7 @@ def register(subparsers: Any) -> None:
     p = sub.add_parser("list", help="list runs, newest first")
     p.add_argument("--agent", help="only runs of this agent")
     p.add_argument("--status", choices=RUN_STATUSES, help="only runs with this status")
-    p.add_argument("--limit", type=int, default=50, help="at most this many rows (default 50)")
+    p.add_argument("--limit", type=whole(1), default=50, help="at most this many rows (default 50)")
     p.set_defaults(func=run_list)
     p = sub.add_parser("show", help="one run: config, status, last metrics, checkpoints, curve summary")
     p.add_argument("id", type=record_id, help="run id (see runs list)")

@@ -22,7 +22,8 @@ from agents.base import Budget, Control, MetricEvent
 from agents.config import load_preset
 from agents.runner import DEFAULT_CHECKPOINT_EVERY_S, DEFAULT_LOG_EVERY, RunError, TrainingRun
 from engine.store import GameStore
-from studio.cli import CliError, record_id
+from studio.cli import MAX_MINUTES, MAX_SEED, MAX_WORKERS, CliError, record_id, whole
+from studio.cli import number as number_type
 from studio.commands import _agent_flags as flags
 from studio.progress import ProgressLine
 from studio.services.runs import RunRequest, open_run
@@ -52,30 +53,35 @@ def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
     p.add_argument("--agent", help=f"the agent to train: {flags.agent_list_text()} (learners only)")
     p.add_argument("--preset", help="start from a preset's settings (resources/presets/<name>.json)")
     b = p.add_argument_group("budget")
-    b.add_argument("--episodes", type=int, help="train this many episodes (games)")
-    b.add_argument("--minutes", type=float, help="train this many minutes")
-    b.add_argument("--steps", type=int, help="train this many steps (moves)")
-    p.add_argument("--seed", type=int, default=None, help="random seed of the agent (default: fresh)")
+    b.add_argument("--episodes", type=whole(1), help="train this many episodes (games)")
+    b.add_argument("--minutes", type=number_type(0, MAX_MINUTES, above=True), help="train this many minutes")
+    b.add_argument("--steps", type=whole(1), help="train this many steps (moves)")
+    p.add_argument(
+        "--seed", type=whole(0, MAX_SEED), default=None, help="random seed of the agent (default: fresh)"
+    )
     flags.add_rules_flags(p)
     p.add_argument(
         "--resume", type=record_id, metavar="RUN_ID", help="continue this run from its last checkpoint"
     )
     p.add_argument(
         "--checkpoint-every",
-        type=float,
+        type=number_type(0, MAX_MINUTES * 60, above=True),
         default=DEFAULT_CHECKPOINT_EVERY_S,
         metavar="SECONDS",
         help=f"seconds between periodic checkpoints (default {DEFAULT_CHECKPOINT_EVERY_S:g})",
     )
     p.add_argument(
         "--log-every",
-        type=int,
+        type=whole(0),
         default=DEFAULT_LOG_EVERY,
         metavar="N",
         help=f"store one training game in N (0 = none; default {DEFAULT_LOG_EVERY}: keeps the store small)",
     )
     p.add_argument(
-        "--workers", type=int, default=1, help="processes for agents that play in parallel (default 1)"
+        "--workers",
+        type=whole(1, MAX_WORKERS),
+        default=1,
+        help="processes for agents that play in parallel (default 1)",
     )
     p.add_argument(
         "--backend",

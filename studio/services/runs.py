@@ -19,6 +19,7 @@ the window marks that field and the CLI prints one line.
 from __future__ import annotations
 
 import csv
+import importlib.util
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +64,14 @@ __all__ = [
 BACKENDS: tuple[str, ...] = ("local", "ray")
 
 
+def have_ray() -> bool:
+    """Whether the optional Ray extra is installed (asked without importing it: that takes seconds)."""
+    try:
+        return importlib.util.find_spec("ray") is not None
+    except (ImportError, ValueError, AttributeError):  # ray set to None in sys.modules, a broken install
+        return False
+
+
 @dataclass(frozen=True)
 class RunRequest:
     """Everything a user says about a run. Plain data (picklable: a child process can receive it).
@@ -102,6 +111,11 @@ class RunRequest:
             raise RunError(f"workers must be >= 1, got {self.workers}", "workers")
         if self.backend not in BACKENDS:
             raise RunError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}", "backend")
+        if (self.backend == "ray" or self.ray_address) and not have_ray():
+            raise RunError(
+                "the Ray backend needs Ray, an optional extra: pip install -e '.[ray]' (or pip install 'ray[default]')",
+                "backend",
+            )
         if self.checkpoint_every_s <= 0:
             raise RunError(
                 f"seconds between checkpoints must be > 0, got {self.checkpoint_every_s:g}",
@@ -234,7 +248,12 @@ def open_run(request: RunRequest, store: Any, control: Control | None = None) ->
     if request.target and request.agent:
         register(request.agent, request.target)
     resolved = resolve(request)
-    return run_training(build_agent(resolved), resolved.budget, store, control, context, **opts)
+    agent = build_agent(resolved)
+    try:
+        agent.check_can_train(context)
+    except ConfigError as e:
+        raise RunError(str(e), e.field) from None
+    return run_training(agent, resolved.budget, store, control, context, **opts)
 
 
 # ------------------------------------------------------------------------------ a run's records

@@ -115,11 +115,22 @@ def test_game_over_ends_with_a_summary(data_dir, monkeypatch, capsys):
     assert f"Game over! Final score {g.score}, max tile {g.max_tile}, {g.n_moves} moves." in out
 
 
-def test_bad_rules_are_one_line_errors(capsys):
-    assert main(["play", "--text", "--p4", "1.5"]) == 2
-    assert capsys.readouterr().err == (
-        "python main.py play: error: Rules.p4 (probability of a 4) must be in [0, 1], got 1.5\n"
-    )
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--p4", "1.5", "argument --p4: 1.5 is out of range: [0, 1]"),
+        ("--p4", "nan", "argument --p4: nan is out of range: [0, 1]"),
+        ("--rows", "100000", "argument --rows: 100000 is out of range (from 1 to 16)"),
+        ("--seed", "-1", "argument --seed: -1 is out of range (from 0 to 4,611,686,018,427,387,904)"),
+    ],
+)
+def test_bad_rules_are_one_line_errors(flag, value, message, capsys):
+    """Each is refused while parsing, before a board is allocated (--rows 100000 --cols 100000 once
+    asked numpy for 75 GB)."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["play", "--text", flag, value])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"python main.py play: error: {message}"
 
 
 def test_pygame_missing_is_a_clear_error(capsys, monkeypatch):
