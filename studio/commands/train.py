@@ -15,6 +15,7 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Iterator
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -198,6 +199,14 @@ def _events_with_ctrl_c(run: TrainingRun) -> Iterator[MetricEvent]:
         signal.signal(signal.SIGINT, previous)
 
 
+def _save_traceback(data_dir: Path, run_id: int) -> Path:
+    """The current exception's traceback in ``DATA/logs/run-N-traceback.txt``."""
+    path = data_dir / "logs" / f"run-{run_id}-traceback.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(traceback.format_exc())
+    return path
+
+
 def run(args: argparse.Namespace) -> int:
     control = Control()
     with GameStore.open(args.data_dir) as store:
@@ -215,9 +224,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"run {training.run_id} failed: {e}", file=sys.stderr)
             return 1
         except Exception as e:
-            # A bug in the agent: its traceback helps whoever fixes it; the run is recorded as failed.
-            traceback.print_exc()
-            print(f"run {training.run_id} failed: {type(e).__name__}: {e}", file=sys.stderr)
+            # A bug in the agent: its traceback helps whoever fixes it, so it goes to a file beside the
+            # store; the terminal gets one line and the run is recorded as failed.
+            where = _save_traceback(Path(store.path).parent, training.run_id)
+            print(
+                f"run {training.run_id} failed: {type(e).__name__}: {e} (traceback: {where})", file=sys.stderr
+            )
             return 1
         c = training.agent.counters
         print(

@@ -188,6 +188,13 @@ def resolve(request: RunRequest) -> ResolvedRun:
     except ConfigError as e:
         raise RunError(str(e), e.field) from None
     rules = request.rules if request.rules is not None else _preset_rules(preset)
+    if not 1 <= rules.start_tiles < rules.rows * rules.cols:
+        # A start board that is empty or full may have no legal move: an episode over before it began.
+        raise RunError(
+            f"training needs games that can start: from 1 to {rules.rows * rules.cols - 1} start tiles "
+            f"on a {rules.rows}x{rules.cols} board, not {rules.start_tiles}",
+            "rules",
+        )
     problem = cls.unsupported_reason(rules)
     if problem:
         raise RunError(f"{name} cannot play these rules: {problem}", "rules")

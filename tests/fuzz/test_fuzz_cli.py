@@ -46,6 +46,10 @@ HOSTILE = [
     "-inf",
     "1e-300",
     "1e308",
+    "65536",
+    "100000",
+    "4294967296",
+    "1000000000000",
     "99999999999999999999999",
     str(2**63),
     str(2**63 - 1),
@@ -151,13 +155,15 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def argv_words(template: Path) -> list[str]:
-    checkpoint = next((template / "data" / "checkpoints").rglob("*.npz"))
+    """Words to draw from; ``ROOT/`` stands for the case's own copy of the template (a case that
+    writes over a file it was given must not spoil the next case's)."""
+    checkpoint = next((template / "data" / "checkpoints").rglob("*.npz")).relative_to(template)
     return [
         *HOSTILE,
-        str(template / "games.jsonl"),
-        str(checkpoint),
-        str(template / "data"),
-        str(template / "nowhere" / "x.npz"),
+        "ROOT/games.jsonl",
+        f"ROOT/{checkpoint}",
+        "ROOT/data",
+        "ROOT/nowhere/x.npz",
         "x" * 5000 + ".npz",
         *agent_names(),
         "dqn-seed000",
@@ -226,8 +232,8 @@ VALID = [
 
 
 @st.composite
-def spoiled_command_lines(draw: st.DrawFn, words: list[str], checkpoint: str, games: str) -> list[str]:
-    line = draw(st.sampled_from(VALID)).replace("CHECKPOINT", checkpoint).replace("GAMES", games)
+def spoiled_command_lines(draw: st.DrawFn, words: list[str], checkpoint: str) -> list[str]:
+    line = draw(st.sampled_from(VALID)).replace("CHECKPOINT", checkpoint).replace("GAMES", "ROOT/games.jsonl")
     argv = line.split()
     sub = " ".join(argv[:2]) if argv[0] in ("games", "runs", "bench") else argv[0]
     flags = SUBCOMMANDS[sub] + (KNOB_FLAGS if sub in ("train", "eval") else [])
@@ -252,8 +258,10 @@ def clock() -> Iterator[None]:
 def run_case(argv: list[str], template: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     count("cli " + argv[0])
     with tempfile.TemporaryDirectory(prefix="fuzz-cli-") as tmp:
-        data_dir = Path(tmp) / "data"
-        shutil.copytree(template / "data", data_dir)
+        root = Path(tmp) / "case"
+        shutil.copytree(template, root)
+        argv = [w.replace("ROOT/", f"{root}/") for w in argv]
+        data_dir = root / "data"
         before = snapshot(data_dir)
         monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # play / replay --step read keys: none come
         monkeypatch.chdir(tmp)  # a relative --out lands here, not in the checkout
@@ -295,20 +303,23 @@ def test_every_command_exits_cleanly_on_any_arguments(data, template, argv_words
 def test_a_working_command_with_one_word_spoiled_exits_cleanly(
     data, template, argv_words, clock, monkeypatch, capsys
 ):
-    checkpoint = str(next((template / "data" / "checkpoints").rglob("*.npz")))
-    argv = data.draw(
-        spoiled_command_lines(argv_words, checkpoint, str(template / "games.jsonl")), label="argv"
-    )
+    checkpoint = "ROOT/" + str(next((template / "data" / "checkpoints").rglob("*.npz")).relative_to(template))
+    argv = data.draw(spoiled_command_lines(argv_words, checkpoint), label="argv")
     run_case(argv, template, monkeypatch, capsys)
 
 
 @pytest.mark.parametrize("line", VALID)
 def test_the_working_commands_work(line, template, clock, monkeypatch, capsys):
     """The base of the spoiled cases: each does its work on the template store (exit 0)."""
-    checkpoint = str(next((template / "data" / "checkpoints").rglob("*.npz")))
-    argv = line.replace("CHECKPOINT", checkpoint).replace("GAMES", str(template / "games.jsonl")).split()
+    checkpoint = next((template / "data" / "checkpoints").rglob("*.npz")).relative_to(template)
     with tempfile.TemporaryDirectory(prefix="fuzz-cli-") as tmp:
-        shutil.copytree(template / "data", Path(tmp) / "data")
+        root = Path(tmp) / "case"
+        shutil.copytree(template, root)
+        argv = (
+            line.replace("CHECKPOINT", str(root / checkpoint))
+            .replace("GAMES", str(root / "games.jsonl"))
+            .split()
+        )
         monkeypatch.setattr(sys, "stdin", io.StringIO(""))
         monkeypatch.chdir(tmp)
-        assert main(["--data-dir", str(Path(tmp) / "data"), *argv]) == 0, capsys.readouterr().err
+        assert main(["--data-dir", str(root / "data"), *argv]) == 0, capsys.readouterr().err

@@ -132,6 +132,30 @@ def test_ray_backend_without_ray_is_one_line_and_makes_no_run(data_dir, capsys, 
     assert store_counts(data_dir) == (0, 0)
 
 
+@pytest.mark.parametrize("agent", ["dqn", "td-afterstate"])
+def test_training_on_a_board_full_at_the_start_is_refused(agent, data_dir, capsys):
+    """2 start tiles on a 2x1 board may leave no legal move: dqn then played move -1 and
+    td-afterstate an illegal move, each ending in a traceback."""
+    line = refusal(
+        [
+            "--data-dir",
+            str(data_dir),
+            "train",
+            "--agent",
+            agent,
+            "--episodes",
+            "1",
+            "--rows",
+            "2",
+            "--cols",
+            "1",
+        ],
+        capsys,
+    )
+    assert line.endswith("training needs games that can start: from 1 to 1 start tiles on a 2x1 board, not 2")
+    assert store_counts(data_dir) == (0, 0)
+
+
 def test_imitation_on_an_empty_store_is_refused_before_a_run_is_made(data_dir, capsys):
     line = refusal(["--data-dir", str(data_dir), "train", "--agent", "imitation", "--episodes", "1"], capsys)
     assert line.startswith(
