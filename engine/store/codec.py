@@ -37,9 +37,10 @@ def tile_problem(values: Any) -> str | None:
                 return f"tile value {int(v)} is larger than the largest storable tile 2**{MAX_EXPONENT}"
         return None
     if arr.dtype.kind == "f":
+        arr = arr.astype(np.float64)  # float16 cannot even hold the bound below
         if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
             bad = arr[~np.isfinite(arr) | (arr != np.round(arr))].ravel()[0]
-            return f"tile value {bad!r} is not a whole number"
+            return f"tile value {float(bad)!r} is not a whole number"
         if np.any(np.abs(arr) > float(1 << MAX_EXPONENT)):
             return f"tile value larger than the largest storable tile 2**{MAX_EXPONENT}"
         arr = arr.astype(np.int64)
@@ -77,20 +78,35 @@ def encode_boards(boards: np.ndarray) -> list[bytes]:
     return [row.tobytes() for row in exps]
 
 
+def _stored_exponents(exps: np.ndarray) -> np.ndarray:
+    """Exponent bytes read back from the store; one past :data:`MAX_EXPONENT` is a ValueError (damage:
+    ``values_of`` would shift a 1 out of the int64)."""
+    if exps.size and int(exps.max()) > MAX_EXPONENT:
+        raise ValueError(f"a stored tile is 2**{int(exps.max())}, past the largest tile 2**{MAX_EXPONENT}")
+    return exps
+
+
 def decode_board(blob: bytes, shape: tuple[int, int]) -> np.ndarray:
+    """Exponent bytes -> one (rows, cols) int64 board; a ValueError / TypeError for a damaged blob."""
+    if not isinstance(blob, bytes):
+        raise TypeError(f"a stored board is {type(blob).__name__}, not bytes")
     cells = shape[0] * shape[1]
     if len(blob) != cells:
         raise ValueError(f"stored board has {len(blob)} cells, expected {cells}")
-    return values_of(np.frombuffer(blob, dtype=np.uint8)).reshape(shape)
+    return values_of(_stored_exponents(np.frombuffer(blob, dtype=np.uint8))).reshape(shape)
 
 
 def decode_boards(blobs: Sequence[bytes], shape: tuple[int, int]) -> np.ndarray:
     """n byte strings -> (n, rows, cols) int64 values, in one frombuffer."""
     cells = shape[0] * shape[1]
+    odd = next((b for b in blobs if not isinstance(b, bytes)), None)
+    if odd is not None:
+        raise TypeError(f"a stored board is {type(odd).__name__}, not bytes")
     joined = b"".join(blobs)
     if len(joined) != cells * len(blobs):
         raise ValueError(f"stored boards do not all have {cells} cells")
-    return values_of(np.frombuffer(joined, dtype=np.uint8)).reshape(len(blobs), *shape)
+    exps = _stored_exponents(np.frombuffer(joined, dtype=np.uint8))
+    return values_of(exps).reshape(len(blobs), *shape)
 
 
 def spawn_triples(spawns: Iterable[Any]) -> list[tuple[int, int, int]]:
@@ -117,12 +133,16 @@ def encode_spawns(spawns: Iterable[tuple[int, int, int]], cols: int) -> bytes:
 def decode_spawns(blobs: Sequence[bytes], cols: int) -> np.ndarray:
     """n spawn blobs -> (n, S, 3) int64 ``(row, col, value)``, value 0 where a move spawned fewer than S."""
     size = SPAWN_DTYPE.itemsize
-    counts = np.fromiter((len(b) for b in blobs), dtype=np.int64, count=len(blobs)) // size
+    lengths = np.fromiter((len(b) for b in blobs), dtype=np.int64, count=len(blobs))
+    if np.any(lengths % size):
+        raise ValueError(f"a stored spawn list is not a whole number of {size}-byte spawns")
+    counts = lengths // size
     width = int(counts.max()) if len(blobs) else 0
     out = np.zeros((len(blobs), width, 3), dtype=np.int64)
     if width == 0:
         return out
     rec = np.frombuffer(b"".join(blobs), dtype=SPAWN_DTYPE)
+    _stored_exponents(rec["exp"])
     move = np.repeat(np.arange(len(blobs)), counts)
     slot = np.arange(len(rec)) - np.repeat(np.cumsum(counts) - counts, counts)
     cell = rec["cell"].astype(np.int64)

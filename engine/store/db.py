@@ -13,6 +13,7 @@ On platforms where a pid cannot be probed safely, interrupted games simply stay 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -31,8 +32,10 @@ from engine.paths import database_path
 from engine.records import GameTrace
 from engine.store import codec, exchange, schema
 from engine.store.model import (
+    DAMAGED,
     GAME_STATUSES,
     SOURCE_FILTERS,
+    SOURCES,
     GameRecord,
     GameSummary,
     Player,
@@ -490,11 +493,8 @@ class GameStore(RunsMixin):
         ).fetchone()
         if last is None:
             return codec.decode_board(initial, shape)
-        board, _ = slide_unchecked(codec.decode_board(last["board"], shape), Direction(last["direction"]))
-        for r, c, v in codec.decode_spawns([last["spawns"]], shape[1]).reshape(-1, 3):
-            if v:
-                board[r, c] = v
-        return board
+        spawns = codec.decode_spawns([last["spawns"]], shape[1]).reshape(-1, 3)
+        return _board_after(codec.decode_board(last["board"], shape), int(last["direction"]), spawns)
 
     # ---------------------------------------------------------------------------------- queries
     def _where(
@@ -601,7 +601,11 @@ class GameStore(RunsMixin):
         return _summary(row)
 
     def load_game(self, game_id: int) -> GameRecord:
-        """A game with its whole trajectory as numpy arrays (see :class:`GameRecord`)."""
+        """A game with its whole trajectory as numpy arrays (see :class:`GameRecord`).
+
+        A game whose rows are damaged (a bad summary field, a board or spawn blob of the wrong size, a
+        tile past 2**62, a move row of the wrong type, a gap in the moves) is a one-line StoreError.
+        """
         with self._tx(write=False) as con:
             row = con.execute(
                 f"SELECT {_GAME_COLUMNS}, rows, cols, initial_board, final_board FROM games WHERE id = ?",
@@ -612,32 +616,18 @@ class GameStore(RunsMixin):
             cur = con.cursor()
             cur.row_factory = None  # plain tuples: the fastest way through 10^4 rows
             moves = cur.execute(
-                "SELECT board, direction, reward, score, spawns, player FROM moves WHERE game_id = ? ORDER BY idx",
+                "SELECT board, direction, reward, score, spawns, player, idx FROM moves "
+                "WHERE game_id = ? ORDER BY idx",
                 (game_id,),
             ).fetchall()
-            shape = (row["rows"], row["cols"])
-            final = (
-                codec.decode_board(row["final_board"], shape)
-                if row["final_board"] is not None
-                else self._rebuild_final(con, game_id, shape, row["initial_board"])
-            )
-        n = len(moves)
-        boards, dirs, rewards, scores, spawns, who = zip(*moves) if n else ((), (), (), (), (), ())
+        summary = _summary(row)
+        if summary.problem:
+            raise StoreError(f"game {game_id} is damaged: {summary.problem}")
         try:
-            layouts = codec.decode_boards(boards, shape)
-        except ValueError as e:
-            raise StoreError(f"game {game_id} is damaged: {e}") from None
-        return GameRecord(
-            summary=_summary(row),
-            initial_board=codec.decode_board(row["initial_board"], shape),
-            layouts=layouts,
-            moves=np.array(dirs, dtype=np.int8),
-            rewards=np.array(rewards, dtype=np.int64),
-            scores=np.array(scores, dtype=np.int64),
-            spawns=codec.decode_spawns(spawns, shape[1]),
-            final_board=final,
-            move_players=np.array(who, dtype=np.int64),
-        )
+            return _record(summary, row, moves)
+        except (TypeError, ValueError, OverflowError, IndexError) as e:
+            why = " ".join(str(e).split()) or type(e).__name__
+            raise StoreError(f"game {game_id} is damaged: {why}") from None
 
     def delete_games(self, ids: Iterable[int]) -> int:
         """Delete games with their moves; all or none (an unknown id is an error). Returns how many."""
@@ -748,7 +738,10 @@ def _identity(players: Sequence[Player]) -> tuple[str, str | None, str | None, s
 
 
 def _players(text: str) -> list[Player]:
-    return [Player.from_json(p) for p in json.loads(text)]
+    players = json.loads(text)
+    if not isinstance(players, list):
+        raise StoreError(f"players must be a JSON list, got {type(players).__name__}")
+    return [Player.from_json(p) for p in players]
 
 
 def _check_triples(triples: Sequence[tuple[int, int, int]], shape: tuple[int, int]) -> None:
@@ -758,23 +751,206 @@ def _check_triples(triples: Sequence[tuple[int, int, int]], shape: tuple[int, in
 
 
 def _summary(row: sqlite3.Row) -> GameSummary:
-    return GameSummary(
+    """A games row as a GameSummary; a row that is damaged anyway (a field of the wrong type, absurd,
+    or unreadable JSON) still gives one, with status :data:`DAMAGED` and ``problem`` saying why, so that
+    one bad row never takes a listing down. Times out of any clock's range are not damage: they show as
+    ``?`` (see :func:`engine.store.model.format_time`)."""
+    try:  # the sound row, as fast as before (a listing reads tens of thousands)
+        g = GameSummary(
+            id=row["id"],
+            source=row["source"],
+            agent=row["agent"],
+            checkpoint=row["checkpoint"],
+            rules=_rules_json(row["rules"]),
+            seed=seed_value(row["seed"]),
+            started=row["started"],
+            ended=row["ended"],
+            status=row["status"],
+            score=row["score"],
+            max_tile=row["max_tile"],
+            n_moves=row["n_moves"],
+            run_id=row["run_id"],
+            origin=None if row["origin"] is None else json.loads(row["origin"]),
+            players=tuple(_players(row["players"])),
+        )
+    except (TypeError, ValueError, RecursionError, OverflowError, AttributeError):
+        return _damaged_summary(row)
+    if (
+        g.source in SOURCES
+        and g.status in GAME_STATUSES
+        and _is_text_or_none(g.agent)
+        and _is_text_or_none(g.checkpoint)
+        and isinstance(g.started, (int, float))
+        and (g.ended is None or isinstance(g.ended, (int, float)))
+        and _is_count(g.score)
+        and _is_count(g.n_moves)
+        and (g.run_id is None or _is_count(g.run_id))
+        and _is_count(g.max_tile)
+        and (
+            g.max_tile == 0
+            or (2 <= g.max_tile <= 1 << codec.MAX_EXPONENT and g.max_tile & (g.max_tile - 1) == 0)
+        )
+        and (g.origin is None or isinstance(g.origin, dict))
+    ):
+        return g
+    return _damaged_summary(row)
+
+
+def _is_text_or_none(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _damaged_summary(row: sqlite3.Row) -> GameSummary:
+    """The summary of a row :func:`_summary` found damaged: every field checked on its own, stand-ins
+    for the bad ones, ``problem`` naming each."""
+    problems: list[str] = []
+
+    def field(key: str, check: Any, fallback: Any) -> Any:
+        value = row[key]
+        try:
+            return check(value)
+        except (TypeError, ValueError, RecursionError, OverflowError) as e:
+            problems.append(
+                f"{key} {_row_value(value)} ({' '.join(str(e).split())[:60] or type(e).__name__})"
+            )
+            return fallback
+
+    summary = GameSummary(
         id=row["id"],
-        source=row["source"],
-        agent=row["agent"],
-        checkpoint=row["checkpoint"],
-        rules=Rules.from_dict(json.loads(row["rules"])),
-        seed=seed_value(row["seed"]),
-        started=row["started"],
-        ended=row["ended"],
-        status=row["status"],
-        score=row["score"],
-        max_tile=row["max_tile"],
-        n_moves=row["n_moves"],
-        run_id=row["run_id"],
-        origin=None if row["origin"] is None else json.loads(row["origin"]),
-        players=tuple(_players(row["players"])),
+        source=field("source", lambda v: _one_of(v, SOURCES), "unknown"),
+        agent=field("agent", _text_or_none, None),
+        checkpoint=field("checkpoint", _text_or_none, None),
+        rules=field("rules", _rules_json, Rules()),
+        seed=field("seed", lambda v: None if v is None else seed_value(_text(v)), None),
+        started=field("started", _time, float("nan")),
+        ended=field("ended", lambda v: None if v is None else _time(v), None),
+        status=field("status", lambda v: _one_of(v, GAME_STATUSES), DAMAGED),
+        score=field("score", lambda v: _count(v, "score"), 0),
+        max_tile=field("max_tile", _tile, 0),
+        n_moves=field("n_moves", lambda v: _count(v, "move count"), 0),
+        run_id=field("run_id", lambda v: None if v is None else _count(v, "run id"), None),
+        origin=field("origin", lambda v: None if v is None else _json_dict(v), {}),
+        players=field("players", lambda v: tuple(_players(_text(v))), ()),
     )
+    return dataclasses.replace(summary, status=DAMAGED, problem="; ".join(problems or ["unreadable"]))
+
+
+def _row_value(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"not text but {type(value).__name__}")
+    return value
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else _text(value)
+
+
+def _one_of(value: Any, allowed: Sequence[str]) -> str:
+    if value not in allowed:
+        raise ValueError(f"not one of {', '.join(allowed)}")
+    return str(value)
+
+
+def _count(value: Any, what: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"a {what} is a whole number >= 0")
+    return value
+
+
+def _tile(value: Any) -> int:
+    ok = isinstance(value, int) and not isinstance(value, bool)
+    if not ok or (value != 0 and not (2 <= value <= 1 << codec.MAX_EXPONENT and value & (value - 1) == 0)):
+        raise ValueError(f"not 0 or a power of two up to 2**{codec.MAX_EXPONENT}")
+    return value
+
+
+def _time(value: Any) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise TypeError(f"not a number but {type(value).__name__}")
+    return float(value)
+
+
+def _json_dict(value: Any) -> dict[str, Any]:
+    obj = json.loads(_text(value))
+    if not isinstance(obj, dict):
+        raise TypeError(f"not a JSON object but {type(obj).__name__}")
+    return obj
+
+
+def _rules_json(value: Any) -> Rules:
+    return Rules.from_dict(_json_dict(value))
+
+
+def _record(summary: GameSummary, row: sqlite3.Row, moves: Sequence[tuple[Any, ...]]) -> GameRecord:
+    """The GameRecord of a games row and its move rows, checked; a ValueError / TypeError says what is
+    damaged (:meth:`GameStore.load_game` turns it into a StoreError)."""
+    shape = summary.rules.shape
+    if (row["rows"], row["cols"]) != shape:
+        raise ValueError(f"its boards are {row['rows']}x{row['cols']} but its rules {shape[0]}x{shape[1]}")
+    n = len(moves)
+    if n != summary.n_moves:
+        raise ValueError(f"its row says {summary.n_moves} moves, {n} are stored")
+    boards, dirs, rewards, scores, spawns, who, idx = zip(*moves) if n else ((),) * 7
+    if not np.array_equal(_int_column(idx, "move number", n), np.arange(n)):
+        raise ValueError("its moves are not numbered 0, 1, 2, ...")
+    layouts = codec.decode_boards(boards, shape)
+    directions = _int_column(dirs, "direction", n)
+    players = _int_column(who, "player", n)
+    if n and (directions.min() < 0 or directions.max() > 3):
+        raise ValueError("a move's direction is not 0-3")
+    if n and (players.min() < 0 or players.max() >= max(len(summary.players), 1)):
+        raise ValueError("a move's player is not one of the game's players")
+    spawn_arr = codec.decode_spawns(spawns, shape[1])
+    if spawn_arr.size and spawn_arr[:, :, 0].max() >= shape[0]:
+        raise ValueError("a spawn lies outside the board")
+    initial = codec.decode_board(row["initial_board"], shape)
+    if row["final_board"] is not None:
+        final = codec.decode_board(row["final_board"], shape)
+    elif n:  # a playing game
+        final = _board_after(layouts[-1], int(directions[-1]), spawn_arr[-1])
+    else:
+        final = initial.copy()
+    return GameRecord(
+        summary=summary,
+        initial_board=initial,
+        layouts=layouts,
+        moves=directions.astype(np.int8),
+        rewards=_int_column(rewards, "reward", n),
+        scores=_int_column(scores, "score", n),
+        spawns=spawn_arr,
+        final_board=final,
+        move_players=players,
+    )
+
+
+def _board_after(layout: np.ndarray, direction: int, spawns: np.ndarray) -> np.ndarray:
+    """The board after a logged move: its layout slid, plus its spawns ((row, col, value) rows; value 0
+    is padding)."""
+    board, _ = slide_unchecked(layout, Direction(direction))
+    for r, c, v in spawns:
+        if v:
+            board[r, c] = v
+    return board
+
+
+def _int_column(values: Sequence[Any], what: str, n: int) -> np.ndarray:
+    """A column of move rows as int64; anything but whole numbers that fit is damage."""
+    arr = np.array(values)
+    if n and arr.dtype.kind not in "i":
+        bad = next((v for v in values if not isinstance(v, int) or isinstance(v, bool)), None)
+        if bad is None:  # whole numbers past int64: not a number the store writes
+            raise ValueError(f"a move's {what} is too large")
+        raise ValueError(f"a move's {what} is {_row_value(bad)}, not a whole number")
+    return arr.astype(np.int64).reshape(n)
 
 
 def _chunks(items: Sequence[int], size: int) -> Iterator[list[int]]:

@@ -15,7 +15,8 @@
     board_shape    (2,) int64             rows, cols
     games          0-d str                JSON list of G dicts: id, source, agent, checkpoint, seed, rules,
                                           started, ended, status, score, max_tile, n_moves, players
-                                          (list of {kind, agent, checkpoint}, see engine.store.Player)
+                                          (list of {kind, agent, checkpoint}, see engine.store.Player),
+                                          start (see below)
     rules          0-d str                JSON rules shared by every game (when they all agree)
     format, version                       "2048-studio-games", 1
 
@@ -33,12 +34,51 @@ game's ``source``, ``agent`` and ``checkpoint`` (``unknown`` when the source is 
 Reading is data only (``allow_pickle=False``; JSON) and every game is checked before anything is
 returned: shapes, tile values, directions, and a replay of each move with the engine's slide that must
 give the next layout minus the spawned tiles, with the rewards and scores adding up.
+
+Versions: a file's ``version`` must be the whole number 1 (the only format so far); a bare seed-003
+file (no ``format``, no ``version``) counts as version 1. Anything else (0, -1, 1.5, "1", 2) is refused.
+
+Where a game starts (``start``): ``"rules"`` means the initial board is one the rules start from:
+``Rules.start_tiles`` tiles, each a value the rules spawn (2 unless ``p4`` is 1, 4 when ``p4`` > 0),
+every other cell empty (:func:`start_problem`); ``"position"`` means the game was set up on a board of
+its own (``GameRecorder(store, Game(board=...))``, an environment reset to a given board) or
+continues an earlier record (schema 1 stored each hand-over between a person and an agent as a new
+record starting mid-game). Exports write the field for every game. Files written before it existed
+(every studio export up to format version 1 without ``start``, e.g. ``tests/fixtures/export_v1.*``,
+and bare seed-003 files, whose logs may be excerpts of longer games) say nothing: such a game *with
+moves* may start from any position, as those files legitimately do; a game *without moves* must start
+on a rules start board, since nothing else in the file vouches for its board. Whatever the start, every
+board holds only storable tiles (:func:`engine.store.codec.tile_problem`: 0 or 2..2**62) and at most
+one 2**62 tile (two of them merge into 2**63, which no int64 holds).
+
+Statuses (:data:`engine.store.model.GAME_STATUSES`): ``finished`` claims the game is over, so its
+final board must have no legal move; a game whose file says ``finished`` with a move left is refused.
+``playing`` and ``abandoned`` claim nothing that the board can contradict: a game killed after its
+last move but before it was closed keeps ``playing`` (or is swept to ``abandoned``) with no move left,
+and imports as it is (``playing`` becomes ``abandoned``: no process plays it here). Without a status
+(bare files) a game is ``finished`` when no move is left, else ``abandoned``.
+
+Limits (module constants; hostile files must not exhaust memory before they are refused). An ``.npz``
+is a zip: before any member is inflated, the sizes the zip declares must add up to at most
+:data:`MAX_NPZ_BYTES` (512 MiB, about three million moves of a 4x4 game) over at most
+:data:`MAX_NPZ_MEMBERS` members, and each member's ``.npy`` header (shape x item size) must match the
+size the zip declares for it; zipfile never inflates a member past its declared size, so a member
+that lies is cut short and refused. A ``.jsonl`` file is at most :data:`MAX_JSONL_BYTES` (1 GiB), read
+one line at a time, each line at most :data:`MAX_LINE_BYTES` (64 MiB) before it is parsed. Either way
+a game has at most :data:`MAX_GAME_MOVES` moves (1,000,000: far beyond the longest 4x4 game, about
+100,000 moves to a 131072 tile) and a file at most :data:`MAX_FILE_GAMES` games and
+:data:`MAX_FILE_MOVES` moves in all (the whole file is checked in memory before one game is written):
+export larger libraries in several files. A refusal is a :class:`StoreError` of one line; nothing is
+written to the store.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import reprlib
+import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,15 +86,26 @@ from typing import IO, Any
 
 import numpy as np
 
-from engine.core import DIRECTIONS, Direction, Rules, legal_mask, slide_unchecked
+from engine.core import DIRECTIONS, MAX_SIDE, Direction, Rules, legal_mask, slide_unchecked
 from engine.fsutil import atomic_write
-from engine.store.codec import spawn_triples, tile_problem
+from engine.store.codec import MAX_EXPONENT, tile_problem
 from engine.store.model import GAME_STATUSES, MAX_TIME, PLAYER_KINDS, GameRecord, Player, StoreError
 
 NPZ_FORMAT = "2048-studio-games"
 JSONL_FORMAT = "2048-studio-game"
 VERSION = 1
 SUFFIXES = (".npz", ".jsonl")
+#: Where a game starts (see the module docstring): on a board the rules start from, or a position.
+STARTS = ("rules", "position")
+
+MAX_NPZ_BYTES = 512 << 20  # what an .npz's members may inflate to, all together
+MAX_NPZ_MEMBERS = 64  # the format has 14 entries
+MAX_JSONL_BYTES = 1 << 30
+MAX_LINE_BYTES = 64 << 20
+MAX_GAME_MOVES = 1_000_000
+MAX_FILE_GAMES = 100_000
+MAX_FILE_MOVES = 4_000_000
+_TOP_TILE = 1 << MAX_EXPONENT  # the largest storable tile: two of them cannot merge in 64 bits
 
 Triple = tuple[int, int, int]
 
@@ -86,6 +137,30 @@ def file_kind(path: str | os.PathLike[str]) -> str:
     return suffix
 
 
+def start_problem(board: np.ndarray, rules: Rules) -> str | None:
+    """None when ``board`` is one ``rules`` can start a game on, else what is wrong, in words.
+
+    A start board holds ``rules.start_tiles`` tiles, each a value the rules spawn (2 unless ``p4`` is 1,
+    4 when ``p4`` > 0), and nothing else: ``[[2, 0], [0, 4]]`` is a start of the classic rules,
+    ``[[2, 2], [2, 0]]`` is not (``"3 tiles, the rules start with 2"``).
+    """
+    b = np.asarray(board)
+    if b.shape != rules.shape:
+        return f"a {b.shape} board, the rules play on {rules.rows}x{rules.cols}"
+    tiles = b[b != 0]
+    if len(tiles) != rules.start_tiles:
+        return f"{len(tiles)} tiles, the rules start with {rules.start_tiles}"
+    allowed = _spawnable(rules)
+    odd = [int(v) for v in tiles if int(v) not in allowed]
+    if odd:
+        return f"a {odd[0]}, the rules start with {' or '.join(map(str, sorted(allowed)))} only"
+    return None
+
+
+def _spawnable(rules: Rules) -> set[int]:
+    return {v for v, ok in ((2, rules.p4 < 1), (4, rules.p4 > 0)) if ok}
+
+
 # ------------------------------------------------------------------------------------------- writing
 
 
@@ -105,6 +180,7 @@ def _meta_of(rec: GameRecord) -> dict[str, Any]:
         "max_tile": s.max_tile,
         "n_moves": s.n_moves,
         "players": [p.to_json() for p in s.players],
+        "start": "rules" if start_problem(rec.initial_board, s.rules) is None else "position",
     }
 
 
@@ -191,7 +267,15 @@ def read_games(path: str | os.PathLike[str]) -> list[IncomingGame]:
     kind = file_kind(p)
     if not p.is_file():
         raise StoreError(f"{p}: no such file")
-    games = _read_npz(p) if kind == ".npz" else _read_jsonl(p)
+    try:
+        games = _read_npz(p) if kind == ".npz" else _read_jsonl(p)
+    except RecursionError:  # data nested deeper than any game file (e.g. in a message's repr)
+        raise StoreError(f"{p.name}: nested too deeply to be a game file") from None
+    except StoreError as e:
+        text = str(e)
+        if len(text) <= 400:
+            raise
+        raise StoreError(text[:397] + "...") from None
     if not games:
         raise StoreError(f"{p.name}: no games in the file")
     return games
@@ -208,6 +292,7 @@ def _int_array(value: Any, label: str, what: str) -> np.ndarray:
     if arr.dtype.kind == "b":
         return arr.astype(np.int64)
     if arr.dtype.kind == "f":
+        arr = arr.astype(np.float64)  # float16 cannot even hold the bound below
         if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)) or np.any(np.abs(arr) >= 2.0**63):
             raise StoreError(f"{label}: {what} must hold whole numbers")
         return arr.astype(np.int64)
@@ -242,6 +327,11 @@ def _rules(value: Any, label: str, shape: tuple[int, int] | None) -> Rules:
         return Rules(rows=shape[0], cols=shape[1])
     if not isinstance(value, Mapping):
         raise StoreError(f"{label}: rules must be a JSON object, got {type(value).__name__}")
+    for key in ("rows", "cols", "start_tiles", "spawn_per_move", "p4"):
+        v = value.get(key, 0)
+        if not isinstance(v, (int, float) if key == "p4" else int) or isinstance(v, bool):
+            kind = "a number" if key == "p4" else "a whole number"
+            raise StoreError(f"{label}: bad rules: {key} must be {kind}, got {_shown(v)}")
     try:
         return Rules.from_dict(dict(value))
     except (TypeError, ValueError) as e:
@@ -254,34 +344,37 @@ def _meta(obj: Mapping[str, Any], label: str) -> dict[str, Any]:
     for key in ("source", "agent", "checkpoint"):
         v = obj.get(key)
         if v is not None and not isinstance(v, str):
-            raise StoreError(f"{label}: {key} must be text, got {v!r}")
+            raise StoreError(f"{label}: {key} must be text, got {_shown(v)}")
         meta[key] = v
     for key in ("seed", "id"):
         v = obj.get(key)
         if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
-            raise StoreError(f"{label}: {key} must be a whole number, got {v!r}")
+            raise StoreError(f"{label}: {key} must be a whole number, got {_shown(v)}")
         meta[key] = v
     for key in ("started", "ended"):
         v = obj.get(key)
+        # NaN fails the range test too; an int past 64 bits must never reach numpy (np.isfinite(2**64)
+        # raised a TypeError: found by the fuzz suite)
         if v is not None and (
-            not isinstance(v, (int, float))
-            or isinstance(v, bool)
-            or not np.isfinite(v)
-            or not 0 <= v <= MAX_TIME
+            not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= MAX_TIME
         ):
             # Range-checked at the door: one time past what a platform's time functions take made
             # every later listing of the library fail.
-            raise StoreError(f"{label}: {key} must be Unix seconds between 1970 and 9999, got {v!r}")
+            raise StoreError(f"{label}: {key} must be Unix seconds between 1970 and 9999, got {_shown(v)}")
         meta[key] = None if v is None else float(v)
     status = obj.get("status")  # None: decided from the final board in check_game
     if status is not None and status not in GAME_STATUSES:
-        raise StoreError(f"{label}: status must be one of {', '.join(GAME_STATUSES)}, got {status!r}")
+        raise StoreError(f"{label}: status must be one of {', '.join(GAME_STATUSES)}, got {_shown(status)}")
     meta["status"] = status
     for key in ("score", "max_tile", "n_moves"):
         v = obj.get(key)
         if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
-            raise StoreError(f"{label}: {key} must be a whole number, got {v!r}")
+            raise StoreError(f"{label}: {key} must be a whole number, got {_shown(v)}")
         meta[key] = v
+    start = obj.get("start")
+    if start is not None and start not in STARTS:
+        raise StoreError(f"{label}: start must be one of {', '.join(STARTS)}, got {_shown(start)}")
+    meta["start"] = start
     players = obj.get("players")
     if players is not None:
         if not isinstance(players, list) or not players:
@@ -321,12 +414,12 @@ def _directions(value: Any, label: str) -> np.ndarray:
         out = np.empty(len(value), dtype=np.int8)
         for i, v in enumerate(value):
             try:
-                if isinstance(v, (float, bool)):
-                    raise ValueError(v)
+                if not isinstance(v, (str, int)) or isinstance(v, bool):
+                    raise ValueError(type(v).__name__)
                 out[i] = int(Direction.parse(v))
             except ValueError:
                 raise StoreError(
-                    f"{label}: move {i}: {v!r} is not a direction (up, left, down, right or 0-3)"
+                    f"{label}: move {i}: {_shown(v)} is not a direction (up, left, down, right or 0-3)"
                 ) from None
         return out
     arr = _int_array(value, label, "moves")
@@ -342,12 +435,15 @@ def _directions(value: Any, label: str) -> np.ndarray:
 
 
 def _spawn_list(value: Any, label: str, i: int) -> list[Triple]:
-    if not isinstance(value, list):
+    """``[[row, col, value], ...]`` of whole numbers (JSON), or a StoreError."""
+    if not isinstance(value, list) or not all(
+        isinstance(t, list)
+        and len(t) == 3
+        and all(isinstance(x, int) and not isinstance(x, bool) and abs(x) < 1 << 63 for x in t)
+        for t in value
+    ):
         raise StoreError(f"{label}: move {i}: spawns must be a list of [row, col, value]")
-    try:
-        return spawn_triples(value)
-    except (TypeError, ValueError):
-        raise StoreError(f"{label}: move {i}: spawns must be a list of [row, col, value]") from None
+    return [(r, c, v) for r, c, v in value]
 
 
 def check_game(
@@ -370,17 +466,24 @@ def check_game(
     (when given); scores must rise by exactly the reward; and the next layout (``layouts[i+1]``, or
     ``final_board`` after the last move) must be the slid board plus the spawned tiles: 2s or 4s on
     empty cells, as many as the rules spawn (and exactly ``spawns[i]`` when spawns are given).
-    ``move_players`` (who made each move) must point into ``meta["players"]``.
+    ``move_players`` (who made each move) must point into ``meta["players"]``. The initial board must
+    be a rules start board unless the game starts from a position (``meta["start"]``, see the module
+    docstring), and a ``finished`` game must end on a board with no legal move.
     """
     n = len(moves)
+    if n > MAX_GAME_MOVES:
+        raise StoreError(f"{label}: {n:,} moves, more than the {MAX_GAME_MOVES:,} a game may have")
     if scores.shape != (n,):
         raise StoreError(f"{label}: {n} moves but scores has shape {scores.shape}")
     if rewards is not None and rewards.shape != (n,):
         raise StoreError(f"{label}: {n} moves but rewards has shape {rewards.shape}")
-    if layouts.shape[0] != n:
-        raise StoreError(f"{label}: {n} moves but {layouts.shape[0]} layouts")
+    if layouts.shape != (n, *rules.shape):
+        raise StoreError(f"{label}: {n} moves but layouts of shape {layouts.shape}")
     if spawns is not None and len(spawns) != n:
         raise StoreError(f"{label}: {n} moves but spawns for {len(spawns)}")
+    for what, board in (("initial board", initial_board), ("final board", final_board)):
+        if board is not None and board.shape != rules.shape:
+            raise StoreError(f"{label}: {what} has shape {board.shape}, the rules play on {rules.shape}")
     players, who = _players(label, meta, move_players, n)
     if initial_board is None:
         if n == 0:
@@ -388,6 +491,14 @@ def check_game(
         initial_board = layouts[0]
     elif n and not np.array_equal(initial_board, layouts[0]):
         raise StoreError(f"{label}: initial board differs from the layout before move 0")
+    _check_start(label, rules, meta.get("start"), initial_board, n)
+    for what, boards in (
+        ("layouts", layouts),
+        ("initial board", initial_board),
+        ("final board", final_board),
+    ):
+        if boards is not None:
+            _check_top_tiles(label, what, boards)
     rows, cols = rules.shape
     out_rewards = np.empty(n, dtype=np.int64)
     out_spawns: list[list[Triple]] = []
@@ -399,6 +510,8 @@ def check_game(
         slid, reward = slide_unchecked(before, d)
         if np.array_equal(slid, before):
             raise StoreError(f"{label}: move {i}: {d.label} changes nothing on that board (an illegal move)")
+        if reward >= 1 << 63:  # a row of 2**60 pairs on a wide board (found by reading, not the fuzz)
+            raise StoreError(f"{label}: move {i}: its reward {reward} does not fit in 64 bits")
         if rewards is not None and int(rewards[i]) != reward:
             raise StoreError(f"{label}: move {i}: reward {int(rewards[i])} but {d.label} merges {reward}")
         out_rewards[i] = reward
@@ -425,25 +538,32 @@ def check_game(
                     f"{label}: move {i}: spawns {given} do not match the next layout (which adds {found})"
                 )
             triples = given if given is not None else found
+            _check_spawns(label, i, rules, slid, triples, exact=True)
         else:
             triples = given or []
+            # checked before they are placed: a value past 64 bits cannot even be put on a board
+            _check_spawns(label, i, rules, slid, triples, exact=given is not None)
             board_after = slid.copy()
             for r, c, v in triples:
                 if not (0 <= r < rows and 0 <= c < cols) or board_after[r, c] != 0:
                     raise StoreError(f"{label}: move {i}: spawn at ({r}, {c}) is not on an empty cell")
                 board_after[r, c] = v
-        _check_spawns(label, i, rules, slid, triples, exact=nxt is not None or given is not None)
         out_spawns.append(triples)
     if final_board is None:
         final_board = board_after
+        _check_top_tiles(label, "final board", final_board)
     elif n == 0 and not np.array_equal(final_board, initial_board):
         raise StoreError(f"{label}: a game without moves must end on its initial board")
     final_score = int(scores[-1]) if n else 0
     for key, actual in (("score", final_score), ("max_tile", int(final_board.max())), ("n_moves", n)):
         if meta.get(key) is not None and meta[key] != actual and not (key == "score" and n == 0):
             raise StoreError(f"{label}: says {key} {meta[key]} but its moves give {actual}")
+    left = legal_mask(final_board)
     if meta.get("status") is None:  # a bare file: over when no move is left
-        meta["status"] = "abandoned" if legal_mask(final_board).any() else "finished"
+        meta["status"] = "abandoned" if left.any() else "finished"
+    elif meta["status"] == "finished" and left.any():
+        names = ", ".join(d.label for d in DIRECTIONS if left[d])
+        raise StoreError(f"{label}: says finished, but its final board still has a legal move ({names})")
     return IncomingGame(
         rules,
         meta,
@@ -459,10 +579,37 @@ def check_game(
     )
 
 
+def _check_start(label: str, rules: Rules, start: str | None, board: np.ndarray, n: int) -> None:
+    """The initial board against the game's ``start`` (see the module docstring).
+
+    ``"position"``: any board. ``"rules"``: a start board of the rules. No ``start`` (files written
+    before the field, bare seed-003 files): a game with moves may start from a position, as schema 1's
+    hand-over records and games set up on a board of their own did (its moves are replayed from it); a
+    game without moves must start on a rules start board.
+    """
+    if start == "position" or (start is None and n > 0):
+        return
+    problem = start_problem(board, rules)
+    if problem:
+        raise StoreError(
+            f"{label}: its initial board is not one the rules start from ({problem}); "
+            'a game set up on a board of its own says "start": "position"'
+        )
+
+
+def _check_top_tiles(label: str, what: str, boards: np.ndarray) -> None:
+    """At most one 2**62 tile per board: two would merge into 2**63, past what an int64 holds."""
+    top = (boards == _TOP_TILE).reshape(-1, boards.shape[-2] * boards.shape[-1]).sum(axis=1)
+    if top.size and int(top.max()) > 1:
+        raise StoreError(
+            f"{label}: {what}: two tiles of 2**{MAX_EXPONENT} on one board (their merge would not fit in 64 bits)"
+        )
+
+
 def _check_spawns(
     label: str, i: int, rules: Rules, slid: np.ndarray, triples: list[Triple], *, exact: bool
 ) -> None:
-    allowed = {v for v, ok in ((2, rules.p4 < 1), (4, rules.p4 > 0)) if ok}
+    allowed = _spawnable(rules)
     for _r, _c, v in triples:
         if v not in allowed:
             raise StoreError(
@@ -499,24 +646,93 @@ def _npz_json(data: Mapping[str, np.ndarray], key: str, name: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise StoreError(f"{name}: entry {key!r} is not valid JSON ({e.msg})") from None
+    except RecursionError:
+        raise StoreError(f"{name}: entry {key!r} is not valid JSON (nested too deeply)") from None
+    except ValueError as e:  # e.g. an integer of more digits than Python converts
+        raise StoreError(
+            f"{name}: entry {key!r} is not valid JSON ({' '.join(str(e).split())[:80]})"
+        ) from None
+
+
+def _load_npz(path: Path) -> dict[str, np.ndarray]:
+    """Every entry of an ``.npz``, read only once the zip's declared sizes and each ``.npy`` header
+    show that it fits the limits (see the module docstring); a StoreError otherwise."""
+    name = path.name
+    try:
+        with zipfile.ZipFile(path) as zf:
+            infos = zf.infolist()
+            if len(infos) > MAX_NPZ_MEMBERS:
+                raise StoreError(
+                    f"{name}: {len(infos)} entries, more than the {MAX_NPZ_MEMBERS} a game file has"
+                )
+            keys = [info.filename.removesuffix(".npy") for info in infos]
+            odd = next((i.filename for i in infos if not i.filename.endswith(".npy")), None)
+            if odd is not None:
+                raise StoreError(f"{name}: entry {_shown(odd)} is not a NumPy array (.npy)")
+            if len(set(keys)) != len(keys):
+                raise StoreError(f"{name}: an entry appears twice")
+            total = sum(info.file_size for info in infos)
+            if total > MAX_NPZ_BYTES:
+                raise StoreError(
+                    f"{name}: unpacks to {_mib(total)}, more than the {_mib(MAX_NPZ_BYTES)} one import "
+                    "reads (export fewer games per file)"
+                )
+            for key, info in zip(keys, infos):
+                _check_npy_header(zf, info, key, name)
+            data = {}
+            for key, info in zip(keys, infos):
+                with zf.open(info) as fp:
+                    # allow_pickle=False: an object array raises instead of unpickling (no code runs).
+                    data[key] = np.lib.format.read_array(fp, allow_pickle=False)
+            return data
+    except StoreError:
+        raise
+    except Exception as e:  # zip, zlib and .npy format refusals of a damaged file all mean the same
+        why = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise StoreError(f"{name}: not a readable .npz file ({why})") from None
+
+
+def _check_npy_header(zf: zipfile.ZipFile, info: zipfile.ZipInfo, key: str, name: str) -> None:
+    """The data an ``.npy`` member's header declares (shape x item size) must be what the zip says the
+    member holds, so that reading it allocates no more than that (a header may declare any shape)."""
+    with zf.open(info) as fp:
+        version = np.lib.format.read_magic(fp)
+        if version == (1, 0):
+            shape, _fortran, dtype = np.lib.format.read_array_header_1_0(fp)
+        elif version in ((2, 0), (3, 0)):  # 3.0 differs only in the header's text encoding (utf-8)
+            shape, _fortran, dtype = np.lib.format.read_array_header_2_0(fp)
+        else:
+            raise StoreError(f"{name}: entry {key!r} has .npy format version {version}, not 1, 2 or 3")
+        header = fp.tell()
+    if dtype.hasobject:
+        raise StoreError(
+            f"{name}: not a readable .npz file (Object arrays cannot be loaded when allow_pickle=False)"
+        )
+    if dtype.itemsize == 0:
+        raise StoreError(f"{name}: entry {key!r} has items of size 0 ({dtype})")
+    declared = math.prod(shape) * dtype.itemsize
+    if declared != info.file_size - header:
+        raise StoreError(
+            f"{name}: entry {key!r} declares {declared:,} bytes of data ({dtype} {shape}) "
+            f"but holds {max(info.file_size - header, 0):,}"
+        )
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):,.1f} MiB" if n >= 1 << 20 else f"{n:,} bytes"
 
 
 def _read_npz(path: Path) -> list[IncomingGame]:
     name = path.name
-    try:
-        # allow_pickle=False: an object array raises instead of unpickling (no code from the file runs).
-        with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
-    except Exception as e:  # zip, zlib, format and pickle refusals all mean the same to the user
-        why = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise StoreError(f"{name}: not a readable .npz file ({why})") from None
+    data = _load_npz(path)
     fmt = _npz_text(data, "format", name)
     if fmt is not None and fmt != NPZ_FORMAT:
-        raise StoreError(f"{name}: format {fmt!r} is not {NPZ_FORMAT!r}")
+        raise StoreError(f"{name}: format {_shown(fmt)} is not {NPZ_FORMAT!r}")
     if "version" in data:
-        version = _int_array(data["version"], name, "version").reshape(-1)
-        if version.size != 1 or int(version[0]) > VERSION:
-            raise StoreError(f"{name}: written by a newer 2048 Studio (format version {version.tolist()})")
+        v = data["version"]
+        if v.dtype.kind not in "iu" or v.size != 1:
+            raise StoreError(f"{name}: version must be the whole number {VERSION}, got {_shown(v)}")
+        _check_version(int(v.reshape(-1)[0]), name)
     for key in ("layouts", "moves", "scores"):
         if key not in data:
             raise StoreError(f"{name}: missing {key!r} (an .npz of games needs layouts, moves and scores)")
@@ -526,12 +742,15 @@ def _read_npz(path: Path) -> list[IncomingGame]:
     layouts_raw = data["layouts"]
     if layouts_raw.ndim not in (2, 3):
         raise StoreError(f"{name}: layouts must have shape (n, rows*cols), got {layouts_raw.shape}")
+    n_total = layouts_raw.shape[0]
+    if n_total > MAX_FILE_MOVES:
+        raise StoreError(
+            f"{name}: {n_total:,} moves, more than the {MAX_FILE_MOVES:,} moves one import reads"
+        )
     shape = _board_shape(data, layouts_raw, top_rules, metas, name)
     cells = shape[0] * shape[1]
-    layouts = _boards(layouts_raw.reshape(len(layouts_raw), -1), name, "layouts", (-1, cells)).reshape(
-        -1, *shape
-    )
-    n_total = layouts.shape[0]
+    flat = layouts_raw.reshape(n_total, -1) if n_total else layouts_raw.reshape(0, cells)
+    layouts = _boards(flat, name, "layouts", (-1, cells)).reshape(-1, *shape)
     moves = _directions(data["moves"], name)
     # seed 003 keeps a one-move game's scores as a 0-d array (np.array(score)); otherwise shapes must be (n,)
     scores = np.atleast_1d(_int_array(data["scores"], name, "scores"))
@@ -597,13 +816,39 @@ def _read_npz(path: Path) -> list[IncomingGame]:
     return games
 
 
+def _check_version(version: Any, label: str) -> None:
+    """Only format version 1 exists: a newer one is refused as such, anything else as not a version."""
+    if isinstance(version, int) and not isinstance(version, bool) and version > VERSION:
+        raise StoreError(f"{label}: written by a newer 2048 Studio (format version {version})")
+    if not isinstance(version, int) or isinstance(version, bool) or version != VERSION:
+        raise StoreError(f"{label}: version must be the whole number {VERSION}, got {_shown(version)}")
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = (
+    2,
+    4,
+    4,
+    40,
+    40,
+    40,
+)
+
+
+def _shown(value: Any) -> str:
+    """A value from the file for a one-line message: its repr, short however big or deep the value."""
+    if isinstance(value, np.ndarray):
+        value = value.reshape(-1)[:5].tolist() if value.ndim else value.item()
+    return " ".join(_REPR.repr(value).split())
+
+
 def _board_shape(
     data: Mapping[str, np.ndarray], layouts: np.ndarray, rules: Any, metas: Any, name: str
 ) -> tuple[int, int]:
     if "board_shape" in data:
         bs = _int_array(data["board_shape"], name, "board_shape").reshape(-1)
-        if bs.shape != (2,) or bs.min() < 1:
-            raise StoreError(f"{name}: board_shape must be two positive numbers (rows, cols)")
+        if bs.shape != (2,) or bs.min() < 1 or bs.max() > MAX_SIDE:
+            raise StoreError(f"{name}: board_shape must be two numbers from 1 to {MAX_SIDE} (rows, cols)")
         return int(bs[0]), int(bs[1])
     if layouts.ndim == 3:
         return int(layouts.shape[1]), int(layouts.shape[2])
@@ -611,7 +856,10 @@ def _board_shape(
         [m.get("rules") for m in metas if isinstance(m, dict)] if isinstance(metas, list) else []
     ):
         if isinstance(r, dict) and "rows" in r and "cols" in r:
-            return int(r["rows"]), int(r["cols"])
+            rows, cols = r["rows"], r["cols"]
+            if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in (rows, cols)):
+                raise StoreError(f"{name}: the rules' rows and cols must be whole numbers >= 1")
+            return rows, cols
     if layouts.ndim != 2:
         raise StoreError(f"{name}: layouts must have shape (n, rows*cols), got {layouts.shape}")
     side = round(layouts.shape[1] ** 0.5)
@@ -627,12 +875,23 @@ def _offsets(data: Mapping[str, np.ndarray], n_total: int, name: str) -> np.ndar
         off = _int_array(data["game_offsets"], name, "game_offsets").reshape(-1)
     elif "num_moves" in data:  # seed 003's GameDriver keeps the move count of each game
         counts = _int_array(data["num_moves"], name, "num_moves").reshape(-1)
-        if np.any(counts < 0):
-            raise StoreError(f"{name}: num_moves must not be negative")
+        if np.any(counts < 0) or np.any(counts > n_total):
+            raise StoreError(f"{name}: num_moves must be between 0 and the {n_total} moves of the file")
         off = np.concatenate([[0], np.cumsum(counts)])
     else:
         off = np.array([0, n_total])
-    if len(off) < 2 or off[0] != 0 or off[-1] != n_total or np.any(np.diff(off) < 0):
+    if len(off) - 1 > MAX_FILE_GAMES:
+        raise StoreError(
+            f"{name}: {len(off) - 1:,} games, more than the {MAX_FILE_GAMES:,} games one import reads"
+        )
+    if (
+        len(off) < 2
+        or off[0] != 0
+        or off[-1] != n_total
+        or np.any(off < 0)
+        or np.any(off > n_total)
+        or np.any(np.diff(off) < 0)
+    ):
         raise StoreError(
             f"{name}: game boundaries do not cover the {n_total} moves (0 .. {n_total}, increasing)"
         )
@@ -644,36 +903,62 @@ def _offsets(data: Mapping[str, np.ndarray], n_total: int, name: str) -> np.ndar
 
 def _read_jsonl(path: Path) -> list[IncomingGame]:
     name = path.name
-    games = []
-    try:
-        with open(path, encoding="utf-8") as fh:
-            lines = list(fh)
-    except UnicodeDecodeError:
-        raise StoreError(f"{name}: not a UTF-8 text file") from None
-    for ln, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        label = f"{name} line {ln}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise StoreError(f"{label}: not valid JSON ({e.msg})") from None
-        if not isinstance(obj, dict):
-            raise StoreError(f"{label}: expected a JSON object (one game)")
-        games.append(_game_from_json(obj, label))
+    size = path.stat().st_size
+    if size > MAX_JSONL_BYTES:
+        raise StoreError(
+            f"{name}: {_mib(size)}, more than the {_mib(MAX_JSONL_BYTES)} one import reads "
+            "(export fewer games per file)"
+        )
+    games: list[IncomingGame] = []
+    moves = 0
+    with open(path, "rb") as fh:
+        ln = 0
+        while True:
+            raw = fh.readline(MAX_LINE_BYTES + 1)  # never more than the limit in memory
+            if not raw:
+                break
+            ln += 1
+            label = f"{name} line {ln}"
+            if len(raw) > MAX_LINE_BYTES:
+                raise StoreError(f"{label}: longer than {_mib(MAX_LINE_BYTES)} (one game per line)")
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise StoreError(f"{name}: not a UTF-8 text file (line {ln})") from None
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise StoreError(f"{label}: not valid JSON ({e.msg})") from None
+            except RecursionError:
+                raise StoreError(f"{label}: not valid JSON (nested too deeply)") from None
+            except ValueError as e:  # e.g. an integer of more digits than Python converts
+                raise StoreError(f"{label}: not valid JSON ({' '.join(str(e).split())[:80]})") from None
+            if not isinstance(obj, dict):
+                raise StoreError(f"{label}: expected a JSON object (one game)")
+            if len(games) >= MAX_FILE_GAMES:
+                raise StoreError(f"{name}: more than the {MAX_FILE_GAMES:,} games one import reads")
+            game = _game_from_json(obj, label)
+            moves += len(game.moves)
+            if moves > MAX_FILE_MOVES:
+                raise StoreError(f"{name}: more than the {MAX_FILE_MOVES:,} moves one import reads")
+            games.append(game)
     return games
 
 
 def _game_from_json(obj: dict[str, Any], label: str) -> IncomingGame:
     fmt = obj.get("format")
     if fmt is not None and fmt != JSONL_FORMAT:
-        raise StoreError(f"{label}: format {fmt!r} is not {JSONL_FORMAT!r}")
-    version = obj.get("version", VERSION)
-    if not isinstance(version, int) or version > VERSION:
-        raise StoreError(f"{label}: written by a newer 2048 Studio (format version {version!r})")
+        raise StoreError(f"{label}: format {_shown(fmt)} is not {JSONL_FORMAT!r}")
+    _check_version(obj.get("version", VERSION), label)
     for key in ("layouts", "moves", "scores"):
         if not isinstance(obj.get(key), list):
             raise StoreError(f"{label}: missing list {key!r}")
+    if len(obj["moves"]) > MAX_GAME_MOVES:
+        raise StoreError(
+            f"{label}: {len(obj['moves']):,} moves, more than the {MAX_GAME_MOVES:,} a game may have"
+        )
     raw_rules = obj.get("rules")
     shape = None
     if raw_rules is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import reprlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,10 @@ SOURCES: tuple[str, ...] = ("human", "agent", "evaluation", "training", "mixed",
 #: What the store's ``source`` filter accepts: a source, or ``imported`` = every game read from a file.
 SOURCE_FILTERS: tuple[str, ...] = (*SOURCES, "imported")
 GAME_STATUSES: tuple[str, ...] = ("playing", "finished", "abandoned")
+#: The status a :class:`GameSummary` shows for a games row the store cannot read back as it is (a field
+#: of the wrong type, absurd or unreadable JSON: a damaged file, or one edited by hand); never stored.
+#: ``GameSummary.problem`` says what is wrong, and loading the game's moves is a one-line StoreError.
+DAMAGED = "damaged"
 RUN_STATUSES: tuple[str, ...] = ("running", "paused", "stopped", "finished", "failed")
 
 
@@ -63,7 +68,7 @@ class Player:
 
     def __post_init__(self) -> None:
         if self.kind not in PLAYER_KINDS:
-            raise StoreError(f"a player is one of {', '.join(PLAYER_KINDS)}, got {self.kind!r}")
+            raise StoreError(f"a player is one of {', '.join(PLAYER_KINDS)}, got {_short(self.kind)}")
 
     @property
     def is_human(self) -> bool:
@@ -84,15 +89,22 @@ class Player:
     def from_json(cls, obj: Any) -> Player:
         """The inverse of :meth:`to_json`; a StoreError (one line) for anything else."""
         if not isinstance(obj, dict):
-            raise StoreError(f"a player must be a JSON object, got {obj!r}")
-        agent, checkpoint = obj.get("agent"), obj.get("checkpoint")
+            raise StoreError(f"a player must be a JSON object, got {_short(obj)}")
+        kind, agent, checkpoint = obj.get("kind"), obj.get("agent"), obj.get("checkpoint")
         for key, v in (("agent", agent), ("checkpoint", checkpoint)):
             if v is not None and not isinstance(v, str):
-                raise StoreError(f"a player's {key} must be text, got {v!r}")
-        return cls(str(obj.get("kind")), agent, checkpoint)
+                raise StoreError(f"a player's {key} must be text, got {_short(v)}")
+        if not isinstance(kind, str):
+            raise StoreError(f"a player is one of {', '.join(PLAYER_KINDS)}, got {_short(kind)}")
+        return cls(kind, agent, checkpoint)
 
 
 HUMAN = Player()
+
+
+def _short(value: Any) -> str:
+    """A value read from a file or a row, for a one-line message: short however big or deep it is."""
+    return " ".join(reprlib.repr(value).split())
 
 
 def source_of(players: Sequence[Player]) -> str:
@@ -128,6 +140,9 @@ class GameSummary:
     origin: dict[str, Any] | None = None
     #: everyone who moved in the game, in order of their first move (``GameRecord.move_players`` indexes it)
     players: tuple[Player, ...] = ()
+    #: what is wrong with a damaged row (``status`` is then :data:`DAMAGED`; unreadable fields hold
+    #: stand-ins: 0, None, the classic rules), None for a sound one
+    problem: str | None = None
 
     @property
     def shape(self) -> tuple[int, int]:

@@ -8,6 +8,7 @@ agent, score, max tile, status and date go to :meth:`GameStore.list_games`.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -44,6 +45,8 @@ from engine.store import SOURCE_FILTERS, format_time
 from studio.tabs.common import button
 from studio.widgets.histogram import TileHistogram
 
+log = logging.getLogger(__name__)
+
 TABLE_LIMIT = 50_000
 PERIODS: tuple[tuple[str, float | None], ...] = (
     ("any date", None),
@@ -55,8 +58,17 @@ PERIODS: tuple[tuple[str, float | None], ...] = (
 #: The store's statuses in the user's words: a game left before game over (new game, window closed,
 #: process killed, handed to an agent) is "unfinished"; "in progress" is being played right now.
 STATUS_TEXT = {"finished": "finished", "abandoned": "unfinished", "playing": "in progress"}
+#: A row the store could not read back as it is (``GameSummary.problem`` says why, in its tooltip).
+DAMAGED_TEXT = "damaged"
 
 Index = QModelIndex | QPersistentModelIndex
+
+
+def _one_line(error: BaseException) -> str:
+    """An exception's message on one line (its type when it has none)."""
+    if isinstance(error, OSError) and error.strerror and error.filename is not None:
+        return f"{error.strerror} ({error.filename})"
+    return " ".join(str(error).split()) or type(error).__name__
 
 
 def _when(ts: float | None) -> str:
@@ -123,7 +135,7 @@ class GamesTableModel(QAbstractTableModel):
             if key == "board":
                 return f"{g.rules.rows}x{g.rules.cols}"
             if key == "status":
-                return STATUS_TEXT.get(g.status, g.status)
+                return DAMAGED_TEXT if getattr(g, "problem", None) else STATUS_TEXT.get(g.status, g.status)
             if key == "started":
                 return _when(g.started)
             if key == "score":
@@ -135,9 +147,13 @@ class GamesTableModel(QAbstractTableModel):
             return self.raw(g, key)
         if role == Qt.ItemDataRole.TextAlignmentRole and key in self.NUMERIC:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ForegroundRole and getattr(g, "problem", None):
+            return QColor("#c53030")
         if role == Qt.ItemDataRole.ForegroundRole and key == "status" and g.status != "finished":
             return QColor("#b7791f" if g.status == "abandoned" else "#2b7a3d")
         if role == Qt.ItemDataRole.ToolTipRole:
+            if getattr(g, "problem", None):
+                return f"game #{g.id} is damaged: {g.problem}"
             bits = [f"game #{g.id}", f"p4 {g.rules.p4:g}", f"{g.rules.spawn_per_move} per spawn"]
             if g.seed is not None:
                 bits.append(f"seed {g.seed}")
@@ -421,8 +437,15 @@ class GamesTab(QWidget):
         for path in paths:
             try:
                 imported += self.store.import_file(path)
-            except (OSError, ValueError) as e:
-                errors.append(f"{Path(path).name}: {e}")
+            except (OSError, ValueError) as e:  # a bad file (StoreError is a ValueError) or an OS refusal
+                errors.append(f"{Path(path).name}: {_one_line(e)}")
+            except (RecursionError, MemoryError) as e:
+                errors.append(
+                    f"{Path(path).name}: too large or nested too deeply to read ({type(e).__name__})"
+                )
+            except Exception as e:  # a bug, not the file: shown with its type, and logged with its traceback
+                log.exception("importing %s", path)
+                errors.append(f"{Path(path).name}: unexpected error {type(e).__name__}: {_one_line(e)}")
             self.settings.setValue("games/import_dir", str(Path(path).parent))
         if imported:
             self.refresh()
