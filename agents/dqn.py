@@ -42,6 +42,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from agents.base import Budget, Control, MetricEvent, TrainContext
+from agents.checkpoint import state_array, state_int
 from agents.config import AgentConfig, ConfigError, knob
 from agents.nn.agent import TorchAgent, afterstate_values
 from agents.nn.encoders import ENCODERS, make_encoder
@@ -472,6 +473,23 @@ class DQNAgent(TorchAgent):
         return arrays, {"since_update": self._since_update}
 
     def _set_extra_state(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
-        self._since_update = int(meta.get("since_update", 0))
+        self._since_update = state_int(meta, "since_update", 0)
         if "buffer/states" in arrays:
-            self.buffer.set_arrays(arrays, "buffer/")
+            board = (None, *self.rules.shape)
+            states = state_array(arrays, "buffer/states", kinds="iu", shape=board, low=0, high=62)
+            n = len(states)
+            fields = {
+                "states": states,
+                "actions": state_array(
+                    arrays, "buffer/actions", kinds="iu", shape=(n,), low=0, high=N_ACTIONS - 1
+                ),
+                "rewards": state_array(arrays, "buffer/rewards", kinds="iuf", shape=(n,)),
+                "next_states": state_array(
+                    arrays, "buffer/next_states", kinds="iu", shape=(n, *self.rules.shape), low=0, high=62
+                ),
+                "dones": state_array(arrays, "buffer/dones", kinds="biu", shape=(n,), low=0, high=1),
+                "next_masks": state_array(
+                    arrays, "buffer/next_masks", kinds="biu", shape=(n, N_ACTIONS), low=0, high=1
+                ),
+            }
+            self.buffer.set_arrays({f"buffer/{k}": v for k, v in fields.items()}, "buffer/")

@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from agents.base import Budget, Control, MetricEvent, TrainContext
+from agents.checkpoint import state_int
 from agents.config import AgentConfig, ConfigError, knob
 from agents.nn.agent import TorchAgent
 from agents.nn.encoders import ENCODERS, make_encoder
@@ -151,6 +152,7 @@ class PolicyAgent(TorchAgent):
     description = "Good/bad-game policy learner (seed 001): a softmax policy trained towards moves of above-median games."
     loss_metrics = ("loss",)
     schedule_metrics = ("good_share",)
+    value_kind = "share"  # move probabilities
     config: PolicyConfig
 
     def __init__(
@@ -312,4 +314,4 @@ class PolicyAgent(TorchAgent):
         return {}, {"epochs": self.epochs}
 
     def _set_extra_state(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
-        self.epochs = int(meta.get("epochs", 0))
+        self.epochs = state_int(meta, "epochs", 0)

@@ -8,7 +8,9 @@ of the agent's :class:`MetricEvent` records that, as they pass:
   within about ``FLUSH_AFTER_S`` seconds (plus one write) even when the agent goes quiet: a killed
   run loses at most the last second of metrics;
 * saves a checkpoint every ``checkpoint_every_s`` seconds, on pause, and a final one when the run
-  stops or finishes (files under ``engine.paths.checkpoints_dir()``, written atomically);
+  stops or finishes (files under ``engine.paths.checkpoints_dir()``, written atomically); never one
+  whose weights hold NaN or an infinity: the run fails as diverged instead, and its last checkpoint
+  stays the last good one;
 * records finished training games (events that carry a ``GameTrace``) as ``source="training"``,
   one game in ``log_every`` (see :data:`DEFAULT_LOG_EVERY`);
 * keeps the run's status: running, paused (while the control is paused), stopped (a stop request,
@@ -342,9 +344,19 @@ class TrainingRun(Iterator[MetricEvent]):
         return checkpoints_dir(self.store.path.parent) / f"run-{self.run_id}"
 
     def save_checkpoint(self, *, final: bool = False) -> Path:
+        """Save the agent as the run's newest checkpoint. A network holding NaN or an infinity is never
+        saved (:class:`Diverged` instead): the last good checkpoint stays the one a resume starts from."""
+        from agents.checkpoint import NonFiniteWeights, save_checkpoint
+
         c = self.agent.counters
         path = self.checkpoint_dir() / f"{self.agent.name}-ep{c.episodes}-step{c.steps}.npz"
-        self.agent.save(path)
+        try:
+            save_checkpoint(self.agent, path, require_finite=True)
+        except NonFiniteWeights as e:
+            raise Diverged(
+                f"diverged: {self.agent.name}'s {e.entry!r} holds NaN or infinite values at step {c.steps:,} "
+                "(nothing after it is saved)"
+            ) from None
         self.store.add_checkpoint(self.run_id, path, c.episodes, c.steps, final=final)
         self.last_checkpoint = path
         return path
@@ -409,7 +421,12 @@ class TrainingRun(Iterator[MetricEvent]):
                     self.save_checkpoint(final=True)
             except Exception as e:
                 if status != "failed":
-                    status, error = "failed", f"could not save the run's end: {type(e).__name__}: {e}"
+                    status = "failed"
+                    error = (
+                        str(e)
+                        if isinstance(e, Diverged)
+                        else f"could not save the run's end: {type(e).__name__}: {e}"
+                    )
                     self._set_status(status, error)
                     raise
             self._set_status(status, error)

@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from agents.base import Agent, Budget, Control, MetricEvent, TrainContext
+from agents.checkpoint import state_array, state_int, state_ints
 from agents.config import AgentConfig, ConfigError, knob
 from agents.nn.agent import TorchAgent
 from agents.nn.encoders import make_encoder
@@ -344,7 +345,10 @@ class TDAfterstateAgent(TorchAgent):
             vals = self.search(exps)
         else:
             vals = self.one_ply(exps[None])[0][0]
-        return {d: float(vals[d]) for d in DIRECTIONS if np.isfinite(vals[d])}
+        # illegal moves are -inf; a legal one stays even when its value is not finite (a diverged
+        # network), so that act() still has a legal move to pick
+        mask = game.legal_mask()
+        return {d: float(vals[d]) for d in DIRECTIONS if mask[d]}
 
     def act(self, game: Game) -> Direction:
         # TorchAgent.act reads one network output per move; here the network rates afterstates, so the
@@ -502,15 +506,11 @@ class TDAfterstateAgent(TorchAgent):
         return {"pool": self._pool}, {"round": self.round, "recent": list(self._recent)}
 
     def _set_extra_state(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
-        self.round = int(meta.get("round", 0))
-        self._recent = [int(x) for x in meta.get("recent", [])]
+        self.round = state_int(meta, "round", 0)
+        self._recent = (state_ints(meta, "recent") or [])[-100:]
         if "pool" in arrays:
-            pool = np.asarray(arrays["pool"], dtype=np.uint8)
-            if pool.ndim != 3 or pool.shape[1:] != (self.rules.rows, self.rules.cols):
-                raise ValueError(
-                    f"start positions have shape {pool.shape}, expected (n, {self.rules.rows}, {self.rules.cols})"
-                )
-            self._pool = pool
+            pool = state_array(arrays, "pool", kinds="iu", shape=(None, *self.rules.shape), low=0, high=62)
+            self._pool = pool.astype(np.uint8)
         self._round_states = []
         self._round_positions = []
         self._envs = []

@@ -39,12 +39,21 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     except ImportError:  # pragma: no cover - torch is a dependency; n-tuple agents do not need it
         pass
-    agent = Agent.load(args.checkpoint)
+    try:
+        agent = Agent.load(args.checkpoint)
+    except ValueError as e:  # CheckpointError: one line saying why
+        print(f"{parser.prog}: error: {e}", file=sys.stderr)
+        return 2
     changes = {}
-    for item in args.set:
-        name, _, text = item.partition("=")
-        changes[name] = agent.config.spec(name.strip()).parse(text)
-    agent.config = agent.config.replace(**changes)
+    try:
+        for item in args.set:
+            name, _, text = item.partition("=")
+            changes[name.strip()] = agent.config.spec(name.strip()).parse(text)
+        agent.config = agent.config.replace(**changes)
+    except KeyError as e:
+        parser.error(f"--set: {agent.name} has no setting {e.args[0]!r}")
+    except ValueError as e:
+        parser.error(f"--set: {e}")
     scores, tiles, moves = [], [], []
     c0, w0 = time.process_time(), time.perf_counter()
     for i in range(args.games):

@@ -49,11 +49,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.threads < 1:
         parser.error(f"--threads must be at least 1, got {args.threads}")
-    agent = Agent.load(args.checkpoint)
+    try:
+        agent = Agent.load(args.checkpoint)
+    except ValueError as e:  # CheckpointError: one line saying why
+        print(f"{parser.prog}: error: {e}", file=sys.stderr)
+        return 2
     if not isinstance(agent, NTupleAgent):
         parser.error(f"{args.checkpoint} is not an ntuple checkpoint")
-    policy = tuple(int(x) for x in args.depths_policy.split(",") if x.strip())
     try:
+        policy = tuple(int(x) for x in args.depths_policy.split(",") if x.strip())
         agent.config = agent.config.replace(
             search_depth=args.depth, depths_policy=policy, downgrade_from=args.downgrade_from
         )

@@ -59,7 +59,11 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0, help="first game seed (greedy play)")
     args = p.parse_args()
     if args.checkpoint:
-        agent = Agent.load(args.checkpoint)
+        try:
+            agent = Agent.load(args.checkpoint)
+        except ValueError as e:  # CheckpointError: one line saying why
+            print(f"{p.prog}: error: {e}", file=sys.stderr)
+            return 2
     else:
         preset = load_preset(args.preset)
         agent = create_agent(preset["agent"], preset["config"], seed=args.agent_seed)

@@ -48,6 +48,7 @@ import torch
 from torch import nn
 
 from agents.base import Budget, Control, MetricEvent, TrainContext
+from agents.checkpoint import state_array, state_int
 from agents.config import AgentConfig, ConfigError, knob
 from agents.mcts.nets import build_network, inference_copy
 from agents.mcts.search import Evaluator, FastOps, Node, Search, board_ops
@@ -417,6 +418,7 @@ class MCTSAgent(TorchAgent):
     loss_metrics = ("policy_loss", "value_loss", "val_policy_loss", "val_value_loss")
     schedule_metrics = ("lr",)
     parallel_play = True
+    value_kind = "share"  # visit shares
     config: MCTSConfig
 
     def __init__(self, config: MCTSConfig | None = None, rules: Rules | None = None, seed: int | None = None):
@@ -642,7 +644,26 @@ class MCTSAgent(TorchAgent):
         }
 
     def _set_extra_state(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
-        self.window.set_arrays(arrays, "window/")
-        self.generation = int(meta.get("generation", 0))
-        self.scheduler.last_epoch = int(meta.get("scheduler_epoch", 0))
+        window: dict[str, np.ndarray] = {}
+        if "window/exps" in arrays:
+            exps = state_array(
+                arrays, "window/exps", kinds="iu", shape=(None, *self.rules.shape), low=0, high=62
+            )
+            n = len(exps)
+            window = {
+                "window/exps": exps,
+                "window/policy": state_array(
+                    arrays, "window/policy", kinds="iuf", shape=(n, 4), low=0, high=1
+                ),
+                "window/masks": state_array(arrays, "window/masks", kinds="biu", shape=(n, 4), low=0, high=1),
+                "window/targets": state_array(arrays, "window/targets", kinds="iuf", shape=(n,)),
+                "window/held_out": state_array(
+                    arrays, "window/held_out", kinds="biu", shape=(n,), low=0, high=1
+                ),
+            }
+        generation = state_int(meta, "generation", 0)
+        scheduler_epoch = state_int(meta, "scheduler_epoch", 0)
+        self.window.set_arrays(window, "window/")
+        self.generation = generation
+        self.scheduler.last_epoch = scheduler_epoch
         self._weights_changed()

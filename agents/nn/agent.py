@@ -182,12 +182,18 @@ class TorchAgent(Agent):
         return arrays, meta
 
     def set_state(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
+        """Inverse of :meth:`get_state`; ValueError / KeyError saying what does not fit."""
+        optimizers = meta.get("optimizers", {})
+        extra = meta.get("extra", {})
+        for what, value in (("optimizers", optimizers), ("extra", extra)):
+            if not isinstance(value, Mapping):
+                raise ValueError(f"{what} is a {type(value).__name__}, not an object")
         for prefix, module in self._state_modules().items():
             load_module_arrays(module, arrays, prefix)
         for prefix, opt in self._state_optimizers().items():
-            opt_meta = meta.get("optimizers", {}).get(prefix)
+            opt_meta = optimizers.get(prefix)
             if opt_meta is not None:
                 load_optimizer_state(opt, arrays, opt_meta, prefix)
         if "numpy_rng" in meta:
             set_numpy_rng_state(self.rng, meta["numpy_rng"])
-        self._set_extra_state(arrays, meta.get("extra", {}))
+        self._set_extra_state(arrays, extra)

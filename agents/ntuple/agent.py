@@ -29,6 +29,7 @@ import numpy as np
 
 import agents.ntuple.kernels as K
 from agents.base import Agent, Budget, Control, MetricEvent, TrainContext
+from agents.checkpoint import first_nonfinite, state_array, state_int, state_uint64
 from agents.config import AgentConfig, ConfigError, knob
 from agents.training import TrainTracker
 from engine import DIRECTIONS, Direction, Game, Rules
@@ -247,6 +248,7 @@ class NTupleAgent(Agent):
     trainable = True
     loss_metrics: ClassVar[tuple[str, ...]] = ("td_error",)
     schedule_metrics: ClassVar[tuple[str, ...]] = ("lr",)
+    value_kind = "points"  # reward + afterstate value: expected future score
 
     config: NTupleConfig
 
@@ -538,30 +540,37 @@ class NTupleAgent(Agent):
         return arrays, meta
 
     def set_state(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
+        """Inverse of :meth:`get_state`; ValueError / KeyError saying what does not fit (the layout,
+        the live stages, an array's shape or type, a generator state), with the agent left unchanged."""
         mine = self.layout.describe()
         theirs = {
             "layout": meta.get("layout"),
             "tuples": meta.get("tuples"),
             "stages": meta.get("stages", []),
         }
-        if theirs["tuples"] != mine["tuples"] or list(theirs["stages"] or []) != mine["stages"]:
+        if theirs["tuples"] != mine["tuples"] or (theirs["stages"] or []) != mine["stages"]:
             raise ValueError(
                 f"the weights are for tuple layout {theirs['layout']!r} (tuples {theirs['tuples']}, stage "
                 f"exponents {theirs['stages']}), but this agent uses {mine['layout']!r} (tuples {mine['tuples']}, "
                 f"stage exponents {mine['stages']}): a different layout cannot reuse them"
             )
-        n_live = int(meta.get("live_stages", 1))
-        if not 1 <= n_live <= self.layout.n_stages:
-            raise ValueError(f"live stages {n_live} outside 1..{self.layout.n_stages}")
+        n_live = state_int(meta, "live_stages", 1, 1, self.layout.n_stages)
         span = n_live * self.layout.stage_size
-        sparse = meta.get("storage") == "sparse"
-        idx = np.asarray(arrays["index"]).astype(np.int64) if sparse else None
-        if idx is not None and idx.size and (idx.min() < 0 or idx.max() >= span):
-            raise ValueError("sparse weights do not fit the layout")
+        storage = meta.get("storage", "dense")
+        if storage not in ("sparse", "dense"):
+            raise ValueError(f"storage is {storage!r}, not 'sparse' or 'dense'")
+        idx = None
+        if storage == "sparse":
+            index = state_array(arrays, "index", kinds="iu", shape=(None,), low=0, high=span - 1)
+            idx = index.astype(np.int64)
 
         def table(name: str) -> np.ndarray:
             out = np.zeros(self.layout.size, dtype=np.float32)
-            values = np.asarray(arrays[name], dtype=np.float32)
+            raw = state_array(arrays, name, kinds="biuf")
+            with np.errstate(over="ignore"):
+                values = np.asarray(raw, dtype=np.float32)
+            if raw.dtype.itemsize > 4 and first_nonfinite({name: values}) != first_nonfinite({name: raw}):
+                raise ValueError(f"{name} holds values past the float32 range")
             if idx is not None:
                 if values.shape != idx.shape:
                     raise ValueError(f"{name} has {values.size} entries for {idx.size} indices")
@@ -572,18 +581,33 @@ class NTupleAgent(Agent):
                 out[:span] = values
             return out
 
-        self.weights = table("weights")
-        self._tc_e = self._tc_a = None
+        truncated = state_int(meta, "truncated_games", 0)
+        rng = state_uint64(meta.get("rng_state", str(seed_to_state(self.seed))), "rng_state")
+        restart_rng = state_uint64(
+            meta.get("restart_rng_state", str(int(self._game_u[0, 2]))), "restart_rng_state"
+        )
+        rows = meta.get("worker_rng_states", [])
+        if not isinstance(rows, list) or any(not isinstance(r, list) or len(r) != 2 for r in rows):
+            raise ValueError("worker_rng_states is not a list of [spawn, restart] generator states")
+        workers = [
+            [state_uint64(x, f"worker_rng_states[{k}]") for x in row]
+            for k, row in enumerate(rows[: self._game_u.shape[0] - 1], start=1)
+        ]
+        weights = table("weights")
+        tc_e = tc_a = None
         if "tc_errors" in arrays and "tc_abs_errors" in arrays:
-            self._tc_e, self._tc_a = table("tc_errors"), table("tc_abs_errors")
+            tc_e, tc_a = table("tc_errors"), table("tc_abs_errors")
+        # everything read and checked: now the agent changes
+        self.weights = weights
+        self._tc_e, self._tc_a = tc_e, tc_a
         self.n_live = n_live
-        self.truncated_games = int(meta.get("truncated_games", 0))
+        self.truncated_games = truncated
         self._game_i[:] = 0
-        self._game_u[0, 1] = np.uint64(int(meta.get("rng_state", seed_to_state(self.seed))))
-        self._game_u[0, 2] = np.uint64(int(meta.get("restart_rng_state", self._game_u[0, 2])))
+        self._game_u[0, 1] = rng
+        self._game_u[0, 2] = restart_rng
         # a run resumed with more workers than it saved gives the new ones fresh streams
-        for k, row in enumerate(meta.get("worker_rng_states", [])[: self._game_u.shape[0] - 1], start=1):
-            self._game_u[k, 1:] = [np.uint64(int(x)) for x in row]
+        for k, row in enumerate(workers, start=1):
+            self._game_u[k, 1:] = row
         self._recent = np.zeros((0, 2), dtype=np.int64)
 
 

@@ -59,6 +59,10 @@ _drop_stale_cache()
 
 _NIBBLE = np.uint64(15)
 NEG_INF = -1e300
+#: Move choice (1-ply, the search's root) takes the best *finite* value: NaN and infinities (a
+#: diverged network) never win, and when no legal move has a finite value the first legal one is
+#: played, as :meth:`agents.base.Agent.act` does, so a game always goes on to its end.
+INF = np.inf
 
 
 # ------------------------------------------------------------------------------------------ features
@@ -218,7 +222,8 @@ def _greedy(
     dg: int,
 ) -> tuple[int, np.uint64, int]:
     """The 1-ply move: argmax over legal moves of reward + V(afterstate) (read through
-    :func:`downgrade` with ``dg``); (-1, b, 0) when none is legal."""
+    :func:`downgrade` with ``dg``), ties to the first; values that are not finite never win, and the
+    first legal move is played when no value is finite; (-1, b, 0) when none is legal."""
     best_v = NEG_INF
     best_d = -1
     best_b = b
@@ -228,8 +233,12 @@ def _greedy(
         if nb == b:
             continue
         v = r + evaluate(w, downgrade(nb, dg), sh, tlen, toff, stage_size, stage_thr, n_live)
-        if v > best_v:
+        if v > best_v and v < INF:
             best_v = v
+            best_d = d
+            best_b = nb
+            best_r = int(r)
+        elif best_d < 0:  # NaN or infinite: the first legal move stands in until a finite value comes
             best_d = d
             best_b = nb
             best_r = int(r)
@@ -662,9 +671,15 @@ def play_games(
                 d = -1
                 best = NEG_INF
                 for k in range(4):
-                    if vals[k] > best:
+                    if vals[k] > best and vals[k] < INF:  # illegal moves are NEG_INF: never taken
                         best = vals[k]
                         d = k
+                if d < 0:  # no finite value (a diverged network): the first legal move, if any
+                    for k in range(4):
+                        nb, _ = move(b, k)
+                        if nb != b:
+                            d = k
+                            break
                 after = b
                 r = 0
                 if d >= 0:

@@ -75,7 +75,6 @@ written to the store.
 from __future__ import annotations
 
 import json
-import math
 import os
 import reprlib
 import zipfile
@@ -88,6 +87,7 @@ import numpy as np
 
 from engine.core import DIRECTIONS, MAX_SIDE, Direction, Rules, legal_mask, slide_unchecked
 from engine.fsutil import atomic_write
+from engine.npzcheck import NpzSizeError, check_npz_sizes
 from engine.store.codec import MAX_EXPONENT, tile_problem
 from engine.store.model import GAME_STATUSES, MAX_TIME, PLAYER_KINDS, GameRecord, Player, StoreError
 
@@ -656,32 +656,21 @@ def _npz_json(data: Mapping[str, np.ndarray], key: str, name: str) -> Any:
 
 def _load_npz(path: Path) -> dict[str, np.ndarray]:
     """Every entry of an ``.npz``, read only once the zip's declared sizes and each ``.npy`` header
-    show that it fits the limits (see the module docstring); a StoreError otherwise."""
+    show that it fits the limits (see the module docstring and :mod:`engine.npzcheck`); a StoreError
+    otherwise."""
     name = path.name
     try:
         with zipfile.ZipFile(path) as zf:
-            infos = zf.infolist()
-            if len(infos) > MAX_NPZ_MEMBERS:
-                raise StoreError(
-                    f"{name}: {len(infos)} entries, more than the {MAX_NPZ_MEMBERS} a game file has"
-                )
-            keys = [info.filename.removesuffix(".npy") for info in infos]
-            odd = next((i.filename for i in infos if not i.filename.endswith(".npy")), None)
+            try:
+                members = check_npz_sizes(zf, MAX_NPZ_BYTES, max_members=MAX_NPZ_MEMBERS)
+            except NpzSizeError as e:
+                raise StoreError(f"{name}: {e}") from None
+            odd = next((m.name for m in members.values() if m.dtype is None), None)
             if odd is not None:
                 raise StoreError(f"{name}: entry {_shown(odd)} is not a NumPy array (.npy)")
-            if len(set(keys)) != len(keys):
-                raise StoreError(f"{name}: an entry appears twice")
-            total = sum(info.file_size for info in infos)
-            if total > MAX_NPZ_BYTES:
-                raise StoreError(
-                    f"{name}: unpacks to {_mib(total)}, more than the {_mib(MAX_NPZ_BYTES)} one import "
-                    "reads (export fewer games per file)"
-                )
-            for key, info in zip(keys, infos):
-                _check_npy_header(zf, info, key, name)
             data = {}
-            for key, info in zip(keys, infos):
-                with zf.open(info) as fp:
+            for key, member in members.items():
+                with zf.open(member.name) as fp:
                     # allow_pickle=False: an object array raises instead of unpickling (no code runs).
                     data[key] = np.lib.format.read_array(fp, allow_pickle=False)
             return data
@@ -690,32 +679,6 @@ def _load_npz(path: Path) -> dict[str, np.ndarray]:
     except Exception as e:  # zip, zlib and .npy format refusals of a damaged file all mean the same
         why = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise StoreError(f"{name}: not a readable .npz file ({why})") from None
-
-
-def _check_npy_header(zf: zipfile.ZipFile, info: zipfile.ZipInfo, key: str, name: str) -> None:
-    """The data an ``.npy`` member's header declares (shape x item size) must be what the zip says the
-    member holds, so that reading it allocates no more than that (a header may declare any shape)."""
-    with zf.open(info) as fp:
-        version = np.lib.format.read_magic(fp)
-        if version == (1, 0):
-            shape, _fortran, dtype = np.lib.format.read_array_header_1_0(fp)
-        elif version in ((2, 0), (3, 0)):  # 3.0 differs only in the header's text encoding (utf-8)
-            shape, _fortran, dtype = np.lib.format.read_array_header_2_0(fp)
-        else:
-            raise StoreError(f"{name}: entry {key!r} has .npy format version {version}, not 1, 2 or 3")
-        header = fp.tell()
-    if dtype.hasobject:
-        raise StoreError(
-            f"{name}: not a readable .npz file (Object arrays cannot be loaded when allow_pickle=False)"
-        )
-    if dtype.itemsize == 0:
-        raise StoreError(f"{name}: entry {key!r} has items of size 0 ({dtype})")
-    declared = math.prod(shape) * dtype.itemsize
-    if declared != info.file_size - header:
-        raise StoreError(
-            f"{name}: entry {key!r} declares {declared:,} bytes of data ({dtype} {shape}) "
-            f"but holds {max(info.file_size - header, 0):,}"
-        )
 
 
 def _mib(n: int) -> str:

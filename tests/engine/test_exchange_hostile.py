@@ -319,7 +319,11 @@ def test_a_zip_bomb_is_refused_before_anything_is_inflated(store, tmp_path, monk
     assert path.stat().st_size < 20_000
     monkeypatch.setattr(exchange, "MAX_NPZ_BYTES", 1 << 20)
     _forbid_reading(monkeypatch)
-    _refused(store, path, r"bomb\.npz: unpacks to 2\.4 MiB, more than the 1\.0 MiB one import reads")
+    _refused(
+        store,
+        path,
+        r"bomb\.npz: entry 'layouts\.npy' would take the archive past 1,048,576 bytes once decompressed",
+    )
 
 
 def _lying_npz(path: Path, shape: tuple[int, ...], data: bytes) -> Path:
@@ -339,12 +343,18 @@ def _lying_npz(path: Path, shape: tuple[int, ...], data: bytes) -> Path:
 def test_a_header_that_declares_a_huge_shape_allocates_nothing(store, tmp_path, no_reading):
     path = _lying_npz(tmp_path / "liar.npz", (10**12, 16), bytes(128))
     _refused(
-        store, path, r"liar\.npz: entry 'layouts' declares 128,000,000,000,000 bytes of data .* but holds 128"
+        store,
+        path,
+        r"liar\.npz: entry 'layouts\.npy' declares shape \(1000000000000, 16\) of <i8 \(128,000,000,000,000 bytes\) but holds 128",
     )
 
 
 def test_a_header_may_not_declare_less_either(store, tmp_path, no_reading):
-    _refused(store, _lying_npz(tmp_path / "short.npz", (1, 16), bytes(1 << 16)), "declares 128 bytes")
+    _refused(
+        store,
+        _lying_npz(tmp_path / "short.npz", (1, 16), bytes(1 << 16)),
+        r"declares shape \(1, 16\) of <i8 \(128 bytes\) but holds 65,536",
+    )
 
 
 @pytest.mark.parametrize(
@@ -352,7 +362,7 @@ def test_a_header_may_not_declare_less_either(store, tmp_path, no_reading):
     [
         (lambda zf: zf.writestr("layouts", b"raw"), "entry 'layouts' is not a NumPy array"),
         (lambda zf: [zf.writestr(f"x{i}.npy", b"") for i in range(100)], "100 entries, more than the 64"),
-        (lambda zf: [zf.writestr("a.npy", b""), zf.writestr("a.npy", b"")], "an entry appears twice"),
+        (lambda zf: [zf.writestr("a.npy", b""), zf.writestr("a.npy", b"")], "entry 'a' appears twice"),
     ],
 )
 def test_odd_zip_members_are_refused(store, tmp_path, build, match, no_reading):
