@@ -178,7 +178,10 @@ class FieldSpec:
         elif self.kind == "float":
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 raise ConfigError(self.name, f"must be a number, got {value!r}")
-            v = float(v)
+            try:
+                v = float(v)
+            except OverflowError:  # a whole number past any float (10**400)
+                raise ConfigError(self.name, "must be a finite number, got a number too large") from None
         elif self.kind == "str":
             if not isinstance(v, str):
                 raise ConfigError(self.name, f"must be text, got {value!r}")
@@ -188,7 +191,7 @@ class FieldSpec:
             elem = int if self.kind == "int_tuple" else float
             try:
                 v = tuple(elem(x) for x in v)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 raise ConfigError(self.name, f"must be a list of numbers, got {value!r}") from None
         if self.choices is not None and v not in self.choices:
             raise ConfigError(self.name, f"must be one of {', '.join(map(str, self.choices))}; got {v!r}")

@@ -194,6 +194,15 @@ def test_preset_files_of_the_wrong_shape_are_one_line_errors(content, message, d
     assert store_counts(data_dir) == (0, 0)
 
 
+def test_a_preset_knob_past_any_float_is_one_line(data_dir, tmp_path, capsys):
+    """float(10**400) raised OverflowError from the knob check: a traceback."""
+    preset = tmp_path / "huge.json"
+    preset.write_text('{"agent": "dqn", "config": {"lr": 1' + "0" * 400 + '}, "budget": {"episodes": 1}}')
+    line = refusal(["--data-dir", str(data_dir), "train", "--preset", str(preset)], capsys)
+    assert line == "python main.py train: error: lr: must be a finite number, got a number too large"
+    assert store_counts(data_dir) == (0, 0)
+
+
 def test_a_preset_that_is_a_directory_is_refused(data_dir, tmp_path, capsys):
     (tmp_path / "dir.json").mkdir()
     line = refusal(["--data-dir", str(data_dir), "train", "--preset", str(tmp_path / "dir.json")], capsys)
