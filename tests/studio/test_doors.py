@@ -52,6 +52,14 @@ def test_a_data_dir_that_is_a_file_is_refused(tmp_path, capsys):
     assert file.read_text() == "x"
 
 
+def test_a_data_dir_that_cannot_be_written_is_refused(tmp_path, capsys, monkeypatch):
+    # As root every directory is writable, so the permission is what the check asks the OS for.
+    monkeypatch.setattr("engine.paths.os.access", lambda path, mode: False)
+    line = refusal(["--data-dir", str(tmp_path), "games", "list"], capsys)
+    assert line == f"python main.py games: error: data dir {tmp_path} is not writable"
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_an_empty_data_dir_is_refused_not_taken_as_here(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     line = refusal(["--data-dir", "", "games", "list"], capsys)
