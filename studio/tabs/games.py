@@ -438,7 +438,8 @@ class GamesTab(QWidget):
             try:
                 imported += self.store.import_file(path)
             except (OSError, ValueError) as e:  # a bad file (StoreError is a ValueError) or an OS refusal
-                errors.append(f"{Path(path).name}: {_one_line(e)}")
+                why = _one_line(e)  # the store's messages name the file already
+                errors.append(why if why.startswith(Path(path).name) else f"{Path(path).name}: {why}")
             except (RecursionError, MemoryError) as e:
                 errors.append(
                     f"{Path(path).name}: too large or nested too deeply to read ({type(e).__name__})"
