@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 
 from agents.base import Agent
+from agents.hints import VALUE_KINDS
 from agents.spec import AgentSpec
 from engine import DIRECTIONS, Direction, Game, Rules
 
@@ -31,9 +32,16 @@ def choose(agent: Agent, game: Game, values: dict[Direction, float] | None) -> D
     return agent.act(game)
 
 
+def value_kind(agent: Agent) -> str:
+    """What the agent's move values are (``Agent.value_kind``); "rank" for a kind hints do not know."""
+    kind = getattr(agent, "value_kind", "rank")
+    return kind if kind in VALUE_KINDS else "rank"
+
+
 @dataclass(frozen=True)
 class ThinkResult:
-    """What an agent said about one position. ``values`` is None when it does not rate moves."""
+    """What an agent said about one position. ``values`` is None when it does not rate moves;
+    ``value_kind`` says what they are (:mod:`agents.hints`), for hints a person reads."""
 
     ticket: int
     spec: AgentSpec
@@ -43,6 +51,7 @@ class ThinkResult:
     choice: Direction | None
     seconds: float
     error: str | None = None
+    value_kind: str = "rank"
 
 
 class _Emitter(QObject):
@@ -77,7 +86,14 @@ class _ThinkTask(QRunnable):
                     values = None
             choice = choose(agent, self.game, values)
             result = ThinkResult(
-                self.ticket, self.spec, agent_name, self.game.moves, values, choice, time.perf_counter() - t0
+                self.ticket,
+                self.spec,
+                agent_name,
+                self.game.moves,
+                values,
+                choice,
+                time.perf_counter() - t0,
+                value_kind=value_kind(agent),
             )
         except Exception as e:  # an agent bug or a bad checkpoint must not take the window down
             result = ThinkResult(

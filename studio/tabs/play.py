@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from agents.hints import hint_texts
 from agents.spec import AgentSpec
 from engine import DIRECTIONS, Direction, Rules
 from engine.store import HUMAN, GameRecorder, Player
@@ -251,6 +252,7 @@ class PlayTab(QWidget):
         self._ticket = 0
         self._reached_2048 = False
         self.last_hint: ThinkResult | None = None
+        self.hint_best: Direction | None = None  # the best move of the hint shown (None: no preference)
         self._watch_timer = QTimer(self)
         self._watch_timer.setSingleShot(True)
         self._watch_timer.timeout.connect(self._watch_tick)
@@ -261,7 +263,7 @@ class PlayTab(QWidget):
     # ------------------------------------------------------------------ layout
     def _build(self) -> None:
         theme = load_theme()
-        self.board = BoardWidget(self)
+        self.board = BoardWidget(self, hint_margin=True)
         self.board.moveRequested.connect(self._on_key_move)
         self.board.newGameRequested.connect(lambda: self.new_game(self.rules))
 
@@ -448,7 +450,8 @@ class PlayTab(QWidget):
         ):
             self.settings.setValue(f"play/{key}", value)
         self.board.hide_overlay()
-        self.board.set_board(self.recorder.board, self.recorder.game.last_spawns)
+        # The start tiles are not "new": only a tile spawned by a move is marked.
+        self.board.set_board(self.recorder.board)
         self._clear_hint()
         self._update_labels()
         self.board.setFocus()
@@ -603,27 +606,41 @@ class PlayTab(QWidget):
             self._watch_timer.start(max(0, delay))
 
     def _show_values(self, result: ThinkResult, *, arrow: bool, legal: Any = None) -> None:
-        """Fill the value table (legal moves only; the agent's choice in bold) and maybe the board arrow."""
+        """Fill the hint table (legal moves only): what each move gives up against the best, in words a
+        player reads (:func:`agents.hints.hint_texts`); the agent's choice in bold; maybe the arrow."""
         self.last_hint = result
         values = result.values or {}
+        hints = hint_texts(values, result.value_kind, result.choice)
         mask = legal if legal is not None else self.recorder.game.legal_mask() if self.recorder else None
         for d, (name, label) in self.hintLabels.items():
             weight = "bold" if d == result.choice else "normal"
-            name.setStyleSheet(f"font-weight: {weight};")
-            label.setStyleSheet(f"font-weight: {weight};")
-            label.setText(_fmt_value(values[d]) if d in values else "")
+            colour = f" color: {load_theme().hint_arrow};" if d == hints.best else ""
+            name.setStyleSheet(f"font-weight: {weight};{colour}")
+            label.setStyleSheet(f"font-weight: {weight};{colour}")
+            label.setText(hints.texts.get(d, ""))
+            label.setToolTip(f"{result.agent_name}'s value: {values[d]:,.6g}" if d in values else "")
             name.setEnabled(bool(mask[d]) if mask is not None else d in values)
-        choice = result.choice.label if result.choice is not None else "-"
+        choice = f"{ARROWS[result.choice]} {result.choice.label}" if result.choice is not None else "-"
+        ms = f"{result.seconds * 1000:.0f} ms"
+        extra = f"; {hints.summary}" if hints.summary else ""
+        no_preference = result.values is not None and hints.best is None
         if result.values is None:
             self.hintStatus.setText(f"{result.agent_name} does not rate moves; its choice: {choice}")
+        elif no_preference and arrow:
+            self.hintStatus.setText(f"{result.agent_name} has no preference here ({ms})")
         elif arrow:
-            self.hintStatus.setText(f"{result.agent_name}: {choice} ({result.seconds * 1000:.0f} ms)")
+            self.hintStatus.setText(f"{result.agent_name}: {choice}{extra} ({ms})")
         else:
-            self.hintStatus.setText(f"{result.agent_name} played {choice} ({result.seconds * 1000:.0f} ms)")
-        self.board.set_hint(result.choice if arrow else None)
+            self.hintStatus.setText(f"{result.agent_name} played {choice}{extra} ({ms})")
+        # No arrow for a fake preference: when every move is worth the same, none is pointed at.
+        self.board.set_hint(result.choice if arrow and not no_preference else None)
+        self.hint_best = hints.best
 
     def _clear_hint(self) -> None:
         self.last_hint = None
+        self.hint_best = None
+        for _, label in self.hintLabels.values():
+            label.setToolTip("")
         for name, label in self.hintLabels.values():
             label.setText("")
             name.setStyleSheet("")
@@ -681,12 +698,3 @@ class PlayTab(QWidget):
             return
         if not self._ask("watch", want_values=self.autoHintCheck.isChecked()):
             self.stop_watching()
-
-
-def _fmt_value(v: float) -> str:
-    """Hint values span 0.x (probabilities) to 1e6 (expectimax sums): short, and aligned in one column."""
-    if abs(v) >= 1000:
-        return f"{v:,.0f}"
-    if abs(v) >= 10:
-        return f"{v:.1f}"
-    return f"{v:.3g}"

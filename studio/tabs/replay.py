@@ -139,7 +139,7 @@ class ReplayTab(QWidget):
         self.titleLabel = QLabel("Pick a game on the left")
         self.titleLabel.setObjectName("replayTitle")
         self.titleLabel.setStyleSheet("font-size: 15px; font-weight: bold;")
-        self.board = BoardWidget(self, interactive=False)
+        self.board = BoardWidget(self, interactive=False, hint_margin=True)  # the next-move arrow beside it
         self.board.setObjectName("replayBoard")
         self.stepLabel = QLabel("")
         self.stepLabel.setObjectName("replayStepLabel")

@@ -36,6 +36,11 @@ KEY_DIRECTIONS: dict[int, Direction] = {
 
 SLIDE_PART = 0.6  # fraction of an animation spent sliding; the rest pops merges and grows spawns
 GAP_RATIO = 0.12  # gap between cells as a fraction of a cell
+#: Band around the board, in cells, where the hint arrow goes (beside the board, never over a tile).
+HINT_MARGIN_RATIO = 0.4
+#: The ring around a newly spawned tile: the web game's warm gold, a "new" mark that does not read as an
+#: error (the tile itself also grows in, as in the web game, when the move is animated).
+SPAWN_RING = "#f3c13a"
 
 
 @dataclass(frozen=True)
@@ -101,19 +106,30 @@ def _ease_out(t: float) -> float:
 
 
 class BoardWidget(QWidget):
-    """Draws a board of tile values; with ``interactive`` it emits moves for arrow / WASD presses."""
+    """Draws a board of tile values; with ``interactive`` it emits moves for arrow / WASD presses.
+
+    With ``hint_margin`` a thin band is kept free around the board for the hint arrow
+    (:meth:`set_hint`), drawn beside the edge the move pushes towards, so it never covers a tile.
+    A board without that band makes room for it the first time a hint is set.
+    """
 
     moveRequested = Signal(object)  # Direction
     newGameRequested = Signal()
     animationFinished = Signal()  # the queue ran dry: what is drawn is the latest board
 
     def __init__(
-        self, parent: QWidget | None = None, *, interactive: bool = True, theme: Theme | None = None
+        self,
+        parent: QWidget | None = None,
+        *,
+        interactive: bool = True,
+        theme: Theme | None = None,
+        hint_margin: bool = False,
     ):
         super().__init__(parent)
         self.setObjectName("board")
         self.theme = theme or load_theme()
         self.interactive = interactive
+        self.hint_margin = hint_margin
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus if interactive else Qt.FocusPolicy.NoFocus)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.setMinimumSize(160, 160)
@@ -152,7 +168,8 @@ class BoardWidget(QWidget):
 
     @property
     def marked_cells(self) -> tuple[tuple[int, int], ...]:
-        """Cells of the last spawned tiles (drawn in red, as seed 000 did)."""
+        """Cells of the newly spawned tiles (a gold ring round each; the start tiles of a game are
+        not new, the owner passes no spawns for them)."""
         return self._marked
 
     @property
@@ -205,7 +222,11 @@ class BoardWidget(QWidget):
         self.animationFinished.emit()
 
     def set_hint(self, direction: Direction | None) -> None:
-        """Draw a translucent arrow for the agent's choice (None clears it)."""
+        """Draw an arrow for the agent's choice beside the board (None clears it)."""
+        if direction is not None and not self.hint_margin:
+            self.hint_margin = True  # make room once; the board then keeps its size
+            self.updateGeometry()
+            self._place_overlay_button()
         self._hint = direction
         self.update()
 
@@ -269,19 +290,47 @@ class BoardWidget(QWidget):
         self.moveRequested.emit(direction)
 
     # ------------------------------------------------------------------ geometry
+    def _margin_cells(self) -> float:
+        return 2 * HINT_MARGIN_RATIO if self.hint_margin else 0.0
+
     def sizeHint(self) -> QSize:
         rows, cols = self._board.shape
         cell = max(40, min(110, 480 // max(rows, cols)))
-        return QSize(int(cell * (cols + (cols + 1) * GAP_RATIO)), int(cell * (rows + (rows + 1) * GAP_RATIO)))
+        m = self._margin_cells()
+        return QSize(
+            int(cell * (cols + (cols + 1) * GAP_RATIO + m)), int(cell * (rows + (rows + 1) * GAP_RATIO + m))
+        )
 
     def _layout(self) -> tuple[QRectF, float, float]:
-        """(board rectangle, cell size, gap) fitting the widget, centred."""
+        """(board rectangle, cell size, gap) fitting the widget (and the hint band, if any), centred."""
         rows, cols = self._board.shape
         w, h = float(self.width()), float(self.height())
-        cell = min(w / (cols + (cols + 1) * GAP_RATIO), h / (rows + (rows + 1) * GAP_RATIO))
+        m = self._margin_cells()
+        cell = min(w / (cols + (cols + 1) * GAP_RATIO + m), h / (rows + (rows + 1) * GAP_RATIO + m))
         gap = cell * GAP_RATIO
         bw, bh = cols * cell + (cols + 1) * gap, rows * cell + (rows + 1) * gap
         return QRectF((w - bw) / 2, (h - bh) / 2, bw, bh), cell, gap
+
+    def board_rect(self) -> QRectF:
+        """Where the board (its background and every tile) is drawn."""
+        return self._layout()[0]
+
+    def arrow_rect(self) -> QRectF | None:
+        """Where the hint arrow is drawn (in the band beside the board's edge it points at); None
+        when no arrow is shown."""
+        if self._hint is None or self.overlay_visible:
+            return None
+        rect, cell, _ = self._layout()
+        band = cell * HINT_MARGIN_RATIO
+        thick = band * 0.62
+        length = min(cell * 1.3, rect.width() * 0.8, rect.height() * 0.8)
+        off = (band - thick) / 2  # centred in the band: clear of the board and of the widget's edge
+        d = self._hint
+        if d in (Direction.UP, Direction.DOWN):
+            y = rect.top() - band + off if d is Direction.UP else rect.bottom() + off
+            return QRectF(rect.center().x() - length / 2, y, length, thick)
+        x = rect.left() - band + off if d is Direction.LEFT else rect.right() + off
+        return QRectF(x, rect.center().y() - length / 2, thick, length)
 
     def cell_rect(self, row: float, col: float) -> QRectF:
         rect, cell, gap = self._layout()
@@ -328,14 +377,15 @@ class BoardWidget(QWidget):
         p.drawRoundedRect(rect, radius, radius)
         if value == 0:
             return
-        if marked:
-            pen = QPen(QColor(self.theme.last_spawn))
-            pen.setWidthF(max(1.5, cell * 0.035))
+        if marked:  # a ring in the gap round the tile: the tile's own colours stay as they are
+            pen = QPen(QColor(SPAWN_RING))
+            width = max(1.5, cell * 0.03)
+            pen.setWidthF(width)
             p.setPen(pen)
             p.setBrush(Qt.BrushStyle.NoBrush)
-            inset = pen.widthF() / 2
-            p.drawRoundedRect(rect.adjusted(inset, inset, -inset, -inset), radius, radius)
-        p.setPen(QColor(self.theme.last_spawn if marked else self.theme.text_color(value)))
+            out = width / 2 + max(0.5, cell * 0.008)
+            p.drawRoundedRect(rect.adjusted(-out, -out, out, out), radius + out, radius + out)
+        p.setPen(QColor(self.theme.text_color(value)))
         font = self._font_for(value, cell)
         if scale != 1.0:
             font = QFont(font)
@@ -364,8 +414,9 @@ class BoardWidget(QWidget):
                     v = int(self._board[r, c])
                     if v:
                         self._draw_tile(p, self.cell_rect(r, c), v, cell, marked=(r, c) in marked)
-        if self._hint is not None and not self.overlay_visible:
-            self._paint_arrow(p, rect, self._hint)
+        arrow = self.arrow_rect()
+        if arrow is not None and self._hint is not None:
+            self._paint_arrow(p, arrow, self._hint)
         if self.overlay_visible:
             self._paint_overlay(p, rect, cell)
         p.end()
@@ -405,29 +456,29 @@ class BoardWidget(QWidget):
                     self._draw_tile(p, self.cell_rect(r, c), v, cell)
 
     def _paint_arrow(self, p: QPainter, rect: QRectF, direction: Direction) -> None:
-        size = min(rect.width(), rect.height()) * 0.34
-        # An arrow pointing right, rotated into place.
+        """A flat arrow head in ``rect`` (beside the board) pointing the way the agent would move."""
         path = QPainterPath()
-        shaft, head = size * 0.16, size * 0.36
-        path.moveTo(-size / 2, -shaft / 2)
-        path.lineTo(size / 2 - head, -shaft / 2)
-        path.lineTo(size / 2 - head, -head / 1.2)
-        path.lineTo(size / 2, 0)
-        path.lineTo(size / 2 - head, head / 1.2)
-        path.lineTo(size / 2 - head, shaft / 2)
-        path.lineTo(-size / 2, shaft / 2)
+        if direction is Direction.UP:
+            path.moveTo(rect.center().x(), rect.top())
+            path.lineTo(rect.right(), rect.bottom())
+            path.lineTo(rect.left(), rect.bottom())
+        elif direction is Direction.DOWN:
+            path.moveTo(rect.center().x(), rect.bottom())
+            path.lineTo(rect.left(), rect.top())
+            path.lineTo(rect.right(), rect.top())
+        elif direction is Direction.LEFT:
+            path.moveTo(rect.left(), rect.center().y())
+            path.lineTo(rect.right(), rect.top())
+            path.lineTo(rect.right(), rect.bottom())
+        else:
+            path.moveTo(rect.right(), rect.center().y())
+            path.lineTo(rect.left(), rect.bottom())
+            path.lineTo(rect.left(), rect.top())
         path.closeSubpath()
-        angle = {Direction.RIGHT: 0, Direction.DOWN: 90, Direction.LEFT: 180, Direction.UP: 270}[direction]
         p.save()
-        p.translate(rect.center())
-        p.rotate(angle)
         colour = QColor(self.theme.hint_arrow)
-        colour.setAlphaF(0.45)
-        outline = QColor("white")
-        outline.setAlphaF(0.7)
-        pen = QPen(outline)
-        pen.setWidthF(max(1.5, size * 0.025))
-        p.setPen(pen)
+        colour.setAlphaF(0.85)
+        p.setPen(Qt.PenStyle.NoPen)
         p.setBrush(colour)
         p.drawPath(path)
         p.restore()

@@ -177,13 +177,15 @@ def test_hint_shows_values_for_legal_moves_only(qtbot, window, rater_agent):
     mask = play.recorder.game.legal_mask()
     qtbot.mouseClick(play.hintButton, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: play.last_hint is not None, timeout=5000)
+    # The rater's values (up 1, left 2, down 3, right 4) are not points: a rank and the gap to the best.
+    legal = sorted((d for d in Direction if mask[d]), key=lambda d: -(d + 1))
+    top = float(legal[0]) + 1
+    expected = {legal[0]: "best"}
+    for place, d in zip(("2nd", "3rd", "4th"), legal[1:]):
+        expected[d] = f"{place} · {100 * (top - d - 1) / top:.0f} % worse"  # e.g. left: "3rd · 50 % worse"
     for d in Direction:
-        text = play.hintLabels[d][1].text()
-        if mask[d]:
-            assert float(text) == float(d) + 1  # the rater's value for this move
-        else:
-            assert text == ""
-    best = max((d for d in Direction if mask[d]), key=lambda d: d + 1)
+        assert play.hintLabels[d][1].text() == expected.get(d, "")
+    best = legal[0]
     assert play.last_hint.choice is best and play.board.hint is best
     # A move clears the hint: it was about the old board.
     qtbot.keyClick(play.board, Qt.Key.Key_Left if mask[Direction.LEFT] else Qt.Key.Key_Right)
