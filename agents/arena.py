@@ -5,14 +5,21 @@ stream (both derived from ``(S, i)``), whichever worker plays it, so the results
 the number of workers. Workers are separate processes (``spawn`` context: the same on every
 platform, and no inherited locks or threads); they send finished games back to the parent, which
 alone writes them to the store (``source="evaluation"``), keeping one writer.
+
+The summary figures (mean with its 95 % interval, median, "max tile reached at least T") are computed
+here once, by :class:`EvalResult` and the functions beside it, for ``eval`` and the Arena tab alike.
+While games play, ``evaluate`` reports snapshots of the finished games and the moves played so far
+(games in flight included) for a live table and an ETA; ``should_stop`` ends it early, keeping what
+finished.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import multiprocessing as mp
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +34,60 @@ from engine.records import GameTrace, play_recorded
 MAX_GAMES = 10_000_000
 #: Max-tile thresholds of the distribution (seed 004's table, extended to 65536).
 TILE_THRESHOLDS: tuple[int, ...] = tuple(2**k for k in range(5, 17))
+#: z of a two-sided 95 % normal interval.
+Z95 = 1.96
+#: How often (seconds) ``evaluate`` reports a snapshot and polls ``should_stop`` while games play.
+LIVE_EVERY = 0.25
+#: Worker processes add their moves to the shared count in steps of this many (and at each game's end).
+_MOVES_STEP = 32
+
+
+class Stopped(Exception):
+    """A game given up because the evaluation was asked to stop (never leaves :func:`evaluate`)."""
+
+
+# --------------------------------------------------------------------------------------- figures
+
+
+def mean_ci95(scores: Sequence[float] | np.ndarray) -> tuple[float, float | None]:
+    """Mean and the half-width of its 95 % interval, normal approximation ``1.96 * s / sqrt(n)``
+    (``s``: the sample standard deviation). The half-width is None under two games; NaN mean for none."""
+    x = np.asarray(scores, dtype=np.float64)
+    if x.size == 0:
+        return math.nan, None
+    mean = float(x.mean())
+    if x.size < 2:
+        return mean, None
+    return mean, float(Z95 * x.std(ddof=1) / math.sqrt(x.size))
+
+
+def mean_ci_text(mean: float, half: float | None) -> str:
+    """``"12,345 ± 678"`` (no ``±`` part without an interval, ``"-"`` without games)."""
+    if math.isnan(mean):
+        return "-"
+    return f"{mean:,.0f}" if half is None else f"{mean:,.0f} ± {half:,.0f}"
+
+
+def reached_at_least(max_tiles: Sequence[int] | np.ndarray, thresholds: Iterable[int]) -> dict[int, float]:
+    """Share of games whose max tile is >= each threshold (seed 004's table: "reached at least")."""
+    tiles = np.asarray(max_tiles, dtype=np.int64)
+    n = tiles.size
+    return {int(t): (float(np.count_nonzero(tiles >= t)) / n if n else 0.0) for t in thresholds}
+
+
+def tile_thresholds(*max_tiles: Sequence[int] | np.ndarray) -> tuple[int, ...]:
+    """The rows of a "reached at least" table for these games: powers of two from 32 (seed 004's first
+    row; lower when a game ended below it, as on small boards) up to the largest max tile reached."""
+    seen = [int(v) for arr in max_tiles for v in np.asarray(arr).ravel() if int(v) > 0]
+    if not seen:
+        return ()
+    low = min(32, 1 << (min(seen).bit_length() - 1))
+    high = max(seen)
+    out, t = [], low
+    while t <= high:
+        out.append(t)
+        t *= 2
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -55,8 +116,19 @@ def warm_up(agent: Agent, rules: Rules) -> None:
     agent.act(Game(seed=0, rules=rules))
 
 
-def play_game(agent: Agent, rules: Rules, seed: int, index: int, *, record: bool = False) -> GameOutcome:
-    """Play game ``index`` of an evaluation to the end."""
+def play_game(
+    agent: Agent,
+    rules: Rules,
+    seed: int,
+    index: int,
+    *,
+    record: bool = False,
+    on_move: Callable[[], bool] | None = None,
+) -> GameOutcome:
+    """Play game ``index`` of an evaluation to the end.
+
+    ``on_move()`` is called after each move; when it returns True the game is given up
+    (:class:`Stopped` is raised)."""
     spawn_seed, agent.rng = game_seeds(seed, index)
     game = Game(seed=spawn_seed, rules=rules)
     trace = GameTrace.start(game) if record else None
@@ -69,12 +141,18 @@ def play_game(agent: Agent, rules: Rules, seed: int, index: int, *, record: bool
             play_recorded(game, move, trace)
         else:
             game.step(move)
+        if on_move is not None and on_move():
+            raise Stopped(f"game {index} given up after {game.moves} moves")
     return GameOutcome(index, spawn_seed, game.score, game.moves, game.max_tile, thinking, trace)
 
 
 @dataclass(frozen=True)
 class EvalResult:
-    """Per-game arrays (in game order) and the summary figures derived from them."""
+    """Per-game arrays (in game order) and the summary figures derived from them.
+
+    A snapshot while games still play, or an evaluation stopped early, holds the finished games only:
+    ``planned`` is how many were asked for, ``cancelled`` says it was stopped before the end.
+    """
 
     label: str
     agent: str
@@ -89,37 +167,63 @@ class EvalResult:
     seconds: np.ndarray  # thinking time per game
     wall_seconds: float
     game_ids: tuple[int, ...] = ()
+    planned: int = 0
+    cancelled: bool = False
 
     @property
     def games(self) -> int:
         return int(self.scores.size)
 
     @property
+    def complete(self) -> bool:
+        """Every planned game finished (a snapshot under way or a cancelled evaluation is not)."""
+        return not self.cancelled and self.games >= self.planned
+
+    @property
     def mean_score(self) -> float:
-        return float(self.scores.mean())
+        return mean_ci95(self.scores)[0]
+
+    @property
+    def score_ci95(self) -> float | None:
+        """Half-width of the mean score's 95 % interval (``1.96 * s / sqrt(n)``); None under two games."""
+        return mean_ci95(self.scores)[1]
+
+    @property
+    def score_std(self) -> float | None:
+        """Sample standard deviation of the scores; None under two games."""
+        return float(self.scores.std(ddof=1)) if self.games >= 2 else None
+
+    @property
+    def mean_text(self) -> str:
+        """``"12,345 ± 678"``: the mean and its 95 % interval, as the window and ``eval`` print it."""
+        return mean_ci_text(*mean_ci95(self.scores))
 
     @property
     def median_score(self) -> float:
-        return float(np.median(self.scores))
+        return float(np.median(self.scores)) if self.games else math.nan
 
     @property
     def max_score(self) -> int:
-        return int(self.scores.max())
+        return int(self.scores.max()) if self.games else 0
+
+    @property
+    def best_tile(self) -> int:
+        return int(self.max_tiles.max()) if self.games else 0
 
     @property
     def moves_per_game(self) -> float:
-        return float(self.moves.mean())
+        return float(self.moves.mean()) if self.games else math.nan
 
     @property
     def seconds_per_move(self) -> float:
         return float(self.seconds.sum() / max(1, int(self.moves.sum())))
 
-    def tile_at_least(self) -> dict[int, float]:
+    def tile_at_least(self, thresholds: Iterable[int] = TILE_THRESHOLDS) -> dict[int, float]:
         """Share of games whose max tile is >= each threshold (seed 004's table, cumulative)."""
-        return {t: float(np.mean(self.max_tiles >= t)) for t in TILE_THRESHOLDS}
+        return reached_at_least(self.max_tiles, thresholds)
 
     def tile_exactly(self) -> dict[int, float]:
-        """Share of games whose max tile is exactly each tile value (seed 004's table as printed there)."""
+        """Share of games whose max tile is exactly each tile value."""
         values, counts = np.unique(self.max_tiles, return_counts=True)
         return {int(v): float(c) / self.games for v, c in zip(values, counts)}
 
@@ -131,9 +235,13 @@ class EvalResult:
             "config": self.config,
             "rules": self.rules.to_dict(),
             "games": self.games,
+            "planned_games": self.planned,
+            "cancelled": self.cancelled,
             "seed": self.seed,
             "workers": self.workers,
             "mean_score": self.mean_score,
+            "mean_score_ci95": self.score_ci95,
+            "score_std": self.score_std,
             "median_score": self.median_score,
             "max_score": self.max_score,
             "moves_per_game": self.moves_per_game,
@@ -145,21 +253,173 @@ class EvalResult:
         }
 
 
+class _Tally:
+    """The finished games of one evaluation, turned into :class:`EvalResult` snapshots on demand."""
+
+    def __init__(
+        self, spec: AgentSpec, agent: Agent, rules: Rules, seed: int, workers: int, games: int
+    ) -> None:
+        self.head: dict[str, Any] = {
+            "label": spec.display,
+            "agent": agent.name,
+            "checkpoint": spec.checkpoint,
+            "config": agent.config.to_dict(),
+            "rules": rules,
+            "seed": seed,
+            "workers": workers,
+            "planned": games,
+        }
+        self.outcomes: list[GameOutcome] = []
+        self.game_ids: dict[int, int] = {}
+        self.t0 = time.perf_counter()
+        self._snap: EvalResult | None = None
+
+    def add(self, outcome: GameOutcome, game_id: int | None) -> None:
+        # Keep no boards once stored: a long game's layouts would stay in memory to the end.
+        self.outcomes.append(dataclasses.replace(outcome, trace=None))
+        if game_id is not None:
+            self.game_ids[outcome.index] = game_id
+        self._snap = None
+
+    def result(self, cancelled: bool = False) -> EvalResult:
+        """The games finished so far, in game order (cached until the next game)."""
+        wall = time.perf_counter() - self.t0
+        if self._snap is not None and self._snap.cancelled == cancelled:
+            return dataclasses.replace(self._snap, wall_seconds=wall)
+        outs = sorted(self.outcomes, key=lambda o: o.index)
+        self._snap = EvalResult(
+            **self.head,
+            scores=np.array([o.score for o in outs], dtype=np.int64),
+            moves=np.array([o.moves for o in outs], dtype=np.int64),
+            max_tiles=np.array([o.max_tile for o in outs], dtype=np.int64),
+            seconds=np.array([o.seconds for o in outs], dtype=np.float64),
+            wall_seconds=wall,
+            game_ids=tuple(self.game_ids[i] for i in sorted(self.game_ids)),
+            cancelled=cancelled,
+        )
+        return self._snap
+
+
+class EtaModel:
+    """Time left of an arena run (contestants one after another, ``games`` each), from moves played.
+
+    A game's length grows with the agent's strength, so games done is a poor clock. For the contestant
+    playing: moves per game so far (finished games) times its games gives the moves it will play;
+    what is left of them at its move rate (moves played so far, games in flight included, per second)
+    is its time left. A contestant still waiting is guessed at the seconds per game seen so far
+    (the finished contestants' and the current one's estimate), until its own games tell.
+    """
+
+    def __init__(self, games: int, contestants: int) -> None:
+        self.games = int(games)
+        self.contestants = int(contestants)
+        self.finished_seconds: list[float] = []  # wall seconds of each finished contestant
+        self.current = 0
+        self.done = 0
+        self.finished_moves = 0
+        self.moves_played = 0
+        self.elapsed = 0.0
+
+    def update(
+        self, contestant: int, done: int, finished_moves: int, moves_played: int, elapsed: float
+    ) -> None:
+        """Contestant ``contestant`` has finished ``done`` games of ``finished_moves`` moves and played
+        ``moves_played`` moves in all (games in flight too) in ``elapsed`` seconds."""
+        self.current = int(contestant)
+        self.done, self.finished_moves = int(done), int(finished_moves)
+        self.moves_played, self.elapsed = max(int(moves_played), int(finished_moves)), float(elapsed)
+
+    def finish(self, contestant: int, wall_seconds: float) -> None:
+        """Contestant ``contestant`` ended after ``wall_seconds``; the next one starts from nothing."""
+        while len(self.finished_seconds) <= contestant:
+            self.finished_seconds.append(0.0)
+        self.finished_seconds[contestant] = float(wall_seconds)
+        self.update(contestant + 1, 0, 0, 0, 0.0)
+
+    def current_left(self) -> float | None:
+        """Seconds left of the contestant playing; None before its first game ends (no estimate yet)."""
+        if self.done <= 0 or self.moves_played <= 0 or self.elapsed <= 0:
+            return None
+        per_game = self.finished_moves / self.done
+        total_moves = max(per_game * self.games, float(self.moves_played))
+        rate = self.moves_played / self.elapsed
+        return (total_moves - self.moves_played) / rate
+
+    def seconds_left(self) -> float | None:
+        """Seconds left of the whole run; None while nothing says how long a game takes."""
+        waiting = max(0, self.contestants - self.current - 1)
+        known = [s / self.games for s in self.finished_seconds if s > 0]
+        left = self.current_left()
+        if self.current < self.contestants:
+            if left is not None:
+                known.append((self.elapsed + left) / self.games)
+            elif not known:
+                return None
+            else:  # the current contestant has no finished game yet: guess it like a waiting one
+                waiting += 1
+                left = 0.0
+        else:
+            left = 0.0
+        if waiting and not known:
+            return None
+        per_game = sum(known) / len(known) if known else 0.0
+        return left + waiting * self.games * per_game
+
+    def fraction(self) -> float:
+        """Share of the run's time gone (0..1): what a progress bar shows; games done until an estimate."""
+        gone = sum(self.finished_seconds) + self.elapsed
+        left = self.seconds_left()
+        if left is None or gone + left <= 0:
+            total = self.games * self.contestants
+            return min(1.0, (self.games * self.current + self.done) / total) if total else 0.0
+        return min(1.0, gone / (gone + left))
+
+
+def duration_text(seconds: float | None) -> str:
+    """``80 -> "1:20"``, ``3725 -> "1:02:05"``; ``"…"`` when unknown."""
+    if seconds is None or not math.isfinite(seconds) or seconds < 0:
+        return "…"
+    s = round(seconds)
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}"
+
+
 # --------------------------------------------------------------------------------------- workers
 
 _worker_agent: Agent | None = None
+_worker_moves: Any = None  # a shared multiprocessing.Value("q"): moves played by all workers
 
 
-def _init_worker(spec: AgentSpec, rules: Rules) -> None:
-    global _worker_agent
+def _init_worker(spec: AgentSpec, rules: Rules, moves: Any = None) -> None:
+    global _worker_agent, _worker_moves
     _worker_agent = spec.build()
+    _worker_moves = moves
     warm_up(_worker_agent, rules)
+
+
+def _add_moves(n: int) -> None:
+    if _worker_moves is not None and n:
+        with _worker_moves.get_lock():
+            _worker_moves.value += n
 
 
 def _worker_play(job: tuple[Rules, int, int, bool]) -> GameOutcome:
     assert _worker_agent is not None, "worker not initialised"
     rules, seed, index, record = job
-    return play_game(_worker_agent, rules, seed, index, record=record)
+    pending = 0
+
+    def on_move() -> bool:
+        nonlocal pending
+        pending += 1
+        if pending >= _MOVES_STEP:
+            _add_moves(pending)
+            pending = 0
+        return False  # a worker is ended by the parent, never asked
+
+    outcome = play_game(_worker_agent, rules, seed, index, record=record, on_move=on_move)
+    _add_moves(pending)
+    return outcome
 
 
 # ------------------------------------------------------------------------------------------- API
@@ -172,11 +432,22 @@ def evaluate(
     workers: int = 1,
     store: Any = None,
     progress: Callable[[int, int, GameOutcome], None] | None = None,
+    *,
+    should_stop: Callable[[], bool] | None = None,
+    live: Callable[[EvalResult, int], None] | None = None,
+    live_every: float = LIVE_EVERY,
 ) -> EvalResult:
     """Play ``games`` games of ``spec`` (seeded by ``seed``) in ``workers`` processes.
 
     ``store`` (an :class:`engine.store.GameStore`, optional): each game is recorded there as it
     finishes, ``source="evaluation"``. ``progress(done, total, outcome)`` is called per game.
+
+    ``live(snapshot, moves)``: called in this thread at most every ``live_every`` seconds while games
+    play (also when none finished since: time goes on) and once at the end, with an
+    :class:`EvalResult` of the games finished so far and the moves played so far, games in flight
+    included (for an ETA). ``should_stop()``: polled after every move (one process) or every
+    ``live_every`` seconds at most (several); when it returns True the games in flight are given up,
+    the worker processes end, and the result holds the finished games with ``cancelled=True``.
     """
     if not 1 <= games <= MAX_GAMES:
         # Checked before anything is built: a mistyped count asked for gigabytes of job lists.
@@ -186,44 +457,74 @@ def evaluate(
     agent = spec.build()  # in the parent too: a bad spec fails here, clearly, before any process starts
     rules = agent.rules if spec.rules is None else spec.rules
     record = store is not None
-    outcomes: list[GameOutcome] = []
-    game_ids: dict[int, int] = {}
-    t0 = time.perf_counter()
+    n_proc = min(workers, games)
+    tally = _Tally(spec, agent, rules, seed, n_proc, games)
+    poll = max(0.01, min(live_every, 0.1))  # stop requests are seen within a tenth of a second
+    stopped = False
+    last_live = time.perf_counter()
 
     def collect(outcome: GameOutcome) -> None:
+        gid = None
         if store is not None and outcome.trace is not None:
-            game_ids[outcome.index] = store.record_trace(
+            gid = store.record_trace(
                 outcome.trace, "evaluation", agent=agent.name, checkpoint=spec.checkpoint
             )
-        # Keep no boards once stored: a long game's layouts would stay in memory to the end.
-        outcomes.append(dataclasses.replace(outcome, trace=None))
+        tally.add(outcome, gid)
         if progress is not None:
-            progress(len(outcomes), games, outcome)
+            progress(len(tally.outcomes), games, outcome)
+
+    def tick(moves: int) -> None:
+        nonlocal last_live
+        now = time.perf_counter()
+        if live is not None and now - last_live >= live_every:
+            last_live = now
+            live(tally.result(), moves)
+
+    def asked_to_stop() -> bool:
+        return should_stop is not None and bool(should_stop())
 
     jobs = ((rules, seed, i, record) for i in range(games))
-    n_proc = min(workers, games)
     if n_proc == 1:
         warm_up(agent, rules)
+        played = 0  # moves of finished games + the game in flight
+
+        def on_move() -> bool:
+            nonlocal played
+            played += 1
+            tick(played)
+            return asked_to_stop()
+
         for _rules, _seed, i, rec in jobs:
-            collect(play_game(agent, rules, seed, i, record=rec))
+            if asked_to_stop():
+                stopped = True
+                break
+            try:
+                collect(play_game(agent, rules, seed, i, record=rec, on_move=on_move))
+            except Stopped:
+                stopped = True
+                break
+            tick(played)
+        moves_now = played
     else:
         ctx = mp.get_context("spawn")
-        with ctx.Pool(n_proc, initializer=_init_worker, initargs=(spec, rules)) as pool:
-            for outcome in pool.imap_unordered(_worker_play, jobs, chunksize=1):
+        counter = ctx.Value("q", 0)
+        with ctx.Pool(n_proc, initializer=_init_worker, initargs=(spec, rules, counter)) as pool:
+            it = pool.imap_unordered(_worker_play, jobs, chunksize=1)
+            while True:
+                if asked_to_stop():
+                    stopped = True
+                    break  # leaving the block terminates the pool: the workers end now
+                try:
+                    outcome = it.next(timeout=poll)
+                except mp.TimeoutError:
+                    tick(int(counter.value))
+                    continue
+                except StopIteration:
+                    break
                 collect(outcome)
-    outcomes.sort(key=lambda o: o.index)
-    return EvalResult(
-        label=spec.display,
-        agent=agent.name,
-        checkpoint=spec.checkpoint,
-        config=agent.config.to_dict(),
-        rules=rules,
-        seed=seed,
-        workers=n_proc,
-        scores=np.array([o.score for o in outcomes], dtype=np.int64),
-        moves=np.array([o.moves for o in outcomes], dtype=np.int64),
-        max_tiles=np.array([o.max_tile for o in outcomes], dtype=np.int64),
-        seconds=np.array([o.seconds for o in outcomes], dtype=np.float64),
-        wall_seconds=time.perf_counter() - t0,
-        game_ids=tuple(game_ids[i] for i in sorted(game_ids)),
-    )
+                tick(int(counter.value))
+            moves_now = int(counter.value)
+    result = tally.result(cancelled=stopped)
+    if live is not None:
+        live(result, moves_now)
+    return result

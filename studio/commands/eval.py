@@ -1,9 +1,11 @@
 """``python main.py eval --agent NAME [--agent NAME2 ...] [--checkpoint PATH ...] --games N --seed S --workers K``.
 
 Plays N games per contestant in K processes (:mod:`agents.arena`), logs them to the store as
-``source="evaluation"``, and prints one column per contestant: mean / median / max score, moves per
-game, seconds per move, and the share of games whose max tile reached 32, 64, ... (seed 004's table).
-``--json`` prints the same as one JSON object.
+``source="evaluation"``, and prints one column per contestant: the mean score with its 95 % interval
+("12,345 ± 678", normal approximation), median and max score, moves per game, seconds per move, and
+the share of games whose max tile reached at least 32, 64, ... (seed 004's table). The figures are
+:class:`agents.arena.EvalResult`'s, the same the Arena tab shows. ``--json`` prints the same as one
+JSON object (``mean_score_ci95`` is the interval's half-width).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from agents.arena import MAX_GAMES, TILE_THRESHOLDS, EvalResult, GameOutcome, evaluate
+from agents.arena import MAX_GAMES, EvalResult, GameOutcome, evaluate, tile_thresholds
 from agents.checkpoint import read_checkpoint
 from agents.config import load_preset
 from agents.spec import AgentSpec
@@ -120,17 +122,17 @@ def format_table(results: list[EvalResult]) -> str:
 
     rows: list[list[str]] = [
         ["games", *(f"{r.games:,}" for r in results)],
-        ["mean score", *(f"{r.mean_score:,.0f}" for r in results)],
+        ["mean score", *(r.mean_text for r in results)],
         ["median score", *(f"{r.median_score:,.0f}" for r in results)],
         ["max score", *(f"{r.max_score:,}" for r in results)],
         ["moves / game", *(f"{r.moves_per_game:,.0f}" for r in results)],
         ["seconds / move", *(_seconds(r.seconds_per_move) for r in results)],
     ]
-    shares = [r.tile_at_least() for r in results]
-    for t in TILE_THRESHOLDS:
+    # "Reached at least": from 32 (lower on small boards) to the largest tile any game reached.
+    thresholds = tile_thresholds(*(r.max_tiles for r in results))
+    shares = [r.tile_at_least(thresholds) for r in results]
+    for t in thresholds:
         rows.append([f"max tile >= {t}", *(pct(s[t], r.games) for s, r in zip(shares, results))])
-        if all(s[t] == 0 for s in shares):
-            break  # the rest are 0 % too
     return table(["", *(r.label for r in results)], rows, right=set(range(1, len(results) + 1)))
 
 

@@ -2,15 +2,22 @@
 
 The games are played by :func:`agents.arena.evaluate` (several processes) from a
 :class:`studio.worker.CallWorker` thread, so the window stays live; each game lands in the store
-(``source="evaluation"``) as it finishes. Results: a table of mean / median / max score, a max-tile
-distribution table laid out like seed 004's (rows: max tile; columns: agents; cells: games) and a
-bar chart of the same distribution. Double-click a result to replay that agent's best game.
+(``source="evaluation"``) as it finishes, and each contestant's row follows its games as they finish.
+Results: a table of mean score ± its 95 % interval, median and max score (the figures of
+:class:`agents.arena.EvalResult`, the same ``eval`` prints), a "max tile reached at least" table laid
+out like seed 004's (rows: tile; columns: agents; cells: games) and a bar chart of the same shares.
+The progress shows games done and an ETA from the moves played. Cancel gives up the games in flight
+(the worker processes end) and keeps those that finished. Double-click a result to replay that
+agent's best game.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +45,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from agents.arena import EtaModel, duration_text, tile_thresholds
 from studio.tabs.common import button, panes, spin
 from studio.widgets.curves import RUN_COLOURS
 from studio.worker import CallWorker
@@ -45,18 +53,107 @@ from studio.worker import CallWorker
 RESULT_COLUMNS = (
     "Agent",
     "Games",
-    "Mean score",
-    "Median score",
+    "Mean ± 95% CI",
+    "Median",
     "Max score",
     "Moves / game",
     "Best tile",
     "Time",
+    "Status",
 )
 SPEC_ROLE = Qt.ItemDataRole.UserRole
 
 
-class Cancelled(Exception):
-    """Raised from the progress callback to end an evaluation early (the pool is terminated)."""
+@dataclass
+class ContestantRow:
+    """One contestant of the run: ``status`` is waiting / playing / done / cancelled / not played /
+    failed; ``result`` holds its finished games so far (None before the first); ``moves`` the moves
+    played so far, games in flight included; ``elapsed`` its seconds so far."""
+
+    spec: Any
+    status: str = "waiting"
+    result: Any = None
+    moves: int = 0
+    elapsed: float = 0.0
+
+    @property
+    def games(self) -> int:
+        return self.result.games if self.result is not None else 0
+
+    @property
+    def status_text(self) -> str:
+        n = self.games
+        if self.status == "playing":
+            return (
+                f"playing · {n:,} / {self.result.planned:,}"
+                if self.result is not None
+                else "playing · starting"
+            )
+        if self.status == "cancelled":
+            return f"cancelled after {n:,} game{'' if n == 1 else 's'}"
+        if self.status == "failed":
+            return f"failed after {n:,} game{'' if n == 1 else 's'}" if n else "failed"
+        return self.status
+
+
+class _Live:
+    """The run's rows, written by the job thread and read by the window, under one lock."""
+
+    def __init__(self, specs: Sequence[Any]) -> None:
+        self._lock = threading.Lock()
+        self._rows = [ContestantRow(spec) for spec in specs]
+        self.cancel = False  # set by the window; evaluate() polls it
+
+    def set(self, k: int, **changes: Any) -> None:
+        with self._lock:
+            row = self._rows[k]
+            for key, value in changes.items():
+                setattr(row, key, value)
+            if "result" in changes and changes["result"] is not None:
+                row.elapsed = float(changes["result"].wall_seconds)
+
+    def snapshot(self) -> list[ContestantRow]:
+        with self._lock:
+            return [dataclasses.replace(r) for r in self._rows]
+
+    def games_done(self) -> int:
+        with self._lock:
+            return sum(r.games for r in self._rows)
+
+    def results(self) -> list[Any]:
+        with self._lock:
+            return [r.result for r in self._rows if r.result is not None and r.result.games]
+
+    def close(self, failed: bool) -> None:
+        """The job ended: a row still playing failed; rows still waiting were not played."""
+        with self._lock:
+            for r in self._rows:
+                if r.status == "playing":
+                    r.status = "failed" if failed else "cancelled"
+                elif r.status == "waiting":
+                    r.status = "not played"
+
+
+def _tile_tick(tile: int) -> str:
+    """Axis labels that fit under grouped bars: 1024 -> 1k, 65536 -> 64k."""
+    return f"{tile // 1024}k" if tile >= 1024 else str(tile)
+
+
+def _seconds(s: float) -> str:
+    return f"{s:.1f} s" if s < 60 else duration_text(s)
+
+
+def _set_cell(t: QTableWidget, row: int, col: int, text: str, right: bool = False) -> QTableWidgetItem:
+    """Change a cell's text in place (no flicker, the selection stays while rows update live)."""
+    item = t.item(row, col)
+    if item is None:
+        item = QTableWidgetItem(text)
+        if right:
+            item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        t.setItem(row, col, item)
+    elif item.text() != text:
+        item.setText(text)
+    return item
 
 
 class ArenaTab(QWidget):
@@ -74,9 +171,11 @@ class ArenaTab(QWidget):
         self.store = store
         self.settings = settings
         self.worker: CallWorker | None = None
-        self.results: list[Any] = []  # agents.arena.EvalResult, in contestant order
+        self.rows: list[ContestantRow] = []  # the run's contestants, in order (the results table)
+        self.results: list[Any] = []  # agents.arena.EvalResult of the rows with finished games
         self.error_box: QMessageBox | None = None
-        self._cancel = False
+        self._live: _Live | None = None
+        self._games_each = 0
         self._build()
         self._fill_agents()
         self._update_buttons()
@@ -140,7 +239,12 @@ class ArenaTab(QWidget):
 
         buttons = QHBoxLayout()
         self.runButton = button("Run", "runButton", self.run, "Play the games (in the background)")
-        self.cancelButton = button("Cancel", "cancelButton", self.cancel, "Stop after the games in flight")
+        self.cancelButton = button(
+            "Cancel",
+            "cancelButton",
+            self.cancel,
+            "Stop now: the finished games are kept, the rest are skipped",
+        )
         buttons.addWidget(self.runButton)
         buttons.addWidget(self.cancelButton)
         ll.addLayout(buttons)
@@ -159,7 +263,15 @@ class ArenaTab(QWidget):
         """Results table above; seed 004's max-tile table beside its bar chart below."""
         right = QSplitter(Qt.Orientation.Vertical)
         self.resultsTable = self._table("resultsTable", list(RESULT_COLUMNS))
-        self.resultsTable.setToolTip("Double-click: replay this agent's best game")
+        self.resultsTable.setToolTip(
+            "Mean ± 95% CI: the mean score and its 95% confidence interval (1.96·s/√n).\n"
+            "Double-click: replay this agent's best game"
+        )
+        header = self.resultsTable.horizontalHeader()
+        header.setStretchLastSection(False)
+        # Every figure as wide as it needs; the agent's name takes what is left (elided, full in its tooltip).
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setMinimumSectionSize(40)
         self.resultsTable.itemDoubleClicked.connect(lambda item: self.open_best_game(item.row()))
         top = QWidget()
         tl = QVBoxLayout(top)
@@ -179,23 +291,28 @@ class ArenaTab(QWidget):
         right.addWidget(top)
         # Below: seed 004's table beside its bar chart.
         bottom = QSplitter(Qt.Orientation.Horizontal)
+        self.bottomSplitter = bottom
         self.tileTable = self._table("tileTable", ["Max tile"])
-        self.tileTable.setToolTip("Games whose largest tile was this one (seed 004's table)")
+        self.tileTable.setToolTip(
+            "Games whose largest tile was at least this one (seed 004's table): a game that made 4096 reached 2048"
+        )
         self.tileTable.horizontalHeader().setStretchLastSection(False)
         mid = QWidget()
         ml = QVBoxLayout(mid)
         ml.setContentsMargins(0, 0, 0, 0)
-        ml.addWidget(QLabel("<b>Max tile reached</b> (games)"))
+        ml.addWidget(QLabel("<b>Max tile reached at least</b> (games)"))
         ml.addWidget(self.tileTable)
         bottom.addWidget(mid)
         self.barChart = pg.PlotWidget()
         self.barChart.setObjectName("barChart")
         self.barChart.setBackground("w")
-        self.barChart.setTitle("Max tile reached (% of games)", size="9pt")
+        self.barChart.setTitle("Max tile reached at least (% of games)", size="9pt")
         self.barChart.setLabel("left", "% of games")
         self.barChart.showGrid(y=True, alpha=0.2)
         self.barChart.setMouseEnabled(x=False, y=False)
-        self.barChart.addLegend(offset=(10, 5), labelTextSize="8pt")
+        self.barChart.setLabel("bottom", "max tile reached at least")
+        # One line of names across the top, above the 100 % line (bars reach it on the left).
+        self.barChart.addLegend(offset=(10, 2), labelTextSize="8pt", colCount=6)
         self.barChart.setMinimumHeight(180)
         bottom.addWidget(self.barChart)
         bottom.setStretchFactor(0, 2)
@@ -249,6 +366,10 @@ class ArenaTab(QWidget):
         from agents.spec import AgentSpec
 
         self._add_entry(AgentSpec(name=name, config=dict(config or {})))
+
+    def add_spec(self, spec: Any) -> None:
+        """Add any :class:`agents.spec.AgentSpec` (a plug-in's, with its ``target``; a labelled one)."""
+        self._add_entry(spec)
 
     def add_checkpoint(self, agent: str | None, path: str | Path) -> None:
         """Add a checkpoint file (what Train's "Use in Arena" sends)."""
@@ -306,58 +427,66 @@ class ArenaTab(QWidget):
         return self.worker is not None and not self.worker.done
 
     def run(self) -> bool:
-        """Evaluate every ticked contestant in the background; False when there is nothing to run."""
+        """Evaluate every ticked contestant in the background; False when there is nothing to run.
+
+        Contestants play one after another; each one's row, the tile table and the bars follow its
+        games as they finish (a snapshot at most every quarter second), and the progress shows the
+        games done and an ETA from the moves played."""
         specs = self.contestants()
         if self.is_running or not specs:
             return False
         games, seed, workers = self.gamesSpin.value(), self.seedSpin.value(), self.workersSpin.value()
         db_path = self.store.path
-        self._cancel = False
+        live = _Live(specs)
+        self._live = live
+        self._games_each = games
         total = games * len(specs)
 
         def job(report: Callable[..., None]) -> list[Any]:
             from agents.arena import evaluate
             from engine.store import GameStore
 
-            results = []
             with GameStore(db_path) as store:  # the worker thread's own connection
                 for k, spec in enumerate(specs):
-
-                    def progress(done: int, n: int, outcome: Any, k: int = k, spec: Any = spec) -> None:
-                        if self._cancel:
-                            raise Cancelled()
-                        report(
-                            k * games + done,
-                            total,
-                            f"{spec.display}: game {done}/{n}, score {outcome.score:,}",
-                        )
-
-                    try:
-                        results.append(evaluate(spec, games, seed, workers, store=store, progress=progress))
-                    except Cancelled:
+                    if live.cancel:
                         break
-            return results
+                    live.set(k, status="playing")
+                    report(live.games_done(), total, "")
 
+                    def on_live(snap: Any, moves: int, k: int = k) -> None:
+                        live.set(k, result=snap, moves=moves, elapsed=snap.wall_seconds)
+                        report(live.games_done(), total, "")
+
+                    result = evaluate(
+                        spec, games, seed, workers, store=store, should_stop=lambda: live.cancel, live=on_live
+                    )
+                    live.set(k, status="cancelled" if result.cancelled else "done", result=result)
+                    report(live.games_done(), total, "")
+            return live.results()
+
+        self.rows = live.snapshot()
         self.results = []
         self._show_results()
         if self.worker is not None:
             self.worker.deleteLater()  # the previous evaluation's (finished) worker
         self.worker = CallWorker(job, parent=self)
         self.worker.progress.connect(self._on_progress)
-        self.worker.result.connect(self._on_result)
         self.worker.error.connect(self._on_error)
         self.worker.finished.connect(self._on_finished)
         self.worker.start()
         self.progressBar.setValue(0)
-        self.progressLabel.setText(f"Starting {workers} process{'es' if workers > 1 else ''}…")
+        self.progressLabel.setText(
+            f"0 / {total:,} games · ETA …\nStarting {workers} process{'es' if workers > 1 else ''}…"
+        )
         self.status.emit(f"arena: {len(specs)} contestant(s) × {games} games")
         self._update_buttons()
         return True
 
     def cancel(self) -> None:
-        """End early: the games in flight finish, the rest are skipped (what finished is shown)."""
-        if self.is_running:
-            self._cancel = True
+        """End early: the games in flight are given up (the worker processes end at once); the games
+        that finished stay in the store and in the table."""
+        if self.is_running and self._live is not None:
+            self._live.cancel = True
             self.progressLabel.setText("Cancelling…")
 
     def wait_finished(self, timeout_ms: int = 120_000) -> bool:
@@ -378,13 +507,49 @@ class ArenaTab(QWidget):
             self.wait_finished(60_000)
 
     def _on_progress(self, done: float, total: float, text: str) -> None:
-        if total > 0:
-            self.progressBar.setValue(round(1000 * done / total))
-        self.progressLabel.setText(text)
+        self._refresh()
 
-    def _on_result(self, results: object) -> None:
-        self.results = list(results)  # type: ignore[call-overload]
+    def _refresh(self) -> None:
+        """Read the job's latest word: rows, tile table, bars, progress and ETA."""
+        if self._live is None:
+            return
+        self.rows = self._live.snapshot()
+        self.results = [r.result for r in self.rows if r.result is not None and r.result.games]
         self._show_results()
+        if self.is_running:
+            self._show_progress()
+
+    def eta(self) -> EtaModel:
+        """The time model of the run under way (or the last one), from the rows."""
+        n = max(1, len(self.rows))
+        model = EtaModel(self._games_each, n)
+        for k, row in enumerate(self.rows):
+            if row.status in ("done", "cancelled"):
+                model.finish(k, row.elapsed)
+            elif row.status == "playing":
+                games = row.result.games if row.result is not None else 0
+                finished_moves = int(row.result.moves.sum()) if row.result is not None else 0
+                model.update(k, games, finished_moves, row.moves, row.elapsed)
+                break
+        return model
+
+    def _show_progress(self) -> None:
+        total = self._games_each * len(self.rows)
+        done = sum(r.result.games for r in self.rows if r.result is not None)
+        if self._live is not None and self._live.cancel:
+            self.progressLabel.setText("Cancelling…")  # the bar stays where the games stopped
+            return
+        model = self.eta()
+        self.progressBar.setValue(round(1000 * model.fraction()))
+        lines = [f"{done:,} / {total:,} games · ETA {duration_text(model.seconds_left())}"]
+        for k, row in enumerate(self.rows):
+            if row.status == "playing":
+                rate = row.moves / row.elapsed if row.elapsed > 0 else 0.0
+                lines.append(
+                    f"Playing {row.spec.display} ({k + 1} of {len(self.rows)})"
+                    + (f" · {rate:,.0f} moves/s" if rate else "")
+                )
+        self.progressLabel.setText("\n".join(lines))
 
     def _on_error(self, message: str) -> None:
         if self.error_box is not None:
@@ -401,13 +566,25 @@ class ArenaTab(QWidget):
 
     def _on_finished(self) -> None:
         ok = not (self.worker is not None and self.worker.error_message)
+        live = self._live
+        if live is not None:
+            live.close(failed=not ok)
+        self._refresh()
         n = sum(r.games for r in self.results)
+        cancelled = live is not None and live.cancel
         if ok:
-            self.progressBar.setValue(1000 if not self._cancel else self.progressBar.value())
-            self.progressLabel.setText(
-                f"{'Cancelled after' if self._cancel else 'Done:'} {n:,} games"
-                + (" (in the store)" if n else "")
-            )
+            wall = sum(r.elapsed for r in self.rows)
+            if cancelled:
+                self.progressLabel.setText(
+                    f"Cancelled after {n:,} game{'' if n == 1 else 's'}" + (" (in the store)" if n else "")
+                )
+            else:
+                self.progressBar.setValue(1000)
+                self.progressLabel.setText(
+                    f"Done: {n:,} games in {duration_text(wall)}" + (" (in the store)" if n else "")
+                )
+        else:
+            self.progressLabel.setText(f"Failed after {n:,} game{'' if n == 1 else 's'}")
         if n:
             self.gamesChanged.emit()
         self._update_buttons()
@@ -415,85 +592,101 @@ class ArenaTab(QWidget):
 
     # ================================================================== results
     def _show_results(self) -> None:
-        results = self.results
         t = self.resultsTable
-        t.setRowCount(len(results))
-        for row, r in enumerate(results):
-            cells = (
-                r.label,
-                f"{r.games:,}",
-                f"{r.mean_score:,.1f}",
-                f"{r.median_score:,.1f}",
-                f"{r.max_score:,}",
-                f"{r.moves_per_game:,.1f}",
-                f"{int(r.max_tiles.max()):,}",
-                f"{r.wall_seconds:.1f} s",
-            )
-            for col, text in enumerate(cells):
-                item = QTableWidgetItem(text)
-                if col:
-                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                t.setItem(row, col, item)
-        # Seed 004's layout: one row per max tile, one column per agent, games in the cells.
-        tiles = sorted({int(v) for r in results for v in np.unique(r.max_tiles)})
+        t.setRowCount(len(self.rows))
+        for row, state in enumerate(self.rows):
+            r = state.result
+            figures: tuple[str, ...] = ("",) * 7
+            if r is not None and r.games:
+                figures = (
+                    f"{r.games:,}",
+                    r.mean_text,
+                    f"{r.median_score:,.0f}",
+                    f"{r.max_score:,}",
+                    f"{r.moves_per_game:,.1f}",
+                    f"{r.best_tile:,}",
+                    _seconds(state.elapsed),
+                )
+            for col, text in enumerate((state.spec.display, *figures, state.status_text)):
+                item = _set_cell(t, row, col, text, right=0 < col < len(RESULT_COLUMNS) - 1)
+                if col == 0:
+                    item.setToolTip(state.spec.checkpoint or state.spec.display)
+        # Seed 004's layout: one row per tile, one column per agent, games that reached at least it.
+        results = self.results
+        thresholds = tile_thresholds(*(r.max_tiles for r in results))
         tt = self.tileTable
         tt.setColumnCount(1 + len(results))
         tt.setHorizontalHeaderLabels(["Max tile"] + [r.label for r in results])
-        tt.setRowCount(len(tiles))
-        for row, tile in enumerate(tiles):
-            item = QTableWidgetItem(f"{tile:,}")
-            tt.setItem(row, 0, item)
-            for col, r in enumerate(results, start=1):
-                count = int(np.sum(r.max_tiles == tile))
-                cell = QTableWidgetItem(f"{count:,}  ({100.0 * count / r.games:.0f}%)" if count else "0")
-                cell.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                tt.setItem(row, col, cell)
-        self._draw_bars(tiles)
+        tt.setRowCount(len(thresholds))
+        shares = [r.tile_at_least(thresholds) for r in results]
+        for row, tile in enumerate(thresholds):
+            _set_cell(tt, row, 0, f"≥ {tile:,}")
+            for col, (r, share) in enumerate(zip(results, shares), start=1):
+                count = round(share[tile] * r.games)
+                _set_cell(
+                    tt, row, col, f"{count:,}  ({100.0 * share[tile]:.0f}%)" if count else "0", right=True
+                )
+        self._fit_tile_table()
+        self._draw_bars(thresholds)
         self._update_buttons()
 
-    def tile_counts(self) -> dict[str, dict[int, int]]:
-        """What the distribution table shows: label -> {max tile: games}."""
-        out: dict[str, dict[int, int]] = {}
-        for r in self.results:
-            values, counts = np.unique(r.max_tiles, return_counts=True)
-            out[r.label] = {int(v): int(c) for v, c in zip(values, counts)}
-        return out
+    def _fit_tile_table(self) -> None:
+        """Give the tile table the width its columns need (up to 60 % of the pane), the chart the rest."""
+        tt = self.tileTable
+        tt.resizeColumnsToContents()
+        need = sum(tt.horizontalHeader().sectionSize(c) for c in range(tt.columnCount()))
+        need += (
+            2 * tt.frameWidth() + (tt.verticalScrollBar().sizeHint().width() if tt.rowCount() > 8 else 0) + 4
+        )
+        sizes = self.bottomSplitter.sizes()
+        total = sum(sizes)
+        if total > 0 and sizes[0] < need:
+            left = min(need, int(total * 0.6))
+            self.bottomSplitter.setSizes([left, total - left])
 
-    def _draw_bars(self, tiles: Sequence[int]) -> None:
+    def reached_counts(self) -> dict[str, dict[int, int]]:
+        """What the tile table shows: label -> {tile: games whose max tile is at least that tile}."""
+        thresholds = tile_thresholds(*(r.max_tiles for r in self.results))
+        return {
+            r.label: {t: int(np.count_nonzero(r.max_tiles >= t)) for t in thresholds} for r in self.results
+        }
+
+    def _draw_bars(self, thresholds: Sequence[int]) -> None:
         chart = self.barChart
         chart.clear()
         legend = chart.getPlotItem().legend
         if legend is not None:
             legend.clear()
         n = len(self.results)
-        if not n or not tiles:
+        if not n or not thresholds:
             return
         width = 0.8 / n
-        x = np.arange(len(tiles), dtype=float)
+        x = np.arange(len(thresholds), dtype=float)
         for k, r in enumerate(self.results):
-            share = np.array([100.0 * np.mean(r.max_tiles == t) for t in tiles])
+            shares = r.tile_at_least(thresholds)
             colour = RUN_COLOURS[k % len(RUN_COLOURS)]
             bars = pg.BarGraphItem(
                 x=x - 0.4 + width * (k + 0.5),
-                height=share,
+                height=np.array([100.0 * shares[t] for t in thresholds]),
                 width=width * 0.95,
                 brush=colour,
                 pen=pg.mkPen(colour),
                 name=r.label,  # the plot's legend picks the name up by itself
             )
             chart.addItem(bars)
-        chart.getAxis("bottom").setTicks([[(i, f"{t:,}") for i, t in enumerate(tiles)]])
-        chart.setXRange(-0.6, len(tiles) - 0.4, padding=0)
-        chart.setYRange(
-            0, 100 * max(float(np.mean(r.max_tiles == t)) for r in self.results for t in tiles) * 1.1 + 1
-        )
+        chart.getAxis("bottom").setTicks([[(i, _tile_tick(t)) for i, t in enumerate(thresholds)]])
+        chart.getAxis("left").setTicks([[(v, str(v)) for v in range(0, 101, 20)]])
+        chart.setXRange(-0.6, len(thresholds) - 0.4, padding=0)
+        chart.setYRange(0, 100 + 24 * (1 + (n - 1) // 6), padding=0)  # room for the legend above 100 %
 
     def open_best_game(self, row: int) -> int | None:
         """Emit ``openInReplay`` with the highest-scoring stored game of result ``row``."""
-        if not (0 <= row < len(self.results)):
+        if not (0 <= row < len(self.rows)):
             return None
-        r = self.results[row]
-        if not r.game_ids:
+        r = self.rows[row].result
+        if r is None or not r.games:
+            return None
+        if len(r.game_ids) != r.games:
             self.status.emit("these games were not stored")
             return None
         best = int(r.game_ids[int(np.argmax(r.scores))])

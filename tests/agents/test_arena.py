@@ -7,7 +7,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.arena import EvalResult, evaluate, game_seeds, play_game
+from agents.arena import (
+    EtaModel,
+    EvalResult,
+    duration_text,
+    evaluate,
+    game_seeds,
+    mean_ci95,
+    mean_ci_text,
+    play_game,
+    reached_at_least,
+    tile_thresholds,
+)
 from agents.baselines import GreedyAgent
 from agents.spec import AgentSpec
 from engine import Rules
@@ -89,3 +100,127 @@ def test_other_board_sizes_and_checkpoints(tmp_path: Path) -> None:
         evaluate(AgentSpec(checkpoint=str(path), rules=Rules()), games=1, seed=0)
     with pytest.raises(ValueError, match="unknown agent"):
         evaluate(AgentSpec("nope"), games=1, seed=0)
+
+
+def test_mean_ci95_and_median_by_hand() -> None:
+    # scores 100, 200, 300, 400, 1000: mean 400, sample variance (9+4+1+0+36)*1e4/4 = 125,000,
+    # s = 353.553..., half-width 1.96 * s / sqrt(5) = 309.903...
+    mean, half = mean_ci95([100, 200, 300, 400, 1000])
+    assert mean == 400.0 and half == pytest.approx(309.9032, abs=1e-3)
+    assert mean_ci_text(mean, half) == "400 ± 310"
+    assert mean_ci_text(12345.4, 678.4) == "12,345 ± 678"
+    assert mean_ci95([5]) == (5.0, None) and mean_ci_text(5.0, None) == "5"
+    assert mean_ci_text(*mean_ci95([])) == "-"
+    r = _result([100, 200, 300, 400, 1000], [32, 64, 64, 128, 256])
+    assert r.median_score == 300 and r.mean_text == "400 ± 310"
+    assert r.score_ci95 == pytest.approx(309.9032, abs=1e-3) and r.score_std == pytest.approx(
+        353.5534, abs=1e-3
+    )
+    d = r.to_dict()
+    assert d["mean_score_ci95"] == pytest.approx(309.9032, abs=1e-3) and d["median_score"] == 300
+
+
+def test_reached_at_least_counts_every_game_at_or_above() -> None:
+    tiles = [64, 128, 128, 256, 1024, 2048, 2048, 4096]
+    got = reached_at_least(tiles, (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192))
+    assert got == {
+        32: 1.0,
+        64: 1.0,
+        128: 7 / 8,
+        256: 5 / 8,
+        512: 4 / 8,  # nobody ended on 512, yet four games reached it
+        1024: 4 / 8,
+        2048: 3 / 8,
+        4096: 1 / 8,
+        8192: 0.0,
+    }
+    assert reached_at_least([], (32,)) == {32: 0.0}
+    # table rows: from 32 (lower on small boards) to the largest tile reached, across contestants
+    assert tile_thresholds(tiles) == (32, 64, 128, 256, 512, 1024, 2048, 4096)
+    assert tile_thresholds([256], [64, 512]) == (32, 64, 128, 256, 512)
+    assert tile_thresholds([8, 16]) == (8, 16)
+    assert tile_thresholds([]) == ()
+
+
+def test_eta_from_moves_played_not_games_done() -> None:
+    eta = EtaModel(games=10, contestants=2)
+    assert eta.seconds_left() is None and duration_text(eta.seconds_left()) == "…"
+    # 4 games of 100 moves done, 500 moves played (100 in flight) in 5 s: 100 moves/s, 1000 moves
+    # expected in all, 500 left -> 5 s; the waiting contestant guessed at this one's 1 s per game.
+    eta.update(0, done=4, finished_moves=400, moves_played=500, elapsed=5.0)
+    assert eta.current_left() == pytest.approx(5.0)
+    assert eta.seconds_left() == pytest.approx(15.0)
+    assert eta.fraction() == pytest.approx(5 / 20)
+    eta.finish(0, 10.0)
+    assert eta.seconds_left() == pytest.approx(10.0)
+    # the second one is stronger: 200 moves a game, 1200 played in 4 s (300/s): 800 moves left
+    eta.update(1, done=5, finished_moves=1000, moves_played=1200, elapsed=4.0)
+    assert eta.seconds_left() == pytest.approx(800 / 300)
+    assert duration_text(80) == "1:20" and duration_text(3725) == "1:02:05"
+
+
+def test_live_snapshots_and_stop_keep_the_finished_games(data_dir: Path) -> None:
+    snaps: list[tuple[int, int]] = []
+    seen = 0
+
+    def stop() -> bool:
+        return seen >= 3
+
+    def progress(done: int, total: int, g: object) -> None:
+        nonlocal seen
+        seen = done
+
+    with GameStore.open(data_dir) as store:
+        result = evaluate(
+            AgentSpec("random"),
+            games=50,
+            seed=4,
+            store=store,
+            progress=progress,
+            should_stop=stop,
+            live=lambda snap, moves: snaps.append((snap.games, moves)),
+            live_every=0.0,
+        )
+        assert result.cancelled and result.games == 3 and result.planned == 50 and not result.complete
+        assert len(store.list_games(source="evaluation")) == 3 and len(result.game_ids) == 3
+    full = evaluate(AgentSpec("random"), games=3, seed=4)
+    np.testing.assert_array_equal(result.scores, full.scores)  # the same first games
+    # snapshots grow game by game; the moves count includes the game in flight
+    assert [g for g, _ in snaps] == sorted(g for g, _ in snaps) and snaps[-1] == (3, int(full.moves.sum()))
+    assert any(m > 0 for g, m in snaps if g == 0)
+
+
+def test_stop_ends_the_worker_processes_promptly() -> None:
+    import multiprocessing as mp
+    import time
+
+    t0 = time.perf_counter()
+    result = evaluate(
+        AgentSpec("expectimax"),
+        games=40,
+        seed=0,
+        workers=2,
+        should_stop=lambda: time.perf_counter() - t0 > 3.0,
+    )
+    assert result.cancelled and result.games < 40
+    assert time.perf_counter() - t0 < 8.0  # expectimax's 40 games take minutes
+    assert mp.active_children() == []
+
+
+def _result(scores: list[int], tiles: list[int]) -> EvalResult:
+    n = len(scores)
+    return EvalResult(
+        label="x",
+        agent="x",
+        checkpoint=None,
+        config={},
+        rules=Rules(),
+        seed=0,
+        workers=1,
+        scores=np.array(scores),
+        moves=np.full(n, 10),
+        max_tiles=np.array(tiles),
+        seconds=np.full(n, 0.1),
+        wall_seconds=1.0,
+        planned=n,
+    )

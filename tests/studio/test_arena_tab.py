@@ -58,24 +58,31 @@ def test_random_agent_results_match_agents_arena(qtbot, arena, store):
     np.testing.assert_array_equal(got.scores, expected.scores)
     np.testing.assert_array_equal(got.max_tiles, expected.max_tiles)
     row = _table(arena.resultsTable)[0]
-    assert row[:6] == [
+    assert row == [
         "random",
         "6",
-        f"{expected.mean_score:,.1f}",
-        f"{expected.median_score:,.1f}",
+        expected.mean_text,
+        f"{expected.median_score:,.0f}",
         f"{expected.max_score:,}",
         f"{expected.moves_per_game:,.1f}",
+        f"{int(expected.max_tiles.max()):,}",
+        row[7],  # wall time
+        "done",
     ]
-    # seed 004's layout: one row per max tile, games in the cells
+    assert " ± " in row[2]
+    # seed 004's layout: one row per tile from 32, games that reached at least it in the cells
     tiles = _table(arena.tileTable)
-    want = {int(v): int(c) for v, c in zip(*np.unique(expected.max_tiles, return_counts=True))}
-    assert [int(r[0].replace(",", "")) for r in tiles] == sorted(want)
-    assert [int(r[1].split()[0]) for r in tiles] == [want[t] for t in sorted(want)]
-    assert arena.tile_counts() == {"random": want}
+    top = int(expected.max_tiles.max())
+    thresholds = [t for t in (2**k for k in range(5, 17)) if t <= top]
+    want = {t: int(np.sum(expected.max_tiles >= t)) for t in thresholds}
+    assert [int(r[0].removeprefix("≥ ").replace(",", "")) for r in tiles] == thresholds
+    assert [int(r[1].split()[0]) for r in tiles] == [want[t] for t in thresholds]
+    assert arena.reached_counts() == {"random": want}
     assert arena.progressBar.value() == 1000
-    # the bar chart has one bar per tile value
+    # the bar chart has one bar per threshold, heights in % of games reaching it
     bars = [i for i in arena.barChart.getPlotItem().items if i.__class__.__name__ == "BarGraphItem"]
-    assert len(bars) == 1 and len(bars[0].opts["height"]) == len(want)
+    assert len(bars) == 1
+    np.testing.assert_allclose(bars[0].opts["height"], [100 * want[t] / 6 for t in thresholds])
 
     # the games are in the store and the best one opens in Replay
     stored = store.list_games(source="evaluation")

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from agents.arena import evaluate
@@ -28,11 +30,19 @@ def test_eval_side_by_side_table(capsys: pytest.CaptureFixture[str], data_dir: P
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert lines[0].split() == ["random", "greedy"]
-    rows = {ln[:16].strip(): ln[16:].split() for ln in lines[1:]}
+    rows = {ln[:16].strip(): re.split(r"\s{2,}", ln[16:].strip()) for ln in lines[1:]}
     greedy = evaluate(AgentSpec("greedy"), games=4, seed=3)
     assert rows["games"] == ["4", "4"]
-    assert rows["mean score"][1] == f"{greedy.mean_score:,.0f}"
+    # the mean with its 95 % interval, as the Arena tab shows it (one function: EvalResult.mean_text)
+    assert rows["mean score"][1] == greedy.mean_text
+    half = 1.96 * float(greedy.scores.std(ddof=1)) / 2  # sqrt(4) games
+    assert greedy.mean_text == f"{greedy.mean_score:,.0f} ± {half:,.0f}"
+    assert rows["median score"][1] == f"{greedy.median_score:,.0f}"
     assert rows["max tile >= 32"] == ["100%", "100%"]
+    # "reached at least": every row up to the largest tile reached, falling from top to bottom
+    top = int(greedy.max_tiles.max())
+    assert rows[f"max tile >= {top}"][1] == f"{100 * float(np.mean(greedy.max_tiles >= top)):.0f}%"
+    assert f"max tile >= {top * 2}" not in rows
     with GameStore.open(data_dir) as store:
         assert len(store.list_games(source="evaluation")) == 8
 
@@ -44,6 +54,9 @@ def test_eval_json_is_one_object(capsys: pytest.CaptureFixture[str]) -> None:
     r = data["results"][0]
     expected = evaluate(AgentSpec("greedy"), games=3, seed=3)
     assert r["mean_score"] == expected.mean_score and r["game_ids"] == []
+    assert r["mean_score_ci95"] == pytest.approx(1.96 * float(expected.scores.std(ddof=1)) / 3**0.5)
+    assert r["median_score"] == expected.median_score and r["score_std"] == pytest.approx(expected.score_std)
+    assert r["planned_games"] == 3 and r["cancelled"] is False
     assert set(r["max_tile_at_least"]) == {str(2**k) for k in range(5, 17)}
 
 
