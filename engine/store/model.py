@@ -276,7 +276,11 @@ class RunSummary:
 
 @dataclass(frozen=True)
 class CheckpointInfo:
-    """A checkpoint file saved during a run (``final``: the one written when the run ended)."""
+    """A checkpoint file saved during a run (``final``: the one written when the run ended).
+
+    ``eval_score``: mean score of the run's periodic greedy evaluation of this checkpoint (None: not
+    evaluated); ``best``: the run's checkpoint with the highest ``eval_score`` so far (at most one).
+    """
 
     id: int
     run_id: int
@@ -285,6 +289,23 @@ class CheckpointInfo:
     step: int
     final: bool
     created: float
+    eval_score: float | None = None
+    best: bool = False
+
+
+def format_size(n_bytes: int | float | None) -> str:
+    """Bytes in human units, as disks are sold (powers of 1000): ``"0 B"``, ``"812 kB"``, ``"168 MB"``,
+    ``"1.2 GB"`` (``-`` for None)."""
+    if n_bytes is None:
+        return "-"
+    value = float(n_bytes)
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if abs(value) < 1000 or unit == "TB":
+            if unit == "B":
+                return f"{int(value)} B"
+            return f"{value:.1f} {unit}" if abs(value) < 10 else f"{value:.0f} {unit}"
+        value /= 1000
+    raise AssertionError("unreachable")
 
 
 @dataclass(frozen=True)

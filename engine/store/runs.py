@@ -23,6 +23,7 @@ from engine.store import metrics
 from engine.store.model import RUN_STATUSES, CheckpointInfo, RunMessage, RunSummary, StoreError
 from engine.store.values import rules_of, seed_text, seed_value, to_json
 
+_CHECKPOINT_COLUMNS = "id, run_id, path, episode, step, final, created, eval_score, best"
 _RUN_COLUMNS = (
     "id, agent, config, rules, budget, seed, status, error, created, updated, n_events, "
     "episodes, steps, elapsed, last_metrics, pid, host"
@@ -141,15 +142,16 @@ class RunsMixin:
             )
             last = json.loads(row["last_metrics"])
             last.update(metrics.last_values(block))
-            tail = events[-1]
+            # The run's counters are the furthest any event reached: an evaluation event arrives after
+            # later training events but carries the counters of the (older) checkpoint it played.
             con.execute(
-                "UPDATE runs SET n_events = ?, episodes = ?, steps = ?, elapsed = ?, last_metrics = ?, updated = ? "
-                "WHERE id = ?",
+                "UPDATE runs SET n_events = ?, episodes = max(episodes, ?), steps = max(steps, ?), "
+                "elapsed = max(elapsed, ?), last_metrics = ?, updated = ? WHERE id = ?",
                 (
                     first + len(events),
-                    int(tail.episode),
-                    int(tail.step),
-                    float(tail.elapsed),
+                    int(block["episode"].max()),
+                    int(block["step"].max()),
+                    float(block["elapsed"].max()),
                     json.dumps(_finite_or_none(last)),
                     time.time(),
                     run_id,
@@ -254,28 +256,126 @@ class RunsMixin:
         """A run's checkpoints, oldest first."""
         with self._tx(write=False) as con:
             rows = con.execute(
-                "SELECT id, run_id, path, episode, step, final, created FROM run_checkpoints "
-                "WHERE run_id = ? ORDER BY id",
-                (run_id,),
+                f"SELECT {_CHECKPOINT_COLUMNS} FROM run_checkpoints WHERE run_id = ? ORDER BY id", (run_id,)
             ).fetchall()
-        base = self._path.parent
-        return [
-            CheckpointInfo(
-                r["id"],
-                r["run_id"],
-                base / r["path"],
-                r["episode"],
-                r["step"],
-                bool(r["final"]),
-                r["created"],
-            )
-            for r in rows
-        ]
+        return [self._checkpoint_info(r) for r in rows]
+
+    def _checkpoint_info(self, r: sqlite3.Row) -> CheckpointInfo:
+        return CheckpointInfo(
+            r["id"],
+            r["run_id"],
+            self._path.parent / r["path"],
+            r["episode"],
+            r["step"],
+            bool(r["final"]),
+            r["created"],
+            None if r["eval_score"] is None else float(r["eval_score"]),
+            bool(r["best"]),
+        )
 
     def last_checkpoint(self, run_id: int) -> Path | None:
         """The newest checkpoint of a run (what a resume loads), or None."""
         cps = self.run_checkpoints(run_id)
         return cps[-1].path if cps else None
+
+    def best_checkpoint(self, run_id: int) -> CheckpointInfo | None:
+        """The run's checkpoint with the highest evaluation score so far (``best``), or None when no
+        checkpoint of the run was evaluated. Its ``path`` is what to load to play the run's best policy."""
+        with self._tx(write=False) as con:
+            row = con.execute(
+                f"SELECT {_CHECKPOINT_COLUMNS} FROM run_checkpoints WHERE run_id = ? AND best = 1 "
+                "ORDER BY id DESC LIMIT 1",
+                (run_id,),
+            ).fetchone()
+        return None if row is None else self._checkpoint_info(row)
+
+    def set_checkpoint_eval(self, checkpoint_id: int, eval_score: float) -> bool:
+        """Record a checkpoint's evaluation score; it becomes its run's ``best`` when the score beats
+        the best one so far (a tie keeps the earlier). True when it became the best. One transaction,
+        so a run has at most one best checkpoint whoever reads it meanwhile."""
+        score = float(eval_score)
+        if not math.isfinite(score):
+            raise StoreError(f"checkpoint {checkpoint_id}: evaluation score must be finite, got {score}")
+        with self._tx(write=True) as con:
+            row = con.execute("SELECT run_id FROM run_checkpoints WHERE id = ?", (checkpoint_id,)).fetchone()
+            if row is None:
+                raise StoreError(f"no checkpoint {checkpoint_id}")
+            run_id = row["run_id"]
+            con.execute("UPDATE run_checkpoints SET eval_score = ? WHERE id = ?", (score, checkpoint_id))
+            best = con.execute(
+                "SELECT id, eval_score FROM run_checkpoints WHERE run_id = ? AND best = 1", (run_id,)
+            ).fetchone()
+            beaten = best is None or best["id"] == checkpoint_id or best["eval_score"] is None
+            if not beaten and score <= float(best["eval_score"]):
+                return False
+            con.execute(
+                "UPDATE run_checkpoints SET best = (id = ?) WHERE run_id = ?", (checkpoint_id, run_id)
+            )
+            return True
+
+    def prune_checkpoints(self, run_id: int, keep_last: int, protect: Sequence[int] = ()) -> list[Path]:
+        """Delete a run's older checkpoint files and their rows; returns the paths deleted.
+
+        Kept: the newest ``keep_last`` checkpoints (the newest is what a resume loads, so at least one
+        is always kept), the ``best`` one, and the ids in ``protect`` (a file being evaluated). A file
+        that cannot be deleted keeps its row (tried again next time); one already gone loses its row.
+        """
+        keep_last = max(1, int(keep_last))
+        cps = self.run_checkpoints(run_id)
+        protected = {int(i) for i in protect}
+        doomed = [c for c in cps[:-keep_last] if not c.best and c.id not in protected]
+        kept_paths = {c.path for c in cps if c not in doomed}
+        deleted: list[Path] = []
+        gone: list[int] = []
+        for c in doomed:
+            if c.path in kept_paths:  # saved again at the same counters (a pause, then a stop): row only
+                gone.append(c.id)
+                continue
+            kept_paths.add(c.path)  # two doomed rows of one file: unlinked once
+            try:
+                c.path.unlink()
+                deleted.append(c.path)
+            except FileNotFoundError:
+                pass
+            except OSError:
+                continue  # in use or read-only: keep the row, so the file is still accounted for
+            gone.append(c.id)
+        if gone:
+            with self._tx(write=True) as con:
+                con.executemany("DELETE FROM run_checkpoints WHERE id = ?", [(i,) for i in gone])
+        return deleted
+
+    def run_disk_use(self, run_id: int) -> int:
+        """Bytes the run's checkpoint files take on disk (those that still exist)."""
+        return self.runs_disk_use([run_id]).get(run_id, 0)
+
+    def runs_disk_use(self, run_ids: Sequence[int] | None = None) -> dict[int, int]:
+        """Bytes of checkpoint files per run (every run, or those of ``run_ids``), in one query: what a
+        table of runs shows (``engine.store.model.format_size`` writes it as ``"168 MB"``)."""
+        sql = "SELECT run_id, path FROM run_checkpoints"
+        params: list[int] = []
+        if run_ids is not None:
+            ids = [int(i) for i in run_ids]
+            if not ids:
+                return {}
+            sql += f" WHERE run_id IN ({', '.join('?' * len(ids))})"
+            params = ids
+        with self._tx(write=False) as con:
+            rows = con.execute(sql, params).fetchall()
+        out = {int(i): 0 for i in params}
+        seen: set[Path] = set()
+        base = self._path.parent
+        for r in rows:
+            path = base / r["path"]
+            if path in seen:
+                continue
+            seen.add(path)
+            try:
+                size = path.stat().st_size
+            except OSError:
+                continue
+            out[r["run_id"]] = out.get(r["run_id"], 0) + size
+        return out
 
     def list_runs(
         self, agent: str | None = None, status: str | None = None, limit: int | None = None

@@ -23,7 +23,9 @@ from pathlib import Path
 from engine.store.model import StoreError
 
 APPLICATION_ID = 0x32303438  # "2048"
-SCHEMA_VERSION = 2  # 2: one record per game, with the player of each move (see _migrate_1_to_2)
+#: 2: one record per game, with the player of each move (see _migrate_1_to_2); 3: checkpoints carry
+#: their evaluation score and the run's best one is marked (see _migrate_2_to_3)
+SCHEMA_VERSION = 3
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 30_000  # eval workers in several processes write to the same file
 
@@ -87,7 +89,9 @@ CREATE TABLE run_checkpoints (
     episode INTEGER NOT NULL,
     step INTEGER NOT NULL,
     final INTEGER NOT NULL,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    eval_score REAL,                   -- mean score of the run's periodic greedy evaluation (NULL: none)
+    best INTEGER NOT NULL DEFAULT 0    -- 1 on the run's checkpoint with the highest eval_score so far
 );
 CREATE INDEX run_checkpoints_run ON run_checkpoints(run_id, id);
 
@@ -294,13 +298,15 @@ def _migrate(con: sqlite3.Connection, path: Path) -> None:
 
     EXCLUSIVE, and the version is read again inside it: two processes opening an old store at once
     migrate it once (the second finds it done). A failure rolls everything back, leaving the old store
-    as it was. Future migrations go here: ``if version < 3: _migrate_2_to_3(con)``.
+    as it was. Future migrations go here: ``if version < 4: _migrate_3_to_4(con)``.
     """
     con.execute("BEGIN EXCLUSIVE")
     try:
         version = con.execute("PRAGMA user_version").fetchone()[0]
         if version < 2:
             _migrate_1_to_2(con)
+        if version < 3:
+            _migrate_2_to_3(con)
         con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         con.execute(
             "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
@@ -342,3 +348,13 @@ def _migrate_1_to_2(con: sqlite3.Connection) -> None:
         player = {"kind": source, "agent": agent, "checkpoint": checkpoint}
         updates.append((source, json.dumps([player], sort_keys=True), game_id))
     con.executemany("UPDATE games SET source = ?, players = ? WHERE id = ?", updates)
+
+
+def _migrate_2_to_3(con: sqlite3.Connection) -> None:
+    """Schema 2 -> 3: checkpoints get ``eval_score`` (NULL: never evaluated, as every older one) and
+    ``best`` (0: older runs had no evaluation, so none of their checkpoints is marked best)."""
+    columns = {r[1] for r in con.execute("PRAGMA table_info(run_checkpoints)")}
+    if "eval_score" not in columns:
+        con.execute("ALTER TABLE run_checkpoints ADD COLUMN eval_score REAL")
+    if "best" not in columns:
+        con.execute("ALTER TABLE run_checkpoints ADD COLUMN best INTEGER NOT NULL DEFAULT 0")
