@@ -19,6 +19,7 @@ import numpy as np
 
 from agents.checkpoint import load_checkpoint, save_checkpoint
 from agents.config import AgentConfig
+from agents.metrics import MetricInfo, complete_declarations
 from engine import DIRECTIONS, Direction, Game, Rules
 
 if TYPE_CHECKING:
@@ -202,11 +203,22 @@ class Agent:
     config_cls: ClassVar[type[AgentConfig]] = AgentConfig
     description: ClassVar[str] = ""
     trainable: ClassVar[bool] = False
-    #: metrics to draw on the loss plot / the schedule (epsilon) plot of the Train tab
-    loss_metrics: ClassVar[tuple[str, ...]] = ("loss",)
-    schedule_metrics: ClassVar[tuple[str, ...]] = ("epsilon",)
+    #: what train() emits beyond the standard metrics, and how to draw it (agents.metrics.MetricInfo)
+    metrics: ClassVar[tuple[MetricInfo, ...]] = ()
+    #: names derived from ``metrics`` (kind "loss"; kinds "schedule" / "evaluation"), for older callers
+    loss_metrics: ClassVar[tuple[str, ...]] = ()
+    schedule_metrics: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        complete_declarations(cls)
+
     #: plays its training games in parallel (TrainContext workers / backend / Ray address matter)
     parallel_play: ClassVar[bool] = False
+    #: what :meth:`move_values` returns, for hints a player reads (:mod:`agents.hints`): ``"points"``
+    #: (expected future score: a gap is points given up), ``"share"`` (probabilities or visit shares
+    #: summing to 1), or ``"rank"`` (any other scale: only the order and relative gaps mean something)
+    value_kind: ClassVar[str] = "rank"
 
     def __init__(
         self, config: AgentConfig | None = None, rules: Rules | None = None, seed: int | None = None

@@ -44,6 +44,7 @@ from torch import nn
 from agents.base import Budget, Control, MetricEvent, TrainContext
 from agents.checkpoint import state_array, state_int
 from agents.config import AgentConfig, ConfigError, knob
+from agents.metrics import EPSILON, LOSS, LR, MetricInfo
 from agents.nn.agent import TorchAgent, afterstate_values
 from agents.nn.encoders import ENCODERS, make_encoder
 from agents.nn.masking import masked_argmax, masked_max
@@ -180,8 +181,12 @@ class DQNAgent(TorchAgent):
         "Deep Q-learning (seed 000): epsilon-greedy, replay buffer, target net; by default the net rates the "
         "board each move leads to (afterstate values) and plays by its average over the board's symmetries."
     )
-    loss_metrics = ("loss", "mean_q")
-    schedule_metrics = ("epsilon",)
+    metrics = (
+        LOSS,
+        MetricInfo("mean_q", "Mean Q", group="Mean Q", help="mean max Q of the update batches"),
+        EPSILON,
+        LR,
+    )
     config: DQNConfig
 
     def __init__(self, config: DQNConfig | None = None, rules: Rules | None = None, seed: int | None = None):

@@ -22,7 +22,9 @@ import torch
 import torch.nn.functional as F
 
 from agents.base import Budget, Control, MetricEvent, TrainContext
+from agents.checkpoint import state_ints
 from agents.config import AgentConfig, ConfigError, knob
+from agents.metrics import GAMES, LOSS, LR, VAL_LOSS, MetricInfo, counter
 from agents.nn.agent import TorchAgent
 from agents.nn.encoders import ENCODERS, make_encoder
 from agents.nn.masking import masked_argmax, masked_log_softmax, masked_softmax
@@ -137,6 +139,38 @@ def _selected_games(store: Any, cfg: ImitationConfig, rules: Rules) -> list[Any]
     return [s for s in summaries if s.n_moves > 0 and s.rules.shape == rules.shape]
 
 
+#: Games shared by several players whose moves :func:`count_examples` counts one by one (loading them);
+#: past this many, a shared game counts whole (an upper bound), so that counting stays cheap.
+COUNT_LOADS_AT_MOST = 200
+
+
+def count_examples(cfg: ImitationConfig, rules: Rules, data_dir: Any = None) -> tuple[int, int]:
+    """(games, moves) the config's filters select for training on this board, without loading the data.
+
+    As :func:`load_dataset` picks them (``max_games`` newest, the moves of the chosen player only),
+    from the games' summaries; a game shared by several players is loaded to count its player's moves
+    (up to :data:`COUNT_LOADS_AT_MOST` of them). Moves found illegal on their logged board, which
+    training skips, are counted.
+    """
+    from engine.store import GameStore
+
+    kind = None if cfg.source in ("any", "imported") else cfg.source
+    teacher = cfg.teacher or None
+    games = moves = loads = 0
+    with GameStore.open(data_dir) as store:
+        for s in _selected_games(store, cfg, rules):
+            if cfg.max_games and games >= cfg.max_games:
+                break
+            n = s.n_moves
+            if len(s.players) > 1 and (kind or teacher) and loads < COUNT_LOADS_AT_MOST:
+                loads += 1
+                n = int(store.load_game(s.id).moves_by(kind, teacher).sum())
+            if n:
+                games += 1
+                moves += n
+    return games, moves
+
+
 def _no_games_message(cfg: ImitationConfig, rules: Rules, where: Any) -> str:
     return (
         f"no logged {rules.rows}x{rules.cols} games with moves match the filters ({describe_filters(cfg)}) "
@@ -190,8 +224,18 @@ class ImitationAgent(TorchAgent):
     description = (
         "Imitation: a policy network trained to play the moves of logged games (one epoch = one episode)."
     )
-    loss_metrics = ("loss", "val_loss")
-    schedule_metrics = ("accuracy", "val_accuracy")
+    metrics = (
+        LOSS,
+        VAL_LOSS,
+        MetricInfo(
+            "accuracy", "Accuracy", group="Accuracy", kind="evaluation", help="moves matched, training set"
+        ),
+        MetricInfo("val_accuracy", "Validation accuracy", group="Accuracy", kind="evaluation"),
+        LR,
+        GAMES,
+        counter("examples", "positions to learn from"),
+    )
+    value_kind = "share"  # move probabilities
     config: ImitationConfig
 
     def __init__(
@@ -319,5 +363,4 @@ class ImitationAgent(TorchAgent):
         return {}, {"val_game_ids": self.val_game_ids}
 
     def _set_extra_state(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
-        ids = meta.get("val_game_ids")
-        self.val_game_ids = None if ids is None else [int(i) for i in ids]
+        self.val_game_ids = state_ints(meta, "val_game_ids")

@@ -28,6 +28,7 @@ from torch import nn
 from agents.base import Budget, Control, MetricEvent, TrainContext
 from agents.checkpoint import state_int
 from agents.config import AgentConfig, ConfigError, knob
+from agents.metrics import LOSS, LR, MetricInfo, counter
 from agents.nn.agent import TorchAgent
 from agents.nn.encoders import ENCODERS, make_encoder
 from agents.nn.masking import masked_softmax, sample_from_probs
@@ -150,8 +151,15 @@ class PolicyAgent(TorchAgent):
     name = "policy"
     config_cls = PolicyConfig
     description = "Good/bad-game policy learner (seed 001): a softmax policy trained towards moves of above-median games."
-    loss_metrics = ("loss",)
-    schedule_metrics = ("good_share",)
+    metrics = (
+        LOSS,
+        MetricInfo("batch_mean_score", "Batch mean score", group="Score", kind="score"),
+        MetricInfo("window_mean_score", "Window mean score", group="Score", kind="score"),
+        MetricInfo("batch_mean_max_tile", "Batch mean max tile", group="Max tile", kind="score"),
+        MetricInfo("good_share", "Good-move share", group="Good-move share", kind="evaluation"),
+        LR,
+        counter("epoch", "epochs so far"),
+    )
     value_kind = "share"  # move probabilities
     config: PolicyConfig
 

@@ -13,6 +13,14 @@ of the agent's :class:`MetricEvent` records that, as they pass:
   stays the last good one;
 * records finished training games (events that carry a ``GameTrace``) as ``source="training"``,
   one game in ``log_every`` (see :data:`DEFAULT_LOG_EVERY`);
+* evaluates the policy every ``eval_every_s`` seconds of training and/or every ``eval_every_episodes``
+  episodes: a checkpoint is saved and a background process plays ``eval_games`` greedy games of it
+  (the ``eval`` command's code path, :func:`agents.arena.evaluate`, on the same seeds every time),
+  while training goes on; one evaluator at a time (one still playing when the next is due: that one
+  is skipped). Its result is an ``"evaluation"`` event (:data:`EVAL_METRICS`) logged with the run's
+  metrics and yielded to the consumer, and the checkpoint with the best ``eval_score`` is marked
+  ``best`` in the store;
+* keeps the newest ``keep_checkpoints`` checkpoint files plus the best one, deleting older ones;
 * keeps the run's status: running, paused (while the control is paused), stopped (a stop request,
   Ctrl-C, or the consumer closing the iterator), finished (budget used), failed (an exception; the
   message is stored and the exception re-raised).
@@ -25,13 +33,18 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import multiprocessing as mp
+import os
+import signal
 import threading
 import time
 from collections.abc import Generator, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from agents.base import Agent, Budget, Control, Counters, MetricEvent, TrainContext
+from agents.metrics import EVALUATION
 from engine.paths import checkpoints_dir
 from engine.records import GameTrace
 
@@ -49,6 +62,22 @@ STALL_EPISODES = 200
 FLUSH_AFTER_S = 0.5
 #: ... or until this many are waiting (fast agents emit thousands per second).
 FLUSH_BATCH = 500
+#: Greedy games of each periodic evaluation (0 = no evaluation). 20 games give the mean score to
+#: about +-10 % for a learner past its first minutes: enough to rank checkpoints, cheap to play.
+DEFAULT_EVAL_GAMES = 20
+#: Seconds of training between periodic evaluations (every other periodic checkpoint by default).
+DEFAULT_EVAL_EVERY_S = 600.0
+#: Seed of the evaluation games. Every evaluation of every run plays the same games, so evaluations
+#: compare across a run and across runs; 0 is also ``eval``'s default seed, so ``eval --checkpoint
+#: FILE --games 20`` plays the very games whose mean became the checkpoint's ``eval_score``.
+DEFAULT_EVAL_SEED = 0
+#: Checkpoint files a run keeps: the newest this many, plus its best (0 = keep every one).
+DEFAULT_KEEP_CHECKPOINTS = 3
+#: How often (seconds) the training loop looks for a finished evaluation.
+EVAL_POLL_S = 0.2
+#: The metrics of an ``"evaluation"`` event: mean score, its 95 % half-width (NaN under two games),
+#: median max tile, share of games that reached 2048, mean moves per game, games played, wall seconds.
+EVAL_METRICS: tuple[str, ...] = tuple(m.name for m in EVALUATION)
 
 
 class RunStore(Protocol):
@@ -75,6 +104,10 @@ class RunStore(Protocol):
     def log_metrics(self, run_id: int, events: Any) -> None: ...
 
     def add_checkpoint(self, run_id: int, path: Any, episode: int, step: int, final: bool = False) -> int: ...
+
+    def set_checkpoint_eval(self, checkpoint_id: int, eval_score: float) -> bool: ...
+
+    def prune_checkpoints(self, run_id: int, keep_last: int, protect: Any = ()) -> list[Path]: ...
 
     def record_trace(
         self,
@@ -146,6 +179,42 @@ def remaining_budget(stored: Mapping[str, Any], counters: Counters) -> Budget | 
             return None  # the first limit reached ends a run
         left[name] = rest if name == "seconds" else int(rest)
     return Budget(**left) if left else None
+
+
+def check_eval_options(
+    eval_games: int,
+    eval_every_s: float | None,
+    eval_every_episodes: int | None,
+    eval_seed: int,
+    keep_checkpoints: int,
+) -> None:
+    """RunError (with the field at fault) for evaluation and retention settings that make no sense."""
+    from agents.arena import MAX_GAMES
+
+    if not 0 <= eval_games <= MAX_GAMES:
+        raise RunError(
+            f"evaluation games must be between 0 (none) and {MAX_GAMES:,}, got {eval_games}", "eval_games"
+        )
+    if eval_every_s is not None and not (math.isfinite(eval_every_s) and eval_every_s >= 0):
+        raise RunError(
+            f"seconds between evaluations must be >= 0 (0 = not by time), got {eval_every_s}", "eval_every_s"
+        )
+    if eval_every_episodes is not None and eval_every_episodes < 0:
+        raise RunError(
+            f"episodes between evaluations must be >= 0 (0 = not by episodes), got {eval_every_episodes}",
+            "eval_every_episodes",
+        )
+    if eval_games and not eval_every_s and not eval_every_episodes:
+        raise RunError(
+            "evaluations need a cadence: seconds and/or episodes between them (or 0 evaluation games)",
+            "eval_every_s",
+        )
+    if not 0 <= eval_seed < 2**63:
+        raise RunError(f"evaluation seed must be between 0 and 2**63 - 1, got {eval_seed}", "eval_seed")
+    if keep_checkpoints < 0:
+        raise RunError(
+            f"checkpoints to keep must be >= 0 (0 = all), got {keep_checkpoints}", "keep_checkpoints"
+        )
 
 
 # -------------------------------------------------------------------------------------- internals
@@ -268,6 +337,153 @@ class _RunControl(Control):
         return self._outer.checkpoint()
 
 
+def evaluation_metrics(
+    scores: Any, max_tiles: Any, moves: Any, wall_seconds: float = math.nan
+) -> dict[str, float]:
+    """The metrics of an ``"evaluation"`` event (:data:`EVAL_METRICS`) from per-game results."""
+    import numpy as np
+
+    from agents.arena import mean_ci95, reached_at_least
+
+    scores = np.asarray(scores, dtype=float)
+    tiles = np.asarray(max_tiles, dtype=float)
+    mean, half = mean_ci95(scores)
+    return {
+        "eval_score": float(mean),
+        "eval_score_ci95": math.nan if half is None else float(half),
+        "eval_max_tile": float(np.median(tiles)),
+        "eval_2048_rate": float(reached_at_least(tiles.astype(np.int64), (2048,))[2048]),
+        "eval_moves": float(np.mean(np.asarray(moves, dtype=float))),
+        "eval_games": float(scores.size),
+        "eval_seconds": float(wall_seconds),
+    }
+
+
+def evaluate_checkpoint(
+    path: str | os.PathLike[str],
+    games: int,
+    seed: int = DEFAULT_EVAL_SEED,
+    *,
+    agent: str | None = None,
+    target: str | None = None,
+) -> dict[str, Any]:
+    """Play ``games`` greedy games of a checkpoint file, as ``eval`` does (:func:`agents.arena.evaluate`,
+    one process, game ``i`` seeded from ``(seed, i)``): the per-game lists and the wall time. What a
+    run's evaluator process does; the same checkpoint and seed always give the same games."""
+    from agents.arena import evaluate
+    from agents.spec import AgentSpec
+
+    result = evaluate(AgentSpec.from_checkpoint(str(path), agent, target=target), games, seed, workers=1)
+    return {
+        "scores": result.scores.tolist(),
+        "max_tiles": result.max_tiles.tolist(),
+        "moves": result.moves.tolist(),
+        "wall_seconds": float(result.wall_seconds),
+    }
+
+
+def _evaluator_main(conn: Any, path: str, games: int, seed: int, agent: str, target: str | None) -> None:
+    """The evaluator process: one evaluation, its result (or its error, one line) sent back on ``conn``."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle; the run ends us
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = "1"  # one core (read when torch starts): training keeps the others
+    try:
+        import sys
+
+        if "torch" in sys.modules:  # already started (imported with this module): tell it directly
+            sys.modules["torch"].set_num_threads(1)
+        out: dict[str, Any] = evaluate_checkpoint(path, games, seed, agent=agent, target=target)
+    except BaseException as e:  # everything goes back to the run as one line
+        out = {"error": f"{type(e).__name__}: {e}".splitlines()[0]}
+    try:
+        conn.send(out)
+    finally:
+        conn.close()
+
+
+@dataclass(frozen=True)
+class _EvalJob:
+    """The checkpoint an evaluation plays (its counters are those of the evaluation event)."""
+
+    checkpoint_id: int
+    path: Path
+    episode: int
+    step: int
+    elapsed: float
+
+
+class _Evaluator:
+    """At most one background evaluation: a spawned process that plays a checkpoint file's games."""
+
+    def __init__(self, agent: str, target: str | None, games: int, seed: int) -> None:
+        self.agent = agent
+        self.target = target
+        self.games = games
+        self.seed = seed
+        self.job: _EvalJob | None = None
+        self._proc: Any = None
+        self._conn: Any = None
+
+    @property
+    def busy(self) -> bool:
+        return self.job is not None
+
+    def start(self, job: _EvalJob) -> None:
+        ctx = mp.get_context("spawn")  # no inherited threads, locks or CUDA state
+        recv, send = ctx.Pipe(duplex=False)
+        proc = ctx.Process(
+            target=_evaluator_main,
+            args=(send, str(job.path), self.games, self.seed, self.agent, self.target),
+            name=f"evaluate-{job.path.name}",
+            daemon=True,
+        )
+        proc.start()
+        send.close()  # ours closed: a child that dies unheard reads as end of file
+        self.job, self._proc, self._conn = job, proc, recv
+
+    def poll(self, timeout: float = 0.0) -> tuple[_EvalJob, dict[str, Any]] | None:
+        """The finished job and its result (``{"error": ...}`` when it failed), or None while it plays."""
+        if self.job is None:
+            return None
+        try:
+            if not self._conn.poll(timeout):
+                return None
+            out = self._conn.recv()
+        except (EOFError, OSError):
+            self._proc.join(5)
+            out = {"error": f"the evaluator process ended without a result (exit code {self._proc.exitcode})"}
+        job = self.job
+        self._close()
+        return job, out
+
+    def wait(self, should_stop: Any) -> tuple[_EvalJob, dict[str, Any]] | None:
+        """Wait for the evaluation in flight; None (and the evaluator ended) once ``should_stop()``."""
+        while self.job is not None:
+            if should_stop():
+                self.stop()
+                return None
+            done = self.poll(EVAL_POLL_S)
+            if done is not None:
+                return done
+        return None
+
+    def stop(self) -> None:
+        """End the evaluation in flight, if any (its result is lost)."""
+        if self._proc is not None and self._proc.is_alive():
+            self._proc.terminate()
+        self._close()
+
+    def _close(self) -> None:
+        if self._proc is not None:
+            self._proc.join(5)
+            if self._proc.is_alive():
+                self._proc.kill()
+                self._proc.join(5)
+        if self._conn is not None:
+            self._conn.close()
+        self.job, self._proc, self._conn = None, None, None
+
+
 # ------------------------------------------------------------------------------------------- runs
 
 
@@ -275,7 +491,13 @@ class TrainingRun(Iterator[MetricEvent]):
     """One training run, iterated for its events. The run is recorded when this object is made.
 
     Attributes: ``run_id``, ``agent``, ``control`` (pause / resume / stop it), ``status`` (the last
-    status written), ``last_checkpoint`` (path of the newest checkpoint, or None), ``games_logged``.
+    status written), ``last_checkpoint`` (path of the newest checkpoint, or None), ``games_logged``,
+    ``evaluations`` (evaluations finished), ``evaluations_skipped`` (due while one still played),
+    ``best_checkpoint`` (path of the best evaluated checkpoint this run has made here, or None).
+
+    Evaluation: ``eval_games`` greedy games (0 = none) every ``eval_every_s`` seconds of training
+    and/or every ``eval_every_episodes`` episodes (None or 0 = not by that measure), on seed
+    ``eval_seed``. ``keep_checkpoints``: checkpoint files kept besides the best (0 = all).
     """
 
     def __init__(
@@ -289,6 +511,11 @@ class TrainingRun(Iterator[MetricEvent]):
         checkpoint_every_s: float = DEFAULT_CHECKPOINT_EVERY_S,
         log_every: int = DEFAULT_LOG_EVERY,
         run_id: int | None = None,
+        eval_games: int = DEFAULT_EVAL_GAMES,
+        eval_every_s: float | None = DEFAULT_EVAL_EVERY_S,
+        eval_every_episodes: int | None = None,
+        eval_seed: int = DEFAULT_EVAL_SEED,
+        keep_checkpoints: int = DEFAULT_KEEP_CHECKPOINTS,
     ) -> None:
         if not agent.trainable:
             raise ValueError(f"agent {agent.name!r} does not learn: there is nothing to train (try eval)")
@@ -296,6 +523,7 @@ class TrainingRun(Iterator[MetricEvent]):
             raise ValueError(f"checkpoint_every_s must be > 0, got {checkpoint_every_s}")
         if log_every < 0:
             raise ValueError(f"log_every must be >= 0 (0 = log no training game), got {log_every}")
+        check_eval_options(eval_games, eval_every_s, eval_every_episodes, eval_seed, keep_checkpoints)
         self.agent = agent
         self.budget = budget
         self.store = store
@@ -307,6 +535,23 @@ class TrainingRun(Iterator[MetricEvent]):
         self.last_checkpoint: Path | None = None
         self.games_logged = 0
         self._checkpoint_asked = False
+        self.eval_games = int(eval_games)
+        self.eval_every_s = float(eval_every_s or 0.0)
+        self.eval_every_episodes = int(eval_every_episodes or 0)
+        self.eval_seed = int(eval_seed)
+        self.keep_checkpoints = int(keep_checkpoints)
+        self.evaluations = 0
+        self.evaluations_skipped = 0
+        self.best_checkpoint: Path | None = None
+        self.last_checkpoint_id: int | None = None
+        cls = type(agent)
+        self._evaluator = _Evaluator(
+            agent.name, f"{cls.__module__}:{cls.__qualname__}", self.eval_games, self.eval_seed
+        )
+        c = agent.counters
+        self._next_eval_s = c.seconds + self.eval_every_s
+        self._next_eval_episode = c.episodes + self.eval_every_episodes
+        self._next_eval_poll = 0.0
         if run_id is None:
             run_id = store.create_run(
                 agent.name,
@@ -357,9 +602,78 @@ class TrainingRun(Iterator[MetricEvent]):
                 f"diverged: {self.agent.name}'s {e.entry!r} holds NaN or infinite values at step {c.steps:,} "
                 "(nothing after it is saved)"
             ) from None
-        self.store.add_checkpoint(self.run_id, path, c.episodes, c.steps, final=final)
+        self.last_checkpoint_id = self.store.add_checkpoint(
+            self.run_id, path, c.episodes, c.steps, final=final
+        )
         self.last_checkpoint = path
+        self._prune()
         return path
+
+    @property
+    def evaluating(self) -> bool:
+        """Whether an evaluation plays in the background now."""
+        return self._evaluator.busy
+
+    def _prune(self) -> None:
+        """Keep the newest ``keep_checkpoints`` files, the best, and the one being evaluated."""
+        if self.keep_checkpoints <= 0:
+            return
+        job = self._evaluator.job
+        self.store.prune_checkpoints(
+            self.run_id, self.keep_checkpoints, protect=() if job is None else (job.checkpoint_id,)
+        )
+
+    def _evaluation_due(self, event: MetricEvent) -> bool:
+        """Whether an evaluation is due after ``event`` (and if so, when the next one is)."""
+        if self.eval_games <= 0:
+            return False
+        by_time = bool(self.eval_every_s) and event.elapsed >= self._next_eval_s
+        by_episodes = bool(self.eval_every_episodes) and event.episode >= self._next_eval_episode
+        if not (by_time or by_episodes):
+            return False
+        self._next_eval_s = event.elapsed + self.eval_every_s
+        self._next_eval_episode = event.episode + self.eval_every_episodes
+        if self._evaluator.busy:
+            self.evaluations_skipped += 1  # one evaluator at a time: this one is skipped
+            return False
+        return True
+
+    def _start_evaluation(self, elapsed: float) -> None:
+        """Evaluate the checkpoint just saved, in the background."""
+        assert self.last_checkpoint is not None and self.last_checkpoint_id is not None
+        c = self.agent.counters
+        self._evaluator.start(
+            _EvalJob(self.last_checkpoint_id, self.last_checkpoint, c.episodes, c.steps, elapsed)
+        )
+
+    def _evaluation_event(self, timeout: float = 0.0, progress: float = 0.0) -> MetricEvent | None:
+        """The finished evaluation as an event (``"evaluation"``, or ``"info"`` when it failed), or None."""
+        done = self._evaluator.poll(timeout)
+        return None if done is None else self._evaluated(*done, progress=progress)
+
+    def _evaluated(self, job: _EvalJob, out: Mapping[str, Any], progress: float) -> MetricEvent:
+        where = f"episode {job.episode:,}"
+        if "error" in out:
+            return MetricEvent(
+                "info",
+                job.episode,
+                job.step,
+                job.elapsed,
+                {},
+                progress,
+                f"evaluation at {where} failed: {out['error']}",
+            )
+        metrics = evaluation_metrics(out["scores"], out["max_tiles"], out["moves"], out["wall_seconds"])
+        self.evaluations += 1
+        best = self.store.set_checkpoint_eval(job.checkpoint_id, metrics["eval_score"])
+        if best:
+            self.best_checkpoint = job.path
+        self._prune()  # the previous best may go now
+        message = (
+            f"evaluation at {where}: mean score {metrics['eval_score']:,.0f} over {int(metrics['eval_games'])} "
+            f"greedy games{' (best so far)' if best else ''}"
+        )
+        return MetricEvent("evaluation", job.episode, job.step, job.elapsed, metrics, progress, message)
 
     def request_checkpoint(self) -> None:
         """Save a checkpoint after the current step ("checkpoint now"; safe from another thread)."""
@@ -396,11 +710,27 @@ class TrainingRun(Iterator[MetricEvent]):
                 watch.check(event)  # before anything is saved: the last good checkpoint stays the last
                 writer.add(event)
                 self._log_game(event)
-                if self._checkpoint_asked or time.monotonic() >= next_checkpoint:
+                evaluate = self._evaluation_due(event)
+                if evaluate or self._checkpoint_asked or time.monotonic() >= next_checkpoint:
                     self._checkpoint_asked = False
                     self.save_checkpoint()
                     next_checkpoint = time.monotonic() + self.checkpoint_every_s
+                    if evaluate:
+                        self._start_evaluation(event.elapsed)
                 yield event
+                if self._evaluator.busy and time.monotonic() >= self._next_eval_poll:
+                    self._next_eval_poll = time.monotonic() + EVAL_POLL_S
+                    done = self._evaluation_event(progress=event.progress)
+                    if done is not None:
+                        writer.add(done)
+                        yield done
+            if self._evaluator.busy and not self.control.stopped:
+                # The budget is used: the evaluation in flight is the run's last word (a stop skips it).
+                result = self._evaluator.wait(lambda: self.control.stopped)
+                if result is not None:
+                    done = self._evaluated(*result, progress=1.0)
+                    writer.add(done)
+                    yield done
             status, save = ("stopped" if self.control.stopped else "finished"), True
         except GeneratorExit:
             # The consumer stopped iterating; the agent sits at a yield, between steps: saveable.
@@ -415,6 +745,7 @@ class TrainingRun(Iterator[MetricEvent]):
             status, error = "failed", str(e) if isinstance(e, RunError) else f"{type(e).__name__}: {e}"
             raise
         finally:
+            self._evaluator.stop()  # a stopped or failed run does not wait for its evaluation
             try:
                 writer.close()
                 if save:
@@ -441,10 +772,21 @@ def run_training(
     *,
     checkpoint_every_s: float = DEFAULT_CHECKPOINT_EVERY_S,
     log_every: int = DEFAULT_LOG_EVERY,
+    **evaluation: Any,
 ) -> TrainingRun:
-    """Start a recorded training run of ``agent`` (iterate the result to train)."""
+    """Start a recorded training run of ``agent`` (iterate the result to train).
+
+    ``evaluation``: ``eval_games``, ``eval_every_s``, ``eval_every_episodes``, ``eval_seed``,
+    ``keep_checkpoints`` (see :class:`TrainingRun`)."""
     return TrainingRun(
-        agent, budget, store, control, context, checkpoint_every_s=checkpoint_every_s, log_every=log_every
+        agent,
+        budget,
+        store,
+        control,
+        context,
+        checkpoint_every_s=checkpoint_every_s,
+        log_every=log_every,
+        **evaluation,
     )
 
 
@@ -458,11 +800,13 @@ def resume_run(
     checkpoint_every_s: float = DEFAULT_CHECKPOINT_EVERY_S,
     log_every: int = DEFAULT_LOG_EVERY,
     budget_if_used_up: Budget | None = None,
+    **evaluation: Any,
 ) -> TrainingRun:
     """Continue run ``run_id`` from its last checkpoint, with what is left of its budget (or ``budget``).
 
     ``budget_if_used_up``: what to train when the run has used its whole budget and ``budget`` is None
-    (the window's Budget box); without it that case raises :class:`BudgetUsedUp`.
+    (the window's Budget box); without it that case raises :class:`BudgetUsedUp`. ``evaluation``: as
+    for :func:`run_training`; the run's best checkpoint so far stays the one to beat.
 
     ``store`` is a :class:`engine.store.GameStore` (``get_run`` and ``last_checkpoint`` besides the
     :class:`RunStore` methods). Metric events logged after that checkpoint (a run killed between two
@@ -504,4 +848,5 @@ def resume_run(
         checkpoint_every_s=checkpoint_every_s,
         log_every=log_every,
         run_id=run_id,
+        **evaluation,
     )

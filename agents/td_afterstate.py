@@ -34,6 +34,7 @@ import torch.nn.functional as F
 from agents.base import Agent, Budget, Control, MetricEvent, TrainContext
 from agents.checkpoint import state_array, state_int, state_ints
 from agents.config import AgentConfig, ConfigError, knob
+from agents.metrics import EPSILON, GAMMA, LOSS, LR, MEAN_SCORE, counter
 from agents.nn.agent import TorchAgent
 from agents.nn.encoders import make_encoder
 from agents.nn.networks import build_network
@@ -202,8 +203,15 @@ class TDAfterstateAgent(TorchAgent):
         "TD(0) expectimax learning of an afterstate value network (seed 002): one-hot planes, MSE + Adam, "
         "epsilon-greedy self-play; plays 1-ply or by switching-ply expectimax."
     )
-    loss_metrics = ("loss",)
-    schedule_metrics = ("epsilon", "gamma", "lr")
+    metrics = (
+        LOSS,
+        MEAN_SCORE,
+        EPSILON,
+        GAMMA,
+        LR,
+        counter("round", "learning rounds so far"),
+        counter("random_start", "1 when the game began from a pooled position"),
+    )
     config: TDAfterstateConfig
 
     def __init__(

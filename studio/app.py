@@ -45,6 +45,11 @@ SHORTCUTS_HELP = """
 <tr><td>Space</td><td>watch the agent / pause</td></tr>
 <tr><td>.</td><td>the agent makes one move</td></tr>
 <tr><td>Ctrl+N</td><td>new game (board size, spawn rules)</td></tr>
+<tr><td colspan=2><b>Train</b></td></tr>
+<tr><td>Ctrl+Return</td><td>start a run with the form's settings</td></tr>
+<tr><td>Ctrl+P</td><td>pause / resume the selected run</td></tr>
+<tr><td>Ctrl+.</td><td>stop the selected run (it saves a checkpoint)</td></tr>
+<tr><td>Tab / Shift+Tab</td><td>next / previous field (the form stays where it is)</td></tr>
 <tr><td colspan=2><b>Replay</b></td></tr>
 <tr><td>Left / Right, comma / period</td><td>step back / forward</td></tr>
 <tr><td>Home / End</td><td>first / last position</td></tr>

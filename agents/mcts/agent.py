@@ -53,6 +53,7 @@ from agents.config import AgentConfig, ConfigError, knob
 from agents.mcts.nets import build_network, inference_copy
 from agents.mcts.search import Evaluator, FastOps, Node, Search, board_ops
 from agents.mcts.selfplay import WorkerSpec, make_pool
+from agents.metrics import LR, MetricInfo, counter
 from agents.nn.agent import TorchAgent
 from agents.nn.encoders import Encoder, make_encoder
 from agents.nn.masking import masked_log_softmax
@@ -415,8 +416,23 @@ class MCTSAgent(TorchAgent):
         "AlphaZero-like: PUCT tree search with spawn expectations over a policy-value network, "
         "trained from self-play (seed 004); self-play scales over local processes or a Ray cluster."
     )
-    loss_metrics = ("policy_loss", "value_loss", "val_policy_loss", "val_value_loss")
-    schedule_metrics = ("lr",)
+    metrics = (
+        MetricInfo("policy_loss", "Policy loss", group="Policy loss", kind="loss", scale="log"),
+        MetricInfo(
+            "val_policy_loss", "Validation policy loss", group="Policy loss", kind="loss", scale="log"
+        ),
+        MetricInfo("value_loss", "Value loss", group="Value loss", kind="loss", scale="log"),
+        MetricInfo("val_value_loss", "Validation value loss", group="Value loss", kind="loss", scale="log"),
+        MetricInfo(
+            "loss", "Loss", group="", kind="loss", help="policy + weight x value loss (drawn as its parts)"
+        ),
+        MetricInfo("selfplay_mean_score", "Self-play mean score", group="Score", kind="score"),
+        MetricInfo("selfplay_max_tile", "Self-play max tile", group="Max tile", kind="score"),
+        MetricInfo("games_per_s", "Games/s", unit="games/s", group="Games/s", kind="speed"),
+        LR,
+        counter("generation", "self-play generations so far"),
+        counter("window_positions", "positions in the training window"),
+    )
     parallel_play = True
     value_kind = "share"  # visit shares
     config: MCTSConfig

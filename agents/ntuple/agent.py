@@ -31,6 +31,7 @@ import agents.ntuple.kernels as K
 from agents.base import Agent, Budget, Control, MetricEvent, TrainContext
 from agents.checkpoint import first_nonfinite, state_array, state_int, state_uint64
 from agents.config import AgentConfig, ConfigError, knob
+from agents.metrics import GAMES, LR, MEAN_SCORE, MetricInfo, counter
 from agents.training import TrainTracker
 from engine import DIRECTIONS, Direction, Game, Rules
 from engine.core import seed_to_state, slide_unchecked
@@ -246,8 +247,20 @@ class NTupleAgent(Agent):
         "plays 1-ply or by expectimax. 4x4 only."
     )
     trainable = True
-    loss_metrics: ClassVar[tuple[str, ...]] = ("td_error",)
-    schedule_metrics: ClassVar[tuple[str, ...]] = ("lr",)
+    metrics: ClassVar[tuple[MetricInfo, ...]] = (
+        MetricInfo(
+            "td_error", "TD error", group="TD error", kind="loss", scale="log", help="mean |TD error|"
+        ),
+        MEAN_SCORE,
+        *(
+            MetricInfo(f"rate_{1 << e}", f"Reached {1 << e}", group="Tile rates", kind="evaluation")
+            for e in RATE_TILES
+        ),
+        LR,
+        GAMES,
+        counter("truncated_games", "games cut at the move limit, so far"),
+        counter("restarted_games", "games begun from a mid-game position in this slice"),
+    )
     value_kind = "points"  # reward + afterstate value: expected future score
 
     config: NTupleConfig

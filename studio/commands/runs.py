@@ -1,6 +1,7 @@
 """``python main.py runs list | show ID | export ID FILE.csv | stop ID``: training runs in the store.
 
-``export`` writes a run's metric history as CSV (what the Train tab's "Export CSV…" writes); ``stop``
+``export`` writes a run's metric history as CSV (what the Train tab's "Export CSV…" writes), or with
+``--tensorboard`` as TensorBoard event files in a folder (the optional extra); ``stop``
 asks a run training in another process (a `train` in a terminal, or a run the window left training
 headless) to stop after its current step and save a checkpoint.
 """
@@ -14,12 +15,13 @@ from typing import Any
 import numpy as np
 
 from engine.store import RUN_STATUSES, GameStore, RunSummary, format_time
+from engine.store.model import format_size
 from studio.cli import CliError, record_id, whole
-from studio.services.runs import stop_elsewhere, write_metrics_csv
+from studio.services.runs import export_run_tensorboard, stop_elsewhere, write_metrics_csv
 from studio.text import duration, number, sparkline, table
 
 #: Metrics shown first (in this order) in summaries; others follow alphabetically.
-PREFERRED = ("score", "max_tile", "moves", "loss", "epsilon", "lr", "steps_per_s")
+PREFERRED = ("score", "eval_score", "max_tile", "moves", "loss", "epsilon", "lr", "steps_per_s")
 MAX_CURVE_COLUMNS = 6
 PARTS = 10
 
@@ -39,9 +41,19 @@ def register(subparsers: Any) -> None:
     p = sub.add_parser("show", help="one run: config, status, last metrics, checkpoints, curve summary")
     p.add_argument("id", type=record_id, help="run id (see runs list)")
     p.set_defaults(func=run_show)
-    p = sub.add_parser("export", help="a run's metric history as CSV (one row per event)")
+    p = sub.add_parser(
+        "export",
+        help="a run's metric history as CSV (one row per event), or as TensorBoard event files",
+        description="A run's metric history as CSV, or with --tensorboard as TensorBoard scalars in "
+        "DEST/run-ID-AGENT (then: tensorboard --logdir DEST; every run exported to DEST is one to compare).",
+    )
     p.add_argument("id", type=record_id, help="run id")
-    p.add_argument("file", help="the .csv file to write")
+    p.add_argument("file", metavar="DEST", help="the .csv file to write (with --tensorboard: a folder)")
+    p.add_argument(
+        "--tensorboard",
+        action="store_true",
+        help="write TensorBoard event files instead (needs the optional extra: pip install -e '.[tensorboard]')",
+    )
     p.set_defaults(func=run_export)
     p = sub.add_parser("stop", help="ask a run training in another process to stop and save")
     p.add_argument("id", type=record_id, help="run id")
@@ -49,6 +61,8 @@ def register(subparsers: Any) -> None:
 
 
 def run_export(args: argparse.Namespace) -> int:
+    if args.tensorboard:
+        return _export_tensorboard(args)
     with GameStore.open(args.data_dir) as store:
         columns = store.run_metrics(args.id)
     try:
@@ -56,6 +70,17 @@ def run_export(args: argparse.Namespace) -> int:
     except OSError as e:
         raise CliError(f"cannot write {args.file}: {e.strerror or e}") from None
     print(f"run {args.id}: {len(columns['episode']):,} events written to {out}")
+    return 0
+
+
+def _export_tensorboard(args: argparse.Namespace) -> int:
+    with GameStore.open(args.data_dir) as store:
+        n = store.get_run(args.id).n_events
+        try:
+            out = export_run_tensorboard(store, args.id, args.file)
+        except OSError as e:
+            raise CliError(f"cannot write {args.file}: {e.strerror or e}") from None
+    print(f"run {args.id}: {n:,} events written to {out.parent} (tensorboard --logdir {args.file})")
     return 0
 
 
@@ -73,6 +98,7 @@ def _metric_order(names: list[str]) -> list[str]:
 def run_list(args: argparse.Namespace) -> int:
     with GameStore.open(args.data_dir) as store:
         runs = store.list_runs(agent=args.agent, status=args.status, limit=args.limit)
+        disk = store.runs_disk_use([r.id for r in runs])
     if not runs:
         print("no training runs yet" if args.agent is None and args.status is None else "no runs match")
         return 0
@@ -85,15 +111,17 @@ def run_list(args: argparse.Namespace) -> int:
             r.steps,
             duration(r.elapsed),
             number(r.last_metrics.get("score")),
+            number(r.last_metrics.get("eval_score")),
+            format_size(disk.get(r.id, 0)),
             format_time(r.created),
         )
         for r in runs
     ]
     print(
         table(
-            ("ID", "AGENT", "STATUS", "EPISODES", "STEPS", "TIME", "LAST SCORE", "CREATED"),
+            ("ID", "AGENT", "STATUS", "EPISODES", "STEPS", "TIME", "LAST SCORE", "EVAL", "DISK", "CREATED"),
             rows,
-            right={0, 3, 4, 5, 6},
+            right={0, 3, 4, 5, 6, 7, 8},
         )
     )
     return 0
@@ -106,16 +134,34 @@ def run_show(args: argparse.Namespace) -> int:
         checkpoints = store.run_checkpoints(args.id)
         messages = store.run_messages(args.id)
         n_games = store.count_games(run_id=args.id)
+        disk = store.run_disk_use(args.id)
     lines = [describe_run(run), ""]
     if n_games:
         lines.append(f"training games in the store: {n_games} (python main.py games list --source training)")
     if checkpoints:
         lines.append("checkpoints:")
         rows = [
-            (c.id, c.episode, c.step, "final" if c.final else "", format_time(c.created), c.path)
+            (
+                c.id,
+                c.episode,
+                c.step,
+                " ".join(w for w, on in (("final", c.final), ("best", c.best)) if on),
+                _score(c.eval_score),
+                format_time(c.created),
+                c.path,
+            )
             for c in checkpoints
         ]
-        lines.append(_indent(table(("ID", "EPISODE", "STEP", "", "SAVED", "PATH"), rows, right={0, 1, 2})))
+        lines.append(
+            _indent(table(("ID", "EPISODE", "STEP", "", "EVAL", "SAVED", "PATH"), rows, right={0, 1, 2, 4}))
+        )
+        lines.append(f"checkpoint files: {format_size(disk)} on disk")
+        best = next((c for c in checkpoints if c.best), None)
+        if best is not None:
+            lines.append(
+                f"best checkpoint: {best.id} (episode {best.episode}, evaluation mean score "
+                f"{_score(best.eval_score)}): {best.path}"
+            )
     else:
         lines.append("checkpoints: none")
     curves = curve_summary(cols)
@@ -146,6 +192,11 @@ def describe_run(run: RunSummary) -> str:
     lines.append("config:")
     lines += [f"  {k} = {json.dumps(v)}" for k, v in sorted(run.config.items())] or ["  (defaults)"]
     return "\n".join(lines)
+
+
+def _score(v: float | None) -> str:
+    """A mean score as people read one: ``52,510`` (``-`` for none)."""
+    return "-" if v is None or v != v else f"{v:,.0f}"
 
 
 def _kv(d: dict[str, Any]) -> str:

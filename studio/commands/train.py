@@ -21,8 +21,19 @@ from typing import Any
 
 from agents.base import Budget, Control, MetricEvent
 from agents.config import load_preset
-from agents.runner import DEFAULT_CHECKPOINT_EVERY_S, DEFAULT_LOG_EVERY, RunError, TrainingRun
+from agents.metrics import metrics_of
+from agents.runner import (
+    DEFAULT_CHECKPOINT_EVERY_S,
+    DEFAULT_EVAL_EVERY_S,
+    DEFAULT_EVAL_GAMES,
+    DEFAULT_EVAL_SEED,
+    DEFAULT_KEEP_CHECKPOINTS,
+    DEFAULT_LOG_EVERY,
+    RunError,
+    TrainingRun,
+)
 from engine.store import GameStore
+from engine.store.model import format_size
 from studio.cli import MAX_MINUTES, MAX_SEED, MAX_WORKERS, CliError, record_id, whole
 from studio.cli import number as number_type
 from studio.commands import _agent_flags as flags
@@ -34,7 +45,10 @@ DESCRIPTION = """Train an agent as a recorded run (see: python main.py runs list
 
 The run's settings come from the agent's defaults, then --preset, then the flags given here.
 Budget: any of --episodes / --minutes / --steps (the first reached ends the run), or the preset's.
-Ctrl-C stops after the current step and saves a checkpoint; --resume RUN_ID continues from it."""
+Ctrl-C stops after the current step and saves a checkpoint; --resume RUN_ID continues from it.
+Every --eval-every-minutes of training a checkpoint is evaluated in the background (--eval-games
+greedy games, the same seeds each time); the best one is kept (runs show ID), with the newest
+--keep-checkpoints files."""
 
 
 def register(subparsers: Any) -> None:
@@ -77,6 +91,42 @@ def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
         default=DEFAULT_LOG_EVERY,
         metavar="N",
         help=f"store one training game in N (0 = none; default {DEFAULT_LOG_EVERY}: keeps the store small)",
+    )
+    e = p.add_argument_group("evaluation and checkpoint files")
+    e.add_argument(
+        "--eval-games",
+        type=whole(0, 100_000),
+        default=DEFAULT_EVAL_GAMES,
+        metavar="K",
+        help=f"greedy games of each periodic evaluation (0 = none; default {DEFAULT_EVAL_GAMES})",
+    )
+    e.add_argument(
+        "--eval-every-minutes",
+        type=number_type(0, MAX_MINUTES),
+        default=DEFAULT_EVAL_EVERY_S / 60.0,
+        metavar="M",
+        help=f"minutes of training between evaluations (0 = not by time; default {DEFAULT_EVAL_EVERY_S / 60:g})",
+    )
+    e.add_argument(
+        "--eval-every-episodes",
+        type=whole(0),
+        default=None,
+        metavar="N",
+        help="also evaluate every N episodes (whichever comes first; default: by time only)",
+    )
+    e.add_argument(
+        "--eval-seed",
+        type=whole(0, MAX_SEED),
+        default=DEFAULT_EVAL_SEED,
+        metavar="S",
+        help=f"seed of the evaluation games (default {DEFAULT_EVAL_SEED}, as eval's --seed)",
+    )
+    e.add_argument(
+        "--keep-checkpoints",
+        type=whole(0),
+        default=DEFAULT_KEEP_CHECKPOINTS,
+        metavar="N",
+        help=f"checkpoint files kept besides the best: the newest N (0 = all; default {DEFAULT_KEEP_CHECKPOINTS})",
     )
     p.add_argument(
         "--workers",
@@ -125,6 +175,11 @@ def request_from_args(args: argparse.Namespace) -> RunRequest:
         checkpoint_every_s=args.checkpoint_every,
         log_every=args.log_every,
         resume=args.resume,
+        eval_games=args.eval_games,
+        eval_every_s=args.eval_every_minutes * 60.0,
+        eval_every_episodes=args.eval_every_episodes,
+        eval_seed=args.eval_seed,
+        keep_checkpoints=args.keep_checkpoints,
     )
 
 
@@ -142,6 +197,12 @@ class _Live:
         self.event: MetricEvent | None = None
 
     def add(self, ev: MetricEvent) -> str:
+        if ev.kind == "evaluation":
+            # a checkpoint's greedy games, reported with that (older) checkpoint's counters: its message
+            # goes on the line, its counters do not
+            self.last.update(ev.metrics)
+            self.message = ev.message
+            ev = self.event or ev
         self.event = ev
         if self.step0 is None:
             self.step0 = ev.step
@@ -161,9 +222,10 @@ class _Live:
                 f"mean {sum(self.scores) / len(self.scores):,.0f}",
                 f"tile {max(self.tiles):,.0f}" if self.tiles else "",
             ]
-        for key in (*agent.loss_metrics, *agent.schedule_metrics):
-            if key in self.last:
-                parts.append(f"{key} {number(self.last[key])}")
+        for info in metrics_of(agent):
+            # the agent's own drawn metrics (loss, schedules, evaluations); score / speed are above
+            if info.drawn and info.kind not in ("score", "speed") and info.name in self.last:
+                parts.append(f"{info.name} {number(self.last[info.name])}")
         parts.append(f"{self.steps_per_s():,.0f} steps/s")
         if self.message:
             parts.append(self.message)
@@ -246,4 +308,12 @@ def run(args: argparse.Namespace) -> int:
                 f"training games stored: {training.games_logged} (python main.py games list --source training)"
             )
         print(f"checkpoint: {training.last_checkpoint}")
+        best = store.best_checkpoint(training.run_id)
+        if best is not None and best.eval_score is not None:
+            print(f"best checkpoint (evaluation mean score {best.eval_score:,.0f}): {best.path}")
+        if training.evaluations_skipped:
+            print(
+                f"evaluations skipped: {training.evaluations_skipped} (due while the one before still played)"
+            )
+        print(f"checkpoint files: {format_size(store.run_disk_use(training.run_id))}")
     return 0

@@ -10,7 +10,9 @@ is made of is decided here, once:
 * the budget: the request's, else the preset's (any of episodes, steps, seconds: the first reached
   ends the run); a resumed run goes on with what is left of its own;
 * parallel play (workers, local processes or Ray, a cluster address) and the checkpoint and
-  game-logging cadence.
+  game-logging cadence;
+* periodic greedy evaluation (games, every N seconds of training and/or N episodes, seed) and how
+  many checkpoint files to keep besides the best.
 
 Errors are :class:`agents.runner.RunError` subclasses with a ``field`` naming the input at fault, so
 the window marks that field and the CLI prints one line.
@@ -31,6 +33,10 @@ from agents.base import Agent, Budget, Control, Counters, TrainContext
 from agents.config import AgentConfig, ConfigError, load_preset
 from agents.runner import (
     DEFAULT_CHECKPOINT_EVERY_S,
+    DEFAULT_EVAL_EVERY_S,
+    DEFAULT_EVAL_GAMES,
+    DEFAULT_EVAL_SEED,
+    DEFAULT_KEEP_CHECKPOINTS,
     DEFAULT_LOG_EVERY,
     BudgetUsedUp,
     IncompatibleCheckpoint,
@@ -39,6 +45,7 @@ from agents.runner import (
     RunError,
     TrainingRun,
     budget_to_dict,
+    check_eval_options,
     resume_run,
     run_training,
 )
@@ -53,11 +60,14 @@ __all__ = [
     "RunBusy",
     "RunError",
     "RunRequest",
+    "TensorBoardMissing",
+    "export_run_tensorboard",
     "open_run",
     "preset_budget",
     "resolve",
     "stop_elsewhere",
     "write_metrics_csv",
+    "write_tensorboard",
 ]
 
 #: Where the parallel games of an agent that plays them (MCTS self-play) run.
@@ -94,6 +104,16 @@ class RunRequest:
     log_every: int = DEFAULT_LOG_EVERY
     resume: int | None = None
     budget_if_used_up: Budget | None = None
+    #: greedy games of each periodic evaluation (0 = no evaluation, no best checkpoint)
+    eval_games: int = DEFAULT_EVAL_GAMES
+    #: seconds of training between evaluations (None or 0 = not by time)
+    eval_every_s: float | None = DEFAULT_EVAL_EVERY_S
+    #: episodes between evaluations (None or 0 = not by episodes); both given: whichever comes first
+    eval_every_episodes: int | None = None
+    #: seed of the evaluation games (the same games every evaluation; ``eval``'s default seed too)
+    eval_seed: int = DEFAULT_EVAL_SEED
+    #: checkpoint files kept besides the best one (the newest N; 0 = keep all)
+    keep_checkpoints: int = DEFAULT_KEEP_CHECKPOINTS
     #: the agent's class as "module:Class", for a child process that must find an agent registered
     #: at run time (tests, plug-ins); registry agents need none
     target: str | None = None
@@ -123,6 +143,13 @@ class RunRequest:
             )
         if self.log_every < 0:
             raise RunError(f"log every N-th game must be >= 0 (0 = none), got {self.log_every}", "log_every")
+        check_eval_options(
+            self.eval_games,
+            self.eval_every_s,
+            self.eval_every_episodes,
+            self.eval_seed,
+            self.keep_checkpoints,
+        )
         if self.resume is not None and (self.agent or self.preset):
             raise RunError(
                 "a resumed run keeps its own agent and settings: give no agent or preset", "resume"
@@ -234,6 +261,11 @@ def open_run(request: RunRequest, store: Any, control: Control | None = None) ->
     opts: dict[str, Any] = {
         "checkpoint_every_s": request.checkpoint_every_s,
         "log_every": request.log_every,
+        "eval_games": request.eval_games,
+        "eval_every_s": request.eval_every_s,
+        "eval_every_episodes": request.eval_every_episodes,
+        "eval_seed": request.eval_seed,
+        "keep_checkpoints": request.keep_checkpoints,
     }
     context = request.context(Path(store.path).parent)
     if request.resume is not None:
@@ -279,6 +311,73 @@ def write_metrics_csv(columns: dict[str, np.ndarray], path: str | Path) -> Path:
             for row in zip(*chunk):
                 w.writerow(["" if isinstance(v, float) and v != v else _cell(v) for v in row])
     return path
+
+
+class TensorBoardMissing(ValueError):
+    """TensorBoard export without the optional extra (a ValueError: the CLI prints it as one line)."""
+
+
+#: What to install for :func:`write_tensorboard` (the optional extra, or the package itself).
+TENSORBOARD_HINT = "pip install -e '.[tensorboard]' (or pip install tensorboard)"
+#: The columns of ``run_metrics`` that are a metric's coordinates, not a metric.
+_AXES = ("step", "elapsed")
+
+
+def write_tensorboard(columns: dict[str, np.ndarray], directory: str | Path, start_time: float = 0.0) -> Path:
+    """A run's metric columns (``GameStore.run_metrics``) as TensorBoard scalars; the event file.
+
+    One tag per metric (and ``episode``), each point at the event's ``step`` (moves trained), with the
+    wall time ``start_time + elapsed`` (TensorBoard's "relative" axis is then the training time);
+    NaN (a metric the event did not report) is left out. ``directory`` is made if needed; event files
+    an earlier export left there are replaced, so that exporting again does not draw the run twice.
+    Needs the ``tensorboard`` package (:class:`TensorBoardMissing` without it).
+    """
+    try:
+        from tensorboard.compat.proto.event_pb2 import Event
+        from tensorboard.compat.proto.summary_pb2 import Summary
+        from tensorboard.summary.writer.event_file_writer import EventFileWriter
+    except ImportError:
+        raise TensorBoardMissing(
+            f"TensorBoard export needs the optional tensorboard extra: {TENSORBOARD_HINT}"
+        ) from None
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    for old in directory.glob("events.out.tfevents.*"):
+        old.unlink()
+    n = len(next(iter(columns.values()))) if columns else 0
+    steps = columns["step"].astype(np.int64) if "step" in columns else np.arange(n, dtype=np.int64)
+    elapsed = columns["elapsed"].astype(float) if "elapsed" in columns else np.zeros(n)
+    tags = [k for k in columns if k not in _AXES]
+    values = {k: columns[k].astype(float) for k in tags}
+    writer = EventFileWriter(str(directory), max_queue_size=1000, flush_secs=3600)
+    try:
+        for i in range(n):
+            points = [
+                Summary.Value(tag=k, simple_value=float(values[k][i]))
+                for k in tags
+                if values[k][i] == values[k][i]
+            ]
+            if points:
+                writer.add_event(
+                    Event(
+                        wall_time=start_time + float(elapsed[i]),
+                        step=int(steps[i]),
+                        summary=Summary(value=points),
+                    )
+                )
+    finally:
+        writer.close()
+    return max(directory.glob("events.out.tfevents.*"), key=lambda p: p.stat().st_mtime)
+
+
+def export_run_tensorboard(store: Any, run_id: int, directory: str | Path) -> Path:
+    """Run ``run_id`` of ``store`` as TensorBoard event files in ``directory/run-ID-AGENT`` (the folder
+    to give ``tensorboard --logdir``: every run exported there is a run to compare); the event file.
+
+    What the Train tab's "Export TensorBoard…" and ``runs export ID DIR --tensorboard`` write."""
+    summary = store.get_run(run_id)
+    columns = store.run_metrics(run_id)
+    return write_tensorboard(columns, Path(directory) / f"run-{run_id}-{summary.agent}", summary.created)
 
 
 def _cell(v: Any) -> str:

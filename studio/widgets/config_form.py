@@ -12,15 +12,22 @@ Editors by field kind:
 * ``choices`` -> ``QComboBox``; ``bool`` -> ``QCheckBox``; ``str`` -> ``QLineEdit``;
   tuples -> ``QLineEdit`` holding ``3,3,2,2``.
 * ``advanced`` fields sit in a fold that opens by itself when one of them is invalid.
+
+Presets: the box is as wide as its longest name allows (a name that does not fit the panel is cut in
+the middle, never at its end, and is whole in the tooltip); after Load a marker says "applied:
+NAME", and "modified from NAME" as soon as a field (or what :attr:`ConfigForm.extra_changes` reports:
+the Train tab's rules and budget) differs from the preset's values. Tab / Shift-Tab go through the
+fields in the order they are shown, whatever agent the form was rebuilt for.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QValidator
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtGui import QPaintEvent, QValidator
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
     QCheckBox,
@@ -32,6 +39,9 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPushButton,
     QSpinBox,
+    QStyle,
+    QStyleOptionComboBox,
+    QStylePainter,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -46,6 +56,10 @@ FLOAT_DECIMALS = 15
 FLOAT_LIMIT = 1e300
 ERROR_STYLE = "color: #c62828;"
 INVALID_EDITOR_STYLE = "border: 1px solid #c62828; background: #ffebee;"
+APPLIED_STYLE = "color: #2e7d32;"
+MODIFIED_STYLE = "color: #a15c00;"
+#: The narrowest the preset box gets (in characters) before the panel must be widened instead.
+PRESET_MIN_CHARS = 10
 
 
 def _ladder_step(value: float, up: bool, steps: int = 1) -> float:
@@ -292,6 +306,75 @@ def _fits_int32(spec: FieldSpec) -> bool:
     )
 
 
+class PresetCombo(QComboBox):
+    """The preset picker: asks for the width of its longest name, may be given less (down to
+    :data:`PRESET_MIN_CHARS` characters), and then shows the name cut in the middle ("dqn-s…00-conv"),
+    so that both its agent and its variant stay readable; the tooltip always holds the whole name."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        # Not AdjustToContents: that resizes the box itself on every change, fighting its layout.
+        self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.currentIndexChanged.connect(self._update_tooltip)
+
+    def set_names(self, names: list[str], empty: str = "(none)") -> None:
+        """The presets to offer (``empty``, with no data, when there is none)."""
+        self.clear()
+        for name in names:
+            self.addItem(name, name)
+        if not names:
+            self.addItem(empty, None)
+        self.updateGeometry()
+
+    def _hint_for(self, text_width: int) -> QSize:
+        opt = QStyleOptionComboBox()
+        self.initStyleOption(opt)
+        inner = QSize(text_width, self.fontMetrics().height())
+        width = self.style().sizeFromContents(QStyle.ContentsType.CT_ComboBox, opt, inner, self).width()
+        return QSize(width, super().sizeHint().height())
+
+    def sizeHint(self) -> QSize:
+        fm = self.fontMetrics()
+        widest = max((fm.horizontalAdvance(self.itemText(i)) for i in range(self.count())), default=0)
+        return self._hint_for(widest + fm.horizontalAdvance("x"))
+
+    def minimumSizeHint(self) -> QSize:
+        return self._hint_for(self.fontMetrics().horizontalAdvance("x" * PRESET_MIN_CHARS))
+
+    def _text_rect_width(self) -> int:
+        opt = QStyleOptionComboBox()
+        self.initStyleOption(opt)
+        rect = self.style().subControlRect(
+            QStyle.ComplexControl.CC_ComboBox, opt, QStyle.SubControl.SC_ComboBoxEditField, self
+        )
+        return rect.width()
+
+    def shown_text(self) -> str:
+        """The current name as it is drawn: whole, or cut in the middle when the box is too narrow."""
+        return self.fontMetrics().elidedText(
+            self.currentText(), Qt.TextElideMode.ElideMiddle, self._text_rect_width()
+        )
+
+    def is_elided(self) -> bool:
+        return self.shown_text() != self.currentText()
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QStylePainter(self)
+        opt = QStyleOptionComboBox()
+        self.initStyleOption(opt)
+        painter.drawComplexControl(QStyle.ComplexControl.CC_ComboBox, opt)
+        opt.currentText = self.shown_text()
+        painter.drawControl(QStyle.ControlElement.CE_ComboBoxLabel, opt)
+
+    def _update_tooltip(self, *_: Any) -> None:
+        name = self.currentData()
+        self.setToolTip(
+            f"Preset {name} (resources/presets/{name}.json): Load puts its settings in the form"
+            if name
+            else "Settings of a seed experiment (resources/presets)"
+        )
+
+
 class ConfigForm(QWidget):
     """The form of one config class; ``set_config_class`` rebuilds it for another agent.
 
@@ -319,26 +402,42 @@ class ConfigForm(QWidget):
         self._agent: str | None = None
         self._valid = True
         self._building = False
+        #: the preset last loaded and the values it put in the fields (None: defaults or hand-made)
+        self._applied: tuple[str, dict[str, Any]] | None = None
+        self._applied_description = ""
+        #: what else a preset set and now differs (the Train tab's rules, budget): labels, or none
+        self.extra_changes: Callable[[], list[str]] | None = None
 
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
 
+        # The box has the row to itself but for Load (it was cut to "dqn-seec" beside two buttons);
+        # Defaults sits under it, beside the marker that says which preset the fields hold.
         preset_row = QHBoxLayout()
         preset_row.addWidget(QLabel("Preset"))
-        self.presetCombo = QComboBox()
+        self.presetCombo = PresetCombo()
         self.presetCombo.setObjectName("presetCombo")
-        self.presetCombo.setToolTip("Settings of a seed experiment (resources/presets)")
         preset_row.addWidget(self.presetCombo, 1)
         self.presetButton = QPushButton("Load")
         self.presetButton.setObjectName("presetButton")
+        self.presetButton.setToolTip("Put the chosen preset's settings in the form")
         self.presetButton.clicked.connect(self._load_selected_preset)
         preset_row.addWidget(self.presetButton)
+        outer.addLayout(preset_row)
+        marker_row = QHBoxLayout()
+        self.presetMarker = QLabel()
+        self.presetMarker.setObjectName("presetMarker")
+        self.presetMarker.setWordWrap(True)
+        marker_row.addWidget(self.presetMarker, 1)
         self.defaultsButton = QPushButton("Defaults")
         self.defaultsButton.setObjectName("defaultsButton")
         self.defaultsButton.setToolTip("Reset every field to the agent's default")
         self.defaultsButton.clicked.connect(self.reset_defaults)
-        preset_row.addWidget(self.defaultsButton)
-        outer.addLayout(preset_row)
+        marker_row.addWidget(self.defaultsButton, 0, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop)
+        outer.addLayout(marker_row)
+        self._notes = QVBoxLayout()
+        self._notes.setContentsMargins(0, 0, 0, 0)
+        outer.addLayout(self._notes)
 
         self._body = QWidget()
         self._form = QFormLayout(self._body)
@@ -407,25 +506,41 @@ class ConfigForm(QWidget):
             self._fold(self.advancedToggle.isChecked())
             self._empty.setVisible(not specs)
             self._refresh_presets()
+            self._chain_focus()
         finally:
             self._building = False
+        self._applied = None
         self.validate()
+        self.refresh_preset_marker()
+
+    def _chain_focus(self) -> None:
+        """Tab order: Defaults, the shown fields, the fold, its fields, then what followed the form.
+
+        Fields built for an agent chosen later were created after every other widget of the window,
+        so Qt's default order sent Tab from the last field back to the window's first widget (the
+        scroll area jumped to the top) and Tab from Defaults past all the fields."""
+        previous: QWidget = self.defaultsButton
+        basic = [f.editor for f in self._fields.values() if not f.spec.advanced]
+        advanced = [f.editor for f in self._fields.values() if f.spec.advanced]
+        for widget in [*basic, self.advancedToggle, *advanced]:
+            QWidget.setTabOrder(previous, widget)
+            previous = widget
 
     def _refresh_presets(self) -> None:
-        self.presetCombo.clear()
         names: list[str] = []
         if self._agent is not None:
             try:
                 names = list_presets(self._agent)
             except ValueError:
                 names = []  # a broken preset file must not break the form; loading it says why
-        for name in names:
-            self.presetCombo.addItem(name, name)
+        self.presetCombo.set_names(names)
         has = bool(names)
         self.presetCombo.setEnabled(has)
         self.presetButton.setEnabled(has)
-        if not has:
-            self.presetCombo.addItem("(none)", None)
+
+    def add_note(self, widget: QWidget) -> None:
+        """Show ``widget`` under the preset marker (the Train tab's word on what a preset set besides)."""
+        self._notes.addWidget(widget)
 
     def _fold(self, open_: bool) -> None:
         self._advanced.setVisible(open_ and bool(self._advanced_form.rowCount()))
@@ -456,10 +571,14 @@ class ConfigForm(QWidget):
         finally:
             self._building = False
         self.validate()
+        self.refresh_preset_marker()
 
     def reset_defaults(self) -> None:
+        """Every field to the agent's default (no preset applied any more)."""
+        self._applied = None
         if self._config_cls is not None:
             self.set_values({s.name: s.default for s in self._config_cls.specs()})
+        self.refresh_preset_marker()
 
     def load_preset(self, name: str) -> dict[str, Any]:
         """Load preset ``name`` into the form; returns the preset (its rules / budget are the caller's)."""
@@ -469,8 +588,54 @@ class ConfigForm(QWidget):
         if self._config_cls is not None:
             self.reset_defaults()
         self.set_values(dict(preset.get("config", {})))
+        self._applied = (name, self.values())
+        self._applied_description = str(preset.get("description", ""))
+        self.refresh_preset_marker()
         self.presetLoaded.emit(preset)
+        self.refresh_preset_marker()  # the caller may have set more from it (rules, budget)
         return preset
+
+    # ------------------------------------------------------------------ the applied preset
+    @property
+    def applied_preset(self) -> str | None:
+        """The preset last loaded (modified since or not); None after Defaults or another agent."""
+        return self._applied[0] if self._applied is not None else None
+
+    def preset_changes(self) -> list[str]:
+        """The labels of what differs from the applied preset's values (empty: none, or no preset)."""
+        if self._applied is None:
+            return []
+        now = self.values()
+        changed = [
+            f.label.text() for name, f in self._fields.items() if now[name] != self._applied[1].get(name)
+        ]
+        if self.extra_changes is not None:
+            changed += self.extra_changes()
+        return changed
+
+    def preset_modified(self) -> bool:
+        return bool(self.preset_changes())
+
+    def refresh_preset_marker(self) -> None:
+        """Say which preset the fields hold: "applied: NAME", "modified from NAME", or nothing."""
+        if self._applied is None:
+            self.presetMarker.clear()
+            self.presetMarker.setToolTip("")
+            self.presetMarker.hide()
+            return
+        name = self._applied[0]
+        changes = self.preset_changes()
+        if changes:
+            self.presetMarker.setText(f"modified from {name}")
+            self.presetMarker.setStyleSheet(MODIFIED_STYLE)
+            tip = f"Differs from preset {name} in: {', '.join(changes)} (Load it again to go back)"
+        else:
+            self.presetMarker.setText(f"applied: {name}")
+            self.presetMarker.setStyleSheet(APPLIED_STYLE)
+            tip = f"The fields hold preset {name}'s values"
+        about = self._applied_description
+        self.presetMarker.setToolTip(f"{tip}\n\n{about}" if about else tip)
+        self.presetMarker.show()
 
     def _load_selected_preset(self) -> None:
         name = self.presetCombo.currentData()
@@ -536,4 +701,5 @@ class ConfigForm(QWidget):
         if self._building:
             return
         self.validate()
+        self.refresh_preset_marker()
         self.changed.emit()

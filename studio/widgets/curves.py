@@ -1,4 +1,10 @@
-"""Live training curves (pyqtgraph): loss, schedules (epsilon...), score (+ moving average), max tile, speed.
+"""Live training curves (pyqtgraph), one panel per metric group that the agents shown declare.
+
+Panels come from the metric metadata (:mod:`agents.metrics`): Score (+ moving average), Max tile
+(log2 axis), one panel per group of the agent's own metrics (loss, mean Q, exploration...), Speed. A
+series whose values are all equal is a line of text ("Learning rate = 1 (constant)"), not a panel.
+A toolbar over the panels sets the smoothing (an EMA as TensorBoard's, the raw series faint behind),
+the x axis (step / episode / wall time), log axes, and fits every panel to its data.
 
 Data lives in :class:`GrowingArray` buffers (amortised doubling: appending n points costs O(n) in all,
 and a plot gets a view of the buffer, never a copy of a Python list). Events only append and mark
@@ -6,30 +12,127 @@ the plots dirty; a QTimer redraws the dirty plots (one per tick, at most 10 fram
 the cost of drawing does not grow with the event rate. Curves are min/max decimated incrementally
 (:class:`PeakDecimator`), so a plot of a million points redraws as fast as one of a thousand.
 
-Several runs can be shown at once (the live one and runs re-opened from the store to compare), each
-in its own colour.
+Several runs can be shown at once (the live ones and runs re-opened from the store to compare); a run
+keeps its colour (chosen by its run id) whatever else is shown, and each series is named
+"run N · agent · metric".
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QGridLayout, QWidget
+from PySide6.QtCore import QSettings, Qt, QTimer
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSlider,
+    QVBoxLayout,
+    QWidget,
+)
 
 from agents.base import MetricEvent
+from agents.metrics import EPSILON, LOSS, STANDARD, MetricInfo, groups, metrics_of
 
-#: Colours of runs, in the order they are added (the live run takes the first).
+#: Colours of runs: run N takes RUN_COLOURS[(N - 1) % 8], whatever else is shown.
 RUN_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2")
-#: Object names of the plots, in the timer's round-robin order.
-PLOT_NAMES = ("scorePlot", "maxTilePlot", "lossPlot", "epsilonPlot", "speedPlot")
-#: Metrics the score / max tile / speed plots read (agents.base.STANDARD_METRICS).
+#: Metrics with a moving average kept (agents.metrics.STANDARD).
 SCORE, MAX_TILE, SPEED = "score", "max_tile", "steps_per_s"
+#: The x axes offered: key -> what the toolbar says.
+X_AXES = {"step": "Step (moves)", "episode": "Episode (games)", "elapsed": "Wall time"}
+#: What the panel says when nothing is shown.
+EMPTY_TEXT = "No run yet. Start a run or open one from the runs table."
+#: A panel's metrics when no agent said which (an agent unknown to this build).
+DEFAULT_AGENT_METRICS: tuple[MetricInfo, ...] = (LOSS, EPSILON)
+
+
+def format_si(value: float, spacing: float | None = None) -> str:
+    """A compact tick string: 2e6 -> "2M", 3e5 -> "300k", 2500 -> "2.5k", 0.25 -> "0.25", 1e-5 -> "1e-5".
+
+    ``spacing`` (the distance between neighbouring ticks) sets the decimals, so neighbours differ.
+    """
+    if not math.isfinite(value):
+        return ""
+    if value == 0:
+        return "0"
+    mag = abs(value)
+    units = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
+    unit, suffix = next(((u, x) for u, x in units if mag >= u * 0.9995), (1.0, ""))
+    if unit == 1.0 and mag < 1e-3:
+        digits = 0 if spacing is None or spacing <= 0 else max(0, math.ceil(math.log10(mag / spacing) - 1e-9))
+        text = f"{value:.{min(digits, 3)}e}"
+        mant, exp = text.split("e")
+        mant = mant.rstrip("0").rstrip(".") if "." in mant else mant
+        return f"{mant}e{int(exp)}"
+    step = (spacing if spacing and spacing > 0 else mag / 100) / unit
+    decimals = min(6, max(0, math.ceil(-math.log10(step) - 1e-9)))
+    text = f"{value / unit:.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    if text in ("-0", ""):
+        text = "0"
+    return text + suffix
+
+
+def format_duration_tick(seconds: float) -> str:
+    """Wall-time ticks: "45s", "3m", "1.5h", "2d"."""
+    if not math.isfinite(seconds):
+        return ""
+    mag = abs(seconds)
+    for unit, suffix in ((86400, "d"), (3600, "h"), (60, "m")):
+        if mag >= unit:
+            return format_si(seconds / unit, None if mag / unit >= 10 else 0.1).rstrip("kMGT") + suffix
+    return format_si(seconds, 1 if mag >= 1 else None) + "s"
+
+
+def ema(values: np.ndarray, weight: float, start: int = 0, carry: float = 0.0) -> tuple[np.ndarray, float]:
+    """TensorBoard's smoothing: ``last = last * w + (1 - w) * v``, divided by ``1 - w ** (i + 1)``.
+
+    ``start`` / ``carry`` continue a series (the index of ``values[0]`` and the biased ``last`` so far),
+    so a growing series is smoothed in O(new points). Returns (smoothed, new carry). NaN points repeat
+    the last value. Vectorised in blocks (a matrix product per block, a short loop across blocks).
+    """
+    y = np.asarray(values, dtype=np.float64)
+    n = len(y)
+    out = np.empty(n)
+    if n == 0:
+        return out, carry
+    if np.isnan(y).any():
+        y = y.copy()
+        ok = ~np.isnan(y)
+        idx = np.where(ok, np.arange(n), -1)
+        np.maximum.accumulate(idx, out=idx)
+        first = y[ok][0] if ok.any() else 0.0
+        y = np.where(idx >= 0, y[np.maximum(idx, 0)], first)
+    w = float(weight)
+    block = 256
+    k = np.arange(block)
+    diff = np.subtract.outer(k, k)
+    mat = np.where(diff >= 0, w ** np.maximum(diff, 0), 0.0) * (1.0 - w)
+    pow_k = w ** (k + 1)
+    full = (n // block) * block
+    if full:
+        local = y[:full].reshape(-1, block) @ mat.T
+        for b in range(len(local)):
+            local[b] += pow_k * carry
+            carry = float(local[b, -1])
+        out[:full] = local.ravel()
+    for i in range(full, n):
+        carry = carry * w + (1.0 - w) * y[i]
+        out[i] = carry
+    with np.errstate(under="ignore"):
+        debias = 1.0 - w ** (np.arange(start, start + n, dtype=np.float64) + 1.0)
+    return out / np.where(debias > 0, debias, 1.0), carry
 
 
 class GrowingArray:
@@ -86,9 +189,28 @@ class MetricSeries:
     step: GrowingArray = field(default_factory=GrowingArray)
     elapsed: GrowingArray = field(default_factory=GrowingArray)
     y: GrowingArray = field(default_factory=GrowingArray)
+    lo: float = math.inf  # smallest / largest value so far (NaN left out): constants, log axes
+    hi: float = -math.inf
 
     def __len__(self) -> int:
         return len(self.y)
+
+    def note(self, values: np.ndarray | float) -> None:
+        if isinstance(values, (float, int)):
+            v = float(values)
+            if v == v:  # not NaN
+                self.lo = v if v < self.lo else self.lo
+                self.hi = v if v > self.hi else self.hi
+            return
+        arr = np.asarray(values, dtype=np.float64)
+        if arr.size and not np.isnan(arr).all():
+            self.lo = min(self.lo, float(np.nanmin(arr)))
+            self.hi = max(self.hi, float(np.nanmax(arr)))
+
+    @property
+    def constant(self) -> bool:
+        """Every value so far equal (and at least one)."""
+        return len(self.y) > 0 and self.lo == self.hi
 
     def x(self, axis: str) -> np.ndarray:
         """x values for ``axis`` ("episode" / "step" / "elapsed"); the point index when that counter does
@@ -105,16 +227,68 @@ class MetricSeries:
 class RunSeries:
     """Every metric of one run, growing as events arrive; the score's moving average kept incrementally."""
 
-    def __init__(self, label: str, ma_window: int = 100) -> None:
+    def __init__(
+        self,
+        label: str,
+        ma_window: int = 100,
+        agent: str = "",
+        run_id: int | None = None,
+        infos: Sequence[MetricInfo] | None = None,
+    ) -> None:
         self.label = label
+        found = re.match(r"run (\d+) ([\w.+-]+)", label)
+        self.agent = agent or (found.group(2) if found else "")
+        self.run_id = run_id if run_id is not None else (int(found.group(1)) if found else None)
+        #: what the run's agent declares (agents.metrics); None: looked up from ``agent``
+        self._infos = tuple(infos) if infos is not None else None
         self.ma_window = max(1, ma_window)
         self.metrics: dict[str, MetricSeries] = {}
+        self._smoothed: dict[tuple[str, float], tuple[GrowingArray, float]] = {}
         # Moving averages, kept incrementally: of the score, and of log2(max tile) (a geometric mean of
         # tiles reads better than an arithmetic one on a doubling scale).
         self.ma: dict[str, GrowingArray] = {SCORE: GrowingArray(), MAX_TILE: GrowingArray()}
         self._cumsum: dict[str, GrowingArray] = {SCORE: GrowingArray(), MAX_TILE: GrowingArray()}
         self.events = 0
         self.last_board: np.ndarray | None = None
+
+    @property
+    def title(self) -> str:
+        """How legends name the run: "run 3 · dqn" (its label until it has a run id)."""
+        if self.run_id is not None and self.agent:
+            return f"run {self.run_id} · {self.agent}"
+        return self.label
+
+    @property
+    def infos(self) -> tuple[MetricInfo, ...] | None:
+        """The metric metadata of the run's agent; None when the agent is unknown here."""
+        if self._infos is None and self.agent:
+            with contextlib.suppress(Exception):
+                from agents.registry import get_agent_class
+
+                self._infos = metrics_of(get_agent_class(self.agent))
+        return self._infos
+
+    def set_agent(self, agent: str, run_id: int | None = None) -> None:
+        if agent != self.agent:
+            self._infos = None
+        self.agent = agent
+        if run_id is not None:
+            self.run_id = run_id
+
+    def smoothed(self, name: str, weight: float) -> np.ndarray:
+        """The EMA of metric ``name`` (see :func:`ema`), brought up to date incrementally."""
+        s = self.metrics.get(name)
+        if s is None:
+            return np.empty(0)
+        key = (name, round(float(weight), 4))
+        for other in [k for k in self._smoothed if k[0] == name and k != key]:
+            del self._smoothed[other]  # the slider moved: the old weight is not coming back soon
+        buf, carry = self._smoothed.get(key, (GrowingArray(), 0.0))
+        if len(buf) < len(s):
+            new, carry = ema(s.y.view[len(buf) :], key[1], len(buf), carry)
+            buf.extend(new)
+        self._smoothed[key] = (buf, carry)
+        return buf.view
 
     def series(self, name: str) -> MetricSeries:
         s = self.metrics.get(name)
@@ -140,6 +314,7 @@ class RunSeries:
                 s.step.append(ev.step)
                 s.elapsed.append(ev.elapsed)
                 s.y.append(value)
+                s.note(value)
             if ev.board is not None:
                 self.last_board = ev.board
         self._extend_ma(before)
@@ -164,6 +339,7 @@ class RunSeries:
             s.step.extend(st[keep])
             s.elapsed.extend(el[keep])
             s.y.extend(col[keep])
+            s.note(col[keep])
         self.events += n
         self._extend_ma(before)
 
@@ -259,20 +435,72 @@ def peak_decimate(x: np.ndarray, y: np.ndarray, target: int) -> tuple[np.ndarray
     return np.concatenate([out_x, x[m * b : n]]), np.concatenate([out_y, y[m * b : n]])
 
 
+def _slug(title: str) -> str:
+    """Object name of a group's plot: "Loss" -> "lossPlot", "Mean Q" -> "meanQPlot", "TD error" -> "tdErrorPlot"."""
+    words = re.findall(r"[A-Za-z0-9]+", title) or ["metric"]
+    return words[0].lower() + "".join(w[:1].upper() + w[1:] for w in words[1:]) + "Plot"
+
+
+def run_colour(run: RunSeries, fallback: int = 0) -> str:
+    """A run's colour, chosen by its run id so that it stays the same whatever else is shown."""
+    if run.run_id is not None:
+        return RUN_COLOURS[(run.run_id - 1) % len(RUN_COLOURS)]
+    return RUN_COLOURS[fallback % len(RUN_COLOURS)]
+
+
 def _metric_colour(run_colour: str, j: int, many_runs: bool) -> Any:
-    """Colour of a run's j-th metric on a shared plot (loss + value loss, epsilon + lr...).
+    """Colour of a run's j-th metric on a shared plot (loss + validation loss...).
 
     Solid lines only: Qt strokes a dashed pen along the whole zigzag of a noisy curve, which took
-    most of a second per repaint on a long run. One run: a palette colour per metric; several runs:
-    shades of the run's colour.
+    most of a second per repaint on a long run. One run: its colour, then other palette colours;
+    several runs: shades of the run's colour.
     """
-    if not many_runs:
-        return RUN_COLOURS[j % len(RUN_COLOURS)]
-    return pg.mkColor(run_colour).darker(100 + 60 * j)
+    if many_runs:
+        return pg.mkColor(run_colour).darker(100 + 60 * j)
+    if j == 0:
+        return pg.mkColor(run_colour)
+    others = [c for c in RUN_COLOURS if c != run_colour]
+    return pg.mkColor(others[(j - 1) % len(others)])
+
+
+class SIAxis(pg.AxisItem):
+    """An axis whose ticks read 10M, 300k, 2.5k (or 45s, 3m, 2h on a wall-time axis), in log mode too."""
+
+    def __init__(self, orientation: str, time_axis: bool = False, **kwargs: Any) -> None:
+        super().__init__(orientation, **kwargs)
+        self.time_axis = time_axis
+        self.enableAutoSIPrefix(False)
+
+    def _text(self, value: float, spacing: float | None) -> str:
+        return format_duration_tick(value) if self.time_axis else format_si(value, spacing)
+
+    def tickStrings(self, values: list, scale: float, spacing: float) -> list[str]:
+        if self.logMode:
+            return self.logTickStrings(values, scale, spacing)
+        return [self._text(v * scale, spacing * scale) for v in values]
+
+    def logTickStrings(self, values: list, scale: float, spacing: float) -> list[str]:
+        """Decades (1, 10, 100...), and 2 and 5 between them when few decades show (every tick within
+        less than a decade); the other minor ticks stay unlabelled (6, 7, 8, 9 ran together)."""
+        logs = [float(v) * scale for v in values]
+        span = (max(logs) - min(logs)) if logs else 0.0
+        keep: tuple[float, ...] = (0.0,) if span > 1.5 else (0.0, math.log10(2), math.log10(5))
+        out = []
+        if span < 0.7:  # less than a decade: every tick has room (150, 200, 300...)
+            keep = tuple(math.log10(k) for k in range(1, 10))
+        for lv in logs:
+            frac = lv - math.floor(lv + 1e-9)
+            if not any(abs(frac - k) < 1e-6 or abs(frac - 1 - k) < 1e-6 for k in keep):
+                out.append("")
+                continue
+            with np.errstate(over="ignore"):
+                x = float(10.0**lv)
+            out.append(self._text(x, None) if math.isfinite(x) else "")
+        return out
 
 
 class TileAxis(pg.AxisItem):
-    """y axis of log2(tile) values labelled with the tiles themselves (..., 512, 1024, 2048)."""
+    """y axis of log2(tile) values labelled with the tiles themselves (..., 512, 1024, 2k, 4k)."""
 
     def tickValues(self, minVal: float, maxVal: float, size: float) -> list:
         lo, hi = math.floor(minVal), math.ceil(maxVal)
@@ -282,17 +510,45 @@ class TileAxis(pg.AxisItem):
         return [(float(every), [float(v) for v in range(max(lo, 0), hi + 1, every)])]
 
     def tickStrings(self, values: list, scale: float, spacing: float) -> list[str]:
-        return [str(2 ** round(v)) if 0 < v < 63 else "" for v in values]
+        return [
+            (str(2 ** round(v)) if v < 13 else format_si(2.0 ** round(v))) if 0 < v < 63 else ""
+            for v in values
+        ]
+
+
+@dataclass
+class _Panel:
+    """One plot: a group of metrics on one axis, with its title and legend in a row above the data."""
+
+    name: str
+    title: str
+    infos: list[MetricInfo]
+    box: QWidget
+    header: QLabel
+    plot: pg.PlotWidget
+    transform: str = ""  # "log2": tiles
+    log_y: bool = False
+    log_x: bool = False
+    legend: list[str] = field(default_factory=list)
+    shown: bool = True
+
+    @property
+    def kind(self) -> str:
+        return self.infos[0].kind if self.infos else "other"
 
 
 @dataclass
 class _Curve:
     item: pg.PlotDataItem
     plot: pg.PlotWidget
+    panel: str
     run: RunSeries
     metric: str
     axis: str
+    name: str = ""  # legend name ("" for the faint raw line behind a smoothed one)
+    colour: str = ""
     moving_average: bool = False
+    smooth: float = 0.0  # EMA weight (0: the raw values)
     transform: str = ""
     decimator: PeakDecimator = field(default_factory=PeakDecimator)
     drawn: int = -1  # raw points behind what is drawn now
@@ -301,57 +557,178 @@ class _Curve:
 
 
 class CurvesPanel(QWidget):
-    """The Train tab's plots. ``add_events`` feeds the live run; ``add_run`` overlays stored runs.
+    """The Train tab's plots. ``add_events`` feeds a live run; ``add_run`` overlays stored runs.
 
-    Plots (object names): ``lossPlot``, ``epsilonPlot`` (the agent's schedule metrics), ``scorePlot``
-    (raw + moving average), ``maxTilePlot``, ``speedPlot``.
+    Panels (object names): ``scorePlot`` (raw + moving average), ``maxTilePlot``, one per metric group
+    of the agents shown (``lossPlot``, ``meanQPlot``, ``tdErrorPlot``...; :func:`_slug` of the group),
+    ``speedPlot``. With nothing shown, the panel says so in words and :meth:`panel_titles` lists what
+    the agent picked in the launch form will draw.
     """
 
-    def __init__(self, parent: QWidget | None = None, tick_ms: int = 20) -> None:
+    def __init__(
+        self, parent: QWidget | None = None, tick_ms: int = 20, settings: QSettings | None = None
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("curvesPanel")
         pg.setConfigOptions(antialias=False, foreground="#333", background="w")
-        self.loss_metrics: tuple[str, ...] = ("loss",)
-        self.schedule_metrics: tuple[str, ...] = ("epsilon",)
-        self.runs: list[tuple[object, RunSeries]] = []  # (key, series); key "live" or a run id
+        self.settings = settings
+        self.agent_name = ""
+        self.agent_infos: tuple[MetricInfo, ...] = metrics_of(
+            type("Default", (), {"metrics": DEFAULT_AGENT_METRICS})
+        )
+        self.runs: list[tuple[object, RunSeries]] = []  # (key, series); key ("live", n), a run id...
+        self._panels: dict[str, _Panel] = {}
         self._curves: list[_Curve] = []
         self._dirty: set[str] = set()  # names of plots with something new to draw
+        self._layout_dirty = True
         self._next = 0  # round-robin position of the timer
         self.redraws = 0  # plot updates made (a plot's curves given new data)
+        self.constants: list[str] = []  # "Learning rate = 1 (constant)" lines
 
-        grid = QGridLayout(self)
-        grid.setContentsMargins(0, 0, 0, 0)
-        grid.setSpacing(4)
-        self.scorePlot = self._plot("scorePlot", "Score", "episode", "score")
-        self.maxTilePlot = self._plot(
-            "maxTilePlot", "Max tile", "episode", "tile", axis_items={"left": TileAxis("left")}
-        )
-        self.lossPlot = self._plot("lossPlot", "Loss", "step", "loss")
-        self.epsilonPlot = self._plot("epsilonPlot", "Schedule", "step", "value")
-        self.speedPlot = self._plot("speedPlot", "Speed", "elapsed (s)", "moves/s")
-        grid.addWidget(self.scorePlot, 0, 0)
-        grid.addWidget(self.maxTilePlot, 0, 1)
-        grid.addWidget(self.lossPlot, 1, 0)
-        grid.addWidget(self.epsilonPlot, 1, 1)
-        grid.addWidget(self.speedPlot, 2, 0, 1, 2)
-        grid.setRowStretch(0, 3)
-        grid.setRowStretch(1, 3)
-        grid.setRowStretch(2, 2)
-        self._plots = {name: getattr(self, name) for name in PLOT_NAMES}
-        for name, plot in self._plots.items():
-            vb = plot.getPlotItem().getViewBox()
-            vb.sigXRangeChanged.connect(lambda *_a, name=name: self._range_changed(name))
-            # Back to auto range (the "A" button, the menu): draw the whole history again at once,
-            # or the auto range would fit the zoomed slice that is drawn now.
-            vb.sigStateChanged.connect(lambda *_a, name=name: self._range_changed(name))
+        from studio.settings import get_bool, get_int
+
+        s = settings
+        self.smoothing = min(0.99, max(0.0, (get_int(s, "curves/smoothing", 0) if s else 0) / 100))
+        x_axis = str(s.value("curves/xAxis", "step")) if s else "step"
+        self.x_axis = x_axis if x_axis in X_AXES else "step"
+        self.log_y = get_bool(s, "curves/logY", False) if s else False
+        self.log_x = get_bool(s, "curves/logX", False) if s else False
+
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.setSpacing(2)
+        outer.addLayout(self._build_toolbar())
+        self.emptyLabel = QLabel()
+        self.emptyLabel.setObjectName("curvesEmptyLabel")
+        self.emptyLabel.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.emptyLabel.setWordWrap(True)
+        self.emptyLabel.setStyleSheet("color: #666; font-size: 11pt;")
+        outer.addWidget(self.emptyLabel, 1)
+        self.gridHost = QWidget()
+        self.gridHost.setObjectName("curvesGrid")
+        self.grid = QGridLayout(self.gridHost)
+        self.grid.setContentsMargins(0, 0, 0, 0)
+        self.grid.setSpacing(4)
+        outer.addWidget(self.gridHost, 1)
+        self.constantsLabel = QLabel("")
+        self.constantsLabel.setObjectName("constantsLabel")
+        self.constantsLabel.setWordWrap(True)
+        self.constantsLabel.setStyleSheet("color: #555;")
+        outer.addWidget(self.constantsLabel)
 
         # One dirty plot per tick, in turn: a tick's work (and the repaint after it) is one plot, so
-        # the GUI thread never stalls for all five at once; each plot still gets 1000 / (5 x tick_ms)
-        # frames a second at most (10 at the default 20 ms).
+        # the GUI thread never stalls for all of them at once.
         self.timer = QTimer(self)
         self.timer.setInterval(tick_ms)
         self.timer.timeout.connect(self._tick)
+        self._rebuild()
         self.timer.start()
+
+    # ------------------------------------------------------------------ the toolbar
+    def _build_toolbar(self) -> QHBoxLayout:
+        row = QHBoxLayout()
+        row.setContentsMargins(2, 0, 2, 0)
+        row.addWidget(QLabel("Smoothing"))
+        self.smoothingValue = QLabel(f"{self.smoothing:.2f}")
+        self.smoothingValue.setObjectName("smoothingValue")
+        self.smoothingValue.setFixedWidth(30)
+        self.smoothingSlider = QSlider(Qt.Orientation.Horizontal)
+        self.smoothingSlider.setObjectName("smoothingSlider")
+        self.smoothingSlider.setRange(0, 99)
+        self.smoothingSlider.setValue(round(self.smoothing * 100))
+        self.smoothingSlider.setFixedWidth(120)
+        self.smoothingSlider.setTracking(False)  # smooth again when the handle is let go
+        self.smoothingSlider.setToolTip("Exponential moving average, as TensorBoard's (0: raw values)")
+        self.smoothingSlider.valueChanged.connect(lambda v: self.set_smoothing(v / 100))
+        self.smoothingSlider.sliderMoved.connect(lambda v: self.smoothingValue.setText(f"{v / 100:.2f}"))
+        row.addWidget(self.smoothingSlider)
+        row.addWidget(self.smoothingValue)
+        row.addSpacing(10)
+        row.addWidget(QLabel("x axis"))
+        self.xAxisCombo = QComboBox()
+        self.xAxisCombo.setObjectName("xAxisCombo")
+        for key, text in X_AXES.items():
+            self.xAxisCombo.addItem(text, key)
+        self.xAxisCombo.setCurrentIndex(list(X_AXES).index(self.x_axis))
+        self.xAxisCombo.currentIndexChanged.connect(lambda _i: self.set_x_axis(self.xAxisCombo.currentData()))
+        row.addWidget(self.xAxisCombo)
+        self.logXCheck = QCheckBox("Log x")
+        self.logXCheck.setObjectName("logXCheck")
+        self.logXCheck.setToolTip("A log x axis: a run of 100 games reads beside one of 40,000")
+        self.logXCheck.setChecked(self.log_x)
+        self.logXCheck.toggled.connect(self.set_log_x)
+        row.addWidget(self.logXCheck)
+        self.logYCheck = QCheckBox("Log y")
+        self.logYCheck.setObjectName("logYCheck")
+        self.logYCheck.setToolTip("Log y on every panel whose values are positive (losses are log anyway)")
+        self.logYCheck.setChecked(self.log_y)
+        self.logYCheck.toggled.connect(self.set_log_y)
+        row.addWidget(self.logYCheck)
+        self.fitButton = QPushButton("Fit")
+        self.fitButton.setObjectName("fitButton")
+        self.fitButton.setToolTip("Fit every panel to its data (after a zoom or a pan)")
+        self.fitButton.clicked.connect(self.fit)
+        row.addWidget(self.fitButton)
+        row.addStretch(1)
+        return row
+
+    def _save(self, key: str, value: Any) -> None:
+        if self.settings is not None:
+            self.settings.setValue(key, value)
+
+    def set_smoothing(self, weight: float) -> None:
+        """EMA weight 0..0.99 (0: raw values): smoothable series are drawn smoothed, raw faint behind."""
+        weight = min(0.99, max(0.0, float(weight)))
+        self.smoothingValue.setText(f"{weight:.2f}")
+        if round(weight * 100) != self.smoothingSlider.value():
+            self.smoothingSlider.blockSignals(True)
+            self.smoothingSlider.setValue(round(weight * 100))
+            self.smoothingSlider.blockSignals(False)
+        if weight == self.smoothing:
+            return
+        self.smoothing = weight
+        self._save("curves/smoothing", round(weight * 100))
+        self._rebuild()
+
+    def set_x_axis(self, axis: str) -> None:
+        """ "step", "episode" or "elapsed" (wall time): every panel, every run."""
+        if axis not in X_AXES:
+            raise ValueError(f"no x axis {axis!r}")
+        if self.xAxisCombo.currentData() != axis:
+            self.xAxisCombo.setCurrentIndex(list(X_AXES).index(axis))  # comes back here
+            return
+        if axis == self.x_axis:
+            return
+        self.x_axis = axis
+        self._save("curves/xAxis", axis)
+        self._rebuild()
+        self.fit()
+
+    def set_log_x(self, on: bool) -> None:
+        if self.logXCheck.isChecked() != on:
+            self.logXCheck.setChecked(on)
+            return
+        self.log_x = bool(on)
+        self._save("curves/logX", self.log_x)
+        self._rebuild()
+        self.fit()
+
+    def set_log_y(self, on: bool) -> None:
+        if self.logYCheck.isChecked() != on:
+            self.logYCheck.setChecked(on)
+            return
+        self.log_y = bool(on)
+        self._save("curves/logY", self.log_y)
+        self._layout_dirty = True
+        self._relayout()
+        self.fit()
+
+    def fit(self) -> None:
+        """Every panel back to auto range (its whole data)."""
+        for p in self._panels.values():
+            p.plot.getPlotItem().enableAutoRange()
+        self.mark_dirty()
+        self.redraw()
 
     def showEvent(self, event: Any) -> None:
         super().showEvent(event)
@@ -363,23 +740,94 @@ class CurvesPanel(QWidget):
         self.timer.stop()
         super().hideEvent(event)
 
-    def _plot(
-        self, name: str, title: str, xlabel: str, ylabel: str, axis_items: dict[str, Any] | None = None
-    ) -> pg.PlotWidget:
-        w = pg.PlotWidget(axisItems=axis_items)
+    # ------------------------------------------------------------------ panels
+    def __getattr__(self, name: str) -> Any:
+        # ``panel.scorePlot``, ``panel.lossPlot``...: the plots of the panels built now.
+        panels = self.__dict__.get("_panels")
+        if panels is not None and name.endswith("Plot") and name in panels:
+            return panels[name].plot
+        raise AttributeError(name)
+
+    def _make_panel(self, title: str, infos: list[MetricInfo]) -> _Panel:
+        name = {"Score": "scorePlot", "Max tile": "maxTilePlot", "Speed": "speedPlot"}.get(
+            title, _slug(title)
+        )
+        tile = title == "Max tile"
+        left: pg.AxisItem = TileAxis("left") if tile else SIAxis("left")
+        bottom = SIAxis("bottom", time_axis=self.x_axis == "elapsed")
+        w = pg.PlotWidget(axisItems={"left": left, "bottom": bottom})
         w.setObjectName(name)
-        w.setTitle(title, size="9pt")
-        w.setLabel("bottom", xlabel)
-        w.setLabel("left", ylabel)
-        w.showGrid(x=False, y=False)
-        w.addLegend(offset=(5, 5), labelTextSize="8pt")
-        w.setMinimumSize(160, 110)
-        # Decimation is ours (PeakDecimator / peak_decimate below), not pyqtgraph's: its automatic
+        w.showGrid(x=False, y=True, alpha=0.15)
+        w.setMinimumSize(160, 100)
+        unit = next((m.unit for m in infos if m.unit), "")
+        if unit:
+            w.setLabel("left", unit)
+        # Decimation is ours (PeakDecimator / peak_decimate), not pyqtgraph's: its automatic
         # downsampling picks a factor from the view range, which moves the data bounds, which moves
         # the auto range... and the plots repainted themselves continuously while training.
         w.getPlotItem().setDownsampling(ds=1, auto=False, mode="peak")
         w.getPlotItem().setClipToView(False)
-        return w
+        w.getPlotItem().hideButtons()
+        vb = w.getPlotItem().getViewBox()
+        vb.sigXRangeChanged.connect(lambda *_a, name=name: self._range_changed(name))
+        # Back to auto range (the menu, Fit): draw the whole history again at once, or the auto
+        # range would fit the zoomed slice that is drawn now.
+        vb.sigStateChanged.connect(lambda *_a, name=name: self._range_changed(name))
+        header = QLabel()
+        header.setObjectName(name.removesuffix("Plot") + "Legend")
+        header.setTextFormat(Qt.TextFormat.RichText)
+        header.setWordWrap(True)
+        # Parented from the start: a parentless box made visible before the grid takes it would be a
+        # window of its own for a moment (it flashes, and the main window loses focus and shortcuts).
+        box = QWidget(self.gridHost)
+        box.setVisible(False)
+        lay = QVBoxLayout(box)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        lay.addWidget(header)
+        lay.addWidget(w, 1)
+        return _Panel(name, title, infos, box, header, w, transform="log2" if tile else "")
+
+    def _wanted_groups(self) -> list[tuple[str, list[MetricInfo]]]:
+        infos: dict[str, MetricInfo] = {}
+        sources = [run.infos or self._fallback_infos(run) for _k, run in self.runs] or [self.agent_infos]
+        for src in sources:
+            for m in src:
+                infos.setdefault(m.name, m)
+        return groups(infos.values())
+
+    def _fallback_infos(self, run: RunSeries) -> tuple[MetricInfo, ...]:
+        return self.agent_infos if self.agent_infos else STANDARD
+
+    def panel_titles(self, shown_only: bool = True) -> list[str]:
+        """Titles of the panels, in order: those drawn now (with no run shown: what the agent picked
+        would draw), or all that are built."""
+        return [p.title for p in self._panels.values() if p.shown or not shown_only or not self.runs]
+
+    def legend_names(self, title: str | None = None) -> list[str]:
+        """Names in the legends (of one panel, by title or object name; or of all)."""
+        out: list[str] = []
+        for p in self._panels.values():
+            if title is None or title in (p.title, p.name):
+                out += p.legend
+        return out
+
+    def set_agent(self, agent: Any, infos: Sequence[MetricInfo] | None = None) -> None:
+        """The agent picked in the launch form (a class, a registered name, or None): with no run
+        shown, the panels are that agent's (empty, with their titles) and nothing else is left."""
+        if infos is None:
+            cls = agent
+            if isinstance(agent, str):
+                from agents.registry import get_agent_class
+
+                try:
+                    cls = get_agent_class(agent)
+                except Exception:
+                    cls = None
+            infos = metrics_of(cls) if cls is not None else STANDARD
+        self.agent_name = getattr(agent, "name", agent) or ""
+        self.agent_infos = tuple(infos)
+        self._rebuild()
 
     # ------------------------------------------------------------------ runs
     @property
@@ -390,17 +838,10 @@ class CurvesPanel(QWidget):
                 return run
         return None
 
-    def set_agent_metrics(self, loss_metrics: Sequence[str], schedule_metrics: Sequence[str]) -> None:
-        """Which metrics go on the loss plot and on the schedule plot (the agent's class attributes)."""
-        self.loss_metrics = tuple(loss_metrics)
-        self.schedule_metrics = tuple(schedule_metrics)
-        # The titles stay "Loss" / "Schedule"; the legends name the agent's metrics.
-        self._rebuild()
-
-    def start_live(self, label: str = "live") -> RunSeries:
+    def start_live(self, label: str = "live", agent: str = "") -> RunSeries:
         """Begin a fresh live run (replacing the previous live one); overlays stay."""
         self.runs = [(k, r) for k, r in self.runs if k != "live"]
-        run = RunSeries(label)
+        run = RunSeries(label, agent=agent)
         self.runs.insert(0, ("live", run))
         self._rebuild()
         return run
@@ -409,6 +850,11 @@ class CurvesPanel(QWidget):
         """Show ``run`` (e.g. a stored run re-opened) beside the others; same key replaces."""
         self.runs = [(k, r) for k, r in self.runs if k != key]
         self.runs.append((key, run))
+        self._rebuild()
+
+    def set_runs(self, runs: Sequence[tuple[object, RunSeries]]) -> None:
+        """Show exactly these runs."""
+        self.runs = list(runs)
         self._rebuild()
 
     def remove_run(self, key: object) -> None:
@@ -427,83 +873,183 @@ class CurvesPanel(QWidget):
                 return  # a run no longer shown (the user re-opened others meanwhile)
             run = self.start_live()
         run.add_events(events)
-        self._dirty.update(PLOT_NAMES)
+        self.mark_dirty()
 
     def mark_dirty(self) -> None:
-        self._dirty.update(PLOT_NAMES)
+        self._dirty.update(self._panels)
+        self._layout_dirty = True
 
-    # ------------------------------------------------------------------ drawing
+    # ------------------------------------------------------------------ building
     def _rebuild(self) -> None:
-        for w in (self.scorePlot, self.maxTilePlot, self.lossPlot, self.epsilonPlot, self.speedPlot):
-            w.clear()
-            legend = w.getPlotItem().legend
-            if legend is not None:
-                legend.clear()
+        wanted = self._wanted_groups()
+        if [t for t, _ in wanted] != [p.title for p in self._panels.values()]:
+            for p in self._panels.values():
+                self.grid.removeWidget(p.box)
+                p.box.setParent(None)
+                p.box.deleteLater()
+            self._panels = {}
+            for title, infos in wanted:
+                p = self._make_panel(title, infos)
+                self._panels[p.name] = p
+        else:
+            for p, (_t, infos) in zip(self._panels.values(), wanted, strict=True):
+                p.infos = infos
+                p.plot.clear()
+                bottom = p.plot.getPlotItem().getAxis("bottom")
+                if isinstance(bottom, SIAxis):
+                    bottom.time_axis = self.x_axis == "elapsed"
+                    bottom.picture = None
+                    bottom.update()
+        for p in self._panels.values():
+            p.legend = []
         self._curves = []
         many = len(self.runs) > 1
         for i, (_key, run) in enumerate(self.runs):
-            colour = RUN_COLOURS[i % len(RUN_COLOURS)]
-            prefix = f"{run.label} " if many else ""
-            raw_pen = pg.mkPen(pg.mkColor(colour).lighter(170), width=1)
-            if not many:
-                # Raw per-game values only for a single run: with several, they would hide each other.
-                self._add(self.scorePlot, run, SCORE, "episode", raw_pen, "score")
-                self._add(self.maxTilePlot, run, MAX_TILE, "episode", raw_pen, "max tile", "log2")
-            self._add(
-                self.scorePlot,
-                run,
-                SCORE,
-                "episode",
-                pg.mkPen(colour, width=2),
-                prefix + f"mean of {run.ma_window}",
-                moving_average=True,
-            )
-            self._add(
-                self.maxTilePlot,
-                run,
-                MAX_TILE,
-                "episode",
-                pg.mkPen(colour, width=2),
-                prefix + f"geo. mean of {run.ma_window}",
-                moving_average=True,
-            )
-            for j, m in enumerate(self.loss_metrics):
-                pen = pg.mkPen(_metric_colour(colour, j, many), width=1)
-                self._add(self.lossPlot, run, m, "step", pen, prefix + m)
-            for j, m in enumerate(self.schedule_metrics):
-                pen = pg.mkPen(_metric_colour(colour, j, many), width=1)
-                self._add(self.epsilonPlot, run, m, "step", pen, prefix + m)
-            self._add(self.speedPlot, run, SPEED, "elapsed", pg.mkPen(colour, width=1), prefix + "moves/s")
+            colour = run_colour(run, i)
+            declared = {m.name for m in (run.infos or self._fallback_infos(run))}
+            for p in self._panels.values():
+                j = 0
+                for info in p.infos:
+                    if info.name not in declared:
+                        continue  # only what this run's agent has: no "run 1 · dqn · TD error"
+                    self._add_metric(p, run, info, colour, j, many)
+                    j += 1
+        self._layout_dirty = True
+        self._relayout()
         self.mark_dirty()
         self.redraw()
 
+    def _add_metric(
+        self, p: _Panel, run: RunSeries, info: MetricInfo, colour: str, j: int, many: bool
+    ) -> None:
+        prefix = f"{run.title} · " if many else ""
+        tile = p.transform == "log2"
+        mc = _metric_colour(colour, j, many)
+        faint = pg.mkPen(pg.mkColor(mc).lighter(175), width=1)
+        strong = pg.mkPen(mc, width=2)
+        if info.name in (SCORE, MAX_TILE):
+            if not many:
+                # Raw per-game values only for a single run: with several, they would hide each other.
+                self._add(p, run, info.name, faint, "", transform="log2" if tile else "")
+            what = f"geo. mean of {run.ma_window}" if info.name == MAX_TILE else f"mean of {run.ma_window}"
+            self._add(p, run, info.name, strong, prefix + f"{info.label} ({what})", moving_average=True)
+            return
+        smooth = self.smoothing if info.smoothable else 0.0
+        transform = "log2" if tile else ""
+        if smooth > 0:
+            self._add(p, run, info.name, faint, "", transform=transform)
+            self._add(p, run, info.name, strong, prefix + info.label, transform=transform, smooth=smooth)
+        else:
+            self._add(p, run, info.name, pg.mkPen(mc, width=1.5), prefix + info.label, transform=transform)
+
     def _add(
         self,
-        plot: pg.PlotWidget,
+        p: _Panel,
         run: RunSeries,
         metric: str,
-        axis: str,
         pen: Any,
         name: str,
         transform: str = "",
         moving_average: bool = False,
+        smooth: float = 0.0,
     ) -> None:
-        item = pg.PlotDataItem(pen=pen, name=name)
-        # addItem applies the plot's downsampling / clip settings (set in _plot) to the item.
-        plot.addItem(item)
-        self._curves.append(_Curve(item, plot, run, metric, axis, moving_average, transform))
+        item = pg.PlotDataItem(pen=pen)
+        # addItem applies the plot's downsampling / clip settings (set in _make_panel) to the item.
+        p.plot.addItem(item)
+        colour = pen.color().name()
+        self._curves.append(
+            _Curve(
+                item,
+                p.plot,
+                p.name,
+                run,
+                metric,
+                self.x_axis,
+                name,
+                colour,
+                moving_average,
+                smooth,
+                transform,
+            )
+        )
 
+    # ------------------------------------------------------------------ layout: constants, log axes
+    def _relayout(self) -> None:
+        """Which panels show (a group whose series are all constant is a line of text), their log axes,
+        their legends, the grid; the words instead of plots when no run is shown."""
+        if not self._layout_dirty:
+            return
+        self._layout_dirty = False
+        any_events = any(run.events for _k, run in self.runs)
+        constants: list[str] = []
+        many = len(self.runs) > 1
+        for p in self._panels.values():
+            mine = [c for c in self._curves if c.panel == p.name and c.name]
+            with_data = [(c, c.run.metrics[c.metric]) for c in mine if c.run.count(c.metric)]
+            collapsible = p.kind not in ("score", "speed")
+            all_const = bool(with_data) and collapsible and all(s.constant for _c, s in with_data)
+            p.shown = bool(self.runs) and not all_const and (bool(with_data) or not any_events)
+            if all_const:
+                info_of = {m.name: m for m in p.infos}
+                for c, s in with_data:
+                    label = info_of[c.metric].label
+                    who = f"{c.run.title} · " if many else ""
+                    constants.append(f"{who}{label} = {format_si(s.lo, abs(s.lo) / 1000 or None)} (constant)")
+            log_pref = self.log_y or any(m.scale == "log" for m in p.infos)
+            positive = bool(with_data) and all(s.lo > 0 for _c, s in with_data)
+            log_y = log_pref and positive and p.transform != "log2"
+            if (log_y, self.log_x) != (p.log_y, p.log_x):
+                p.log_y, p.log_x = log_y, self.log_x
+                p.plot.getPlotItem().setLogMode(x=self.log_x, y=log_y)
+            legend = []
+            html = [f"<b>{p.title}</b>"]
+            for c in mine:
+                if c.run.count(c.metric) and c.name not in legend:
+                    legend.append(c.name)
+                    html.append(f"<span style='color:{c.colour}'>&#9632;</span>&nbsp;{c.name}")
+            if legend != p.legend or not p.header.text():
+                p.legend = legend
+                p.header.setText("&nbsp;&nbsp;&nbsp;".join(html))
+        self.constants = constants
+        self.constantsLabel.setText(" · ".join(constants))
+        self.constantsLabel.setVisible(bool(constants))
+        shown = [p for p in self._panels.values() if p.shown]
+        placed = [
+            item.widget() for i in range(self.grid.count()) if (item := self.grid.itemAt(i)) is not None
+        ]
+        if placed != [p.box for p in shown]:
+            while self.grid.count():
+                self.grid.takeAt(0)
+            for p in self._panels.values():
+                p.box.setVisible(p.shown)
+            for k, p in enumerate(shown):
+                last_alone = k == len(shown) - 1 and len(shown) % 2 == 1
+                self.grid.addWidget(p.box, k // 2, k % 2, 1, 2 if last_alone else 1)
+            for r in range(self.grid.rowCount()):
+                self.grid.setRowStretch(r, 1 if r < (len(shown) + 1) // 2 else 0)
+        empty = not self.runs
+        if empty:
+            titles = " · ".join(p.title for p in self._panels.values())
+            who = f"{self.agent_name} draws" if self.agent_name else "Panels"
+            self.emptyLabel.setText(f"{EMPTY_TEXT}<br><br><small>{who}: {titles}</small>")
+        self.emptyLabel.setVisible(empty)
+        self.gridHost.setVisible(not empty)
+
+    # ------------------------------------------------------------------ drawing
     def redraw(self) -> None:
         """Bring every dirty plot up to date now (tests, a re-opened run); the timer does one per tick."""
-        for name in PLOT_NAMES:
+        for name in list(self._panels):
             if name in self._dirty:
                 self._update_plot(name)
+        self._relayout()
 
     def _tick(self) -> None:
-        for k in range(len(PLOT_NAMES)):
-            name = PLOT_NAMES[(self._next + k) % len(PLOT_NAMES)]
+        names = list(self._panels)
+        self._relayout()
+        for k in range(len(names)):
+            name = names[(self._next + k) % len(names)]
             if name in self._dirty:
-                self._next = (self._next + k + 1) % len(PLOT_NAMES)
+                self._next = (self._next + k + 1) % len(names)
                 self._update_plot(name)
                 return
 
@@ -515,10 +1061,16 @@ class CurvesPanel(QWidget):
         decimated afresh (O(visible points)) whenever the range or the data changes.
         """
         self._dirty.discard(name)
-        plot = self._plots[name]
+        panel = self._panels.get(name)
+        if panel is None:
+            return
+        plot = panel.plot
         vb = plot.getPlotItem().getViewBox()
         following = bool(vb.autoRangeEnabled()[0])
-        xr = None if following else tuple(vb.viewRange()[0])
+        xr: tuple[float, float] | None = None
+        if not following:
+            lo, hi = vb.viewRange()[0]
+            xr = (10.0**lo, 10.0**hi) if panel.log_x else (lo, hi)
         changed = False
         for c in self._curves:
             if c.plot is not plot:
@@ -537,15 +1089,26 @@ class CurvesPanel(QWidget):
             if index_x != c.index_x:
                 c.index_x = index_x
                 c.decimator.reset()
-            y = c.run.ma[c.metric].view if c.moving_average else s.y.view
-            if xr is None:
+            if c.moving_average:
+                y = c.run.ma[c.metric].view
+            elif c.smooth > 0:
+                y = c.run.smoothed(c.metric, c.smooth)
+            else:
+                y = s.y.view
+            if xr is None and n <= 2 * c.decimator.target:
+                dx, dy = x[:n].copy(), y[:n].copy()  # few points: each as it is
+                c.decimator.update(x, y)  # kept in step for when the series grows
+            elif xr is None:
                 dx, dy = c.decimator.update(x, y)
             else:
-                lo = max(0, int(np.searchsorted(x, xr[0], "left")) - 1)
-                hi = int(np.searchsorted(x, xr[1], "right")) + 1
-                dx, dy = peak_decimate(x[lo:hi], y[lo:hi], c.decimator.target)
+                lo_i = max(0, int(np.searchsorted(x, xr[0], "left")) - 1)
+                hi_i = int(np.searchsorted(x, xr[1], "right")) + 1
+                dx, dy = peak_decimate(x[lo_i:hi_i], y[lo_i:hi_i], c.decimator.target)
             if c.transform == "log2":
                 dy = np.log2(np.maximum(dy, 1.0))
+            if panel.log_x:
+                keep = dx > 0  # x = 0 has no place on a log axis
+                dx, dy = dx[keep], dy[keep]
             c.item.setData(dx, dy)
         if changed:
             self.redraws += 1
@@ -556,5 +1119,8 @@ class CurvesPanel(QWidget):
 
     def data_length(self, plot_name: str) -> int:
         """Raw points behind the fullest curve of a plot (``"scorePlot"`` ...): for tests and status lines."""
-        plot = getattr(self, plot_name)
-        return max((c.drawn for c in self._curves if c.plot is plot), default=0)
+        return max((c.drawn for c in self._curves if c.panel == plot_name), default=0)
+
+    def curve(self, plot_name: str, name: str) -> _Curve:
+        """The curve named ``name`` in a plot's legend (tests)."""
+        return next(c for c in self._curves if c.panel == plot_name and c.name == name)

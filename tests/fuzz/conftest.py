@@ -5,7 +5,7 @@ from __future__ import annotations
 from tests.fuzz.common import FUZZ_COUNTS
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001 - pytest hook signature
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if FUZZ_COUNTS:
         rows = ", ".join(f"{door} {n}" for door, n in sorted(FUZZ_COUNTS.items()))
         terminalreporter.write_line(f"fuzz cases per door: {rows}")

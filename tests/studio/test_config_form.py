@@ -187,3 +187,43 @@ def test_every_registered_agent_form_builds(qtbot, name):
     assert set(f.values()) == {s.name for s in specs}
     assert f.is_valid(), f.errors()
     assert f.config() == cls.config_cls()
+
+
+def test_the_preset_marker_follows_the_fields(form, qtbot, tmp_path, monkeypatch):
+    (tmp_path / "fake_fast.json").write_text(
+        json.dumps({"agent": "fake_learner", "description": "quick", "config": {"batch": 99}})
+    )
+    monkeypatch.setattr(agents.config, "presets_dir", lambda: tmp_path)
+    form.set_config_class(FakeConfig, agent="fake_learner")
+    assert form.applied_preset is None and not form.presetMarker.isVisible()
+    qtbot.mouseClick(form.presetButton, Qt.MouseButton.LeftButton)
+    assert form.presetMarker.text() == "applied: fake_fast" and not form.preset_modified()
+    qtbot.keyClick(form.field_widget("double"), Qt.Key.Key_Space)  # unticked
+    assert form.presetMarker.text() == "modified from fake_fast"
+    assert form.preset_changes() == ["Double"] and "quick" in form.presetMarker.toolTip()
+    qtbot.keyClick(form.field_widget("double"), Qt.Key.Key_Space)  # ticked again: the preset's value
+    assert form.presetMarker.text() == "applied: fake_fast"
+    form.extra_changes = lambda: ["rules"]  # what the Train tab adds: its rules and budget
+    form.refresh_preset_marker()
+    assert form.presetMarker.text() == "modified from fake_fast"
+    form.extra_changes = None
+    qtbot.mouseClick(form.defaultsButton, Qt.MouseButton.LeftButton)
+    assert form.applied_preset is None and not form.presetMarker.isVisible()
+
+
+def test_tab_goes_through_the_fields_in_the_order_shown_after_a_rebuild(form, qtbot):
+    from PySide6.QtWidgets import QApplication
+
+    form.set_config_class(FakeConfig, agent="fake_learner")  # rebuilt: new editors, made last
+    form.advancedToggle.setChecked(True)
+    order = [s.name for s in FakeConfig.specs() if not s.advanced]
+    advanced = [s.name for s in FakeConfig.specs() if s.advanced]
+    chain = [form.field_widget(n) for n in order] + [form.advancedToggle]
+    chain += [form.field_widget(n) for n in advanced]
+    form.defaultsButton.setFocus()
+    for widget in chain:
+        qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)
+        assert QApplication.focusWidget() is widget
+    for widget in reversed(chain[:-1]):
+        qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Backtab)
+        assert QApplication.focusWidget() is widget

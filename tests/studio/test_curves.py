@@ -140,13 +140,13 @@ def test_a_million_points_redraw_at_ten_frames_a_second(qtbot):
             ]
         )
         panel.redraw()
-        for name in ("scorePlot", "maxTilePlot", "lossPlot", "epsilonPlot", "speedPlot"):
+        for name in ("scorePlot", "maxTilePlot", "lossPlot", "explorationPlot", "speedPlot"):
             getattr(panel, name).viewport().repaint()  # paint now, as the event loop would
         frames.append(time.perf_counter() - t0)
     assert panel.data_length("scorePlot") == 1_000_010
     # every plot, a million points each, in well under 100 ms a frame (>= 10 frames/s)
     assert np.median(frames) < 0.1, frames
-    drawn = max(len(c.item.xData) for c in panel._curves)
+    drawn = max(len(c.item.xData) for c in panel._curves if c.item.xData is not None)
     assert drawn <= 4 * 400 + 64  # what reaches the painter is bounded by the decimation, not the data
 
 
@@ -154,6 +154,7 @@ def test_zooming_draws_the_visible_slice_in_detail(qtbot):
     panel = CurvesPanel()
     qtbot.addWidget(panel)
     panel.show()
+    panel.set_x_axis("episode")
     _fill(panel, 100_000)
     panel.scorePlot.setXRange(1000, 1100, padding=0)
     panel.redraw()
@@ -173,7 +174,6 @@ def test_overlaid_runs_each_get_a_line(qtbot):
         r.add_events([MetricEvent("episode", i + 1, i, 0.0, {"score": k * i}) for i in range(10)])
     panel.add_run(1, a)
     panel.add_run(2, b)
-    labels = [item[1].text for item in panel.scorePlot.getPlotItem().legend.items]
-    assert labels == ["run 1 mean of 100", "run 2 mean of 100"]
+    assert panel.legend_names("Score") == ["run 1 · Score (mean of 100)", "run 2 · Score (mean of 100)"]
     panel.remove_run(1)
     assert [k for k, _ in panel.runs] == [2]

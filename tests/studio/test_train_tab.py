@@ -90,7 +90,7 @@ def test_a_tiny_run_draws_curves_and_lands_in_the_store(qtbot, tab, store):
     assert tab.curves.data_length("scorePlot") == 3
     assert tab.curves.data_length("maxTilePlot") == 3
     assert tab.curves.data_length("lossPlot") > 0
-    assert tab.curves.data_length("epsilonPlot") > 0
+    assert tab.curves.data_length("explorationPlot") > 0
     assert tab.curves.data_length("speedPlot") == 3
     assert tab.progressBar.value() == 1000
     assert "Finished" in tab.etaLabel.text()
@@ -216,8 +216,7 @@ def test_runs_reopen_after_a_restart_and_overlay_to_compare(qtbot, tab, store, m
     assert sorted(k for k, _ in again.curves.runs) == sorted(ids)
     counts = sorted(r.count("score") for _, r in again.curves.runs)
     assert counts == [3, 5]
-    legend = again.curves.scorePlot.getPlotItem().legend
-    assert len(legend.items) == 2  # one moving-average line per run when comparing
+    assert len(again.curves.legend_names("Score")) == 2  # one moving-average line per run when comparing
     again.shutdown()
 
 
@@ -270,6 +269,32 @@ def test_use_in_play_and_arena_and_export_csv(qtbot, tab, store, tmp_path):
     k = rows[0].index("score")
     got = [float(r[k]) for r in rows[1:] if r[k] != ""]
     np.testing.assert_allclose(got, cols["score"][~np.isnan(cols["score"])])
+
+
+def test_the_export_menu_writes_tensorboard_event_files(qtbot, tab, store, tmp_path, monkeypatch):
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    _fake(tab, episodes=3)
+    assert _train(qtbot, tab) == "finished"
+    run_id = store.list_runs()[0].id
+    tab.select_runs([run_id])
+    monkeypatch.setattr(
+        "studio.tabs.train.runs.QFileDialog.getExistingDirectory", lambda *a, **k: str(tmp_path / "logs")
+    )
+    assert tab.runsPanel.exportButton.isEnabled()
+    assert [a.text() for a in tab.runsPanel.exportButton.menu().actions()] == [
+        "Metrics as CSV…",
+        "TensorBoard event files…",
+    ]
+    tab.runsPanel.exportTensorboardAction.trigger()
+    (run_dir,) = (tmp_path / "logs").iterdir()
+    assert run_dir.name == f"run-{run_id}-fake_learner"
+    acc = EventAccumulator(str(run_dir))
+    acc.Reload()
+    scores = [e.value for e in acc.Scalars("score")]
+    want = store.run_metrics(run_id)["score"]
+    np.testing.assert_allclose(scores, want[~np.isnan(want)], rtol=1e-6)
 
 
 def test_closing_the_window_while_training_asks_then_stops_with_a_checkpoint(qtbot, store, monkeypatch):

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -49,6 +50,14 @@ __all__ = ["TrainTab", "write_metrics_csv"]
 
 #: Live board, stats, progress and the live rows of the runs table (a glance, not a movie).
 LIVE_REFRESH_MS = 250
+#: The tab's keys (studio.app's Help > Keyboard shortcuts lists them): none is used by the Play tab
+#: (arrows, WASD, H, Space, .) or the menus (Ctrl+N / I / E / Q, Ctrl+1..5, F1, F11).
+SHORTCUTS: tuple[tuple[str, str], ...] = (
+    ("Ctrl+Return", "startButton"),
+    ("Ctrl+Enter", "startButton"),
+    ("Ctrl+P", "pauseButton"),
+    ("Ctrl+.", "stopButton"),
+)
 
 
 class TrainTab(QWidget):
@@ -88,7 +97,7 @@ class TrainTab(QWidget):
     def _build(self) -> None:
         left = self._build_left()
         right = QSplitter(Qt.Orientation.Vertical)
-        self.livePanel = LivePanel()
+        self.livePanel = LivePanel(settings=self.settings)
         self.curves = self.livePanel.curves
         self.liveBoard, self.statsLabel = self.livePanel.liveBoard, self.livePanel.statsLabel
         right.addWidget(self.livePanel)
@@ -111,7 +120,7 @@ class TrainTab(QWidget):
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         # The form follows the panel's width (fields shrink); only a long form scrolls, downwards.
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.launch = LaunchForm(self.settings)
+        self.launch = LaunchForm(self.settings, data_dir=Path(self.store.path).parent)
         self.launch.changed.connect(self._update_buttons)
         self.launch.agentChanged.connect(self._on_agent_changed)
         self.launch.fromMyGames.connect(self.train_from_my_games)
@@ -132,6 +141,7 @@ class TrainTab(QWidget):
         for b in (self.startButton, self.pauseButton, self.stopButton):
             row.addWidget(b)
         layout.addLayout(row)
+        self._build_shortcuts()
         self.progressBar = QProgressBar()
         self.progressBar.setObjectName("progressBar")
         self.progressBar.setRange(0, 1000)
@@ -143,6 +153,20 @@ class TrainTab(QWidget):
         layout.addWidget(self.etaLabel)
         left.setMinimumWidth(380)
         return left
+
+    def _build_shortcuts(self) -> None:
+        """Each key clicks its button (so it does nothing while the button is disabled), from anywhere
+        in the tab while the tab is shown, also from a text field (none of them types a character)."""
+        self.shortcuts: list[QShortcut] = []
+        for keys, name in SHORTCUTS:
+            b = getattr(self, name)
+            sc = QShortcut(QKeySequence(keys), self)
+            sc.setContext(Qt.ShortcutContext.WindowShortcut)
+            sc.activated.connect(b.click)
+            self.shortcuts.append(sc)
+            if keys != "Ctrl+Enter":  # the keypad's twin of Ctrl+Return
+                text = QKeySequence(keys).toString(QKeySequence.SequenceFormat.NativeText)
+                b.setToolTip(f"{b.toolTip()} ({text})")
 
     def _wire_runs_panel(self) -> None:
         p = self.runsPanel
@@ -164,8 +188,12 @@ class TrainTab(QWidget):
 
     # ================================================================== the launch form
     def _on_agent_changed(self, cls: Any) -> None:
-        if cls is not None and not self.live:
-            self.curves.set_agent_metrics(cls.loss_metrics, cls.schedule_metrics)
+        if not self.live:
+            # Nothing trains: the curves become this agent's panels, empty (no old agent's curves left
+            # beside them); the compare ticks go with the runs they showed.
+            self.curves.runs = []
+            self.runsPanel.set_checked([])
+            self.curves.set_agent(cls)
         self._update_buttons()
 
     def train_from_my_games(self) -> None:
@@ -201,6 +229,7 @@ class TrainTab(QWidget):
             self.etaLabel.setText(f"Fix {e.field}: {e}" if e.field else str(e))
             return False
         self._launch(request, RunSeries(f"{request.agent} (new run)"))
+        self.launch.warn_if_little_data()  # imitation on too few moves: said again, in the status bar
         return True
 
     def resume(self, run_id: int) -> bool:
@@ -217,7 +246,7 @@ class TrainTab(QWidget):
         from agents.registry import target_of
 
         request = RunRequest(resume=run_id, budget_if_used_up=fallback, target=target_of(summary.agent))
-        series = RunSeries(f"run {run_id} {summary.agent}")
+        series = RunSeries(f"run {run_id} {summary.agent}", agent=summary.agent, run_id=run_id)
         with contextlib.suppress(Exception):
             series.add_columns(self.store.run_metrics(run_id))  # the curves go on from where they were
         self._launch(request, series)
@@ -232,11 +261,14 @@ class TrainTab(QWidget):
         worker.error.connect(lambda msg, lr=live: self._on_error(lr, msg))
         worker.finished.connect(lambda lr=live: self._on_finished(lr))
         if not self.live:
-            # The first live run decides what the loss / schedule plots show; stored overlays stay.
+            # The first live run decides the panels; finished live runs leave (they are in the store,
+            # a tick in the runs table brings them back); stored overlays stay.
             self.curves.runs = [(k, r) for k, r in self.curves.runs if not is_live_key(k)]
             cls = self.launch.agent_cls
             if cls is not None and request.agent:
-                self.curves.set_agent_metrics(cls.loss_metrics, cls.schedule_metrics)
+                self.curves.set_agent(cls)
+        if request.agent and not series.agent:
+            series.set_agent(request.agent)
         self.curves.add_run(live.key, series)
         self.live.append(live)
         self.focus = live
@@ -322,7 +354,8 @@ class TrainTab(QWidget):
     # ================================================================== events from the workers
     def _on_started(self, live: LiveRun, run_id: int, agent: str) -> None:
         live.series.label = f"run {run_id} {agent}"
-        self.curves.add_run(live.key, live.series)  # relabel the legend
+        live.series.set_agent(agent, run_id)  # its colour and legend names follow the run id now
+        self.curves.add_run(live.key, live.series)
         self.runsPanel.live[run_id] = "running"
         self.refresh_runs()
         self.runsPanel.select_runs([run_id])
@@ -418,6 +451,9 @@ class TrainTab(QWidget):
         if not self.live:
             self._timer.stop()
         self.refresh_runs()
+        if w.run_id is not None:
+            # "Use in Play" / "Use in Arena" / "Export" act on the run that just ended.
+            self.runsPanel.select_runs([w.run_id])
         self._update_buttons()
         w.deleteLater()
         self.trainingFinished.emit(final)

@@ -6,13 +6,20 @@ parallel play (workers, local processes or Ray, a cluster address) and the run's
 cadence. :meth:`LaunchForm.request` turns them into the same
 :class:`studio.services.runs.RunRequest` that ``python main.py train`` builds from its flags, and
 :meth:`LaunchForm.show_error` puts a :class:`agents.runner.RunError` next to the field it names.
+
+An agent that learns from the store's games (imitation) gets a line under the agent saying how many
+games and moves its filters select, red below :data:`MIN_IMITATION_MOVES` ("280 moves: too few to
+learn from"), and :meth:`LaunchForm.warn_if_little_data` says it again when Start is pressed.
 """
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QSettings, Signal
+from PySide6.QtCore import QSettings, QTimer, Signal
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -22,13 +29,20 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QScrollArea,
     QVBoxLayout,
     QWidget,
 )
 
 from agents.base import Agent, Budget
 from agents.config import ConfigError
-from agents.runner import DEFAULT_LOG_EVERY, RunError
+from agents.runner import (
+    DEFAULT_EVAL_EVERY_S,
+    DEFAULT_EVAL_GAMES,
+    DEFAULT_KEEP_CHECKPOINTS,
+    DEFAULT_LOG_EVERY,
+    RunError,
+)
 from engine import Rules
 from studio.services.runs import BACKENDS, RunRequest, preset_budget
 from studio.tabs.common import button, spin
@@ -40,6 +54,12 @@ CHECKPOINT_EVERY_MIN = 2.0
 IMITATION_AGENT = "imitation"
 IMITATION_FROM_HUMANS = {"source": "human"}
 ERROR_STYLE = "color: #c62828;"
+NOTE_STYLE = "color: #6b625a;"
+#: Fewer moves than this and imitation learns next to nothing (validation accuracy near chance):
+#: the form says so in red, and Start asks first.
+MIN_IMITATION_MOVES = 2000
+#: How long the form waits after the last change of a filter before it counts the games again.
+COUNT_DELAY_MS = 250
 
 
 def _error_label(name: str) -> QLabel:
@@ -64,12 +84,28 @@ class LaunchForm(QWidget):
     fromMyGames = Signal()
     status = Signal(str)
 
-    def __init__(self, settings: QSettings | None = None, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        settings: QSettings | None = None,
+        parent: QWidget | None = None,
+        *,
+        data_dir: str | Path | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("launchForm")
         self.settings = settings
+        #: the store the runs train on (None: the default data dir), where imitation's games are counted
+        self.data_dir = data_dir
         self.agent_cls: type[Agent] | None = None
         self.preset_name: str | None = None
+        #: what the last preset put in the rules and budget boxes (to tell when they were changed)
+        self._preset_extras: tuple[Any, Any] | None = None
+        #: (games, moves) an imitation agent's filters select now; None: not counted / not imitation
+        self.data_count: tuple[int, int] | None = None
+        self._count_timer = QTimer(self)
+        self._count_timer.setSingleShot(True)
+        self._count_timer.setInterval(COUNT_DELAY_MS)
+        self._count_timer.timeout.connect(self.refresh_data_count)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 6, 0)
         layout.addWidget(self._agent_box())
@@ -98,6 +134,11 @@ class LaunchForm(QWidget):
         self.agentDescription.setWordWrap(True)
         self.agentDescription.setStyleSheet("color: #6b625a;")
         ab.addWidget(self.agentDescription)
+        self.dataNote = QLabel()
+        self.dataNote.setObjectName("dataNote")
+        self.dataNote.setWordWrap(True)
+        self.dataNote.hide()
+        ab.addWidget(self.dataNote)
         self.fromGamesButton = button(
             "Train from my games",
             "fromGamesButton",
@@ -113,14 +154,16 @@ class LaunchForm(QWidget):
         self.form = ConfigForm()
         self.form.validityChanged.connect(lambda _ok: self.changed.emit())
         self.form.presetLoaded.connect(self._apply_preset_extras)
-        self.form.presetCombo.setMinimumContentsLength(14)  # preset names are read whole, not cut
+        self.form.defaultsButton.clicked.connect(self._forget_preset)
+        self.form.changed.connect(self._count_timer.start)
+        self.form.extra_changes = self._preset_extra_changes
         sb.addWidget(self.form)
         self.presetNote = QLabel()
         self.presetNote.setObjectName("presetNote")
         self.presetNote.setWordWrap(True)
-        self.presetNote.setStyleSheet("color: #2e7d32;")
+        self.presetNote.setStyleSheet(NOTE_STYLE)
         self.presetNote.hide()
-        sb.addWidget(self.presetNote)
+        self.form.add_note(self.presetNote)  # under the preset's marker, not below the whole form
         return box
 
     def _rules_box(self) -> QGroupBox:
@@ -150,6 +193,8 @@ class LaunchForm(QWidget):
         for w in (self.rowsSpin, self.colsSpin, self.startTilesSpin, self.spawnSpin):
             w.valueChanged.connect(self._check_rules)
         self.p4Spin.valueChanged.connect(self._check_rules)
+        for w in (self.rowsSpin, self.colsSpin):
+            w.valueChanged.connect(self._count_timer.start)  # imitation learns from games of this shape
         return box
 
     def _budget_box(self) -> QGroupBox:
@@ -178,6 +223,7 @@ class LaunchForm(QWidget):
         ):
             bl.addRow(check, editor)
             check.toggled.connect(self._sync_inputs)
+            editor.valueChanged.connect(self.form.refresh_preset_marker)
         self.budgetError = _error_label("budgetError")
         bl.addRow(self.budgetError)
         return box
@@ -226,8 +272,41 @@ class LaunchForm(QWidget):
         self.logEverySpin = spin(
             "logEverySpin", 0, 1_000_000, DEFAULT_LOG_EVERY, "Store one training game in N (0: none)"
         )
+        self.evalGamesSpin = spin(
+            "evalGamesSpin",
+            0,
+            10_000,
+            DEFAULT_EVAL_GAMES,
+            "Games of each periodic greedy evaluation (the same seeded games every time; 0: none)",
+        )
+        self.evalGamesSpin.setSpecialValueText("off")
+        self.evalEverySpin = QDoubleSpinBox()
+        self.evalEverySpin.setObjectName("evalEverySpin")
+        self.evalEverySpin.setRange(0.1, 10_000.0)
+        self.evalEverySpin.setDecimals(1)
+        self.evalEverySpin.setValue(DEFAULT_EVAL_EVERY_S / 60.0)
+        self.evalEverySpin.setSuffix(" min")
+        self.evalEverySpin.setToolTip(
+            "Minutes of training between greedy evaluations (played in the background; the best "
+            "checkpoint is kept and marked)"
+        )
+        self.evalGamesSpin.valueChanged.connect(lambda n: self.evalEverySpin.setEnabled(n > 0))
+        self.keepSpin = spin(
+            "keepSpin",
+            0,
+            10_000,
+            DEFAULT_KEEP_CHECKPOINTS,
+            "Checkpoint files to keep: the newest N plus the best (0: keep every one)",
+        )
+        self.keepSpin.setSpecialValueText("all")
+        evaluate = QHBoxLayout()
+        evaluate.addWidget(self.evalGamesSpin)
+        evaluate.addWidget(QLabel("games every"))
+        evaluate.addWidget(self.evalEverySpin)
         rl.addRow("Seed", self.seedSpin)
         rl.addRow("Checkpoint every", self.checkpointSpin)
+        rl.addRow("Keep checkpoints", self.keepSpin)
+        rl.addRow("Evaluate", evaluate)
         rl.addRow("Keep 1 game in", self.logEverySpin)
         return box
 
@@ -273,8 +352,7 @@ class LaunchForm(QWidget):
         name = self.agent_name
         if not name:
             return
-        self.preset_name = None
-        self.presetNote.hide()
+        self._forget_preset()
         try:
             cls = get_agent_class(name)
         except Exception as e:  # a broken agent module must not take the tab down
@@ -293,6 +371,7 @@ class LaunchForm(QWidget):
             self.settings.setValue("train/agent", name)
         self._check_rules()
         self._sync_inputs()
+        self.refresh_data_count()
         self.agentChanged.emit(cls)
         self.changed.emit()
 
@@ -303,11 +382,78 @@ class LaunchForm(QWidget):
         if self.agent_cls is not None:
             known = {s.name for s in self.agent_cls.config_cls.specs()}
             self.form.set_values({k: v for k, v in IMITATION_FROM_HUMANS.items() if k in known})
+        self.refresh_data_count()
         if n_human_games == 0:
             return "No games of yours yet: play a few in the Play tab first."
         if n_human_games > 0:
             return f"Ready: imitation of your moves in {n_human_games} games."
         return "Ready: imitation of your moves."
+
+    # ================================================================== the games imitation learns from
+    def _learns_from_games(self) -> bool:
+        """Whether the agent's settings are imitation's (filters over the store's games)."""
+        module = sys.modules.get("agents.imitation")  # not imported: no agent of it was loaded
+        cls = self.agent_cls
+        return bool(
+            module is not None and cls is not None and issubclass(cls.config_cls, module.ImitationConfig)
+        )
+
+    def count_data(self) -> tuple[int, int] | None:
+        """(games, moves) the imitation filters select in the store now; None when the agent is not
+        imitation, or its settings or rules cannot be read yet."""
+        if not self._learns_from_games():
+            return None
+        from agents.imitation import count_examples
+
+        assert self.agent_cls is not None
+        try:
+            config = self.agent_cls.config_cls.from_dict(self.form.values())
+            return count_examples(config, self.rules(), self.data_dir)  # type: ignore[arg-type]
+        except (ConfigError, TypeError, ValueError, OSError):  # a half-typed filter, a damaged store
+            return None
+
+    def refresh_data_count(self) -> None:
+        """Count the games and moves imitation would learn from, and say it under the agent."""
+        self._count_timer.stop()
+        self.data_count = self.count_data()
+        if self.data_count is None:
+            self.dataNote.hide()
+            return
+        games, moves = self.data_count
+        if moves >= MIN_IMITATION_MOVES:
+            text, style = f"These filters select {games:,} games, {moves:,} moves.", NOTE_STYLE
+        elif moves == 0:
+            r = self.rules()
+            text = f"No {r.rows}×{r.cols} games match these filters: play some first, or loosen the filters."
+            style = ERROR_STYLE
+        else:
+            text = f"{small_data_warning(games, moves)} Play more games, or loosen the filters."
+            style = ERROR_STYLE
+        self.dataNote.setText(text)
+        self.dataNote.setStyleSheet(style)
+        self.dataNote.show()
+
+    def warn_if_little_data(self) -> str | None:
+        """At Start: when imitation learns from too few moves, say so (the status bar, and the red line
+        brought into view); the warning, or None. It warns and does not ask: Start starts."""
+        self.refresh_data_count()
+        if self.data_count is None:
+            return None
+        games, moves = self.data_count
+        if not 0 < moves < MIN_IMITATION_MOVES:
+            return None  # enough, or none at all (the run refuses with its own message)
+        warning = small_data_warning(games, moves)
+        scroll = self.parentWidget()
+        while scroll is not None and not isinstance(scroll, QScrollArea):
+            scroll = scroll.parentWidget()
+        if scroll is not None:
+            scroll.ensureWidgetVisible(self.dataNote)
+        self.status.emit(f"training on {warning}")
+        return warning
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self._count_timer.start()  # games may have been played in another tab since
 
     # ================================================================== rules, budget
     def rules(self) -> Rules:
@@ -339,6 +485,7 @@ class LaunchForm(QWidget):
         problem = self.rules_problem()
         self.rulesError.setText(problem or "")
         self.rulesError.setVisible(bool(problem))
+        self.form.refresh_preset_marker()
         self.changed.emit()
 
     def budget(self) -> Budget:
@@ -364,8 +511,48 @@ class LaunchForm(QWidget):
                 editor.setValue(value)  # type: ignore[arg-type]
         self._sync_inputs()
 
+    def _rules_state(self) -> tuple[Any, ...]:
+        return (
+            self.rowsSpin.value(),
+            self.colsSpin.value(),
+            round(self.p4Spin.value(), 6),
+            self.startTilesSpin.value(),
+            self.spawnSpin.value(),
+        )
+
+    def _budget_state(self) -> tuple[Any, ...]:
+        return tuple(
+            (check.isChecked(), editor.value() if check.isChecked() else None)
+            for check, editor in (
+                (self.episodesCheck, self.episodesSpin),
+                (self.minutesCheck, self.minutesSpin),
+                (self.stepsCheck, self.stepsSpin),
+            )
+        )
+
+    def _preset_extra_changes(self) -> list[str]:
+        """What of the rules and budget the last preset set now differs (for its "modified" marker)."""
+        if self._preset_extras is None:
+            return []
+        rules, budget = self._preset_extras
+        return [
+            what
+            for what, differs in (
+                ("rules", self._rules_state() != rules),
+                ("budget", self._budget_state() != budget),
+            )
+            if differs
+        ]
+
+    def _forget_preset(self) -> None:
+        """Defaults, or another agent: no preset is applied any more."""
+        self.preset_name = None
+        self._preset_extras = None
+        self.presetNote.hide()
+
     def _apply_preset_extras(self, preset: dict) -> None:
         """A preset may carry rules and a budget besides the settings: apply them too, and say so."""
+        self._preset_extras = None
         self.preset_name = preset.get("name")
         if isinstance(preset.get("rules"), dict):
             try:
@@ -381,11 +568,14 @@ class LaunchForm(QWidget):
                 minutes=None if budget.seconds is None else budget.seconds / 60.0,
                 steps=budget.steps,
             )
+        self._preset_extras = (self._rules_state(), self._budget_state())
         title = preset.get("title") or preset.get("name") or "preset"
         description = str(preset.get("description", ""))
-        self.presetNote.setText(
-            f"Preset applied: <b>{title}</b>" + (f"<br>{description}" if description else "")
-        )
+        also = [f"the rules ({self.rowsSpin.value()}×{self.colsSpin.value()})"]
+        if budget is not None:
+            also.append(f"the budget ({_budget_words(budget)})")
+        self.presetNote.setText(f"{title} also sets {' and '.join(also)}.")
+        self.presetNote.setToolTip(description)
         self.presetNote.show()
         self.status.emit(f"preset applied: {title}")
 
@@ -420,6 +610,9 @@ class LaunchForm(QWidget):
                 ray_address=(self.rayAddressEdit.text().strip() or None) if backend == "ray" else None,
                 checkpoint_every_s=self.checkpointSpin.value() * 60.0,
                 log_every=self.logEverySpin.value(),
+                eval_games=self.evalGamesSpin.value(),
+                eval_every_s=self.evalEverySpin.value() * 60.0,
+                keep_checkpoints=self.keepSpin.value(),
             )
         except RunError as e:
             self.show_error(e)
@@ -467,3 +660,20 @@ class LaunchForm(QWidget):
         )
         self.budgetError.hide()
         self.changed.emit()
+
+
+def small_data_warning(games: int, moves: int) -> str:
+    """The one line that says imitation would learn from too few moves."""
+    of = f" (in {games:,} game{'s' if games != 1 else ''})"
+    return f"{moves:,} moves{of}: too few to learn from; validation accuracy will be near chance."
+
+
+def _budget_words(budget: Budget) -> str:
+    parts = []
+    if budget.episodes is not None:
+        parts.append(f"{budget.episodes:,} episodes")
+    if budget.seconds is not None:
+        parts.append(f"{budget.seconds / 60:g} min")
+    if budget.steps is not None:
+        parts.append(f"{budget.steps:,} moves")
+    return " or ".join(parts)

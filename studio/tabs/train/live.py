@@ -8,14 +8,13 @@ second), so the work per second is bounded whatever the learner emits.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from agents.base import MetricEvent
@@ -90,13 +89,13 @@ def is_live_key(key: object) -> bool:
 class LivePanel(QWidget):
     """Curves on the left; on the right the board being played and the focused run's figures."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, settings: QSettings | None = None) -> None:
         from studio.widgets.board import BoardWidget
 
         super().__init__(parent)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        self.curves = CurvesPanel()
+        self.curves = CurvesPanel(settings=settings)
         layout.addWidget(self.curves, 1)
         side = QVBoxLayout()
         self.liveBoard = BoardWidget(interactive=False)
@@ -116,32 +115,29 @@ class LivePanel(QWidget):
         layout.addLayout(side)
 
     def show_stored(self, store: Any, run_ids: Sequence[int]) -> list[str]:
-        """Draw stored runs (their whole history) beside the live ones; the problems met, as text."""
-        from agents.registry import get_agent_class
-
+        """Draw exactly these stored runs (their whole history) beside the live ones; the problems met,
+        as text. Each run brings its own agent's panels and keeps its colour (by run id)."""
         keep = [(k, r) for k, r in self.curves.runs if is_live_key(k)]
+        shown = {k: r for k, r in self.curves.runs if not is_live_key(k)}
         loaded: list[tuple[object, RunSeries]] = []
         problems: list[str] = []
-        metrics: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+        live_ids = {r.run_id for _k, r in keep}
         for rid in run_ids:
+            if rid in live_ids:  # drawn already as it trained here
+                continue
+            if rid in shown:  # already drawn: keep it (its zoom, no second read of the store)
+                loaded.append((rid, shown[rid]))
+                continue
             try:
                 summary = store.get_run(rid)
                 cols = store.run_metrics(rid)
             except Exception as e:
                 problems.append(f"cannot read run {rid}: {e}")
                 continue
-            series = RunSeries(f"run {rid} {summary.agent}")
+            series = RunSeries(f"run {rid} {summary.agent}", agent=summary.agent, run_id=rid)
             series.add_columns(cols)
             loaded.append((rid, series))
-            if metrics is None:
-                with contextlib.suppress(Exception):
-                    cls = get_agent_class(summary.agent)
-                    metrics = (cls.loss_metrics, cls.schedule_metrics)
-        self.curves.runs = keep + loaded
-        if metrics is not None and not keep:
-            self.curves.set_agent_metrics(*metrics)
-        else:
-            self.curves.set_agent_metrics(self.curves.loss_metrics, self.curves.schedule_metrics)
+        self.curves.set_runs(keep + loaded)
         return problems
 
     def show_run(self, run: LiveRun, n_live: int) -> None:

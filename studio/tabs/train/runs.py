@@ -1,7 +1,8 @@
 """The Train tab's runs table: every run of the store, with what can be done to the selected ones.
 
 What needs only the store happens here: export the metrics as CSV, hand the last checkpoint to Play
-or the Arena (``useInPlay`` / ``useInArena`` with agent and checkpoint path). What needs the live
+or the Arena (``useInPlay`` / ``useInArena`` with agent and checkpoint path). A tick in a row's box
+draws that run's curves beside the others (compare); "Show / compare" draws the selected rows. What needs the live
 runs or the curves is the tab's: the buttons emit signals with run ids (show / compare curves, resume
 from the last checkpoint, and for runs training now pause / resume, stop and "checkpoint now").
 The table is re-read from ``store.list_runs()`` (the runs table only, never metrics) when a run
@@ -15,12 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor, QIcon, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFileDialog,
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QMenu,
+    QPushButton,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -28,11 +32,19 @@ from PySide6.QtWidgets import (
 )
 
 from engine.store import RunSummary, format_time
-from studio.services.runs import write_metrics_csv
+from engine.store.model import format_size
+from studio.services.runs import export_run_tensorboard, write_metrics_csv
 from studio.tabs.common import button, error_box
 from studio.text import duration
+from studio.widgets.curves import RUN_COLOURS
 
-RUN_COLUMNS = ("Run", "Agent", "Status", "Episodes", "Moves", "Time", "Last score", "Started")
+#: Tooltips of the columns that need a word of explanation (by column).
+TIPS = {
+    7: "Mean score of the latest greedy evaluation (fixed games, no exploration); "
+    "the run keeps its best checkpoint",
+    8: "What the run's checkpoint files take on disk (the newest few and the best are kept)",
+}
+RUN_COLUMNS = ("Run", "Agent", "Status", "Episodes", "Moves", "Time", "Last score", "Eval", "Disk", "Started")
 
 
 def _status_text(r: RunSummary, live: dict[int, str], elsewhere: dict[int, RunSummary]) -> str:
@@ -63,13 +75,18 @@ class RunsPanel(QWidget):
         self.error_box: Any = None
         self.live: dict[int, str] = {}  # run id -> state text ("running", "paused", "stopping")
         self.elsewhere: dict[int, RunSummary] = {}  # runs training in another process
+        self.checked: set[int] = set()  # runs ticked to compare (their curves are drawn)
+        self._icons: dict[str, QIcon] = {}
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         head = QHBoxLayout()
         head.addWidget(QLabel("<b>Runs</b>"))
         head.addStretch(1)
         self.showRunsButton = button(
-            "Show / compare", "showRunsButton", self._emit(self.showRuns), "Draw the selected runs' curves"
+            "Show / compare",
+            "showRunsButton",
+            self.show_selected,
+            "Draw the selected runs' curves (or tick the runs' boxes to compare them)",
         )
         self.runPauseButton = button(
             "Pause", "runPauseButton", self._emit(self.pauseRuns), "Pause / resume the selected training runs"
@@ -104,9 +121,15 @@ class RunsPanel(QWidget):
             self.use_selected_in_arena,
             "Evaluate the runs' last checkpoints",
         )
-        self.exportButton = button(
-            "Export CSV…", "exportButton", self.export_selected, "Save the selected run's metrics as CSV"
+        self.exportButton = QPushButton("Export…")
+        self.exportButton.setObjectName("exportButton")
+        self.exportButton.setToolTip("Save the selected run's metrics as CSV or TensorBoard event files")
+        menu = QMenu(self.exportButton)
+        self.exportCsvAction = menu.addAction("Metrics as CSV…", self.export_selected)
+        self.exportTensorboardAction = menu.addAction(
+            "TensorBoard event files…", self.export_selected_tensorboard
         )
+        self.exportButton.setMenu(menu)
         self.buttons = (
             self.showRunsButton,
             self.runPauseButton,
@@ -130,12 +153,56 @@ class RunsPanel(QWidget):
         t.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         t.horizontalHeader().setStretchLastSection(True)
         t.itemSelectionChanged.connect(self._on_selection)
-        t.itemDoubleClicked.connect(lambda _item: self.showRuns.emit(self.selected_run_ids()))
+        t.itemDoubleClicked.connect(lambda _item: self.show_selected())
+        t.itemChanged.connect(self._on_item_changed)
         layout.addWidget(t)
         self.update_buttons()
 
     def _emit(self, signal: Any) -> Any:
         return lambda: signal.emit(self.selected_run_ids()) if self.selected_run_ids() else None
+
+    def show_selected(self) -> None:
+        """Draw the selected runs (and tick them): what "Show / compare" and a double click do."""
+        ids = self.selected_run_ids()
+        if ids:
+            self.set_checked(ids)
+            self.showRuns.emit(ids)
+
+    def set_checked(self, ids: Sequence[int]) -> None:
+        """Tick exactly these runs' boxes (no signal: the caller draws them)."""
+        self.checked = set(ids)
+        table = self.runsTable
+        table.blockSignals(True)
+        for row in range(table.rowCount()):
+            item = table.item(row, 0)
+            if item is not None:
+                rid = int(item.data(Qt.ItemDataRole.UserRole))
+                state = Qt.CheckState.Checked if rid in self.checked else Qt.CheckState.Unchecked
+                if item.checkState() != state:
+                    item.setCheckState(state)
+        table.blockSignals(False)
+
+    def _on_item_changed(self, item: QTableWidgetItem) -> None:
+        if item.column() != 0:
+            return
+        rid = int(item.data(Qt.ItemDataRole.UserRole))
+        ticked = item.checkState() == Qt.CheckState.Checked
+        if ticked == (rid in self.checked):
+            return
+        if ticked:
+            self.checked.add(rid)
+        else:
+            self.checked.discard(rid)
+        self.showRuns.emit(sorted(self.checked))
+
+    def _icon(self, run_id: int) -> QIcon:
+        """A square of the run's colour: the same as its curves'."""
+        colour = RUN_COLOURS[(run_id - 1) % len(RUN_COLOURS)]
+        if colour not in self._icons:
+            pix = QPixmap(10, 10)
+            pix.fill(QColor(colour))
+            self._icons[colour] = QIcon(pix)
+        return self._icons[colour]
 
     def _emit_one(self, signal: Any) -> Any:
         def fire() -> None:
@@ -162,11 +229,17 @@ class RunsPanel(QWidget):
     def set_runs(self, runs: Sequence[RunSummary]) -> None:
         """Show ``runs`` (the store's list), keeping the selection."""
         selected = set(self.selected_run_ids())
+        try:  # what the checkpoints take on disk, in one query
+            disk = self.store.runs_disk_use([r.id for r in runs])
+        except Exception:  # a store that cannot say: the column stays empty, the table shows
+            disk = {}
         table = self.runsTable
         table.setSortingEnabled(False)
+        table.blockSignals(True)  # filling cells is not the user ticking boxes
         table.setRowCount(len(runs))
         for row, r in enumerate(runs):
             score = r.last_metrics.get("score")
+            evaluated = r.last_metrics.get("eval_score")  # the latest greedy evaluation's mean score
             started = format_time(r.created)[:16]
             cells = (
                 str(r.id),
@@ -176,6 +249,8 @@ class RunsPanel(QWidget):
                 f"{r.steps:,}",
                 duration(r.elapsed),
                 "" if score is None else f"{score:,.0f}",
+                "" if evaluated is None else f"{evaluated:,.0f}",
+                format_size(disk[r.id]) if disk.get(r.id) else "",
                 started,
             )
             for col, text in enumerate(cells):
@@ -185,7 +260,15 @@ class RunsPanel(QWidget):
                     table.setItem(row, col, item)
                 item.setText(text)
                 item.setData(Qt.ItemDataRole.UserRole, r.id)
-                item.setToolTip(r.error if col == 2 and r.error else "")
+                item.setToolTip(r.error if col == 2 and r.error else TIPS.get(col, ""))
+                if col == 0:
+                    item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+                    item.setCheckState(
+                        Qt.CheckState.Checked if r.id in self.checked else Qt.CheckState.Unchecked
+                    )
+                    item.setIcon(self._icon(r.id))
+                    item.setToolTip("Tick to draw this run's curves beside the others")
+        table.blockSignals(False)
         self.select_runs([r.id for r in runs if r.id in selected])
 
     def update_live_row(self, run_id: int, texts: dict[int, str]) -> None:
@@ -288,6 +371,23 @@ class RunsPanel(QWidget):
         out = write_metrics_csv(self.store.run_metrics(run_id), path)
         self.status.emit(f"run {run_id} metrics saved to {out}")
         return out
+
+    def export_tensorboard(self, run_id: int, directory: str | Path) -> Path:
+        """Write run ``run_id``'s metrics as TensorBoard event files under ``directory``."""
+        out = export_run_tensorboard(self.store, run_id, directory)
+        self.status.emit(f"run {run_id} written for TensorBoard: tensorboard --logdir {Path(directory)}")
+        return out
+
+    def export_selected_tensorboard(self) -> None:
+        ids = self.selected_run_ids()
+        if len(ids) != 1:
+            return
+        directory = QFileDialog.getExistingDirectory(self, "Export for TensorBoard (a log folder)")
+        if directory:
+            try:
+                self.export_tensorboard(ids[0], directory)
+            except Exception as e:
+                self._show_error("Export failed", str(e))
 
     def export_selected(self) -> None:
         ids = self.selected_run_ids()

@@ -1,0 +1,269 @@
+"""Curves built from the metric metadata: panels per agent, compact ticks, legends that name runs,
+constants as text, smoothing, x axes, log axes, compare by ticking runs, the finished run selected."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QSettings, Qt
+
+from agents.base import MetricEvent
+from engine.store import GameStore
+from studio.tabs.train import TrainTab
+from studio.widgets.curves import (
+    EMPTY_TEXT,
+    RUN_COLOURS,
+    CurvesPanel,
+    RunSeries,
+    SIAxis,
+    format_duration_tick,
+    format_si,
+)
+from tests.studio.train_fakes import register_fakes
+
+pytest_plugins = ("tests.studio.gui_fixtures",)
+
+CLICK = Qt.MouseButton.LeftButton
+
+
+@pytest.fixture
+def panel(qtbot) -> CurvesPanel:
+    p = CurvesPanel()
+    qtbot.addWidget(p)
+    p.resize(900, 700)
+    p.show()
+    return p
+
+
+def _run(agent: str, run_id: int, n: int = 20, **metrics: np.ndarray | float) -> RunSeries:
+    run = RunSeries(f"run {run_id} {agent}", agent=agent, run_id=run_id)
+    cols: dict[str, np.ndarray] = {
+        "episode": np.arange(n, dtype=float),
+        "step": np.arange(n) * 10.0,
+        "elapsed": np.arange(n) * 0.5,
+        "score": np.linspace(100, 2000, n),
+        "max_tile": np.full(n, 256.0),
+        "steps_per_s": np.linspace(900, 1100, n),
+    }
+    for name, v in metrics.items():
+        cols[name] = np.broadcast_to(np.asarray(v, dtype=float), (n,)).copy()
+    run.add_columns(cols)
+    return run
+
+
+# ------------------------------------------------------------------ ticks
+def test_axis_tick_strings_are_compact(qtbot) -> None:
+    axis = SIAxis("bottom")
+    assert axis.tickStrings([0.0, 2e6, 4e6, 6e6], 1.0, 2e6) == ["0", "2M", "4M", "6M"]
+    assert axis.tickStrings([2500.0, 3000.0], 1.0, 500.0) == ["2.5k", "3k"]
+    assert format_si(3e5, 1e5) == "300k" and format_si(1e7, 1e6) == "10M"
+    assert format_si(0.25, 0.05) == "0.25" and format_si(1e-5, 1e-5) == "1e-5"
+    axis.setLogMode(True)
+    assert axis.tickStrings([3.0, 6.0], 1.0, 1.0) == ["1k", "1M"]
+    wall = SIAxis("bottom", time_axis=True)
+    assert wall.tickStrings([45.0, 180.0, 5400.0], 1.0, 45.0) == ["45s", "3m", "1.5h"]
+    assert format_duration_tick(172800) == "2d"
+
+
+# ------------------------------------------------------------------ panels per agent
+def test_empty_state_says_so_in_words(panel) -> None:
+    assert panel.emptyLabel.isVisible() and not panel.gridHost.isVisible()
+    assert EMPTY_TEXT in panel.emptyLabel.text()
+    assert "Start a run or open one from the runs table" in EMPTY_TEXT
+
+
+def test_panels_follow_the_agent_and_leave_nothing_of_the_last_one(panel) -> None:
+    panel.set_agent("dqn")
+    dqn = panel.panel_titles()
+    assert dqn[:2] == ["Score", "Max tile"] and dqn[-1] == "Speed"
+    assert {"Loss", "Mean Q", "Exploration ε"} <= set(dqn)
+    assert "Mean Q" in panel.emptyLabel.text()  # the empty state names what will be drawn
+    panel.set_agent("ntuple")
+    ntuple = panel.panel_titles()
+    assert "Mean Q" not in ntuple and "Exploration ε" not in ntuple
+    assert "TD error" in ntuple and "tdErrorPlot" in panel._panels
+    with pytest.raises(AttributeError):
+        _ = panel.meanQPlot
+
+
+def test_the_agent_switch_in_the_train_tab_clears_every_panel(qtbot, store, monkeypatch) -> None:
+    register_fakes(monkeypatch)
+    tab = TrainTab(store, None)
+    qtbot.addWidget(tab)
+    tab.show()
+    tab.launch.ensure_loaded()
+    tab.curves.add_run(7, _run("dqn", 7, loss=np.linspace(1, 0.1, 20), mean_q=np.linspace(0, 5, 20)))
+    assert "Mean Q" in tab.curves.panel_titles()
+    tab.launch.select_agent("dqn")
+    tab.launch.select_agent("ntuple")
+    assert tab.curves.runs == []  # no old agent's curves in Score / Max tile / Speed
+    assert "TD error" in tab.curves.panel_titles() and "Mean Q" not in tab.curves.panel_titles()
+    assert tab.curves.emptyLabel.isVisible()
+    tab.shutdown()
+
+
+# ------------------------------------------------------------------ compare
+def test_compare_names_runs_and_shows_only_what_each_run_has(panel) -> None:
+    dqn = _run(
+        "dqn", 1, loss=np.linspace(1, 0.1, 20), mean_q=np.linspace(0, 5, 20), epsilon=np.linspace(1, 0.1, 20)
+    )
+    ntuple = _run("ntuple", 2, n=300, td_error=np.linspace(50, 10, 300), lr=1.0)
+    panel.set_runs([(1, dqn), (2, ntuple)])
+    names = panel.legend_names()
+    assert "run 2 · ntuple · TD error" in names
+    assert "run 1 · dqn · TD error" not in names and "run 2 · ntuple · Mean Q" not in names
+    assert "run 1 · dqn · Mean Q" in names and "run 1 · dqn · Loss" in names
+    assert "run 1 · dqn · Score (mean of 100)" in panel.legend_names("Score")
+    # both agents' panels; the losses on their own axes
+    assert {"Loss", "Mean Q", "TD error"} <= set(panel.panel_titles())
+    # a run keeps its colour whatever else is shown
+    with_both = panel.curve("tdErrorPlot", "run 2 · ntuple · TD error").colour
+    panel.set_runs([(2, ntuple)])
+    alone = panel.curve("tdErrorPlot", "TD error").colour
+    assert with_both == alone == RUN_COLOURS[1]
+
+
+def test_a_constant_series_is_a_line_of_text_not_a_panel(panel) -> None:
+    panel.set_runs([(3, _run("ntuple", 3, td_error=np.linspace(50, 10, 20), lr=1.0))])
+    assert "Learning rate" not in panel.panel_titles()
+    assert panel.constants == ["Learning rate = 1 (constant)"]
+    assert panel.constantsLabel.isVisible() and "Learning rate = 1 (constant)" in panel.constantsLabel.text()
+    assert "TD error" in panel.panel_titles()
+
+
+def test_a_live_series_that_starts_moving_gets_its_panel_back(panel) -> None:
+    panel.set_agent("dqn")
+    panel.add_events(
+        [MetricEvent("update", 0, i, 0.1 * i, {"epsilon": 1.0, "loss": 1.0 / (i + 1)}) for i in range(3)]
+    )
+    panel.redraw()
+    assert "Exploration ε" not in panel.panel_titles()
+    panel.add_events([MetricEvent("update", 0, 3, 0.3, {"epsilon": 0.9})])
+    panel.redraw()
+    assert "Exploration ε" in panel.panel_titles() and panel.constants == []
+
+
+# ------------------------------------------------------------------ toolbar
+def test_smoothing_draws_an_ema_over_the_faint_raw_series(panel) -> None:
+    run = RunSeries("run 1 dqn", agent="dqn", run_id=1)
+    run.add_events(
+        [MetricEvent("update", 0, 10 * i, float(i), {"loss": v}) for i, v in enumerate((1.0, 2.0, 3.0))]
+    )
+    panel.set_runs([(1, run)])
+    np.testing.assert_allclose(panel.curve("lossPlot", "Loss").item.yData, [1.0, 2.0, 3.0])
+    panel.smoothingSlider.setValue(50)
+    assert panel.smoothing == 0.5
+    # last = 0.5 last + 0.5 v, over 1 - 0.5^(i+1): 0.5/0.5, 1.25/0.75, 2.125/0.875
+    np.testing.assert_allclose(panel.curve("lossPlot", "Loss").item.yData, [1.0, 1.25 / 0.75, 2.125 / 0.875])
+    faint = [c for c in panel._curves if c.panel == "lossPlot" and not c.name]
+    assert len(faint) == 1 and list(faint[0].item.yData) == [1.0, 2.0, 3.0]
+    # new points extend the EMA where it stopped
+    run.add_events([MetricEvent("update", 0, 30, 3.0, {"loss": 4.0})])
+    panel.mark_dirty()
+    panel.redraw()
+    assert panel.curve("lossPlot", "Loss").item.yData[-1] == pytest.approx((2.125 * 0.5 + 2.0) / (1 - 0.5**4))
+
+
+def test_the_x_axis_choice_changes_the_x_data(panel) -> None:
+    run = _run("dqn", 1, loss=np.linspace(1, 0.1, 20))
+    panel.set_runs([(1, run)])
+    np.testing.assert_array_equal(panel.curve("lossPlot", "Loss").item.xData, np.arange(20) * 10.0)
+    panel.xAxisCombo.setCurrentIndex(panel.xAxisCombo.findData("episode"))
+    assert panel.x_axis == "episode"
+    np.testing.assert_array_equal(panel.curve("lossPlot", "Loss").item.xData, np.arange(20.0))
+    panel.set_x_axis("elapsed")
+    np.testing.assert_array_equal(panel.curve("lossPlot", "Loss").item.xData, np.arange(20) * 0.5)
+    assert panel.lossPlot.getPlotItem().getAxis("bottom").time_axis
+
+
+def test_log_axes_and_fit(panel) -> None:
+    panel.set_runs([(1, _run("dqn", 1, loss=np.linspace(1, 0.1, 20), mean_q=np.linspace(-1, 5, 20)))])
+    assert panel._panels["lossPlot"].log_y  # the metadata asks for log
+    assert not panel._panels["meanQPlot"].log_y
+    panel.logYCheck.setChecked(True)
+    assert panel._panels["speedPlot"].log_y and not panel._panels["meanQPlot"].log_y  # negative values
+    assert not panel._panels["maxTilePlot"].log_y  # tiles are on their log2 axis already
+    panel.logXCheck.setChecked(True)
+    assert panel.scorePlot.getPlotItem().ctrl.logXCheck.isChecked()
+    assert 0.0 not in panel.curve("lossPlot", "Loss").item.xData  # x = 0 has no place on a log axis
+    panel.scorePlot.setXRange(2, 3, padding=0)
+    qtbot_range = panel.scorePlot.getPlotItem().getViewBox().viewRange()[0]
+    assert qtbot_range[1] <= 3.01
+    panel.fitButton.click()
+    assert panel.scorePlot.getPlotItem().getViewBox().autoRangeEnabled()[0]
+
+
+def test_toolbar_settings_persist(qtbot, tmp_path) -> None:
+    settings = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
+    a = CurvesPanel(settings=settings)
+    qtbot.addWidget(a)
+    a.smoothingSlider.setValue(60)
+    a.set_x_axis("episode")
+    a.logXCheck.setChecked(True)
+    b = CurvesPanel(settings=settings)
+    qtbot.addWidget(b)
+    assert b.smoothing == 0.6 and b.smoothingSlider.value() == 60
+    assert b.x_axis == "episode" and b.xAxisCombo.currentData() == "episode"
+    assert b.log_x and b.logXCheck.isChecked()
+
+
+# ------------------------------------------------------------------ the Train tab
+@pytest.fixture
+def store(data_dir: Path) -> Iterator[GameStore]:
+    s = GameStore.open(data_dir)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def tab(qtbot, store, monkeypatch) -> Iterator[TrainTab]:
+    register_fakes(monkeypatch)
+    t = TrainTab(store, None)
+    qtbot.addWidget(t)
+    t.resize(1200, 800)
+    t.show()
+    monkeypatch.setattr(t, "ask_close", lambda: "stop")
+    yield t
+    t.shutdown()
+
+
+def _fake(tab: TrainTab, episodes: int = 3, **config) -> None:
+    tab.launch.select_agent("fake_learner")
+    tab.launch.form.set_values({"delay_ms": 0.0, **config})
+    tab.launch.set_budget(episodes=episodes)
+
+
+def test_a_finished_run_is_selected_and_ticks_compare(qtbot, tab, store) -> None:
+    _fake(tab, episodes=3)
+    with qtbot.waitSignal(tab.trainingFinished, timeout=60_000):
+        qtbot.mouseClick(tab.startButton, CLICK)
+    first = store.list_runs()[0].id
+    _fake(tab, episodes=3, delay_ms=2.0)
+    with qtbot.waitSignal(tab.runStarted, timeout=30_000) as started:
+        qtbot.mouseClick(tab.startButton, CLICK)
+    second = started.args[0]
+    tab.select_runs([first])  # the person looks at the other run meanwhile
+    with qtbot.waitSignal(tab.trainingFinished, timeout=60_000):
+        pass
+    assert tab.selected_run_ids() == [second]  # "Use in Play" acts on the run that just ended
+    with qtbot.waitSignal(tab.useInPlay, timeout=2000) as sig:
+        qtbot.mouseClick(tab.useInPlayButton, CLICK)
+    assert Path(sig.args[1]) == store.last_checkpoint(second)
+
+    # tick both runs' boxes: both drawn, named by run, each in its run's colour
+    tab.curves.clear()
+    table = tab.runsTable
+    for row in range(table.rowCount()):
+        table.item(row, 0).setCheckState(Qt.CheckState.Checked)
+    assert sorted(k for k, _ in tab.curves.runs) == sorted([first, second])
+    names = tab.curves.legend_names("Score")
+    assert f"run {first} · fake_learner · Score (mean of 100)" in names
+    assert f"run {second} · fake_learner · Score (mean of 100)" in names
+    # untick one: it leaves the curves
+    for row in range(table.rowCount()):
+        if int(table.item(row, 0).data(Qt.ItemDataRole.UserRole)) == first:
+            table.item(row, 0).setCheckState(Qt.CheckState.Unchecked)
+    assert [k for k, _ in tab.curves.runs] == [second]
