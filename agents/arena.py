@@ -375,16 +375,6 @@ class EtaModel:
         return min(1.0, gone / (gone + left))
 
 
-def duration_text(seconds: float | None) -> str:
-    """``80 -> "1:20"``, ``3725 -> "1:02:05"``; ``"…"`` when unknown."""
-    if seconds is None or not math.isfinite(seconds) or seconds < 0:
-        return "…"
-    s = round(seconds)
-    h, rem = divmod(s, 3600)
-    m, sec = divmod(rem, 60)
-    return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}"
-
-
 # --------------------------------------------------------------------------------------- workers
 
 _worker_agent: Agent | None = None

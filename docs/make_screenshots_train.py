@@ -1,32 +1,39 @@
-"""Regenerate docs/screenshot-{train,arena}.png: ``python docs/make_screenshots_train.py``.
+"""Regenerate the Train / compare / Arena / hint screenshots: ``python docs/make_screenshots_train.py``.
 
-Builds the real main window on a throw-away data dir (offscreen, no display needed), trains an
-n-tuple network from the Train tab for about a minute and grabs the tab mid-run, then sends the
-run's checkpoint to the Arena with "Use in Arena" and evaluates it against the baselines there.
-Timings depend on the machine, so the pictures differ from run to run in their details.
+Builds the real main window on a throw-away data dir and uses it as a person would: trains a DQN and
+an n-tuple network from the Train tab (each with its periodic greedy evaluation), grabs each mid-run,
+ticks both runs to compare them on a log-x episode axis, sends the n-tuple checkpoint to the Arena with
+"Use in Arena" and grabs the Arena while its games are still being played, then asks expectimax for a
+hint in the Play tab.
+
+``--size 1280x800`` (default) or ``--size 1920x1080``; files are ``docs/screenshot-VIEW-WxH.png``, and
+the 1280x800 ones also as ``docs/screenshot-VIEW.png`` (the README's). Under Xvfb (``Xvfb :99 &``,
+``DISPLAY=:99 QT_QPA_PLATFORM=xcb``) it is a real X11 window; without a display, offscreen. Timings
+depend on the machine, so the pictures differ from run to run in their details.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+if not os.environ.get("DISPLAY"):
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from PySide6.QtCore import QSettings  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-SIZE = (1280, 800)
-LEARNER = "ntuple"  # learns fast enough for a minute to show a rising curve
-WARMUP_LEARNER = "td-afterstate"  # a short earlier run, so the runs list has history
-TRAIN_SECONDS = 75.0
-ARENA_AGENTS = ("random", "greedy")
-ARENA_GAMES = 40
+DQN_SECONDS = 45.0
+NTUPLE_SECONDS = 60.0
+ARENA_AGENTS = ("random", "greedy", "expectimax")
+ARENA_GAMES = 50
+ARENA_SECONDS = 7.0  # mid-run: the baselines done, expectimax and the n-tuple network still playing
 
 
 def settle(app: QApplication, seconds: float) -> None:
@@ -36,62 +43,107 @@ def settle(app: QApplication, seconds: float) -> None:
         time.sleep(0.02)
 
 
-def main(out_dir: Path = ROOT / "docs") -> None:
-    from agents.registry import agent_names
+def main(size: tuple[int, int] = (1280, 800), out_dir: Path = ROOT / "docs") -> None:
+    from agents.spec import AgentSpec
+    from engine import Direction, Rules
     from studio.app import create_window
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     tmp = Path(tempfile.mkdtemp(prefix="studio-shots-train-"))
     settings = QSettings(str(tmp / "settings.ini"), QSettings.Format.IniFormat)
     window = create_window(tmp / "data", settings=settings)
-    window.resize(*SIZE)
+    window.resize(*size)
     window.show()
+    suffix = f"{size[0]}x{size[1]}"
+    written: list[str] = []
+
+    def shot(view: str) -> None:
+        settle(app, 0.6)
+        names = [f"screenshot-{view}-{suffix}.png"] + (
+            [f"screenshot-{view}.png"] if size == (1280, 800) else []
+        )
+        for name in names:
+            window.grab().save(str(out_dir / name))
+            written.append(name)
+
     window.show_tab("Train")
     train = window.tab("Train")
     settle(app, 0.5)
 
-    if WARMUP_LEARNER in agent_names():
-        train.launch.select_agent(WARMUP_LEARNER)
-        train.launch.set_budget(minutes=0.25)
+    def train_for(agent: str, seconds: float, eval_minutes: float) -> int | None:
+        train.launch.select_agent(agent)
+        train.launch.set_budget(minutes=seconds / 60.0 + 2)
+        train.launch.seedSpin.setValue(2048)
+        train.launch.evalGamesSpin.setValue(10)
+        train.launch.evalEverySpin.setValue(eval_minutes)
         train.start()
-        while train.is_training:
-            settle(app, 0.2)
+        settle(app, seconds)
+        run_id = train.focus.run_id if train.focus is not None else None
+        if run_id is not None:
+            train.select_runs([run_id])
+        train.curves.redraw()
+        return run_id
 
-    train.launch.select_agent(LEARNER)
-    train.launch.set_budget(minutes=4)
-    train.launch.seedSpin.setValue(2048)
-    train.start()
-    settle(app, TRAIN_SECONDS)
-    run_id = train.focus.run_id if train.focus is not None else None
-    if run_id is not None:
-        train.select_runs([run_id])
-    train.curves.redraw()
-    settle(app, 0.5)
-    window.grab().save(str(out_dir / "screenshot-train.png"))
+    dqn = train_for("dqn", DQN_SECONDS, 0.3)
+    shot("train-dqn")
     train.stop_training()
     train.wait_finished(120)
 
-    # Arena: the run's checkpoint against the baselines, through "Use in Arena".
+    ntuple = train_for("ntuple", NTUPLE_SECONDS, 0.25)
+    shot("train")
+    train.stop_training()
+    train.wait_finished(120)
+
+    # Compare: tick both runs; episodes on a log axis (131 DQN episodes beside tens of thousands).
+    ids = [r for r in (dqn, ntuple) if r is not None]
+    train.runsPanel.set_checked(ids)
+    train.runsPanel.showRuns.emit(ids)
+    train.curves.xAxisCombo.setCurrentIndex(train.curves.xAxisCombo.findData("episode"))
+    train.curves.logXCheck.setChecked(True)
+    train.curves.redraw()
+    shot("compare")
+    train.curves.logXCheck.setChecked(False)
+    train.curves.xAxisCombo.setCurrentIndex(train.curves.xAxisCombo.findData("step"))
+
+    # Arena, mid-run: the n-tuple checkpoint against the baselines, through "Use in Arena".
     arena = window.tab("Arena")
     for name in ARENA_AGENTS:
         arena.add_agent(name)
-    if run_id is not None:
-        train.select_runs([run_id])
+    if ntuple is not None:
+        train.select_runs([ntuple])
         train.runsPanel.use_selected_in_arena()
     arena.gamesSpin.setValue(ARENA_GAMES)
     arena.seedSpin.setValue(7)
     arena.workersSpin.setValue(min(2, arena.workersSpin.maximum()))
     window.show_tab("Arena")
     arena.run()
+    started = time.monotonic()
+    while arena.is_running and time.monotonic() - started < ARENA_SECONDS:
+        settle(app, 0.2)
+    shot("arena")
+    arena.cancel()
     while arena.is_running:
         settle(app, 0.2)
-    if arena.results:
-        arena.resultsTable.selectRow(len(arena.results) - 1)
-    settle(app, 0.5)
-    window.grab().save(str(out_dir / "screenshot-arena.png"))
+
+    # A hint: expectimax rates each legal move of a mid-game position.
+    window.show_tab("Play")
+    play = window.tab("Play")
+    play.new_game(Rules(), seed=11)
+    for d in (Direction.LEFT, Direction.UP, Direction.LEFT, Direction.DOWN) * 4:
+        play.play_move(d)  # an illegal one is refused and changes nothing
+    play.set_agent(AgentSpec("expectimax"))
+    play.request_hint()
+    started = time.monotonic()
+    while play.last_hint is None and time.monotonic() - started < 30:
+        settle(app, 0.1)
+    shot("hint")
     window.close()
-    print(f"wrote screenshot-train.png, screenshot-arena.png to {out_dir}")
+    print("wrote " + ", ".join(written) + f" to {out_dir}")
 
 
 if __name__ == "__main__":
-    main()
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--size", default="1280x800", help="window size WxH (default 1280x800)")
+    args = p.parse_args()
+    w, h = (int(x) for x in args.size.lower().split("x"))
+    main((w, h))

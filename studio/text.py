@@ -33,10 +33,11 @@ def number(v: float | int | None) -> str:
     return f"{f:.4g}" if abs(f) < 1e5 else f"{f:.0f}"
 
 
-def duration(seconds: float | None) -> str:
-    """``75.2 -> "1:15"``, ``3725 -> "1:02:05"``; ``"-"`` for None, NaN, infinite or negative."""
+def duration(seconds: float | None, missing: str = "-") -> str:
+    """``75.2 -> "1:15"``, ``3725 -> "1:02:05"``; ``missing`` for None, NaN, infinite or negative
+    (an ETA not known yet says ``"…"``)."""
     if seconds is None or not math.isfinite(seconds) or seconds < 0:
-        return "-"
+        return missing
     s = int(seconds)
     h, rem = divmod(s, 3600)
     m, sec = divmod(rem, 60)

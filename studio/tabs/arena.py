@@ -45,8 +45,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from agents.arena import EtaModel, duration_text, tile_thresholds
+from agents.arena import EtaModel, tile_thresholds
 from studio.tabs.common import button, panes, spin
+from studio.text import duration
 from studio.widgets.curves import RUN_COLOURS
 from studio.worker import CallWorker
 
@@ -140,7 +141,7 @@ def _tile_tick(tile: int) -> str:
 
 
 def _seconds(s: float) -> str:
-    return f"{s:.1f} s" if s < 60 else duration_text(s)
+    return f"{s:.1f} s" if s < 60 else duration(s)
 
 
 def _set_cell(t: QTableWidget, row: int, col: int, text: str, right: bool = False) -> QTableWidgetItem:
@@ -541,7 +542,7 @@ class ArenaTab(QWidget):
             return
         model = self.eta()
         self.progressBar.setValue(round(1000 * model.fraction()))
-        lines = [f"{done:,} / {total:,} games · ETA {duration_text(model.seconds_left())}"]
+        lines = [f"{done:,} / {total:,} games · ETA {duration(model.seconds_left(), '…')}"]
         for k, row in enumerate(self.rows):
             if row.status == "playing":
                 rate = row.moves / row.elapsed if row.elapsed > 0 else 0.0
@@ -581,7 +582,7 @@ class ArenaTab(QWidget):
             else:
                 self.progressBar.setValue(1000)
                 self.progressLabel.setText(
-                    f"Done: {n:,} games in {duration_text(wall)}" + (" (in the store)" if n else "")
+                    f"Done: {n:,} games in {duration(wall)}" + (" (in the store)" if n else "")
                 )
         else:
             self.progressLabel.setText(f"Failed after {n:,} game{'' if n == 1 else 's'}")

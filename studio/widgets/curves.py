@@ -994,7 +994,8 @@ class CurvesPanel(QWidget):
                 for c, s in with_data:
                     label = info_of[c.metric].label
                     who = f"{c.run.title} · " if many else ""
-                    constants.append(f"{who}{label} = {format_si(s.lo, abs(s.lo) / 1000 or None)} (constant)")
+                    note = "constant" if len(s) > 1 else "the first value"  # one evaluation is no trend yet
+                    constants.append(f"{who}{label} = {format_si(s.lo, abs(s.lo) / 1000 or None)} ({note})")
             log_pref = self.log_y or any(m.scale == "log" for m in p.infos)
             positive = bool(with_data) and all(s.lo > 0 for _c, s in with_data)
             log_y = log_pref and positive and p.transform != "log2"

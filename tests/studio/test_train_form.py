@@ -409,3 +409,32 @@ def test_the_runs_table_shows_the_latest_evaluation_and_the_disk_use(qtbot, tab,
     assert headers[7:9] == ["Eval", "Disk"]
     assert table.item(0, 7).text() == "1,234" and table.item(0, 8).text() == "3.0 MB"
     assert "greedy evaluation" in table.item(0, 7).toolTip()
+
+
+def test_a_live_runs_figures_and_curves_take_its_greedy_evaluations(qtbot):
+    from types import SimpleNamespace
+
+    from agents.base import MetricEvent
+    from studio.tabs.train.live import LiveRun
+    from studio.widgets.curves import CurvesPanel, RunSeries
+
+    series = RunSeries("run 3")
+    run = LiveRun(worker=SimpleNamespace(run_id=3, stopping=False, paused=False), series=series)  # type: ignore[arg-type]
+    run.add([MetricEvent("episode", 10, 500, 2.0, {"score": 900.0})])
+    assert run.last_eval is None and not any("evaluation" in f for f in run.figures())
+    first = MetricEvent("evaluation", 8, 400, 1.5, {"eval_score": 1234.4, "eval_games": 20.0})
+    run.add([first])
+    assert run.last_eval == 1234.4 and "Greedy evaluation 1,234" in run.figures()
+    assert run.episodes == 8  # the evaluated checkpoint's counters come with the event
+
+    panel = CurvesPanel()
+    qtbot.addWidget(panel)
+    panel.set_agent("dqn")
+    panel.add_events([MetricEvent("episode", 10, 500, 2.0, {"score": 900.0}), first])
+    panel.redraw()
+    # one evaluation is not a trend: a line of text that says so, not "(constant)"
+    assert any(c.endswith("(the first value)") and "Greedy evaluation" in c for c in panel.constants)
+    panel.add_events([MetricEvent("evaluation", 20, 900, 3.0, {"eval_score": 2000.0})])
+    panel.redraw()
+    assert not any("Greedy evaluation" in c for c in panel.constants)
+    assert panel.data_length("greedyEvaluationPlot") == 2

@@ -388,6 +388,7 @@ class TrainTab(QWidget):
                         4: f"{each.steps:,}",
                         5: duration(each.elapsed),
                         6: "" if each.last_score is None else f"{each.last_score:,.0f}",
+                        **({} if each.last_eval is None else {7: f"{each.last_eval:,.0f}"}),
                     },
                 )
         lr = self.focus

@@ -38,6 +38,7 @@ class LiveRun:
     elapsed: float = 0.0
     best_score: float = float("-inf")
     last_score: float | None = None
+    last_eval: float | None = None  # mean score of the latest greedy evaluation
     speed: float | None = None
     dirty: bool = False
 
@@ -51,6 +52,8 @@ class LiveRun:
             if ev.kind == "episode" and score is not None:
                 self.last_score = float(score)
                 self.best_score = max(self.best_score, float(score))
+            if ev.kind == "evaluation" and "eval_score" in ev.metrics:
+                self.last_eval = float(ev.metrics["eval_score"])
             sp = ev.metrics.get("steps_per_s")
             if sp is not None:
                 self.speed = float(sp)
@@ -75,6 +78,8 @@ class LiveRun:
         ]
         if self.last_score is not None:
             parts += [f"Last score {self.last_score:,.0f}", f"Best score {self.best_score:,.0f}"]
+        if self.last_eval is not None:
+            parts.append(f"Greedy evaluation {self.last_eval:,.0f}")
         if self.speed is not None:
             parts.append(f"{self.speed:,.0f} moves/s")
         return parts
