@@ -32,10 +32,12 @@ from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
+    QFrame,
     QGridLayout,
     QHBoxLayout,
     QLabel,
     QPushButton,
+    QScrollArea,
     QSlider,
     QVBoxLayout,
     QWidget,
@@ -609,7 +611,15 @@ class CurvesPanel(QWidget):
         self.grid = QGridLayout(self.gridHost)
         self.grid.setContentsMargins(0, 0, 0, 0)
         self.grid.setSpacing(4)
-        outer.addWidget(self.gridHost, 1)
+        # Many panels (two runs of different agents compared) scroll instead of pushing the window
+        # past the screen: on a 1280x800 screen four rows of plots do not fit above the runs table.
+        self.gridScroll = QScrollArea()
+        self.gridScroll.setObjectName("curvesScroll")
+        self.gridScroll.setWidgetResizable(True)
+        self.gridScroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.gridScroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.gridScroll.setWidget(self.gridHost)
+        outer.addWidget(self.gridScroll, 1)
         self.constantsLabel = QLabel("")
         self.constantsLabel.setObjectName("constantsLabel")
         self.constantsLabel.setWordWrap(True)
@@ -1035,6 +1045,7 @@ class CurvesPanel(QWidget):
             self.emptyLabel.setText(f"{EMPTY_TEXT}<br><br><small>{who}: {titles}</small>")
         self.emptyLabel.setVisible(empty)
         self.gridHost.setVisible(not empty)
+        self.gridScroll.setVisible(not empty)
 
     # ------------------------------------------------------------------ drawing
     def redraw(self) -> None:

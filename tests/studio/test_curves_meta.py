@@ -126,6 +126,22 @@ def test_compare_names_runs_and_shows_only_what_each_run_has(panel) -> None:
     assert with_both == alone == RUN_COLOURS[1]
 
 
+def test_many_panels_scroll_instead_of_growing_the_window(panel) -> None:
+    """Comparing a dqn and an n-tuple run makes four rows of panels; at 1280x800 the Train tab once
+    grew past the screen's height for them."""
+    dqn = _run(
+        "dqn", 1, loss=np.linspace(1, 0.1, 20), mean_q=np.linspace(0, 5, 20), epsilon=np.linspace(1, 0.1, 20)
+    )
+    ntuple = _run("ntuple", 2, n=300, td_error=np.linspace(50, 10, 300), lr=1.0)
+    panel.set_runs([(1, dqn), (2, ntuple)])
+    panel.redraw()
+    assert len(panel.panel_titles()) >= 7
+    assert panel.minimumSizeHint().height() < 300
+    panel.resize(700, 400)
+    panel.redraw()
+    assert panel.gridScroll.verticalScrollBar().maximum() > 0  # the panels keep their height and scroll
+
+
 def test_a_constant_series_is_a_line_of_text_not_a_panel(panel) -> None:
     panel.set_runs([(3, _run("ntuple", 3, td_error=np.linspace(50, 10, 20), lr=1.0))])
     assert "Learning rate" not in panel.panel_titles()
