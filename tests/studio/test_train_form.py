@@ -438,3 +438,27 @@ def test_a_live_runs_figures_and_curves_take_its_greedy_evaluations(qtbot):
     panel.redraw()
     assert not any("Greedy evaluation" in c for c in panel.constants)
     assert panel.data_length("greedyEvaluationPlot") == 2
+
+
+def test_use_in_play_hands_over_the_runs_best_checkpoint_and_the_eval_cell_names_it(
+    qtbot, tab, store, tmp_path
+):
+    from agents.base import MetricEvent
+    from engine import Rules
+
+    rid = store.create_run("dqn", {}, Rules(), {"episodes": 1})
+    paths = []
+    for episode in (10, 20, 30):
+        p = tmp_path / f"ep{episode}.npz"
+        p.write_bytes(b"x" * 1000)
+        paths.append(p)
+        cid = store.add_checkpoint(rid, p, episode, episode * 100)
+        store.set_checkpoint_eval(cid, {10: 500.0, 20: 900.0, 30: 700.0}[episode])
+    store.log_metrics(rid, [MetricEvent("evaluation", 30, 3000, 9.0, {"eval_score": 700.0})])
+    tab.runsPanel.refresh()
+    tab.select_runs([rid])
+    with qtbot.waitSignal(tab.useInPlay, timeout=2000) as sig:
+        qtbot.mouseClick(tab.useInPlayButton, Qt.MouseButton.LeftButton)
+    assert sig.args == ["dqn", str(paths[1])]  # episode 20 evaluated best, not the last one
+    cell = tab.runsPanel.runsTable.item(0, 7)
+    assert cell.text() == "700" and "Best: 900 at episode 20 (ep20.npz)" in cell.toolTip()

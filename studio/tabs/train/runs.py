@@ -113,13 +113,13 @@ class RunsPanel(QWidget):
             "Use in Play",
             "useInPlayButton",
             self.use_selected_in_play,
-            "Hint / watch with the run's last checkpoint",
+            "Hint / watch with the run's best checkpoint (by greedy evaluation), else its last",
         )
         self.useInArenaButton = button(
             "Use in Arena",
             "useInArenaButton",
             self.use_selected_in_arena,
-            "Evaluate the runs' last checkpoints",
+            "Evaluate the runs' best checkpoints (by greedy evaluation), else their last",
         )
         self.exportButton = QPushButton("Export…")
         self.exportButton.setObjectName("exportButton")
@@ -229,10 +229,11 @@ class RunsPanel(QWidget):
     def set_runs(self, runs: Sequence[RunSummary]) -> None:
         """Show ``runs`` (the store's list), keeping the selection."""
         selected = set(self.selected_run_ids())
-        try:  # what the checkpoints take on disk, in one query
+        try:  # what the checkpoints take on disk, in one query; each run's best checkpoint
             disk = self.store.runs_disk_use([r.id for r in runs])
-        except Exception:  # a store that cannot say: the column stays empty, the table shows
-            disk = {}
+            best = {r.id: self.store.best_checkpoint(r.id) for r in runs if "eval_score" in r.last_metrics}
+        except Exception:  # a store that cannot say: the columns stay empty, the table shows
+            disk, best = {}, {}
         table = self.runsTable
         table.setSortingEnabled(False)
         table.blockSignals(True)  # filling cells is not the user ticking boxes
@@ -260,7 +261,11 @@ class RunsPanel(QWidget):
                     table.setItem(row, col, item)
                 item.setText(text)
                 item.setData(Qt.ItemDataRole.UserRole, r.id)
-                item.setToolTip(r.error if col == 2 and r.error else TIPS.get(col, ""))
+                tip = TIPS.get(col, "")
+                if col == 7 and best.get(r.id) is not None:
+                    b = best[r.id]
+                    tip += f"\nBest: {b.eval_score:,.0f} at episode {b.episode:,} ({b.path.name})"
+                item.setToolTip(r.error if col == 2 and r.error else tip)
                 if col == 0:
                     item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
                     item.setCheckState(
@@ -333,10 +338,14 @@ class RunsPanel(QWidget):
         self.error_box = error_box(self, title, text, name="trainErrorBox")
 
     def checkpoint_of(self, run_id: int) -> tuple[str, str] | None:
-        """(agent, last checkpoint path) of a run; None (and says why) when it has no checkpoint file."""
+        """(agent, checkpoint path) of a run: its best checkpoint by greedy evaluation when it has one
+        (the strongest player it made), else its last; None (and says why) when it has no file."""
         try:
             summary = self.store.get_run(run_id)
-            path = self.store.last_checkpoint(run_id)
+            best = self.store.best_checkpoint(run_id)
+            path = (
+                best.path if best is not None and best.path.exists() else self.store.last_checkpoint(run_id)
+            )
         except Exception as e:
             self._show_error("No checkpoint", str(e))
             return None
