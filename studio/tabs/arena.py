@@ -177,6 +177,7 @@ class ArenaTab(QWidget):
         self.error_box: QMessageBox | None = None
         self._live: _Live | None = None
         self._games_each = 0
+        self._games_seen = 0  # finished games already announced with gamesChanged
         self._build()
         self._fill_agents()
         self._update_buttons()
@@ -441,6 +442,7 @@ class ArenaTab(QWidget):
         live = _Live(specs)
         self._live = live
         self._games_each = games
+        self._games_seen = 0
         total = games * len(specs)
 
         def job(report: Callable[..., None]) -> list[Any]:
@@ -540,6 +542,9 @@ class ArenaTab(QWidget):
         if self._live is not None and self._live.cancel:
             self.progressLabel.setText("Cancelling…")  # the bar stays where the games stopped
             return
+        if done != self._games_seen:  # finished games are in the store: the window's count follows
+            self._games_seen = done
+            self.gamesChanged.emit()
         model = self.eta()
         self.progressBar.setValue(round(1000 * model.fraction()))
         lines = [f"{done:,} / {total:,} games · ETA {duration(model.seconds_left(), '…')}"]

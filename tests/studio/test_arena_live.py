@@ -80,12 +80,14 @@ def _bars(tab: ArenaTab) -> list:
     return [i for i in tab.barChart.getPlotItem().items if i.__class__.__name__ == "BarGraphItem"]
 
 
-def test_a_row_fills_while_the_next_contestant_still_plays(qtbot, arena):
+def test_a_row_fills_while_the_next_contestant_still_plays(qtbot, arena, store):
     arena.add_agent("random")
     arena.add_spec(slow())  # ~0.5 s a game
     arena.gamesSpin.setValue(3)
     arena.workersSpin.setValue(1)
     eta_texts: list[str] = []
+    announced: list[int] = []  # the window's game count follows the games as they finish
+    arena.gamesChanged.connect(lambda: announced.append(store.count_games()))
     with qtbot.waitSignal(arena.evaluationFinished, timeout=120_000) as fin:
         qtbot.mouseClick(arena.runButton, CLICK)
         # Both rows are there from the start, waiting.
@@ -120,6 +122,7 @@ def test_a_row_fills_while_the_next_contestant_still_plays(qtbot, arena):
     assert any("Playing slow 4 ms (2 of 2)" in t for t in eta_texts)
     assert arena.progressLabel.text().startswith("Done: 6 games in ")
     assert [_cell(arena, r, "Status") for r in range(2)] == ["done", "done"]
+    assert announced and announced[0] < 6 and announced[-1] == 6
 
 
 def test_mean_ci_median_and_reached_at_least_match_the_stored_games(qtbot, arena, store):
