@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QSettings, Qt, QTimer
+from PySide6.QtCore import QEvent, QSettings, Qt, QTimer
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -46,6 +46,9 @@ from PySide6.QtWidgets import (
 from agents.base import MetricEvent
 from agents.metrics import EPSILON, LOSS, STANDARD, MetricInfo, groups, metrics_of
 
+#: The least height a row of plots gets before the panels scroll (two runs of different agents
+#: compared make four rows, which do not fit above the runs table of a 1280x800 window).
+MIN_ROW_PX = 150
 #: Colours of runs: run N takes RUN_COLOURS[(N - 1) % 8], whatever else is shown.
 RUN_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2")
 #: Metrics with a moving average kept (agents.metrics.STANDARD).
@@ -607,15 +610,20 @@ class CurvesPanel(QWidget):
         self.emptyLabel.setStyleSheet("color: #666; font-size: 11pt;")
         outer.addWidget(self.emptyLabel, 1)
         self.gridHost = QWidget()
+        self._rows = 0  # rows of panels in the grid (see _fit_grid)
         self.gridHost.setObjectName("curvesGrid")
         self.grid = QGridLayout(self.gridHost)
         self.grid.setContentsMargins(0, 0, 0, 0)
         self.grid.setSpacing(4)
         # Many panels (two runs of different agents compared) scroll instead of pushing the window
         # past the screen: on a 1280x800 screen four rows of plots do not fit above the runs table.
+        # The grid is sized by hand (_fit_grid): the scroll area's own resizing asks the word-wrapped
+        # legends for their height at the preferred size of every plot, which made each row as tall
+        # as the whole view. Rows share the view when each gets MIN_ROW_PX; below that they scroll.
         self.gridScroll = QScrollArea()
         self.gridScroll.setObjectName("curvesScroll")
-        self.gridScroll.setWidgetResizable(True)
+        self.gridScroll.setWidgetResizable(False)
+        self.gridScroll.viewport().installEventFilter(self)
         self.gridScroll.setFrameShape(QFrame.Shape.NoFrame)
         self.gridScroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.gridScroll.setWidget(self.gridHost)
@@ -739,6 +747,16 @@ class CurvesPanel(QWidget):
             p.plot.getPlotItem().enableAutoRange()
         self.mark_dirty()
         self.redraw()
+
+    def eventFilter(self, watched: Any, event: Any) -> bool:
+        if watched is self.gridScroll.viewport() and event.type() == QEvent.Type.Resize:
+            self._fit_grid()
+        return super().eventFilter(watched, event)
+
+    def _fit_grid(self) -> None:
+        """The grid as wide as the view, and as tall as the view or MIN_ROW_PX a row, whichever is more."""
+        view = self.gridScroll.viewport().size()
+        self.gridHost.resize(view.width(), max(view.height(), self._rows * MIN_ROW_PX))
 
     def showEvent(self, event: Any) -> None:
         super().showEvent(event)
@@ -1038,6 +1056,8 @@ class CurvesPanel(QWidget):
                 self.grid.addWidget(p.box, k // 2, k % 2, 1, 2 if last_alone else 1)
             for r in range(self.grid.rowCount()):
                 self.grid.setRowStretch(r, 1 if r < (len(shown) + 1) // 2 else 0)
+            self._rows = (len(shown) + 1) // 2
+            self._fit_grid()
         empty = not self.runs
         if empty:
             titles = " · ".join(p.title for p in self._panels.values())

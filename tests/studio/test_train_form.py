@@ -66,7 +66,7 @@ def _type(qtbot, spin, text: str) -> None:
 
 def test_every_preset_name_is_whole_in_the_box_at_the_panels_narrowest(qtbot, tab):
     form = tab.launch.form
-    left = tab.findChild(QScrollArea).parentWidget()
+    left = tab.findChild(QScrollArea, "launchScroll").parentWidget()
     assert left.width() <= 420  # the panel as it opens, or its minimum
     checked = 0
     for agent in registry.agent_names():
@@ -157,7 +157,7 @@ def test_tab_and_shift_tab_go_field_to_field_and_keep_the_view(qtbot, tab):
     launch = tab.launch
     launch.select_agent("dqn")  # the longest form: it scrolls
     form = launch.form
-    bar = tab.findChild(QScrollArea).verticalScrollBar()
+    bar = tab.findChild(QScrollArea, "launchScroll").verticalScrollBar()
     QApplication.processEvents()
     assert bar.maximum() > 300
     specs = [s.name for s in form.config_cls.specs() if not s.advanced]
@@ -175,7 +175,7 @@ def test_tab_and_shift_tab_go_field_to_field_and_keep_the_view(qtbot, tab):
     # In the middle of the form: moving between fields in view never scrolls.
     bar.setValue(bar.maximum() // 2)
     QApplication.processEvents()
-    view = tab.findChild(QScrollArea).viewport()
+    view = tab.findChild(QScrollArea, "launchScroll").viewport()
     shown = [e for e in editors if view.rect().contains(QRect(e.mapTo(view, QPoint(0, 0)), e.size()))]
     assert len(shown) >= 4
     qtbot.mouseClick(shown[0].lineEdit() if hasattr(shown[0], "lineEdit") else shown[0], CLICK)
@@ -190,7 +190,7 @@ def test_tab_and_shift_tab_go_field_to_field_and_keep_the_view(qtbot, tab):
 
     # Out of the last field: on to the fold, a few pixels down at most; never back to the top.
     editors[-1].setFocus()
-    tab.findChild(QScrollArea).ensureWidgetVisible(editors[-1])
+    tab.findChild(QScrollArea, "launchScroll").ensureWidgetVisible(editors[-1])
     before = bar.value()
     assert _press(qtbot, Qt.Key.Key_Tab) is form.advancedToggle
     assert bar.value() >= before > 0
@@ -250,12 +250,12 @@ def test_imitation_says_how_much_data_and_start_warns_on_too_few_moves(qtbot, ta
     tab.launch.set_budget(episodes=2)
 
     # Start with the form scrolled down: the run starts, and the warning is said again and brought into view.
-    bar = tab.findChild(QScrollArea).verticalScrollBar()
+    bar = tab.findChild(QScrollArea, "launchScroll").verticalScrollBar()
     bar.setValue(bar.maximum())
     qtbot.mouseClick(tab.startButton, CLICK)
     assert len(launched) == 1 and launched[0].agent == "imitation"
     assert said[-1] == f"training on {warning}"
-    view = tab.findChild(QScrollArea).viewport()
+    view = tab.findChild(QScrollArea, "launchScroll").viewport()
     assert view.rect().contains(QRect(note.mapTo(view, QPoint(0, 0)), note.size()))
 
     # Filters that select nothing: said at once (after the pause for typing), and the run refuses itself.

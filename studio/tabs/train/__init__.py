@@ -116,6 +116,7 @@ class TrainTab(QWidget):
         layout = QVBoxLayout(left)
         layout.setContentsMargins(0, 0, 0, 0)
         scroll = QScrollArea()
+        scroll.setObjectName("launchScroll")
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         # The form follows the panel's width (fields shrink); only a long form scrolls, downwards.
