@@ -17,7 +17,11 @@ from hypothesis import HealthCheck, settings
 FUZZ = settings(
     max_examples=int(os.environ.get("FUZZ_EXAMPLES", "40")),
     deadline=None,  # cases start databases and processes; time is not the property
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large],
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.data_too_large,
+    ],
 )
 
 #: door name -> cases run in this process.

@@ -69,7 +69,10 @@ def _hostile_files(store, ids: list[int], tmp_path: Path) -> dict[str, tuple[Pat
     np.savez_compressed(tmp_path / "minus.npz", **{**arrays, "version": np.array(-1)})
     files["version -1"] = (tmp_path / "minus.npz", "version must be the whole number 1, got -1")
     np.savez_compressed(tmp_path / "bomb.npz", **{**arrays, "layouts": np.zeros((40_000, 16), np.int64)})
-    files["zip bomb"] = (tmp_path / "bomb.npz", "would take the archive past 1,048,576 bytes once decompressed")
+    files["zip bomb"] = (
+        tmp_path / "bomb.npz",
+        "would take the archive past 1,048,576 bytes once decompressed",
+    )
     (tmp_path / "junk.npz").write_bytes(b"PK\x03\x04 not really a zip")
     files["junk"] = (tmp_path / "junk.npz", "not a readable .npz file")
     return files
