@@ -24,6 +24,11 @@ raised, ``("error", message, field, traceback)``. After ``"detach"`` the child a
 and closes its output, so the window stops reading at once.
 
 SIGINT and SIGTERM stop the child's run cleanly too (a window that re-attached to it uses SIGINT).
+
+A learner that reports nothing for :data:`NO_PROGRESS_S` while it is not paused (a hung library call, a
+jitted loop that never returns: nothing short of ending the process stops it) is ended by a watchdog
+in the child: the run is marked failed with the reason, the window gets it as an ``"error"`` frame, and
+the last checkpoint stays the one a resume starts from.
 """
 
 from __future__ import annotations
@@ -52,6 +57,11 @@ BATCH_S = 0.1
 #: otherwise idle (niceness only matters under contention).
 CHILD_NICENESS = 10
 COMMANDS = ("pause", "resume", "stop", "checkpoint", "detach")
+#: Seconds without a report from an unpaused learner before the child ends its run as failed. Long:
+#: the slowest legitimate gap (an MCTS generation with a big search, a first numba compile) is minutes.
+NO_PROGRESS_S = 1800.0
+#: Exit status of a child ended by the watchdog.
+EXIT_NO_PROGRESS = 3
 _HEADER = struct.Struct("<I")
 
 
@@ -94,7 +104,9 @@ class TrainingProcess:
     the child is gone (the command no longer matters).
     """
 
-    def __init__(self, request: Any, db_path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, request: Any, db_path: str | os.PathLike[str], *, no_progress_s: float = NO_PROGRESS_S
+    ) -> None:
         env = dict(os.environ)
         root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -113,7 +125,7 @@ class TrainingProcess:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._in: IO[bytes] = self.proc.stdin
         self._out: IO[bytes] = self.proc.stdout
-        self.send((request, str(db_path)))
+        self.send((request, str(db_path), {"no_progress_s": float(no_progress_s)}))
 
     @property
     def pid(self) -> int:
@@ -244,6 +256,33 @@ def _listen(inp: IO[bytes], control: Control, run_box: dict[str, Any], send: _Se
             send.close()
 
 
+def _watchdog(
+    heard: list[float], limit_s: float, control: Control, db_path: Path, run_id: int, send: _Sender
+) -> None:
+    """End the process when the learner has said nothing for ``limit_s`` seconds while not paused."""
+    from engine.store import GameStore
+    from studio.text import duration
+
+    while True:
+        time.sleep(min(1.0, limit_s / 4))
+        now = time.monotonic()
+        if control.paused:
+            heard[0] = now  # a paused learner is silent by design
+            continue
+        if now - heard[0] <= limit_s:
+            continue
+        reason = (
+            f"no progress: the learner reported nothing for {duration(now - heard[0])} (m:ss), so its run "
+            "was ended; resume continues from the last checkpoint"
+        )
+        with contextlib.suppress(Exception), GameStore(db_path) as store:  # its own connection
+            store.set_run_status(run_id, "failed", reason)
+        with contextlib.suppress(Exception):
+            send(("error", reason, None, ""))
+        sys.stderr.flush()
+        os._exit(EXIT_NO_PROGRESS)
+
+
 def child_main() -> int:
     """The child's whole life: read the request, train, report; exit status 0 / 1 (failed) / 2 (refused)."""
     out = os.fdopen(os.dup(1), "wb")
@@ -253,7 +292,8 @@ def child_main() -> int:
     opening = read_frame(inp)
     if opening is None:
         return 2
-    request, db_path = opening
+    request, db_path, *more = opening
+    no_progress_s = float(more[0].get("no_progress_s", NO_PROGRESS_S)) if more else NO_PROGRESS_S
     if hasattr(os, "nice"):
         with contextlib.suppress(OSError):
             os.nice(CHILD_NICENESS)
@@ -277,11 +317,19 @@ def child_main() -> int:
             return 2
         run_box["run"] = run
         send(("started", run.run_id, run.agent.name))
+        heard = [time.monotonic()]  # when the learner last reported (or was last paused)
+        threading.Thread(
+            target=_watchdog,
+            args=(heard, no_progress_s, control, Path(db_path), run.run_id, send),
+            name="watchdog",
+            daemon=True,
+        ).start()
         pending: list[MetricEvent] = []
         last_sent = time.monotonic()
         checkpoint = run.last_checkpoint
         try:
             for event in run:
+                heard[0] = time.monotonic()
                 pending.append(event)
                 now = time.monotonic()
                 if now - last_sent >= BATCH_S:

@@ -151,6 +151,35 @@ def test_a_detached_run_finishes_headless(store):
     assert run.status == "finished" and run.episodes == 5
 
 
+def test_a_learner_silent_too_long_is_ended_and_its_run_fails_with_the_reason(store):
+    """A learner stuck inside one call (here: a second a move, so a game takes minutes) is ended by
+    the child's watchdog; nothing else could stop it."""
+    request = _fake_request(budget=Budget(episodes=10), config={"delay_ms": 1000.0})
+    proc = TrainingProcess(request, store.path, no_progress_s=1.0)
+    started = time.monotonic()
+    kinds = [m[0] for m in proc.messages()]
+    assert proc.wait(30) == 3 and time.monotonic() - started < 30, kinds
+    assert kinds[0] == "started" and kinds[-1] == "error"
+    run = store.list_runs()[0]
+    assert run.status == "failed" and run.error is not None
+    assert run.error.startswith("no progress: the learner reported nothing for 0:0")
+
+
+def test_a_paused_learner_is_not_taken_for_a_stuck_one(store):
+    proc = TrainingProcess(
+        _fake_request(budget=Budget(episodes=10**6), config={"delay_ms": 2.0}), store.path, no_progress_s=1.0
+    )
+    messages = proc.messages()
+    assert next(messages)[0] == "started"
+    proc.send("pause")
+    time.sleep(3.0)  # three times the limit, silent while paused
+    assert proc.returncode is None
+    proc.send("resume")
+    proc.send("stop")
+    assert next(m for m in messages if m[0] in ("done", "error"))[:2] == ("done", "stopped")
+    assert proc.wait(30) == 0
+
+
 def test_a_request_the_child_refuses_comes_back_as_one_line_with_its_field(store):
     proc = TrainingProcess(RunRequest(agent="dqn", budget=None), store.path)
     assert list(proc.messages()) == [("error", "give a budget: episodes, minutes or steps", "budget", "")]
