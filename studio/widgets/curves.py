@@ -1016,7 +1016,12 @@ class CurvesPanel(QWidget):
             with_data = [(c, c.run.metrics[c.metric]) for c in mine if c.run.count(c.metric)]
             collapsible = p.kind not in ("score", "speed")
             all_const = bool(with_data) and collapsible and all(s.constant for _c, s in with_data)
-            p.shown = bool(self.runs) and not all_const and (bool(with_data) or not any_events)
+            # A panel of the agent's own metrics stays up before its data comes (DQN's losses start after
+            # its first thousand moves): showing it then would re-lay the grid and paint new plots in one
+            # frame, the window's longest stall. A standard panel no run fills (imitation plays no
+            # games, so it has no score) goes once events flow.
+            own = any(m not in STANDARD for m in p.infos)
+            p.shown = bool(self.runs) and not all_const and (bool(with_data) or not any_events or own)
             if all_const:
                 info_of = {m.name: m for m in p.infos}
                 for c, s in with_data:
@@ -1025,7 +1030,8 @@ class CurvesPanel(QWidget):
                     note = "constant" if len(s) > 1 else "the first value"  # one evaluation is no trend yet
                     constants.append(f"{who}{label} = {format_si(s.lo, abs(s.lo) / 1000 or None)} ({note})")
             log_pref = self.log_y or any(m.scale == "log" for m in p.infos)
-            positive = bool(with_data) and all(s.lo > 0 for _c, s in with_data)
+            # No data yet counts as positive: the axis then needs no switch (a re-layout) when it comes.
+            positive = all(s.lo > 0 for _c, s in with_data)
             log_y = log_pref and positive and p.transform != "log2"
             if (log_y, self.log_x) != (p.log_y, p.log_x):
                 p.log_y, p.log_x = log_y, self.log_x
@@ -1033,7 +1039,9 @@ class CurvesPanel(QWidget):
             legend = []
             html = [f"<b>{p.title}</b>"]
             for c in mine:
-                if c.run.count(c.metric) and c.name not in legend:
+                # An agent's declared series are named before their data comes, so the header keeps
+                # its height then (a header that grows shrinks and repaints every plot in its row).
+                if (c.run.count(c.metric) or own) and c.name not in legend:
                     legend.append(c.name)
                     html.append(f"<span style='color:{c.colour}'>&#9632;</span>&nbsp;{c.name}")
             if legend != p.legend or not p.header.text():
