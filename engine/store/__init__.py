@@ -7,6 +7,8 @@
 * :mod:`engine.store.db` — :class:`GameStore` (games and moves; interrupted-writer sweep).
 * :mod:`engine.store.recorder` — :class:`GameRecorder`: one game played move by move (by the person,
   agents, or both in turn), stored as one record with the :class:`Player` of every move.
+* :mod:`engine.store.reviews` — the reviews half of :class:`GameStore`: a reviewer's values of every
+  move of a game, written in chunks (a killed review resumes).
 * :mod:`engine.store.runs` — the runs half of :class:`GameStore`: runs, metric history, checkpoints.
 * :mod:`engine.store.exchange` — ``.npz`` (seed 003's layout) and ``.jsonl`` export / checked import.
 * :mod:`engine.store.codec` — board and spawn byte encodings; :mod:`engine.store.metrics` — metric
@@ -33,6 +35,7 @@ from engine.store.model import (
     format_time,
 )
 from engine.store.recorder import GameRecorder
+from engine.store.reviews import ReviewInfo
 
 __all__ = [
     "GAME_STATUSES",
@@ -47,6 +50,7 @@ __all__ = [
     "GameStore",
     "GameSummary",
     "Player",
+    "ReviewInfo",
     "RunMessage",
     "RunSummary",
     "StoreError",

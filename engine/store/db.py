@@ -42,6 +42,7 @@ from engine.store.model import (
     StoreError,
     source_of,
 )
+from engine.store.reviews import ReviewsMixin
 from engine.store.runs import RunsMixin
 from engine.store.values import rules_of, seed_text, seed_value, to_json
 
@@ -97,7 +98,7 @@ def to_timestamp(value: TimeLike, *, end_of_day: bool = False) -> float:
     raise StoreError(f"{value!r} is not a time")
 
 
-class GameStore(RunsMixin):
+class GameStore(RunsMixin, ReviewsMixin):
     """The studio's database of games and runs (one SQLite file, WAL).
 
     ``GameStore.open()`` uses the data dir (``--data-dir`` / ``$STUDIO2048_DATA_DIR`` / user data dir).
@@ -630,7 +631,7 @@ class GameStore(RunsMixin):
             raise StoreError(f"game {game_id} is damaged: {why}") from None
 
     def delete_games(self, ids: Iterable[int]) -> int:
-        """Delete games with their moves; all or none (an unknown id is an error). Returns how many."""
+        """Delete games with their moves and reviews; all or none (an unknown id is an error). Returns how many."""
         wanted = sorted({int(i) for i in ids})
         if not wanted:
             return 0

@@ -24,8 +24,9 @@ from engine.store.model import StoreError
 
 APPLICATION_ID = 0x32303438  # "2048"
 #: 2: one record per game, with the player of each move (see _migrate_1_to_2); 3: checkpoints carry
-#: their evaluation score and the run's best one is marked (see _migrate_2_to_3)
-SCHEMA_VERSION = 3
+#: their evaluation score and the run's best one is marked (see _migrate_2_to_3); 4: game reviews
+#: (see _migrate_3_to_4)
+SCHEMA_VERSION = 4
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 30_000  # eval workers in several processes write to the same file
 
@@ -138,6 +139,31 @@ CREATE TABLE moves (
     PRIMARY KEY (game_id, idx)
 ) WITHOUT ROWID;
 """
+
+REVIEWS_SCHEMA = """
+-- Game reviews (engine.store.reviews): one row per (game, reviewer), its values in chunks of moves.
+CREATE TABLE IF NOT EXISTS reviews (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    game_id INTEGER NOT NULL REFERENCES games(id) ON DELETE CASCADE,
+    reviewer_key TEXT NOT NULL,        -- stable identity of the reviewer (agent, checkpoint, depth)
+    reviewer TEXT NOT NULL,            -- JSON: name, checkpoint, depth, label, value_kind
+    reviewed INTEGER NOT NULL DEFAULT 0,   -- moves reviewed so far (0 .. the game's moves)
+    created REAL NOT NULL,
+    updated REAL NOT NULL,
+    UNIQUE (game_id, reviewer_key)
+);
+
+-- The reviewer's value of each move of moves first .. first + n - 1, written as they are reviewed (a
+-- kill keeps the chunks done): float64[n, 4] in action order, NaN for an illegal move.
+CREATE TABLE IF NOT EXISTS review_chunks (
+    review_id INTEGER NOT NULL REFERENCES reviews(id) ON DELETE CASCADE,
+    first INTEGER NOT NULL,
+    n INTEGER NOT NULL,
+    vals BLOB NOT NULL,
+    PRIMARY KEY (review_id, first)
+) WITHOUT ROWID;
+"""
+SCHEMA += REVIEWS_SCHEMA
 
 
 def _refuse(path: Path, why: str) -> StoreError:
@@ -298,7 +324,7 @@ def _migrate(con: sqlite3.Connection, path: Path) -> None:
 
     EXCLUSIVE, and the version is read again inside it: two processes opening an old store at once
     migrate it once (the second finds it done). A failure rolls everything back, leaving the old store
-    as it was. Future migrations go here: ``if version < 4: _migrate_3_to_4(con)``.
+    as it was. Future migrations go here: ``if version < 5: _migrate_4_to_5(con)``.
     """
     con.execute("BEGIN EXCLUSIVE")
     try:
@@ -307,6 +333,8 @@ def _migrate(con: sqlite3.Connection, path: Path) -> None:
             _migrate_1_to_2(con)
         if version < 3:
             _migrate_2_to_3(con)
+        if version < 4:
+            _migrate_3_to_4(con)
         con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         con.execute(
             "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
@@ -358,3 +386,9 @@ def _migrate_2_to_3(con: sqlite3.Connection) -> None:
         con.execute("ALTER TABLE run_checkpoints ADD COLUMN eval_score REAL")
     if "best" not in columns:
         con.execute("ALTER TABLE run_checkpoints ADD COLUMN best INTEGER NOT NULL DEFAULT 0")
+
+
+def _migrate_3_to_4(con: sqlite3.Connection) -> None:
+    """Schema 3 -> 4: the game-review tables (empty: no game of an older store was reviewed)."""
+    for statement in _statements(REVIEWS_SCHEMA):
+        con.execute(statement)

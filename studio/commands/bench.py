@@ -46,6 +46,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "MCTS self-play games/s: 1 and 2 local workers, Ray",
     ),
     "ntuple": ("studio.commands.bench_ntuple:ntuple_benchmark", "n-tuple TD training moves/s on one core"),
+    "review": (
+        "studio.commands.bench_review:review_benchmark",
+        "seconds to review a 1,000-move game: expectimax depth 2, n-tuple 2-ply (-o checkpoint=PATH)",
+    ),
     "gui": (
         "studio.commands.bench_gui:gui_benchmark",
         "window stalls and key-to-paint latency (ms) while agents train, with a competing process",

@@ -121,6 +121,7 @@ SUBCOMMANDS: dict[str, list[str]] = {
         "--ray-address",
     ],
     "play": ["--text", "--rows", "--cols", "--p4", "--seed"],
+    "review": ["--reviewer", "--depth", "--json", "--source", "--since"],
     "bench engine": ["--seconds", "--rounds", "--seed", "--json", "-o"],
     "bench ntuple": ["--seconds", "--rounds", "--seed", "-o"],
     "bench mcts": ["--seconds", "--rounds", "-o"],
@@ -228,6 +229,8 @@ VALID = [
     "runs export 1 out.csv",
     "runs list --status finished",
     "play --text --rows 2 --cols 2 --seed 1",
+    "review 1 --reviewer greedy --json",
+    "review 2 --reviewer expectimax --depth 1",
 ]
 
 

@@ -1,0 +1,362 @@
+"""Game review: forced positions graded as expected by every reviewer, self-review at 100 %, resume
+after an interrupted review, the default reviewer, and the ``review`` command."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from agents.base import Budget
+from agents.registry import create_agent
+from agents.review import BEST, BLUNDER, FORCED, GRADES, accuracy, grade_move
+from agents.spec import AgentSpec
+from engine import Direction, Game, Rules
+from engine.records import GameTrace, play_recorded
+from engine.store import GameStore
+from studio.cli import main
+from studio.services import review as svc
+from studio.services.review import Reviewer, default_reviewer, grade_played, review_game, review_games
+
+RULES = Rules()
+# Checkerboard of 2s and 4s (no merge anywhere) over a bottom row: only left and right are legal.
+# Left leaves the one empty cell at (3, 3) between a 4 and a 16: a 2 there (90 %) ends the game.
+# Right leaves it at (3, 0) between a 2 and a 4: every tile spawned there can merge. Right survives.
+SURVIVE = np.array([[2, 4, 2, 4], [4, 2, 4, 2], [2, 4, 2, 4], [4, 2, 8, 8]])
+# A corner chain 1024-512-256-256: left merges it in the corner, up pulls it out of the corner.
+CHAIN = np.array([[0, 0, 0, 0], [0, 0, 0, 0], [2, 0, 0, 0], [1024, 512, 256, 256]])
+# Only one legal move (left): the first column is empty, the rest is a checkerboard without a merge.
+FORCED_BOARD = np.array([[0, 2, 4, 2], [0, 4, 2, 4], [0, 2, 4, 2], [0, 4, 2, 4]])
+
+
+@pytest.fixture(scope="module")
+def small_checkpoint(tmp_path_factory):
+    """A small n-tuple network (4x4 tuples) trained for 2,000 games (about a second), saved."""
+    agent = create_agent("ntuple", {"layout": "4x4"}, seed=5)
+    for _ in agent.train(Budget(episodes=2000)):
+        pass
+    return str(agent.save(tmp_path_factory.mktemp("ckpt") / "small.npz"))
+
+
+def reviewers(checkpoint: str | None = None) -> list[Reviewer]:
+    out = [
+        Reviewer(AgentSpec(name="expectimax"), 1),
+        Reviewer(AgentSpec(name="expectimax"), 2),
+        Reviewer(AgentSpec(name="ntuple", config={"layout": "4x4"}), 1),
+        Reviewer(AgentSpec(name="ntuple", config={"layout": "4x4"}), 2),
+    ]
+    if checkpoint:
+        out.append(Reviewer(AgentSpec.from_checkpoint(checkpoint), 2))
+    return out
+
+
+def play(agent, seed: int, moves: int) -> GameTrace:
+    game = Game(seed=seed)
+    trace = GameTrace.start(game)
+    while not game.game_over and game.moves < moves:
+        play_recorded(game, agent.act(game), trace)
+    trace.final_board = game.board
+    return trace
+
+
+# ------------------------------------------------------------------------------ grading positions
+def test_the_move_that_keeps_the_game_alive_is_best_and_the_other_a_blunder(small_checkpoint):
+    for reviewer in reviewers():
+        agent = reviewer.build(RULES)
+        right = grade_played(agent, RULES, SURVIVE, Direction.RIGHT, score=1000)
+        left = grade_played(agent, RULES, SURVIVE, Direction.LEFT, score=1000)
+        if reviewer.depth == 1 and agent.name == "ntuple":
+            # 1-ply reads only the merge reward (16 both ways): it cannot see the danger, so no verdict
+            assert left.grade == BEST and left.loss == 0
+            continue
+        assert right.grade == BEST and right.best == Direction.RIGHT, reviewer.label
+        assert left.grade == BLUNDER and left.best == Direction.RIGHT and left.risky, reviewer.label
+        assert left.loss > 0 and left.score == 0
+    agent = reviewers(small_checkpoint)[-1].build(RULES)
+    assert grade_played(agent, RULES, SURVIVE, Direction.LEFT, score=1000).grade == BLUNDER
+
+
+def test_merging_the_corner_chain_is_best_and_pulling_it_out_a_blunder(small_checkpoint):
+    for reviewer in reviewers(small_checkpoint):
+        agent = reviewer.build(RULES)
+        left = grade_played(agent, RULES, CHAIN, Direction.LEFT, score=5000)
+        up = grade_played(agent, RULES, CHAIN, Direction.UP, score=5000)
+        assert left.grade == BEST and left.rank == 1, reviewer.label
+        assert up.grade == BLUNDER and up.rank > 1 and up.best in (Direction.LEFT, Direction.RIGHT)
+        if agent.value_kind == "points":
+            # points reviewers: the loss is expected points, the position's value the expected final score
+            assert up.loss == pytest.approx(left.values[Direction.LEFT] - up.values[Direction.UP])
+            assert left.value == pytest.approx(5000 + left.values[Direction.LEFT])
+
+
+def test_a_lone_legal_move_is_forced_and_left_out_of_the_accuracy():
+    agent = create_agent("expectimax", {"depth": 1})
+    g = grade_played(agent, RULES, FORCED_BOARD, Direction.LEFT)
+    assert g.grade == FORCED and g.forced and list(g.values) == [Direction.LEFT]
+    assert accuracy([g]) == 100.0
+    blunder = grade_move([10.0, 1.0, np.nan, np.nan], 1, "rank", index=1)
+    assert blunder.grade == BLUNDER and accuracy([g, blunder]) == 0.0
+
+
+def test_points_thresholds_follow_the_module_docstring():
+    # best value 10,000 expected points: 20 pts good, 300 (3 %) inaccuracy, 800 mistake, 1,500 blunder
+    cases = {0: BEST, 20: "good", 90: "good", 300: "inaccuracy", 800: "mistake", 1500: BLUNDER}
+    for loss, grade in cases.items():
+        g = grade_move([10_000.0, 10_000.0 - loss, np.nan, np.nan], 1, "points", score_before=500)
+        assert g.grade == grade, loss
+        assert g.value == 10_500.0
+    assert grade_move([100.0, 81.0, np.nan, np.nan], 1, "points").grade == "good"  # <= 20 pts
+
+
+# ----------------------------------------------------------------------------------- whole games
+@pytest.mark.parametrize(
+    "name, config, knob",
+    [("expectimax", {"depth": 2}, "depth"), ("ntuple", {"layout": "4x4", "search_depth": 2}, "search_depth")],
+)
+def test_a_game_of_the_reviewers_own_choices_reviews_at_100_percent(name, config, knob, data_dir):
+    trace = play(create_agent(name, config), seed=4, moves=150)
+    with GameStore.open(data_dir) as store:
+        gid = store.record_trace(trace, "agent", name)
+        spec_config = {k: v for k, v in config.items() if k != knob}
+        review = review_game(store, gid, Reviewer(AgentSpec(name=name, config=spec_config), config[knob]))
+    assert review.complete and len(review.moves) == trace.n_moves == review.evaluated
+    assert review.accuracy == 100.0
+    assert set(review.counts) == set(GRADES)
+    assert review.counts["best"] + review.counts["forced"] == trace.n_moves
+    assert review.next_mistake() is None
+    assert len(review.curve()) == trace.n_moves
+
+
+def test_a_stored_review_is_reused_and_another_reviewer_keeps_both(data_dir):
+    trace = play(create_agent("expectimax", {"depth": 1}), seed=2, moves=80)
+    ex2 = Reviewer(AgentSpec(name="expectimax"), 2)
+    ex1 = Reviewer(AgentSpec(name="expectimax"), 1)
+    with GameStore.open(data_dir) as store:
+        gid = store.record_trace(trace, "human")
+        first = review_game(store, gid, ex2)
+        again = review_game(store, gid, ex2)
+        assert first.evaluated == 80 and again.evaluated == 0
+        assert [m.grade for m in again.moves] == [m.grade for m in first.moves]
+        assert again.accuracy == first.accuracy
+        other = review_game(store, gid, ex1)
+        assert other.evaluated == 80 and other.accuracy == 100.0
+        assert {r.key for r in store.list_reviews(gid)} == {ex1.key(), ex2.key()}
+        assert svc.stored_review(store, gid, ex2) is not None
+        mistakes = [m.index for m in first.moves if m.is_mistake]
+        if mistakes:
+            assert first.next_mistake() == mistakes[0]
+            assert first.previous_mistake(mistakes[-1] + 1) == mistakes[-1]
+
+
+def test_an_interrupted_review_keeps_its_finished_part_and_resumes(data_dir, monkeypatch):
+    monkeypatch.setattr(svc, "CHUNK_MOVES", 8)
+    trace = play(create_agent("expectimax", {"depth": 1}), seed=6, moves=100)
+    reviewer = Reviewer(AgentSpec(name="expectimax"), 2)
+    with GameStore.open(data_dir) as store:
+        gid = store.record_trace(trace, "human")
+        asked = iter(range(1000))
+        part = review_game(store, gid, reviewer, should_stop=lambda: next(asked) >= 30)
+        assert not part.complete and part.evaluated == 30 and len(part.moves) == 30
+        assert store.get_review(gid, reviewer.key()).reviewed == 30
+
+        # a crash in the middle (an exception from the reviewer) keeps every position evaluated so far
+        agent = reviewer.build(RULES)
+        calls = {"n": 0}
+        real = agent.move_values
+
+        def failing(game):
+            calls["n"] += 1
+            if calls["n"] > 25:
+                raise RuntimeError("killed")
+            return real(game)
+
+        monkeypatch.setattr(agent, "move_values", failing)
+        with pytest.raises(RuntimeError):
+            review_game(store, gid, reviewer, agent=agent)
+        assert store.get_review(gid, reviewer.key()).reviewed == 55
+
+        evaluated = {"n": 0}
+        fresh = reviewer.build(RULES)
+        counted = fresh.move_values
+
+        def counting(game):
+            evaluated["n"] += 1
+            return counted(game)
+
+        monkeypatch.setattr(fresh, "move_values", counting)
+        done = review_game(store, gid, reviewer, agent=fresh)
+        assert done.complete and done.evaluated == 45 == evaluated["n"]
+        whole = review_game(store, gid, Reviewer(AgentSpec(name="expectimax", label="again"), 2))
+    # the resumed review equals one made in one go (the label is not part of the reviewer's identity)
+    assert whole.evaluated == 0
+    straight = GameStore.open(data_dir)
+    try:
+        store_values = straight.review_values(straight.get_review(gid, reviewer.key()).id)
+    finally:
+        straight.close()
+    agent = reviewer.build(RULES)
+    direct = np.stack([svc.position_values(agent, RULES, trace.layouts[i]) for i in range(100)])
+    np.testing.assert_allclose(store_values, direct)
+
+
+def test_a_review_survives_sigkill_and_the_rerun_resumes(data_dir, tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    trace = play(create_agent("expectimax", {"depth": 2}), seed=1, moves=400)
+    with GameStore.open(data_dir) as store:
+        gid = store.record_trace(trace, "human")
+    script = tmp_path / "slow_review.py"
+    script.write_text(
+        "import sys, time\n"
+        "from agents.spec import AgentSpec\n"
+        "from engine.store import GameStore\n"
+        "from studio.services import review as svc\n"
+        "svc.CHUNK_MOVES = 10\n"
+        "store = GameStore.open(sys.argv[1])\n"
+        "r = svc.Reviewer(AgentSpec(name='expectimax'), 2)\n"
+        "agent = r.build()\n"
+        "real = agent.move_values\n"
+        "def slow(game):\n"
+        "    time.sleep(0.01)\n"
+        "    return real(game)\n"
+        "agent.move_values = slow\n"
+        "svc.review_game(store, int(sys.argv[2]), r, agent=agent)\n"
+    )
+    proc = subprocess.Popen([sys.executable, str(script), str(data_dir), str(gid)])
+    reviewer = Reviewer(AgentSpec(name="expectimax"), 2)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with GameStore.open(data_dir) as store:
+                info = store.get_review(gid, reviewer.key())
+            if info is not None and info.reviewed >= 30:
+                break
+            time.sleep(0.05)
+    finally:
+        proc.kill()
+        proc.wait()
+    with GameStore.open(data_dir) as store:
+        kept = store.get_review(gid, reviewer.key()).reviewed
+        assert 30 <= kept < 400
+        rest = review_game(store, gid, reviewer)
+    assert rest.complete and rest.evaluated == 400 - kept
+
+
+def test_review_many_games_builds_the_reviewer_once(data_dir, monkeypatch):
+    builds = []
+    real_build = Reviewer.build
+
+    def counting(self, rules=None):
+        builds.append(rules)
+        return real_build(self, rules)
+
+    monkeypatch.setattr(Reviewer, "build", counting)
+    ex = create_agent("expectimax", {"depth": 1})
+    with GameStore.open(data_dir) as store:
+        ids = [store.record_trace(play(ex, seed=s, moves=20), "human") for s in range(3)]
+        reviews = review_games(store, ids, Reviewer(AgentSpec(name="expectimax"), 1))
+    assert [r.game_id for r in reviews] == ids and all(r.accuracy == 100.0 for r in reviews)
+    assert len(builds) == 1
+
+
+def test_deleting_a_game_deletes_its_reviews(data_dir):
+    with GameStore.open(data_dir) as store:
+        gid = store.record_trace(play(create_agent("greedy"), seed=1, moves=10), "human")
+        review_game(store, gid, Reviewer(AgentSpec(name="expectimax"), 1))
+        assert store.list_reviews(gid)
+        store.delete_games([gid])
+        assert store.list_reviews(gid) == []
+
+
+# -------------------------------------------------------------------------------- default reviewer
+def test_the_default_reviewer_is_the_best_ntuple_checkpoint_else_expectimax(data_dir, tmp_path):
+    with GameStore.open(data_dir) as store:
+        assert default_reviewer(store) == Reviewer(AgentSpec(name="expectimax"), 2)
+        paths = []
+        for k, score in enumerate((1000.0, 3000.0)):
+            agent = create_agent("ntuple", {"layout": "4x4"})
+            paths.append(agent.save(tmp_path / f"net{k}.npz"))
+            run = store.create_run("ntuple", {"layout": "4x4"}, RULES, {"episodes": 1})
+            cp = store.add_checkpoint(run, paths[-1], 1, 1)
+            store.set_checkpoint_eval(cp, score)
+        chosen = default_reviewer(store)
+        assert chosen.depth == 2 and chosen.spec.checkpoint == str(paths[1].resolve())
+        assert default_reviewer(store, Rules(rows=3, cols=3)).spec.name == "expectimax"
+
+
+# ------------------------------------------------------------------------------------------ CLI
+def test_cli_json_shape_and_values(data_dir, capsys):
+    trace = play(create_agent("expectimax", {"depth": 1}), seed=8, moves=40)
+    with GameStore.open(data_dir) as store:
+        gid = store.record_trace(trace, "human")
+    argv = ["--data-dir", str(data_dir), "review", str(gid), "--reviewer", "expectimax", "--depth", "1"]
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["accuracy"] == 100.0 and out["complete"] and out["reviewed"] == 40
+    assert out["reviewer"]["name"] == "expectimax" and out["reviewer"]["depth"] == 1
+    assert len(out["moves"]) == 40
+    names = ["up", "left", "down", "right"]
+    for i, m in enumerate(out["moves"]):
+        assert m["played"] == names[int(trace.moves[i])] == m["best"]
+        legal = [names[d] for d in range(4) if Game(board=trace.layouts[i]).legal_mask()[d]]
+        assert sorted(m["values"]) == sorted(legal)
+        assert m["loss"] == 0 and m["grade"] in ("best", "forced")
+    agent = create_agent("expectimax", {"depth": 1})
+    first = svc.position_values(agent, RULES, trace.layouts[0])
+    assert out["moves"][0]["values"] == {
+        names[d]: pytest.approx(first[d]) for d in range(4) if first[d] == first[d]
+    }
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "accuracy: 100.0 %" in text and "reviewer: expectimax, depth 1" in text
+    assert len([ln for ln in text.splitlines() if ln.strip().endswith("best")]) >= 30
+    assert main(["--data-dir", str(data_dir), "review", "--source", "human", "--since", "2000-01-01",
+                 "--reviewer", "expectimax", "--depth", "1", "--json"]) == 0  # fmt: skip
+    many = json.loads(capsys.readouterr().out)
+    assert [g["game"] for g in many["games"]] == [gid] and many["games"][0]["accuracy"] == 100.0
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["review", "999"], "no game 999"),
+        (["review", "1", "--reviewer", "nope"], "unknown reviewer 'nope'"),
+        (["review", "1", "--reviewer", "greedy", "--depth", "2"], "greedy has no search depth"),
+        (["review"], "give a game id"),
+        (["review", "1", "--source", "human"], "not both"),
+        (["review", "--since", "yesterday"], "is not a date"),
+    ],
+)
+def test_cli_bad_input_is_one_line_and_exit_2(args, message, data_dir, capsys):
+    with GameStore.open(data_dir) as store:
+        store.record_trace(play(create_agent("greedy"), seed=1, moves=5), "human")
+    assert main(["--data-dir", str(data_dir), *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+
+
+@pytest.mark.parametrize("args", [["review", "0"], ["review", "x"], ["review", "1", "--depth", "9"]])
+def test_cli_bad_numbers_exit_2(args, data_dir, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--data-dir", str(data_dir), *args])
+    assert e.value.code == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_bench_review_reports_both_reviewers(capsys):
+    import io
+
+    from studio.commands.bench import BenchOptions
+    from studio.commands.bench_review import review_benchmark
+    from studio.progress import ProgressLine
+
+    options = BenchOptions(rounds=1, extra={"moves": "60"})
+    report = review_benchmark(options, ProgressLine("bench review", stream=io.StringIO()))
+    assert [m.key for m in report.measurements] == ["expectimax_d2", "ntuple_2ply"]
+    assert all(m.value > 0 and m.detail["seconds_per_game"] > 0 for m in report.measurements)
+    assert "s per 60-move game" in report.render_text()
+    with pytest.raises(ValueError, match="no option 'nope'"):
+        review_benchmark(BenchOptions(extra={"nope": "1"}), ProgressLine("x", stream=io.StringIO()))
