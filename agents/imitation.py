@@ -29,11 +29,20 @@ from agents.nn.agent import TorchAgent
 from agents.nn.encoders import ENCODERS, make_encoder
 from agents.nn.masking import masked_argmax, masked_log_softmax, masked_softmax
 from agents.nn.networks import build_network
+from agents.review import BLUNDER, INACCURACY, MISTAKE, grade_move
 from agents.training import TrainTracker
 from engine import Rules, to_exponents
 from engine.boards import N_ACTIONS, augment_batch, legal_masks, symmetries
 
 SOURCE_CHOICES = ("any", "human", "agent", "evaluation", "training", "imported")
+#: ``skip_graded``: leave out moves graded at least this bad by a stored review ("none": keep all)
+SKIP_CHOICES = ("none", "mistake", "inaccuracy")
+#: the grades each ``skip_graded`` choice leaves out
+SKIPPED_GRADES: dict[str, tuple[str, ...]] = {
+    "none": (),
+    "mistake": (MISTAKE, BLUNDER),
+    "inaccuracy": (INACCURACY, MISTAKE, BLUNDER),
+}
 
 
 @dataclass
@@ -49,6 +58,13 @@ class ImitationConfig(AgentConfig):
     until: str = knob("", "games started on or before this date (YYYY-MM-DD); empty = no limit")
     max_games: int = knob(
         0, "use at most this many games (the newest); 0 = all that match", low=0, high=10**9
+    )
+    skip_graded: str = knob(
+        "none",
+        "leave out the moves a stored review of their game graded this bad or worse (mistake: mistakes "
+        "and blunders; inaccuracy: inaccuracies too), by the game's most recent complete review of any "
+        "reviewer; games never reviewed (or not to the end) are kept whole; none = keep every move",
+        choices=SKIP_CHOICES,
     )
     head: str = knob(
         "afterstate",
@@ -123,7 +139,40 @@ def describe_filters(cfg: ImitationConfig) -> str:
         parts.append(f"since={cfg.since}")
     if cfg.until:
         parts.append(f"until={cfg.until}")
+    if cfg.skip_graded != "none":
+        parts.append(f"skip_graded={cfg.skip_graded}")
     return ", ".join(parts)
+
+
+def graded_keep(store: Any, record: Any, skip_graded: str) -> np.ndarray | None:
+    """(n,) bool: the moves of ``record`` that its review does not grade in ``skip_graded``'s grades
+    (:data:`SKIPPED_GRADES`); None (keep every move) when the filter is off or the game has no
+    complete stored review. The review is the most recently updated one that covers every move, by
+    any reviewer; its grades follow from the stored values as a game review computes them
+    (:func:`agents.review.grade_move`)."""
+    bad = SKIPPED_GRADES.get(skip_graded, ())
+    n = int(record.n_moves)
+    if not bad or n == 0:
+        return None
+    info = next((r for r in store.list_reviews(record.id) if r.reviewed >= n), None)
+    if info is None:
+        return None
+    values = store.review_values(info.id)
+    if len(values) < n:  # a damaged review: trust none of it
+        return None
+    kind = str(info.reviewer.get("value_kind", "rank"))
+    keep = np.ones(n, dtype=bool)
+    for i in range(n):
+        before = int(record.scores[i] - record.rewards[i])
+        grade = grade_move(
+            values[i], int(record.moves[i]), kind, index=i, score_before=before, board=record.layouts[i]
+        )
+        keep[i] = grade.grade not in bad
+    return keep
+
+
+def _has_complete_review(store: Any, summary: Any) -> bool:
+    return any(r.reviewed >= summary.n_moves for r in store.list_reviews(summary.id))
 
 
 def _selected_games(store: Any, cfg: ImitationConfig, rules: Rules) -> list[Any]:
@@ -149,8 +198,9 @@ def count_examples(cfg: ImitationConfig, rules: Rules, data_dir: Any = None) -> 
 
     As :func:`load_dataset` picks them (``max_games`` newest, the moves of the chosen player only),
     from the games' summaries; a game shared by several players is loaded to count its player's moves
-    (up to :data:`COUNT_LOADS_AT_MOST` of them). Moves found illegal on their logged board, which
-    training skips, are counted.
+    (up to :data:`COUNT_LOADS_AT_MOST` of them). With ``skip_graded`` on, every game with a complete
+    review is loaded and the moves its review leaves out are not counted (what remains is). Moves found
+    illegal on their logged board, which training skips, are counted.
     """
     from engine.store import GameStore
 
@@ -162,7 +212,13 @@ def count_examples(cfg: ImitationConfig, rules: Rules, data_dir: Any = None) -> 
             if cfg.max_games and games >= cfg.max_games:
                 break
             n = s.n_moves
-            if len(s.players) > 1 and (kind or teacher) and loads < COUNT_LOADS_AT_MOST:
+            if cfg.skip_graded != "none" and _has_complete_review(store, s):
+                # a reviewed game is always loaded: the moves its review leaves out are not counted
+                record = store.load_game(s.id)
+                pick = record.moves_by(kind, teacher)
+                keep = graded_keep(store, record, cfg.skip_graded)
+                n = int((pick if keep is None else pick & keep).sum())
+            elif len(s.players) > 1 and (kind or teacher) and loads < COUNT_LOADS_AT_MOST:
                 loads += 1
                 n = int(store.load_game(s.id).moves_by(kind, teacher).sum())
             if n:
@@ -183,7 +239,8 @@ def load_dataset(cfg: ImitationConfig, rules: Rules, data_dir: Any = None) -> Da
 
     Moves are selected by who made them: ``source="human"`` takes the person's moves, also those of
     games the person shared with an agent (source ``mixed``), and never the agent's; ``teacher`` takes
-    that agent's moves only. ``source="imported"`` takes the games read from files.
+    that agent's moves only. ``source="imported"`` takes the games read from files. ``skip_graded``
+    leaves out the moves a game's stored review graded that bad or worse (:func:`graded_keep`).
     """
     from engine.store import GameStore
 
@@ -198,6 +255,9 @@ def load_dataset(cfg: ImitationConfig, rules: Rules, data_dir: Any = None) -> Da
                 break
             record = store.load_game(s.id)
             pick = record.moves_by(kind, teacher)
+            keep = graded_keep(store, record, cfg.skip_graded)
+            if keep is not None:
+                pick = pick & keep
             if pick.any():
                 records.append(record)
                 picks.append(pick)

@@ -1,5 +1,9 @@
 """Agent thinking off the GUI thread: hints and watched moves (training runs use ``studio.worker``).
 
+The live coach (:meth:`Thinker.request_grade`) grades one move just played the same way, with
+:func:`studio.services.review.grade_played`; the Play tab keeps a Thinker of its own for it, so a hint
+and a grade never make each other stale.
+
 An expectimax hint at depth 3 can take hundreds of milliseconds and the first use of a learner imports
 torch, so the Play tab never calls an agent directly: it asks a :class:`Thinker`, which loads the agent
 and runs ``move_values`` / ``act`` on a single worker thread (one at a time, so an agent's own state such
@@ -17,6 +21,7 @@ from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 
 from agents.base import Agent
 from agents.hints import VALUE_KINDS
+from agents.review import MoveGrade
 from agents.spec import AgentSpec
 from engine import DIRECTIONS, Direction, Game, Rules
 
@@ -49,6 +54,27 @@ class ThinkResult:
     moves_at_request: int
     values: dict[Direction, float] | None
     choice: Direction | None
+    seconds: float
+    error: str | None = None
+    value_kind: str = "rank"
+
+
+#: The coach's agent when the chosen one does not rate moves: heuristic expectimax at depth 2.
+COACH_FALLBACK = AgentSpec(
+    name="expectimax", config={"depth": 2, "depths_policy": ()}, label="expectimax depth 2"
+)
+
+
+@dataclass(frozen=True)
+class GradeResult:
+    """The coach's verdict on one move: ``grade`` (None with an ``error``) of move number ``index``
+    (the moves made before it), by ``agent_name``."""
+
+    ticket: int
+    spec: AgentSpec
+    agent_name: str
+    index: int
+    grade: MoveGrade | None
     seconds: float
     error: str | None = None
     value_kind: str = "rank"
@@ -109,10 +135,49 @@ class _ThinkTask(QRunnable):
         self.thinker.emitter.done.emit(result)
 
 
+class _GradeTask(QRunnable):
+    """Grade one move (the board before it, the move) with the spec's agent, or with
+    :data:`COACH_FALLBACK` when that agent does not rate moves."""
+
+    def __init__(self, thinker: Thinker, ticket: int, spec: AgentSpec, game: Game, played: Direction):
+        super().__init__()
+        self.thinker, self.ticket, self.spec, self.game, self.played = thinker, ticket, spec, game, played
+        self.setAutoDelete(True)
+
+    def run(self) -> None:
+        from studio.services.review import grade_played
+
+        t0 = time.perf_counter()
+        spec, agent_name = self.spec, self.spec.name or "checkpoint"
+        grade: MoveGrade | None = None
+        error: str | None = None
+        kind = "rank"
+        try:
+            if self.ticket != self.thinker.ticket:
+                return
+            g = self.game
+            for spec in (self.spec, COACH_FALLBACK):
+                agent = self.thinker.agent_for(spec, g.rules)
+                agent_name = agent.name if spec.label is None else spec.label
+                try:
+                    grade = grade_played(agent, g.rules, g.board, self.played, g.score, g.moves)
+                    kind = value_kind(agent)
+                    break
+                except NotImplementedError:  # does not rate moves: the fallback grades
+                    continue
+        except Exception as e:  # an agent bug or a bad checkpoint must not take the window down
+            error = str(e) or type(e).__name__
+        result = GradeResult(
+            self.ticket, spec, agent_name, self.game.moves, grade, time.perf_counter() - t0, error, kind
+        )
+        self.thinker.emitter.done.emit(result)
+
+
 class Thinker(QObject):
     """Asks agents for values and moves on one worker thread; emits :attr:`resultReady` on the GUI thread."""
 
     resultReady = Signal(object)  # ThinkResult, fresh tickets only
+    gradeReady = Signal(object)  # GradeResult (request_grade), fresh tickets only
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -142,6 +207,14 @@ class Thinker(QObject):
         self.pool.start(_ThinkTask(self, self.ticket, spec, game.copy(), want_values))
         return self.ticket
 
+    def request_grade(self, spec: AgentSpec, game: Game, played: Direction) -> int:
+        """Grade move ``played`` from (a copy of) ``game``, the position before it (the live coach);
+        the verdict comes with :attr:`gradeReady`. Returns the ticket; older requests become stale."""
+        self.ticket += 1
+        self.pool.clear()
+        self.pool.start(_GradeTask(self, self.ticket, spec, game.copy(), Direction(played)))
+        return self.ticket
+
     def cancel(self) -> None:
         """Forget pending requests (a move was made, the game changed)."""
         self.ticket += 1
@@ -156,6 +229,10 @@ class Thinker(QObject):
         self.pool.waitForDone(wait_ms)
 
     @Slot(object)
-    def _deliver(self, result: ThinkResult) -> None:
-        if result.ticket == self.ticket:
+    def _deliver(self, result: ThinkResult | GradeResult) -> None:
+        if result.ticket != self.ticket:
+            return
+        if isinstance(result, GradeResult):
+            self.gradeReady.emit(result)
+        else:
             self.resultReady.emit(result)

@@ -34,17 +34,41 @@ from PySide6.QtWidgets import (
 )
 
 from agents.hints import hint_texts
+from agents.review import BEST, BLUNDER, FORCED, GOOD, INACCURACY, MISTAKE, MoveGrade
 from agents.spec import AgentSpec
 from engine import DIRECTIONS, Direction, Rules
 from engine.store import HUMAN, GameRecorder, Player
-from studio.settings import get_float, get_int, get_str_list
+from studio.settings import get_bool, get_float, get_int, get_str_list
 from studio.theme import load_theme
-from studio.thinking import Thinker, ThinkResult
+from studio.thinking import COACH_FALLBACK, GradeResult, Thinker, ThinkResult
 from studio.widgets.board import BoardWidget
 
 ARROWS = {Direction.UP: "↑", Direction.LEFT: "←", Direction.DOWN: "↓", Direction.RIGHT: "→"}
 MAX_SPEED = 60  # the slider's top notch means "as fast as the agent thinks"
 CHECKPOINT_ITEM = "Checkpoint file…"
+#: The coach badge's colour for each grade.
+GRADE_COLOURS = {
+    FORCED: "#8a8178",
+    BEST: "#2e7d32",
+    GOOD: "#689f38",
+    INACCURACY: "#c49000",
+    MISTAKE: "#e67e22",
+    BLUNDER: "#c0392b",
+}
+
+
+def coach_text(grade: MoveGrade, points: bool) -> str:
+    """The coach badge's line: the grade, and the better move when it was not the best one, e.g.
+    ``mistake · ← left was better (−1,240 pts)`` (``points``: the losses are expected points)."""
+    if grade.grade in (BEST, FORCED):
+        return "best" if grade.grade == BEST else "forced · the only move"
+    if grade.risky and grade.grade == BLUNDER:
+        cost = "this move may end the game"
+    elif points:
+        cost = f"−{grade.loss:,.0f} pts"
+    else:
+        cost = "<1 % worse" if grade.relative < 0.005 else f"{grade.relative * 100:.0f} % worse"
+    return f"{grade.grade} · {ARROWS[grade.best]} {grade.best.label} was better ({cost})"
 
 
 def preferred_agents(names: list[str]) -> list[str]:
@@ -246,6 +270,10 @@ class PlayTab(QWidget):
         self.settings = settings
         self.thinker = thinker or Thinker(self)
         self.thinker.resultReady.connect(self._on_think_result)
+        # The live coach thinks on a thread of its own: a hint asked for after a move never cancels it.
+        self.coach = Thinker(self)
+        self.coach.gradeReady.connect(self._on_grade)
+        self.last_grade: GradeResult | None = None
         self.recorder: GameRecorder | None = None
         self._best: dict[tuple[int, int], int] = {}
         self._pending: str | None = None  # "hint" / "watch" / "step": what the in-flight ticket is for
@@ -296,6 +324,11 @@ class PlayTab(QWidget):
         self.newGameButton.clicked.connect(self.show_new_game_dialog)
         col.addLayout(head)
         col.addLayout(boxes)
+        self.coachBadge = QLabel()
+        self.coachBadge.setObjectName("coachBadge")
+        self.coachBadge.setWordWrap(True)
+        self.coachBadge.hide()
+        col.addWidget(self.coachBadge)
         col.addWidget(self.movesLabel)
         col.addWidget(self.gameInfoLabel)
         col.addWidget(self.newGameButton)
@@ -312,6 +345,7 @@ class PlayTab(QWidget):
             self.newGameButton,
             self.hintButton,
             self.autoHintCheck,
+            self.coachCheck,
             self.autoplayButton,
             self.stepButton,
             self.speedSlider,
@@ -341,6 +375,16 @@ class PlayTab(QWidget):
         hint_row.addWidget(self.hintButton)
         hint_row.addWidget(self.autoHintCheck)
         grid.addLayout(hint_row)
+        self.coachCheck = QCheckBox("Coach: grade my moves")
+        self.coachCheck.setObjectName("coachCheck")
+        self.coachCheck.setToolTip(
+            "After each of your moves, a badge under the score says how good it was (best, good, "
+            "inaccuracy, mistake, blunder) and which move was better. The agent above grades when it "
+            f"rates moves, else {COACH_FALLBACK.label}."
+        )
+        self.coachCheck.setChecked(get_bool(self.settings, "play/coach", False))
+        self.coachCheck.toggled.connect(self._on_coach_toggled)
+        grid.addWidget(self.coachCheck)
         self.hintGrid = QGridLayout()
         self.hintLabels: dict[Direction, tuple[QLabel, QLabel]] = {}
         for i, d in enumerate(DIRECTIONS):
@@ -433,6 +477,7 @@ class PlayTab(QWidget):
         rules = rules or self.rules
         self.stop_watching()
         self.thinker.cancel()
+        self._clear_coach()
         self._pending = None
         if self.recorder is not None and not self.recorder.closed:
             had_record = self.recorder.game_id is not None
@@ -476,11 +521,13 @@ class PlayTab(QWidget):
         """The window is closing: end the game's record and let the thinking thread finish."""
         self.close_game()
         self.thinker.shutdown()
+        self.coach.shutdown()
 
     def close_game(self) -> None:
         """The window is closing: stop the agent and end the record as abandoned (nothing else to save)."""
         self.stop_watching()
         self.thinker.cancel()
+        self.coach.cancel()
         if self.recorder is not None:
             self.recorder.close("abandoned")
 
@@ -490,6 +537,7 @@ class PlayTab(QWidget):
         if recorder is None:
             return False
         before = recorder.board
+        position = recorder.game.copy()  # what the coach grades: the position before the move
         try:
             result = recorder.play(direction, player)
         except ValueError as e:  # StoreError: the move could not be saved, so it was not made
@@ -503,6 +551,10 @@ class PlayTab(QWidget):
             self._pending = None
         self.board.push_transition(before, direction, recorder.board, result.spawns)
         self._clear_hint()
+        if player.is_human and self.coachCheck.isChecked():
+            self._ask_coach(position, Direction(direction))
+        else:
+            self._clear_coach()
         self._update_labels()
         self.gamesChanged.emit()  # other tabs re-read lazily, when shown
         if recorder.closed:
@@ -648,6 +700,59 @@ class PlayTab(QWidget):
             name.setEnabled(True)
         self.hintStatus.setText("")
         self.board.set_hint(None)
+
+    # ------------------------------------------------------------------ coach
+    @property
+    def coach_spec(self) -> AgentSpec:
+        """Who grades: the chosen agent (it falls back to :data:`COACH_FALLBACK` when it does not rate
+        moves, found out on the coach's thread), or the fallback when none is chosen."""
+        return self.agent_spec or COACH_FALLBACK
+
+    def _on_coach_toggled(self, on: bool) -> None:
+        self.settings.setValue("play/coach", on)
+        if not on:
+            self._clear_coach()
+        self.board.setFocus()
+
+    def _ask_coach(self, position: Any, played: Direction) -> None:
+        """Grade ``played`` from ``position`` off the GUI thread; the badge says so meanwhile."""
+        self.coach.request_grade(self.coach_spec, position, played)
+        self.last_grade = None
+        self.coachBadge.setText("coach is thinking…")
+        self.coachBadge.setToolTip("")
+        self.coachBadge.setStyleSheet("color: #8a8178; font-style: italic; padding: 3px 0;")
+        self.coachBadge.show()
+
+    def _on_grade(self, result: GradeResult) -> None:
+        s = self.recorder
+        if not self.coachCheck.isChecked() or s is None or result.index != s.moves - 1:
+            return  # about a move that is not the last one any more
+        self.last_grade = result
+        if result.error or result.grade is None:
+            self.coachBadge.setText(f"coach: {result.error or 'no verdict'}")
+            self.coachBadge.setStyleSheet("color: #c0392b; padding: 3px 0;")
+            self.coachBadge.show()
+            return
+        g = result.grade
+        self.coachBadge.setText(coach_text(g, result.value_kind == "points"))
+        colour = GRADE_COLOURS.get(g.grade, "#8a8178")
+        self.coachBadge.setStyleSheet(
+            f"QLabel {{ background: {colour}; color: white; font-weight: bold; "
+            "border-radius: 5px; padding: 4px 8px; }"
+        )
+        values = ", ".join(f"{ARROWS[d]} {v:,.6g}" for d, v in g.values.items())
+        self.coachBadge.setToolTip(
+            f"Move {result.index + 1}, {ARROWS[g.played]} {g.played.label}, graded by "
+            f"{result.agent_name} ({result.seconds * 1000:.0f} ms). Its values: {values}"
+        )
+        self.coachBadge.show()
+
+    def _clear_coach(self) -> None:
+        self.coach.cancel()
+        self.last_grade = None
+        self.coachBadge.setText("")
+        self.coachBadge.setToolTip("")
+        self.coachBadge.hide()
 
     # ------------------------------------------------------------------ watch
     def _on_speed(self, value: int) -> None:
