@@ -54,6 +54,8 @@ SHORTCUTS_HELP = """
 <tr><td>Left / Right, comma / period</td><td>step back / forward</td></tr>
 <tr><td>Home / End</td><td>first / last position</td></tr>
 <tr><td>Space</td><td>play / pause</td></tr>
+<tr><td>R / Esc</td><td>review the game move by move / cancel the review (its finished part is kept)</td></tr>
+<tr><td>N or ], P or [</td><td>next / previous mistake of the review</td></tr>
 <tr><td colspan=2><b>Games</b></td></tr>
 <tr><td>Enter, double-click</td><td>open in Replay</td></tr>
 <tr><td>Delete</td><td>delete the selected games</td></tr>

@@ -6,10 +6,22 @@ Position ``i`` (0..n) shows the board *before* move ``i`` (position n: the final
 what the previous move did (direction, who made it, reward, score, spawn) and, as an arrow, the move
 about to come. A game a person shared with an agent is one record (source ``mixed``): the step label
 says for every move whether "you" or the agent (and its checkpoint file) made it.
+
+Review (button or R): a reviewer (the store's default, expectimax at depth 1-3, or any agent) grades
+every move of the shown game in a worker thread (:func:`studio.services.review.review_game`); Cancel
+keeps what was done in the store and the next Review goes on from there. A stored review by the chosen
+reviewer is shown as soon as a game opens: the summary (accuracy, moves per grade, reviewer), the
+evaluation graph under the board (:class:`studio.widgets.review_graph.ReviewGraph`; a click jumps to
+that move), the verdict on the move about to be played with the reviewer's best move as a second,
+green arrow, and Next / Previous mistake (N or ], P or [).
 """
 
 from __future__ import annotations
 
+import math
+import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -23,6 +35,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QListWidgetItem,
+    QProgressBar,
     QPushButton,
     QSlider,
     QSpinBox,
@@ -31,15 +44,27 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from agents.review import GRADES
 from engine import Direction
 from engine.store import SOURCE_FILTERS
+from studio.services.review import GameReview, Reviewer, default_reviewer, resolve_reviewer, stored_review
 from studio.settings import get_bool, get_int
 from studio.tabs.common import button
-from studio.widgets.board import BoardWidget
+from studio.theme import load_theme
+from studio.widgets.board import BEST_ARROW, BoardWidget
+from studio.widgets.review_graph import GRADE_COLOURS, ReviewGraph
 
 SPEEDS = (1, 2, 5, 10, 20, 50, 100, 500)  # steps per second
 LIST_LIMIT = 5000  # newest games listed; the Games tab's table holds the rest
 ARROWS = {Direction.UP: "↑", Direction.LEFT: "←", Direction.DOWN: "↓", Direction.RIGHT: "→"}
+PLAYED_COLOUR = load_theme().hint_arrow  # the played move's arrow (the best move's: BEST_ARROW)
+#: The reviewer combo's fixed entries (label, agent name, depth); every other registered agent follows.
+REVIEWERS: tuple[tuple[str, str | None, int | None], ...] = (
+    ("default", None, None),
+    ("expectimax d1", "expectimax", 1),
+    ("expectimax d2", "expectimax", 2),
+    ("expectimax d3", "expectimax", 3),
+)
 
 
 def _who(g: Any) -> str:
@@ -83,6 +108,8 @@ class ReplayTab(QWidget):
     """Replays one game record; :meth:`open_game` is how other tabs send a game here."""
 
     status = Signal(str)
+    #: a background review ended with this (maybe unfinished) :class:`GameReview`
+    reviewed = Signal(object)
 
     def __init__(self, store: Any, settings: QSettings, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -90,6 +117,12 @@ class ReplayTab(QWidget):
         self.store = store
         self.settings = settings
         self.record: Any = None
+        self.review: GameReview | None = None
+        self.review_worker: Any = None  # CallWorker of the review in progress (or the last one)
+        self._review_stop: threading.Event | None = None
+        self._review_game: int | None = None
+        self._review_reviewer: Reviewer | None = None
+        self._live_due = 0.0  # when the graph may next be redrawn from the store during a review
         self.position = 0
         self._dirty = True
         self._timer = QTimer(self)
@@ -151,11 +184,24 @@ class ReplayTab(QWidget):
         self.replaySlider.setPageStep(10)
         self.replaySlider.valueChanged.connect(self._on_slider)
 
+        self.verdictLabel = QLabel("")
+        self.verdictLabel.setObjectName("replayVerdictLabel")
+        self.verdictLabel.setStyleSheet("font-size: 14px;")
+        self.verdictLabel.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.graph = ReviewGraph(self)
+        self.graph.setObjectName("replayReviewGraph")
+        self.graph.setFixedHeight(190)
+        self.graph.moveClicked.connect(self.step_to)
+
         rcol.addWidget(self.titleLabel)
         rcol.addWidget(self.board, 1)
+        rcol.addWidget(self.verdictLabel)
         rcol.addWidget(self.stepLabel)
         rcol.addWidget(self.replaySlider)
         rcol.addLayout(self._build_controls())
+        rcol.addLayout(self._build_review_controls())
+        rcol.addWidget(self.summaryLabel)
+        rcol.addWidget(self.graph)
 
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.setObjectName("replaySplitter")
@@ -178,6 +224,12 @@ class ReplayTab(QWidget):
             ("Home", lambda: self.step_to(0)),
             ("End", lambda: self.step_to(self.n_positions - 1)),
             ("Space", self.toggle_play),
+            ("R", self.start_review),
+            ("Escape", self.cancel_review),
+            ("N", self.next_mistake),
+            ("]", self.next_mistake),
+            ("P", self.previous_mistake),
+            ("[", self.previous_mistake),
         ):
             sc = QShortcut(QKeySequence(key), self)
             sc.setContext(ctx)
@@ -235,6 +287,86 @@ class ReplayTab(QWidget):
         buttons.addWidget(self.arrowCheck)
         return buttons
 
+    def _build_review_controls(self) -> QHBoxLayout:
+        """The reviewer, Review / Cancel with the progress, Previous / Next mistake; the summary line."""
+        row = QHBoxLayout()
+        self.reviewerCombo = QComboBox()
+        self.reviewerCombo.setObjectName("replayReviewerCombo")
+        self.reviewerCombo.setToolTip(
+            "Who grades the moves: default is the store's best n-tuple network (2-ply), else expectimax d2"
+        )
+        self._fill_reviewers()
+        self.reviewerCombo.currentIndexChanged.connect(self._on_reviewer_changed)
+        self.reviewButton = button(
+            "Review",
+            "replayReviewButton",
+            self.start_review,
+            "Grade every move of this game with the reviewer (R); a stopped review goes on where it stopped",
+            takes_focus=False,
+        )
+        self.cancelReviewButton = button(
+            "Cancel",
+            "replayCancelReviewButton",
+            self.cancel_review,
+            "Stop the review (Esc); what is done is kept",
+            takes_focus=False,
+        )
+        self.reviewProgress = QProgressBar()
+        self.reviewProgress.setObjectName("replayReviewProgress")
+        self.reviewProgress.setFormat("%v / %m moves")
+        self.reviewProgress.setVisible(False)
+        self.prevMistakeButton = button(
+            "◀ Mistake",
+            "replayPrevMistakeButton",
+            self.previous_mistake,
+            "Previous inaccuracy, mistake or blunder (P or [)",
+            takes_focus=False,
+        )
+        self.nextMistakeButton = button(
+            "Mistake ▶",
+            "replayNextMistakeButton",
+            self.next_mistake,
+            "Next inaccuracy, mistake or blunder (N or ])",
+            takes_focus=False,
+        )
+        label = QLabel("Reviewer:")
+        row.addWidget(label)
+        row.addWidget(self.reviewerCombo)
+        row.addWidget(self.reviewButton)
+        row.addWidget(self.reviewProgress, 1)
+        row.addWidget(self.cancelReviewButton)
+        row.addStretch(0)
+        row.addWidget(self.prevMistakeButton)
+        row.addWidget(self.nextMistakeButton)
+        self.summaryLabel = QLabel("Not reviewed: press Review (R)")
+        self.summaryLabel.setObjectName("replayReviewSummary")
+        self.summaryLabel.setTextFormat(Qt.TextFormat.RichText)
+        self.summaryLabel.setWordWrap(True)
+        return row
+
+    def _fill_reviewers(self) -> None:
+        """The fixed choices, then every registered agent (at its own depth); keeps the selection."""
+        from agents.registry import agent_names
+
+        current = self.reviewerCombo.currentData() if self.reviewerCombo.count() else None
+        entries: list[tuple[str, Any]] = [
+            (label, None if name is None else (name, depth)) for label, name, depth in REVIEWERS
+        ]
+        entries += [(name, (name, None)) for name in agent_names() if name != "expectimax"]
+        if [self.reviewerCombo.itemText(i) for i in range(self.reviewerCombo.count())] == [
+            e[0] for e in entries
+        ]:
+            return
+        self.reviewerCombo.blockSignals(True)
+        self.reviewerCombo.clear()
+        for label, data in entries:
+            self.reviewerCombo.addItem(label, data)
+        found = self.reviewerCombo.findText(
+            next((label for label, data in entries if data == current), entries[0][0])
+        )
+        self.reviewerCombo.setCurrentIndex(max(found, 0))
+        self.reviewerCombo.blockSignals(False)
+
     # ------------------------------------------------------------------ list
     def mark_dirty(self) -> None:
         """Games changed elsewhere: reload the list next time the tab is shown."""
@@ -248,6 +380,7 @@ class ReplayTab(QWidget):
     def refresh(self) -> None:
         """Re-read the game list from the store (keeps the selection when it is still listed)."""
         self._dirty = False
+        self._fill_reviewers()
         current = self.record.id if self.record is not None else None
         games = self.store.list_games(source=self.sourceFilter.currentData(), limit=LIST_LIMIT)
         games = sorted(games, key=lambda g: g.id, reverse=True)
@@ -307,12 +440,16 @@ class ReplayTab(QWidget):
         return None
 
     def load(self, game_id: int) -> None:
-        """Read the whole game once; every step after this is an array lookup."""
+        """Read the whole game once; every step after this is an array lookup. A review of another
+        game in progress is stopped (what it did is kept)."""
         self.pause()
+        if self.reviewing and self._review_game != game_id:
+            self.cancel_review()
         try:
             self.record = self.store.load_game(game_id)
         except (KeyError, ValueError) as e:
             self.record = None
+            self._set_review(None)
             self.titleLabel.setText(f"Cannot open game #{game_id}: {e}")
             self._update_controls()
             return
@@ -328,6 +465,7 @@ class ReplayTab(QWidget):
         self.jumpSpin.setRange(0, n - 1)
         self.jumpSpin.setSuffix(f" / {n - 1}")
         self.jumpSpin.blockSignals(False)
+        self._set_review(self._stored_review())
         self.step_to(0)
         self._update_controls()
         self.status.emit(f"Replaying game #{g.id}: {_moves(g.n_moves)}")
@@ -381,6 +519,8 @@ class ReplayTab(QWidget):
                 r.summary.status, "unfinished"
             )
         self.stepLabel.setText(text)
+        self._show_verdict()
+        self.graph.set_position(i)
         for w, value in ((self.replaySlider, i), (self.jumpSpin, i)):
             w.blockSignals(True)
             w.setValue(value)
@@ -391,6 +531,8 @@ class ReplayTab(QWidget):
         r = self.record
         on = self.arrowCheck.isChecked() and r is not None and self.position < r.n_moves
         self.board.set_hint(Direction(int(r.moves[self.position])) if on else None)
+        grade = self.grade_at(self.position)
+        self.board.set_best_hint(grade.best if on and grade is not None else None)
 
     def _on_arrow_toggled(self, on: bool) -> None:
         self.settings.setValue("replay/arrow", "true" if on else "false")
@@ -457,6 +599,245 @@ class ReplayTab(QWidget):
         self.playButton.setText("❚❚ Pause" if self.playing else "▶ Play")
         self.playButton.blockSignals(False)
 
+        reviewing = self.reviewing
+        self.reviewButton.setEnabled(has and not reviewing and self.n_positions > 1)
+        self.reviewerCombo.setEnabled(not reviewing)
+        self.cancelReviewButton.setEnabled(reviewing)
+        self.reviewProgress.setVisible(reviewing)
+        review = self.review
+        self.prevMistakeButton.setEnabled(
+            review is not None and review.previous_mistake(self.position) is not None
+        )
+        self.nextMistakeButton.setEnabled(
+            review is not None and review.next_mistake(self.position) is not None
+        )
+
+    # ------------------------------------------------------------------ review
+    def current_reviewer(self) -> Reviewer:
+        """The reviewer the combo names, for the shown game's rules (ValueError: it cannot be made)."""
+        rules = self.record.rules if self.record is not None else None
+        data = self.reviewerCombo.currentData()
+        if data is None:
+            return default_reviewer(self.store, rules)
+        name, depth = data
+        return resolve_reviewer(self.store, name, depth, rules)
+
+    def _stored_review(self) -> GameReview | None:
+        if self.record is None:
+            return None
+        try:
+            return stored_review(self.store, self.record.id, self.current_reviewer())
+        except Exception:  # a damaged stored review or a reviewer that cannot be made: not reviewed
+            return None
+
+    def _on_reviewer_changed(self) -> None:
+        if not self.reviewing:
+            self._set_review(self._stored_review())
+
+    @property
+    def reviewing(self) -> bool:
+        return self.review_worker is not None and not self.review_worker.done
+
+    def start_review(self) -> bool:
+        """Review the shown game in a worker thread with the chosen reviewer; False when it cannot
+        start (no game, already reviewing, no such reviewer)."""
+        from studio.worker import CallWorker
+
+        if self.record is None or self.reviewing or self.record.n_moves == 0:
+            return False
+        try:
+            reviewer = self.current_reviewer()
+        except ValueError as e:
+            self.summaryLabel.setText(f"Cannot review: {e}")
+            self.status.emit(f"Cannot review: {e}")
+            return False
+        game_id = self.record.id
+        db_path = self.store.path
+        stop = threading.Event()
+
+        def job(report: Callable[..., None]) -> GameReview:
+            from engine.store import GameStore
+
+            with GameStore(db_path) as store:  # the worker thread's own connection
+                return _review(store, game_id, reviewer, report, stop)
+
+        if self.review_worker is not None:
+            self.review_worker.deleteLater()
+        self._review_stop = stop
+        self._review_game = game_id
+        self._review_reviewer = reviewer
+        self._live_due = 0.0
+        worker = CallWorker(job, parent=self)
+        worker.progress.connect(self._on_review_progress)
+        worker.result.connect(self._on_review_result)
+        worker.error.connect(self._on_review_error)
+        worker.finished.connect(self._update_controls)
+        self.review_worker = worker
+        done = len(self.review.moves) if self.review is not None else 0
+        self.reviewProgress.setRange(0, self.record.n_moves)
+        self.reviewProgress.setValue(done)
+        worker.start()
+        self.status.emit(f"Reviewing game #{game_id} with {reviewer.label}…")
+        self._update_controls()
+        return True
+
+    def cancel_review(self) -> None:
+        """Stop the review after the move in hand; what was evaluated stays in the store."""
+        if self.reviewing and self._review_stop is not None:
+            self._review_stop.set()
+            self.status.emit("Cancelling the review…")
+
+    def wait_review(self, timeout_ms: int = 60_000) -> bool:
+        from PySide6.QtWidgets import QApplication
+
+        if self.review_worker is None:
+            return True
+        ok = bool(self.review_worker.wait(timeout_ms))
+        QApplication.processEvents()
+        return ok
+
+    def _on_review_progress(self, done: float, total: float, _text: str) -> None:
+        self.reviewProgress.setRange(0, max(int(total), 1))
+        self.reviewProgress.setValue(int(done))
+        self._show_live_review()
+
+    def _show_live_review(self) -> None:
+        """While a review runs, draw what it has stored so far; redrawn at most every second, and less
+        often when reading it back takes long (a game of many thousand moves)."""
+        now = time.perf_counter()
+        if now < self._live_due or self._review_reviewer is None or self.record is None:
+            return
+        if self.record.id != self._review_game or self._review_stop is None or self._review_stop.is_set():
+            return
+        try:
+            review = stored_review(self.store, self.record.id, self._review_reviewer)
+        except Exception:  # a chunk being written: try again at the next report
+            review = None
+        if review is not None and (self.review is None or len(review.moves) > len(self.review.moves)):
+            self._set_review(review)
+        took = time.perf_counter() - now
+        self._live_due = time.perf_counter() + max(1.0, 10 * took)
+
+    def _on_review_result(self, value: object) -> None:
+        review: GameReview = value  # type: ignore[assignment]
+        if self.record is not None and review.game_id == self.record.id:
+            self._set_review(review)
+            self._show_arrow()
+            self._show_verdict()
+            self._update_controls()
+        state = (
+            "done" if review.complete else f"stopped after {len(review.moves):,} of {review.n_moves:,} moves"
+        )
+        self.status.emit(f"Review of game #{review.game_id} {state}: accuracy {review.accuracy:.1f} %")
+        self.reviewed.emit(review)
+
+    def _on_review_error(self, message: str) -> None:
+        self.summaryLabel.setText(f"Review failed: {message}")
+        self.status.emit(f"Review failed: {message}")
+
+    def _set_review(self, review: GameReview | None) -> None:
+        self.review = review
+        n = self.record.n_moves if self.record is not None else 0
+        self.graph.set_review(review, n)
+        self.graph.setVisible(review is not None)
+        self.summaryLabel.setText(
+            review_summary(review) if review is not None else "Not reviewed: press Review (R)"
+        )
+        if self.record is not None and self.position >= 0:
+            self._show_arrow()
+            self._show_verdict()
+            self.graph.set_position(self.position)
+        self._update_controls()
+
+    def grade_at(self, move: int) -> Any:
+        """The review's verdict on move ``move`` (None: not reviewed)."""
+        review = self.review
+        if review is None or not 0 <= move < len(review.moves):
+            return None
+        return review.moves[move]
+
+    def _show_verdict(self) -> None:
+        """The verdict on the move about to be played (shown while the game has a review)."""
+        review = self.review
+        self.verdictLabel.setVisible(review is not None)
+        g = self.grade_at(self.position)
+        if review is None or self.record is None:
+            self.verdictLabel.setText("")
+        elif g is not None:
+            self.verdictLabel.setText(verdict_text(g, review.points))
+        elif self.position >= self.record.n_moves:
+            self.verdictLabel.setText("Final position: no move to grade")
+        else:
+            self.verdictLabel.setText(
+                f"Next move {self.position + 1}: not reviewed yet (Review goes on from here)"
+            )
+
+    def next_mistake(self) -> None:
+        if self.review is not None:
+            move = self.review.next_mistake(self.position)
+            if move is not None:
+                self.pause()
+                self.step_to(move)
+
+    def previous_mistake(self) -> None:
+        if self.review is not None:
+            move = self.review.previous_mistake(self.position)
+            if move is not None:
+                self.pause()
+                self.step_to(move)
+
     def shutdown(self) -> None:
         """The window is closing."""
         self._timer.stop()
+        if self.reviewing:
+            self.cancel_review()
+            self.wait_review(30_000)
+
+
+def _review(
+    store: Any, game_id: int, reviewer: Reviewer, report: Callable[..., None], stop: threading.Event
+) -> GameReview:
+    from studio.services.review import review_game
+
+    return review_game(
+        store,
+        game_id,
+        reviewer,
+        progress=lambda done, total: report(done, total, ""),
+        should_stop=stop.is_set,
+    )
+
+
+def _loss_text(loss: float, relative: float, points: bool) -> str:
+    if not math.isfinite(loss):
+        return ""
+    if points:
+        return f"−{loss:,.0f} pts"
+    return f"−{100 * relative:.1f} %"
+
+
+def verdict_text(g: Any, points: bool) -> str:
+    """The verdict on one move (rich text, the arrows' colours): ``Next move 12: played ↑ up · best ← left ·
+    −1,240 pts · blunder``."""
+    colour = GRADE_COLOURS.get(g.grade, "#777")
+    played = f"<span style='color:{PLAYED_COLOUR}'>{ARROWS[g.played]} {g.played.label}</span>"
+    parts = [f"Next move {g.index + 1}: played {played}"]
+    if g.best != g.played:
+        parts.append(f"best <span style='color:{BEST_ARROW}'>{ARROWS[g.best]} {g.best.label}</span>")
+        loss = _loss_text(g.loss, g.relative, points)
+        if loss:
+            parts.append(loss)
+    elif g.grade != "forced":
+        parts.append("the best move")
+    grade = g.grade + (" (may lose at once)" if g.risky else "")
+    parts.append(f"<b style='color:{colour}'>{grade}</b>")
+    return " · ".join(parts)
+
+
+def review_summary(review: GameReview) -> str:
+    """Accuracy, moves per grade and the reviewer (rich text)."""
+    counts = review.counts
+    partial = "" if review.complete else f" (first {len(review.moves):,} of {review.n_moves:,} moves)"
+    grades = " · ".join(f"<span style='color:{GRADE_COLOURS[g]}'>{counts[g]:,} {g}</span>" for g in GRADES)
+    who = review.reviewer.get("label", "?")
+    return f"<b>Accuracy {review.accuracy:.1f} %</b>{partial} · {grades} · reviewer {who}"

@@ -41,6 +41,8 @@ HINT_MARGIN_RATIO = 0.4
 #: The ring around a newly spawned tile: the web game's warm gold, a "new" mark that does not read as an
 #: error (the tile itself also grows in, as in the web game, when the move is animated).
 SPAWN_RING = "#f3c13a"
+#: A second arrow (:meth:`BoardWidget.set_best_hint`): the move a reviewer prefers, beside the one played.
+BEST_ARROW = "#2e9d57"
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,7 @@ class BoardWidget(QWidget):
         self._board = np.zeros((4, 4), dtype=np.int64)
         self._marked: tuple[tuple[int, int], ...] = ()
         self._hint: Direction | None = None
+        self._best_hint: Direction | None = None
         self._queue: deque[_Transition] = deque()
         self._current: _Transition | None = None
         self._progress = 1.0
@@ -234,6 +237,20 @@ class BoardWidget(QWidget):
     def hint(self) -> Direction | None:
         return self._hint
 
+    def set_best_hint(self, direction: Direction | None) -> None:
+        """A second arrow, in :data:`BEST_ARROW` green, for a better move than the hint's (a review's
+        best move beside the move played); the same direction as the hint paints the hint green."""
+        if direction is not None and not self.hint_margin:
+            self.hint_margin = True
+            self.updateGeometry()
+            self._place_overlay_button()
+        self._best_hint = direction
+        self.update()
+
+    @property
+    def best_hint(self) -> Direction | None:
+        return self._best_hint
+
     def show_overlay(self, title: str, detail: str = "", button: bool = True) -> None:
         """Cover the board (game over): a title, a line of detail and a "New game" button."""
         self._overlay_title = title
@@ -320,12 +337,20 @@ class BoardWidget(QWidget):
         when no arrow is shown."""
         if self._hint is None or self.overlay_visible:
             return None
+        return self._arrow_rect(self._hint)
+
+    def best_arrow_rect(self) -> QRectF | None:
+        """Where the best-move arrow is drawn; None when none is shown."""
+        if self._best_hint is None or self.overlay_visible:
+            return None
+        return self._arrow_rect(self._best_hint)
+
+    def _arrow_rect(self, d: Direction) -> QRectF:
         rect, cell, _ = self._layout()
         band = cell * HINT_MARGIN_RATIO
         thick = band * 0.62
         length = min(cell * 1.3, rect.width() * 0.8, rect.height() * 0.8)
         off = (band - thick) / 2  # centred in the band: clear of the board and of the widget's edge
-        d = self._hint
         if d in (Direction.UP, Direction.DOWN):
             y = rect.top() - band + off if d is Direction.UP else rect.bottom() + off
             return QRectF(rect.center().x() - length / 2, y, length, thick)
@@ -415,8 +440,12 @@ class BoardWidget(QWidget):
                     if v:
                         self._draw_tile(p, self.cell_rect(r, c), v, cell, marked=(r, c) in marked)
         arrow = self.arrow_rect()
+        best = self.best_arrow_rect()
         if arrow is not None and self._hint is not None:
-            self._paint_arrow(p, arrow, self._hint)
+            same = self._best_hint == self._hint
+            self._paint_arrow(p, arrow, self._hint, BEST_ARROW if same else None)
+        if best is not None and self._best_hint is not None and self._best_hint != self._hint:
+            self._paint_arrow(p, best, self._best_hint, BEST_ARROW)
         if self.overlay_visible:
             self._paint_overlay(p, rect, cell)
         p.end()
@@ -455,7 +484,9 @@ class BoardWidget(QWidget):
                 else:
                     self._draw_tile(p, self.cell_rect(r, c), v, cell)
 
-    def _paint_arrow(self, p: QPainter, rect: QRectF, direction: Direction) -> None:
+    def _paint_arrow(
+        self, p: QPainter, rect: QRectF, direction: Direction, colour_name: str | None = None
+    ) -> None:
         """A flat arrow head in ``rect`` (beside the board) pointing the way the agent would move."""
         path = QPainterPath()
         if direction is Direction.UP:
@@ -476,7 +507,7 @@ class BoardWidget(QWidget):
             path.lineTo(rect.left(), rect.top())
         path.closeSubpath()
         p.save()
-        colour = QColor(self.theme.hint_arrow)
+        colour = QColor(colour_name or self.theme.hint_arrow)
         colour.setAlphaF(0.85)
         p.setPen(Qt.PenStyle.NoPen)
         p.setBrush(colour)
