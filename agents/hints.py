@@ -25,7 +25,7 @@ use it as well as the studio.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from engine import DIRECTIONS, Direction
@@ -57,8 +57,21 @@ def ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
-def _same(a: float, b: float) -> bool:
+def same(a: float, b: float) -> bool:
+    """Two move values an agent means as equal (float noise aside)."""
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def rank_of(values: Iterable[float], v: float) -> int:
+    """1 + how many of ``values`` are strictly better than ``v`` (ties share a rank)."""
+    return 1 + sum(1 for e in values if e > v and not same(e, v))
+
+
+def relative_gap(top: float, v: float) -> float:
+    """How much worse ``v`` is than ``top``, relative to the larger magnitude of the two (0 when both
+    are 0): what a gap means for values on no particular scale (heuristic sums, Q-values)."""
+    scale = max(abs(top), abs(v))
+    return (top - v) / scale if scale > 0 else 0.0
 
 
 def _percent(fraction: float) -> str:
@@ -100,11 +113,11 @@ def hint_texts(values: Mapping[Direction, float], kind: str, choice: Direction |
         (only,) = finite
         texts[only] = ONLY if len(moves) == 1 else BEST
         return Hints(texts, only, _summary(kind, vals, only))
-    if _same(top, low):
+    if same(top, low):
         for d in finite:
             texts[d] = ALL_EQUAL
         return Hints(texts, None)
-    tied = [d for d in finite if _same(vals[d], top)]
+    tied = [d for d in finite if same(vals[d], top)]
     best = choice if choice in tied else tied[0]
     if kind == "share" and (low < 0 or sum(vals[d] for d in finite) <= 0):
         kind = "rank"  # not shares after all (a plug-in agent's logits): rank them rather than lie
@@ -116,14 +129,13 @@ def hint_texts(values: Mapping[Direction, float], kind: str, choice: Direction |
             texts[d] = f"{BEST} · {share}" if d is best else share
         elif d is best:
             texts[d] = BEST
-        elif _same(v, top):
+        elif same(v, top):
             texts[d] = TIED
         elif kind == "points":
             texts[d] = _points(top - v)
         else:
-            rank = 1 + sum(1 for e in finite if vals[e] > v and not _same(vals[e], v))
-            scale = max(abs(top), abs(v))
-            texts[d] = f"{ordinal(rank)} · {_percent((top - v) / scale)} worse"
+            rank = rank_of((vals[e] for e in finite), v)
+            texts[d] = f"{ordinal(rank)} · {_percent(relative_gap(top, v))} worse"
     return Hints(texts, best, _summary(kind, vals, best))
 
 

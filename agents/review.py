@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from agents.hints import rank_of, relative_gap, same
 from engine import DIRECTIONS, Direction
 from engine.core import legal_mask, slide_unchecked
 
@@ -96,10 +97,6 @@ class MoveGrade:
         return self.grade in MISTAKES
 
 
-def _same(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
-
-
 def death_risk(board: npt.NDArray[np.int64], d: Direction) -> bool:
     """True when move ``d`` (legal on ``board``) may end the game: some tile spawned after it leaves
     no legal move. Only an afterstate with one empty cell can; checked on it alone."""
@@ -139,19 +136,15 @@ def grade_move(
         return MoveGrade(index, pd, pd, {}, 0.0, 0.0, 1, BEST, 100.0, float(score_before), False)
     by_dir = {d: float(vals[d]) for d in legal}
     top = max(by_dir.values())
-    tied = [d for d in legal if _same(by_dir[d], top)]
+    tied = [d for d in legal if same(by_dir[d], top)]
     best = pd if pd in tied else tied[0]
     mine = by_dir.get(pd, min(by_dir.values()))
     value = float(score_before) + top if points else top
     if len(legal) == 1 and pd in by_dir:
         return MoveGrade(index, pd, pd, by_dir, 0.0, 0.0, 1, FORCED, 100.0, value, False)
     loss = 0.0 if pd in tied else max(0.0, top - mine)
-    if points:
-        relative = loss / max(abs(top), 1.0)
-    else:
-        scale = max(abs(top), abs(mine))
-        relative = min(1.0, loss / scale) if scale > 0 else 0.0
-    rank = 1 + sum(1 for d in legal if by_dir[d] > mine and not _same(by_dir[d], mine))
+    relative = loss / max(abs(top), 1.0) if points else (min(1.0, relative_gap(top, mine)) if loss else 0.0)
+    rank = rank_of(by_dir.values(), mine)
     good, inaccurate, mistaken = THRESHOLDS["points" if points else "rank"]
     if loss == 0.0:
         grade = BEST
