@@ -187,6 +187,7 @@ def check_eval_options(
     eval_every_episodes: int | None,
     eval_seed: int,
     keep_checkpoints: int,
+    eval_at_end: bool = False,
 ) -> None:
     """RunError (with the field at fault) for evaluation and retention settings that make no sense."""
     from agents.arena import MAX_GAMES
@@ -204,7 +205,7 @@ def check_eval_options(
             f"episodes between evaluations must be >= 0 (0 = not by episodes), got {eval_every_episodes}",
             "eval_every_episodes",
         )
-    if eval_games and not eval_every_s and not eval_every_episodes:
+    if eval_games and not eval_every_s and not eval_every_episodes and not eval_at_end:
         raise RunError(
             "evaluations need a cadence: seconds and/or episodes between them (or 0 evaluation games)",
             "eval_every_s",
@@ -498,6 +499,8 @@ class TrainingRun(Iterator[MetricEvent]):
     Evaluation: ``eval_games`` greedy games (0 = none) every ``eval_every_s`` seconds of training
     and/or every ``eval_every_episodes`` episodes (None or 0 = not by that measure), on seed
     ``eval_seed``. ``keep_checkpoints``: checkpoint files kept besides the best (0 = all).
+    ``eval_at_end``: also evaluate the agent the budget leaves (not after a stop), so the run ends with
+    its own evaluation (what a sweep ranks its trials by).
     """
 
     def __init__(
@@ -516,6 +519,7 @@ class TrainingRun(Iterator[MetricEvent]):
         eval_every_episodes: int | None = None,
         eval_seed: int = DEFAULT_EVAL_SEED,
         keep_checkpoints: int = DEFAULT_KEEP_CHECKPOINTS,
+        eval_at_end: bool = False,
     ) -> None:
         if not agent.trainable:
             raise ValueError(f"agent {agent.name!r} does not learn: there is nothing to train (try eval)")
@@ -523,7 +527,9 @@ class TrainingRun(Iterator[MetricEvent]):
             raise ValueError(f"checkpoint_every_s must be > 0, got {checkpoint_every_s}")
         if log_every < 0:
             raise ValueError(f"log_every must be >= 0 (0 = log no training game), got {log_every}")
-        check_eval_options(eval_games, eval_every_s, eval_every_episodes, eval_seed, keep_checkpoints)
+        check_eval_options(
+            eval_games, eval_every_s, eval_every_episodes, eval_seed, keep_checkpoints, eval_at_end
+        )
         self.agent = agent
         self.budget = budget
         self.store = store
@@ -540,6 +546,8 @@ class TrainingRun(Iterator[MetricEvent]):
         self.eval_every_episodes = int(eval_every_episodes or 0)
         self.eval_seed = int(eval_seed)
         self.keep_checkpoints = int(keep_checkpoints)
+        self.eval_at_end = bool(eval_at_end)
+        self._evaluated_step: int | None = None
         self.evaluations = 0
         self.evaluations_skipped = 0
         self.best_checkpoint: Path | None = None
@@ -665,6 +673,7 @@ class TrainingRun(Iterator[MetricEvent]):
             )
         metrics = evaluation_metrics(out["scores"], out["max_tiles"], out["moves"], out["wall_seconds"])
         self.evaluations += 1
+        self._evaluated_step = job.step
         best = self.store.set_checkpoint_eval(job.checkpoint_id, metrics["eval_score"])
         if best:
             self.best_checkpoint = job.path
@@ -705,8 +714,10 @@ class TrainingRun(Iterator[MetricEvent]):
         status, error, save = "failed", None, False
         next_checkpoint = time.monotonic() + self.checkpoint_every_s
         watch = _HealthWatch()
+        last_elapsed = 0.0
         try:
             for event in self.agent.train(self.budget, control, self.context):
+                last_elapsed = event.elapsed
                 watch.check(event)  # before anything is saved: the last good checkpoint stays the last
                 writer.add(event)
                 self._log_game(event)
@@ -726,6 +737,22 @@ class TrainingRun(Iterator[MetricEvent]):
                         yield done
             if self._evaluator.busy and not self.control.stopped:
                 # The budget is used: the evaluation in flight is the run's last word (a stop skips it).
+                result = self._evaluator.wait(lambda: self.control.stopped)
+                if result is not None:
+                    done = self._evaluated(*result, progress=1.0)
+                    writer.add(done)
+                    yield done
+            steps = self.agent.counters.steps
+            if (
+                self.eval_at_end
+                and self.eval_games > 0
+                and not self.control.stopped
+                and self._evaluated_step != steps
+            ):
+                # The trained agent's own figure (what a sweep ranks trials by): its last checkpoint,
+                # evaluated on the same seeded games as every periodic evaluation.
+                self.save_checkpoint()
+                self._start_evaluation(last_elapsed)
                 result = self._evaluator.wait(lambda: self.control.stopped)
                 if result is not None:
                     done = self._evaluated(*result, progress=1.0)

@@ -22,6 +22,7 @@ COMMANDS: tuple[str, ...] = (
     "eval",
     "replay",
     "review",
+    "sweep",
 )
 
 

@@ -30,7 +30,8 @@ def number(v: float | int | None) -> str:
         return "inf" if f > 0 else "-inf"
     if f == int(f) and abs(f) < 1e15:
         return str(int(f))
-    return f"{f:.4g}" if abs(f) < 1e5 else f"{f:.0f}"
+    # Four significant digits below 1,000 (0.01235); whole numbers above (12980, never 1.298e+04).
+    return f"{f:.4g}" if abs(f) < 1000 else f"{f:.0f}"
 
 
 def duration(seconds: float | None, missing: str = "-") -> str:

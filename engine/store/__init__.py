@@ -9,6 +9,7 @@
   agents, or both in turn), stored as one record with the :class:`Player` of every move.
 * :mod:`engine.store.reviews` — the reviews half of :class:`GameStore`: a reviewer's values of every
   move of a game, written in chunks (a killed review resumes).
+* :mod:`engine.store.sweeps` — sweeps: a spec and its planned trials, each linked to its run.
 * :mod:`engine.store.runs` — the runs half of :class:`GameStore`: runs, metric history, checkpoints.
 * :mod:`engine.store.exchange` — ``.npz`` (seed 003's layout) and ``.jsonl`` export / checked import.
 * :mod:`engine.store.codec` — board and spawn byte encodings; :mod:`engine.store.metrics` — metric
@@ -36,6 +37,7 @@ from engine.store.model import (
 )
 from engine.store.recorder import GameRecorder
 from engine.store.reviews import ReviewInfo
+from engine.store.sweeps import SWEEP_STATUSES, SweepInfo, TrialInfo
 
 __all__ = [
     "GAME_STATUSES",
@@ -44,6 +46,7 @@ __all__ = [
     "RUN_STATUSES",
     "SOURCES",
     "SOURCE_FILTERS",
+    "SWEEP_STATUSES",
     "CheckpointInfo",
     "GameRecord",
     "GameRecorder",
@@ -54,6 +57,8 @@ __all__ = [
     "RunMessage",
     "RunSummary",
     "StoreError",
+    "SweepInfo",
+    "TrialInfo",
     "format_time",
     "to_timestamp",
 ]

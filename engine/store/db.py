@@ -44,6 +44,7 @@ from engine.store.model import (
 )
 from engine.store.reviews import ReviewsMixin
 from engine.store.runs import RunsMixin
+from engine.store.sweeps import SweepsMixin
 from engine.store.values import rules_of, seed_text, seed_value, to_json
 
 TimeLike = Any  # Unix seconds (float), ISO text, datetime.datetime or datetime.date
@@ -98,7 +99,7 @@ def to_timestamp(value: TimeLike, *, end_of_day: bool = False) -> float:
     raise StoreError(f"{value!r} is not a time")
 
 
-class GameStore(RunsMixin, ReviewsMixin):
+class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
     """The studio's database of games and runs (one SQLite file, WAL).
 
     ``GameStore.open()`` uses the data dir (``--data-dir`` / ``$STUDIO2048_DATA_DIR`` / user data dir).
@@ -176,9 +177,15 @@ class GameStore(RunsMixin, ReviewsMixin):
             runs = con.execute(
                 "SELECT id, pid FROM runs WHERE status IN ('running', 'paused') AND host = ?", (self._host,)
             ).fetchall()
+            sweeps = con.execute(
+                "SELECT id, pid FROM sweeps WHERE status = 'running' AND host = ?", (self._host,)
+            ).fetchall()
         dead_games = [r["id"] for r in games if r["pid"] is not None and not _pid_alive(r["pid"])]
         dead_runs = [(r["id"], r["pid"]) for r in runs if r["pid"] is not None and not _pid_alive(r["pid"])]
-        if not dead_games and not dead_runs:
+        dead_sweeps = [
+            (r["id"], r["pid"]) for r in sweeps if r["pid"] is not None and not _pid_alive(r["pid"])
+        ]
+        if not dead_games and not dead_runs and not dead_sweeps:
             return
         with self._tx(write=True) as con:
             con.executemany(
@@ -190,6 +197,12 @@ class GameStore(RunsMixin, ReviewsMixin):
                 "error = 'interrupted: process ' || ? || ' ended without closing the run (killed or crashed)' "
                 "WHERE id = ? AND status IN ('running', 'paused')",
                 [(time.time(), pid, rid) for rid, pid in dead_runs],
+            )
+            con.executemany(
+                "UPDATE sweeps SET status = 'stopped', updated = ?, "
+                "error = 'interrupted: driver ' || ? || ' ended without closing the sweep (killed or crashed)' "
+                "WHERE id = ? AND status = 'running'",
+                [(time.time(), pid, sid) for sid, pid in dead_sweeps],
             )
 
     # ===================================================================================== games

@@ -25,8 +25,8 @@ from engine.store.model import StoreError
 APPLICATION_ID = 0x32303438  # "2048"
 #: 2: one record per game, with the player of each move (see _migrate_1_to_2); 3: checkpoints carry
 #: their evaluation score and the run's best one is marked (see _migrate_2_to_3); 4: game reviews
-#: (see _migrate_3_to_4)
-SCHEMA_VERSION = 4
+#: (see _migrate_3_to_4); 5: sweeps and their trials (see _migrate_4_to_5)
+SCHEMA_VERSION = 5
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 30_000  # eval workers in several processes write to the same file
 
@@ -164,6 +164,32 @@ CREATE TABLE IF NOT EXISTS review_chunks (
 ) WITHOUT ROWID;
 """
 SCHEMA += REVIEWS_SCHEMA
+
+SWEEPS_SCHEMA = """
+-- Sweeps (engine.store.sweeps): many runs of one agent over a grid or a random search. The spec is the
+-- whole request (JSON) so a killed sweep resumes from the store alone.
+CREATE TABLE IF NOT EXISTS sweeps (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent TEXT NOT NULL,
+    spec TEXT NOT NULL,                -- JSON: base config, knobs, seeds, budget, metric, backend
+    status TEXT NOT NULL,              -- running / stopped / finished / failed
+    error TEXT,
+    created REAL NOT NULL,
+    updated REAL NOT NULL,
+    pid INTEGER, host TEXT             -- the driver: tells a live sweep from a killed one
+);
+
+-- The planned trials of a sweep, one row each from the start; run_id is set when its run is made.
+CREATE TABLE IF NOT EXISTS sweep_trials (
+    sweep_id INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,
+    trial INTEGER NOT NULL,            -- 0-based, in the order the sweep plans them
+    params TEXT NOT NULL,              -- JSON: this trial's knob values (over the sweep's base config)
+    seed TEXT,                         -- decimal text, as runs.seed
+    run_id INTEGER UNIQUE REFERENCES runs(id) ON DELETE SET NULL,
+    PRIMARY KEY (sweep_id, trial)
+) WITHOUT ROWID;
+"""
+SCHEMA += SWEEPS_SCHEMA
 
 
 def _refuse(path: Path, why: str) -> StoreError:
@@ -324,7 +350,7 @@ def _migrate(con: sqlite3.Connection, path: Path) -> None:
 
     EXCLUSIVE, and the version is read again inside it: two processes opening an old store at once
     migrate it once (the second finds it done). A failure rolls everything back, leaving the old store
-    as it was. Future migrations go here: ``if version < 5: _migrate_4_to_5(con)``.
+    as it was. Future migrations go here: ``if version < 6: _migrate_5_to_6(con)``.
     """
     con.execute("BEGIN EXCLUSIVE")
     try:
@@ -335,6 +361,8 @@ def _migrate(con: sqlite3.Connection, path: Path) -> None:
             _migrate_2_to_3(con)
         if version < 4:
             _migrate_3_to_4(con)
+        if version < 5:
+            _migrate_4_to_5(con)
         con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         con.execute(
             "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
@@ -391,4 +419,10 @@ def _migrate_2_to_3(con: sqlite3.Connection) -> None:
 def _migrate_3_to_4(con: sqlite3.Connection) -> None:
     """Schema 3 -> 4: the game-review tables (empty: no game of an older store was reviewed)."""
     for statement in _statements(REVIEWS_SCHEMA):
+        con.execute(statement)
+
+
+def _migrate_4_to_5(con: sqlite3.Connection) -> None:
+    """Schema 4 -> 5: the sweep tables (empty: no run of an older store belongs to a sweep)."""
+    for statement in _statements(SWEEPS_SCHEMA):
         con.execute(statement)

@@ -99,6 +99,7 @@ def run_list(args: argparse.Namespace) -> int:
     with GameStore.open(args.data_dir) as store:
         runs = store.list_runs(agent=args.agent, status=args.status, limit=args.limit)
         disk = store.runs_disk_use([r.id for r in runs])
+        sweeps = store.sweep_of_runs([r.id for r in runs])
     if not runs:
         print("no training runs yet" if args.agent is None and args.status is None else "no runs match")
         return 0
@@ -113,13 +114,26 @@ def run_list(args: argparse.Namespace) -> int:
             number(r.last_metrics.get("score")),
             number(r.last_metrics.get("eval_score")),
             format_size(disk.get(r.id, 0)),
+            f"{sweeps[r.id][0]}#{sweeps[r.id][1]}" if r.id in sweeps else "-",
             format_time(r.created),
         )
         for r in runs
     ]
     print(
         table(
-            ("ID", "AGENT", "STATUS", "EPISODES", "STEPS", "TIME", "LAST SCORE", "EVAL", "DISK", "CREATED"),
+            (
+                "ID",
+                "AGENT",
+                "STATUS",
+                "EPISODES",
+                "STEPS",
+                "TIME",
+                "LAST SCORE",
+                "EVAL",
+                "DISK",
+                "SWEEP",
+                "CREATED",
+            ),
             rows,
             right={0, 3, 4, 5, 6, 7, 8},
         )

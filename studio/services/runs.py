@@ -114,6 +114,10 @@ class RunRequest:
     eval_seed: int = DEFAULT_EVAL_SEED
     #: checkpoint files kept besides the best one (the newest N; 0 = keep all)
     keep_checkpoints: int = DEFAULT_KEEP_CHECKPOINTS
+    #: also evaluate the agent the budget leaves (a sweep's trials end with the figure they are ranked by)
+    eval_at_end: bool = False
+    #: (sweep id, trial index) when this run is a sweep's trial: linked in the store as it is created
+    sweep_trial: tuple[int, int] | None = None
     #: the agent's class as "module:Class", for a child process that must find an agent registered
     #: at run time (tests, plug-ins); registry agents need none
     target: str | None = None
@@ -149,6 +153,7 @@ class RunRequest:
             self.eval_every_episodes,
             self.eval_seed,
             self.keep_checkpoints,
+            self.eval_at_end,
         )
         if self.resume is not None and (self.agent or self.preset):
             raise RunError(
@@ -266,6 +271,7 @@ def open_run(request: RunRequest, store: Any, control: Control | None = None) ->
         "eval_every_episodes": request.eval_every_episodes,
         "eval_seed": request.eval_seed,
         "keep_checkpoints": request.keep_checkpoints,
+        "eval_at_end": request.eval_at_end,
     }
     context = request.context(Path(store.path).parent)
     if request.resume is not None:
@@ -292,7 +298,11 @@ def open_run(request: RunRequest, store: Any, control: Control | None = None) ->
         agent.check_can_train(context)
     except ConfigError as e:
         raise RunError(str(e), e.field) from None
-    return run_training(agent, resolved.budget, store, control, context, **opts)
+    run = run_training(agent, resolved.budget, store, control, context, **opts)
+    if request.sweep_trial is not None:
+        # Linked at once: a driver killed from here on finds this trial's run and resumes it.
+        store.link_trial(*request.sweep_trial, run.run_id)
+    return run
 
 
 # ------------------------------------------------------------------------------ a run's records

@@ -168,8 +168,8 @@ def test_an_older_store_migrates_in_place_and_its_checkpoints_are_unevaluated(st
         best = store.best_checkpoint(1)
         assert best is not None and best.eval_score == 42.0
     con = sqlite3.connect(path)
-    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
-    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "4"
+    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "5"
     assert {"eval_score", "best"} <= _columns(con)
     assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     con.close()

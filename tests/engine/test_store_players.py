@@ -182,8 +182,8 @@ def test_a_schema_1_store_migrates_in_place_without_loss(v1_path):
         assert [c.path.name for c in store.run_checkpoints(1)] == ["dqn-run1.pt"]
         assert [m.message for m in store.run_messages(1)] == ["checkpoint saved"]
     con = sqlite3.connect(v1_path)
-    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
-    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "4"
+    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "5"
     assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     con.close()
 

@@ -136,8 +136,8 @@ def test_an_older_store_migrates_in_place_to_schema_4(start, v3_path, tmp_path):
         assert store.get_review(gid, "k").reviewed == 1
     assert {"reviews", "review_chunks"} <= _tables(path)
     con = sqlite3.connect(path)
-    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
-    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "4"
+    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "5"
     assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     assert con.execute("PRAGMA foreign_key_check").fetchall() == []
     con.close()

@@ -296,7 +296,7 @@ def test_runs_list(capsys, a_run):
     assert run(capsys, "runs", "list", "--status", "failed") == (0, "no runs match\n", "")
     _code, out, _ = run(capsys, "runs", "list")
     lines = out.splitlines()
-    assert lines[0] == "ID  AGENT  STATUS    EPISODES  STEPS  TIME  LAST SCORE  EVAL  DISK  CREATED"
+    assert lines[0] == "ID  AGENT  STATUS    EPISODES  STEPS  TIME  LAST SCORE  EVAL  DISK  SWEEP  CREATED"
     assert lines[1].split()[:7] == ["1", "dqn", "finished", "10", "1000", "0:10", "1000"]
 
 

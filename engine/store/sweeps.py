@@ -1,0 +1,223 @@
+"""Sweeps in the store: a sweep record (its whole spec) and its planned trials, each linked to its run.
+
+:class:`SweepsMixin` is the sweeps part of :class:`engine.store.GameStore`. A sweep plans all its
+trials when it is made (``sweep_trials``: index, knob values, seed); a trial's run is linked when the
+run is created, so a sweep that was killed knows which trials finished, which have a run to resume
+from its last checkpoint, and which never started. Deleting a sweep keeps its runs (they are ordinary
+runs); deleting a run unlinks it from its trial (the trial will run again on resume).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.store.model import StoreError
+from engine.store.values import seed_text, seed_value, to_json
+
+#: A sweep's life: ``running`` while a driver works on it, then how it ended.
+SWEEP_STATUSES: tuple[str, ...] = ("running", "stopped", "finished", "failed")
+
+
+@dataclass(frozen=True)
+class TrialInfo:
+    """One planned trial of a sweep: its index, knob values over the sweep's base config, its seed, and
+    its run once one was made (``run_id``; ``run_status`` is that run's status, None without a run)."""
+
+    sweep_id: int
+    trial: int
+    params: dict[str, Any]
+    seed: int | None
+    run_id: int | None = None
+    run_status: str | None = None
+
+
+@dataclass(frozen=True)
+class SweepInfo:
+    """A sweep record: the agent, the whole ``spec`` it was asked with, its status and driver."""
+
+    id: int
+    agent: str
+    spec: dict[str, Any] = field(default_factory=dict)
+    status: str = "running"
+    error: str | None = None
+    created: float = 0.0
+    updated: float = 0.0
+    pid: int | None = None
+    host: str | None = None
+    #: trials planned / with a finished run
+    n_trials: int = 0
+    n_finished: int = 0
+
+
+_SWEEP_COLUMNS = (
+    "s.id, s.agent, s.spec, s.status, s.error, s.created, s.updated, s.pid, s.host, "
+    "(SELECT count(*) FROM sweep_trials t WHERE t.sweep_id = s.id) AS n_trials, "
+    "(SELECT count(*) FROM sweep_trials t JOIN runs r ON r.id = t.run_id "
+    " WHERE t.sweep_id = s.id AND r.status = 'finished') AS n_finished"
+)
+
+
+def _check_status(status: str) -> None:
+    if status not in SWEEP_STATUSES:
+        raise StoreError(f"sweep status must be one of {', '.join(SWEEP_STATUSES)}, got {status!r}")
+
+
+def _sweep(r: sqlite3.Row) -> SweepInfo:
+    spec = json.loads(r["spec"])
+    return SweepInfo(
+        id=int(r["id"]),
+        agent=str(r["agent"]),
+        spec=spec if isinstance(spec, dict) else {},
+        status=str(r["status"]),
+        error=r["error"],
+        created=float(r["created"]),
+        updated=float(r["updated"]),
+        pid=r["pid"],
+        host=r["host"],
+        n_trials=int(r["n_trials"]),
+        n_finished=int(r["n_finished"]),
+    )
+
+
+class SweepsMixin:
+    """Sweeps API of :class:`engine.store.GameStore` (see there for threads and transactions)."""
+
+    _host: str
+
+    def _tx(self, write: bool) -> AbstractContextManager[sqlite3.Connection]:
+        raise NotImplementedError  # provided by GameStore
+
+    def create_sweep(
+        self,
+        agent: str,
+        spec: Mapping[str, Any],
+        trials: Iterable[tuple[Mapping[str, Any], int | None]],
+    ) -> int:
+        """Record a sweep (status running, driven by this process) with its planned trials, in order:
+        ``trials`` gives each trial's knob values and seed. Returns the sweep's id."""
+        now = time.time()
+        with self._tx(write=True) as con:
+            cur = con.execute(
+                "INSERT INTO sweeps (agent, spec, status, created, updated, pid, host) "
+                "VALUES (?, ?, 'running', ?, ?, ?, ?)",
+                (agent, to_json(spec, "spec"), now, now, os.getpid(), self._host),
+            )
+            sweep_id = int(cur.lastrowid or 0)
+            con.executemany(
+                "INSERT INTO sweep_trials (sweep_id, trial, params, seed) VALUES (?, ?, ?, ?)",
+                [
+                    (sweep_id, i, to_json(dict(params), "params"), seed_text(seed))
+                    for i, (params, seed) in enumerate(trials)
+                ],
+            )
+        return sweep_id
+
+    def set_sweep_status(self, sweep_id: int, status: str, error: str | None = None) -> None:
+        """Set a sweep's status; ``running`` also records this process as its driver."""
+        _check_status(status)
+        with self._tx(write=True) as con:
+            if status == "running":
+                cur = con.execute(
+                    "UPDATE sweeps SET status = ?, error = ?, updated = ?, pid = ?, host = ? WHERE id = ?",
+                    (status, error, time.time(), os.getpid(), self._host, sweep_id),
+                )
+            else:
+                cur = con.execute(
+                    "UPDATE sweeps SET status = ?, error = ?, updated = ? WHERE id = ?",
+                    (status, error, time.time(), sweep_id),
+                )
+            if cur.rowcount == 0:
+                raise StoreError(f"no sweep {sweep_id}")
+
+    def claim_sweep(self, sweep_id: int) -> None:
+        """Make this process the sweep's one driver (status running). StoreError naming the driver when
+        another live process drives it; a driver on this machine whose process is gone is taken over."""
+        from engine.store.db import _pid_alive
+
+        with self._tx(write=True) as con:
+            row = con.execute("SELECT status, pid, host FROM sweeps WHERE id = ?", (sweep_id,)).fetchone()
+            if row is None:
+                raise StoreError(f"no sweep {sweep_id}")
+            pid, host = row["pid"], row["host"]
+            gone = pid is not None and host == self._host and not _pid_alive(pid)
+            if row["status"] == "running" and pid != os.getpid() and not gone:
+                raise StoreError(
+                    f"sweep {sweep_id} is running in process {pid} on {host}: stop it there first"
+                )
+            con.execute(
+                "UPDATE sweeps SET status = 'running', error = NULL, updated = ?, pid = ?, host = ? WHERE id = ?",
+                (time.time(), os.getpid(), self._host, sweep_id),
+            )
+
+    def link_trial(self, sweep_id: int, trial: int, run_id: int) -> None:
+        """Record ``run_id`` as the run of a sweep's trial (made when the run is created)."""
+        with self._tx(write=True) as con:
+            cur = con.execute(
+                "UPDATE sweep_trials SET run_id = ? WHERE sweep_id = ? AND trial = ?",
+                (run_id, sweep_id, trial),
+            )
+            if cur.rowcount == 0:
+                raise StoreError(f"sweep {sweep_id} has no trial {trial}")
+
+    def sweep_trials(self, sweep_id: int) -> list[TrialInfo]:
+        """A sweep's trials in planned order, each with its run's id and status when it has one."""
+        with self._tx(write=False) as con:
+            rows = con.execute(
+                "SELECT t.trial, t.params, t.seed, t.run_id, r.status AS run_status "
+                "FROM sweep_trials t LEFT JOIN runs r ON r.id = t.run_id "
+                "WHERE t.sweep_id = ? ORDER BY t.trial",
+                (sweep_id,),
+            ).fetchall()
+        return [
+            TrialInfo(
+                sweep_id,
+                int(r["trial"]),
+                json.loads(r["params"]),
+                seed_value(r["seed"]),
+                r["run_id"],
+                r["run_status"],
+            )
+            for r in rows
+        ]
+
+    def list_sweeps(self, limit: int | None = None) -> list[SweepInfo]:
+        """Sweeps, newest first."""
+        with self._tx(write=False) as con:
+            rows = con.execute(
+                f"SELECT {_SWEEP_COLUMNS} FROM sweeps s ORDER BY s.id DESC LIMIT ?",
+                (-1 if limit is None else int(limit),),
+            ).fetchall()
+        return [_sweep(r) for r in rows]
+
+    def get_sweep(self, sweep_id: int) -> SweepInfo:
+        with self._tx(write=False) as con:
+            row = con.execute(f"SELECT {_SWEEP_COLUMNS} FROM sweeps s WHERE s.id = ?", (sweep_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"no sweep {sweep_id}")
+        return _sweep(row)
+
+    def sweep_of_runs(self, run_ids: Sequence[int] | None = None) -> dict[int, tuple[int, int]]:
+        """run id -> (sweep id, trial index) for the runs that are sweep trials (all, or of ``run_ids``)."""
+        sql = "SELECT run_id, sweep_id, trial FROM sweep_trials WHERE run_id IS NOT NULL"
+        params: list[int] = []
+        if run_ids is not None:
+            ids = [int(i) for i in run_ids]
+            if not ids:
+                return {}
+            sql += f" AND run_id IN ({','.join('?' * len(ids))})"
+            params = ids
+        with self._tx(write=False) as con:
+            return {int(r[0]): (int(r[1]), int(r[2])) for r in con.execute(sql, params).fetchall()}
+
+    def delete_sweep(self, sweep_id: int) -> None:
+        """Delete a sweep record and its trial list (its runs stay, as ordinary runs)."""
+        with self._tx(write=True) as con:
+            if con.execute("DELETE FROM sweeps WHERE id = ?", (sweep_id,)).rowcount == 0:
+                raise StoreError(f"no sweep {sweep_id}")

@@ -1,0 +1,360 @@
+"""``python main.py sweep --agent NAME --grid K=V1,V2 ... [--random K=LO:HI[:log] --samples N]`` and
+``python main.py sweeps list | show ID | delete ID``.
+
+A sweep trains one agent many times over a grid or a random search (:mod:`studio.services.sweep`):
+each trial is an ordinary run (``runs list`` shows it with its sweep), trials run ``--workers`` at a
+time in local processes or on Ray (``--backend ray [--ray-address ADDR]``), and the points are ranked
+by ``--metric`` (default: each trial's own evaluation at its end). Ctrl-C stops every trial cleanly
+(each saves a checkpoint); ``sweep --resume ID`` continues: finished trials stay, unfinished ones
+resume from their last checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any
+
+from agents.config import load_preset
+from agents.runner import DEFAULT_CHECKPOINT_EVERY_S, DEFAULT_EVAL_GAMES, DEFAULT_EVAL_SEED
+from engine.store import GameStore, format_time
+from studio.cli import MAX_MINUTES, MAX_SEED, MAX_WORKERS, CliError, record_id, whole
+from studio.cli import number as number_type
+from studio.commands import _agent_flags as flags
+from studio.commands.train import budget_from
+from studio.progress import ProgressLine
+from studio.services.sweep import (
+    AUTO,
+    PointResult,
+    SweepEvent,
+    SweepRequest,
+    parse_grid,
+    parse_range,
+    rank_sweep,
+    run_sweep,
+)
+from studio.text import duration, number, table
+
+DESCRIPTION = """Train one agent many times over a grid or a random search and rank the results.
+
+  python main.py sweep --agent dqn --grid lr=1e-4,5e-4,1e-3 gamma=0.95,0.99 --seeds 2 --minutes 3
+  python main.py sweep --agent ntuple --random lr=0.01:1:log lam=0:0.9 --samples 8 --episodes 2000
+
+The base settings come from the agent's defaults, then --preset, then the agent's flags; --grid and
+--random vary knobs over them (a tuple knob takes values separated by ';'). Budget flags are per trial.
+Each trial is a run (runs list), --seeds runs per point with seeds --seed, --seed + 1, ... Each trial
+ends with --eval-games greedy games on the same seeds for every trial, and points are ranked by the mean
+of their trials' figures (--metric; default: that evaluation, or the training score with 0 games).
+Ctrl-C stops every trial after its current step (each saves a checkpoint); --resume ID continues."""
+
+
+def register(subparsers: Any) -> None:
+    flags.register_two_stage(
+        subparsers,
+        "sweep",
+        help="train one agent over a grid or random search of settings and rank the trials",
+        build=build_parser,
+        run=run,
+    )
+    parser = subparsers.add_parser(
+        "sweeps", help="list sweeps, or show one ranked", description="Sweeps recorded in the store."
+    )
+    sub = parser.add_subparsers(dest="sweeps_command", metavar="ACTION", required=True)
+    p = sub.add_parser("list", help="list sweeps, newest first")
+    p.add_argument("--limit", type=whole(1), default=50, help="at most this many rows (default 50)")
+    p.set_defaults(func=run_list)
+    p = sub.add_parser("show", help="one sweep: its spec and its points ranked by its metric")
+    p.add_argument("id", type=record_id, help="sweep id (see sweeps list)")
+    p.add_argument("--json", action="store_true", help="one JSON object instead of the table")
+    p.set_defaults(func=run_show)
+    p = sub.add_parser("delete", help="delete a sweep's record (its runs stay, as ordinary runs)")
+    p.add_argument("id", type=record_id, help="sweep id")
+    p.set_defaults(func=run_delete)
+
+
+def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
+    names = list(first.agent[-1:]) or flags.preset_agents(first.preset[-1:])
+    epilog = None if names else "Give --agent NAME (with --help) to list that agent's settings."
+    p = flags.new_parser("sweep", DESCRIPTION, epilog)
+    p.add_argument("--agent", help=f"the agent to sweep: {flags.agent_list_text()} (learners only)")
+    p.add_argument("--preset", help="base settings from a preset (resources/presets/<name>.json)")
+    p.add_argument(
+        "--grid", nargs="+", default=[], metavar="KNOB=V1,V2", help="knob values to try, all combinations"
+    )
+    p.add_argument(
+        "--random",
+        nargs="+",
+        default=[],
+        metavar="KNOB=LOW:HIGH[:log]",
+        help="random search: numeric ranges (with --samples; --grid knobs are then drawn from their lists)",
+    )
+    p.add_argument("--samples", type=whole(1, 1000), default=None, help="points of a random search")
+    p.add_argument("--seeds", type=whole(1, 100), default=1, help="runs per point (default 1)")
+    p.add_argument(
+        "--seed",
+        type=whole(0, MAX_SEED),
+        default=1,
+        help="first seed of each point's runs, and the draws (default 1)",
+    )
+    p.add_argument(
+        "--metric", default=AUTO, help="rank by this metric (default auto: the trials' evaluation)"
+    )
+    b = p.add_argument_group("budget of each trial")
+    b.add_argument("--episodes", type=whole(1), help="train each trial this many episodes")
+    b.add_argument(
+        "--minutes", type=number_type(0, MAX_MINUTES, above=True), help="train each trial this many minutes"
+    )
+    b.add_argument("--steps", type=whole(1), help="train each trial this many steps (moves)")
+    flags.add_rules_flags(p)
+    p.add_argument(
+        "--eval-games",
+        type=whole(0, 100_000),
+        default=DEFAULT_EVAL_GAMES,
+        metavar="K",
+        help=f"greedy games that end each trial (0 = rank by training score; default {DEFAULT_EVAL_GAMES})",
+    )
+    p.add_argument(
+        "--eval-seed",
+        type=whole(0, MAX_SEED),
+        default=DEFAULT_EVAL_SEED,
+        metavar="S",
+        help="seed of those games",
+    )
+    p.add_argument(
+        "--checkpoint-every",
+        type=number_type(0, MAX_MINUTES * 60, above=True),
+        default=DEFAULT_CHECKPOINT_EVERY_S,
+        metavar="SECONDS",
+        help=f"seconds between a trial's checkpoints (default {DEFAULT_CHECKPOINT_EVERY_S:g})",
+    )
+    p.add_argument("--workers", type=whole(1, MAX_WORKERS), default=None, help="trials at once (default 1)")
+    p.add_argument(
+        "--backend", choices=("local", "ray"), default=None, help="local processes (default) or Ray Tune"
+    )
+    p.add_argument(
+        "--ray-address", default=None, metavar="ADDR", help="a Ray cluster (implies --backend ray)"
+    )
+    p.add_argument(
+        "--resume", type=record_id, metavar="SWEEP_ID", help="continue this sweep's unfinished trials"
+    )
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    flags.add_agent_flags(p, names)
+    return p
+
+
+def request_from_args(args: argparse.Namespace) -> SweepRequest:
+    """The command line as a sweep request (what the Train tab's Sweep dialog builds)."""
+    preset = load_preset(args.preset) if args.preset else None
+    name = args.agent or (preset or {}).get("agent")
+    if not name:
+        raise CliError("give the agent to sweep (--agent NAME) or a preset")
+    cls = flags.config_class(name)
+    grid = dict(parse_grid(g, cls) for g in args.grid)
+    ranges = tuple(parse_range(r, cls) for r in args.random)
+    if ranges and args.samples is None:
+        raise CliError("a random search needs --samples N")
+    if args.samples is not None and not ranges:
+        raise CliError("--samples goes with --random ranges (a grid tries every combination)")
+    return SweepRequest(
+        agent=args.agent,
+        preset=args.preset,
+        config=flags.overrides_for(args, name),
+        rules=flags.rules_from(args, preset),
+        budget=budget_from(args),
+        grid=grid,
+        ranges=ranges,
+        samples=args.samples or 0,
+        seeds=args.seeds,
+        seed=args.seed,
+        metric=args.metric,
+        workers=args.workers or 1,
+        backend=args.backend or "local",
+        ray_address=args.ray_address,
+        eval_games=args.eval_games,
+        eval_seed=args.eval_seed,
+        checkpoint_every_s=args.checkpoint_every,
+    )
+
+
+def _with_ctrl_c(events: Iterator[SweepEvent], stop: threading.Event) -> Iterator[SweepEvent]:
+    """The first Ctrl-C stops every trial cleanly (each saves); the second aborts."""
+    if threading.current_thread() is not threading.main_thread():
+        yield from events
+        return
+
+    def on_sigint(signum: int, frame: FrameType | None) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        print("\nstopping every trial after its current step (Ctrl-C again to abort)", file=sys.stderr)
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield from events
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def run(args: argparse.Namespace) -> int:
+    stop = threading.Event()
+    with GameStore.open(args.data_dir) as store:
+        if args.resume is not None:
+            if args.agent or args.preset or args.grid or args.random:
+                raise CliError("a resumed sweep keeps its own agent, knobs and budget: give only --resume ID")
+            events = run_sweep(
+                None,
+                store,
+                resume=args.resume,
+                stop=stop,
+                workers=args.workers,
+                backend=args.backend,
+                ray_address=args.ray_address,
+            )
+        else:
+            events = run_sweep(request_from_args(args), store, stop=stop)
+        sweep_id, status, failures = None, "failed", []
+        running: dict[int, float] = {}  # trial -> its run's progress
+        with ProgressLine("sweep", total=1.0) as line:
+            for ev in _with_ctrl_c(events, stop):
+                sweep_id = ev.sweep_id
+                line.label = f"sweep {sweep_id}"
+                if ev.kind == "started" and ev.trial is not None:
+                    running[ev.trial] = 0.0
+                elif ev.kind == "progress" and ev.trial is not None and ev.events:
+                    running[ev.trial] = float(ev.events[-1].progress)
+                elif ev.kind == "done":
+                    running.pop(ev.trial if ev.trial is not None else -1, None)
+                    if ev.error:
+                        failures.append(f"trial {ev.trial} (run {ev.run_id}) failed: {ev.error}")
+                elif ev.kind == "finished":
+                    status = ev.status or status
+                done = ev.finished_trials + sum(running.values())
+                text = f"{ev.finished_trials}/{ev.total} trials done, {len(running)} running"
+                line.update(done / max(1, ev.total), text, force=ev.kind != "progress")
+        for f in failures:
+            print(f, file=sys.stderr)
+        assert sweep_id is not None
+        metric, points = rank_sweep(store, sweep_id)
+        if args.json:
+            print(json.dumps(_as_json(store, sweep_id, metric, points)))
+        else:
+            print(f"sweep {sweep_id} {status}: ranked by {metric}")
+            print(_points_table(points))
+            if status == "stopped":
+                print(f"resume with: python main.py sweep --resume {sweep_id}")
+    return 0 if status in ("finished", "stopped") else 1
+
+
+def _as_json(store: Any, sweep_id: int, metric: str, points: list[PointResult]) -> dict[str, Any]:
+    info = store.get_sweep(sweep_id)
+    best = next((p for p in points if p.rank == 1), None)
+    return {
+        "sweep": sweep_id,
+        "agent": info.agent,
+        "status": info.status,
+        "metric": metric,
+        "spec": info.spec,
+        "best": None if best is None else best.to_dict(),
+        "points": [p.to_dict() for p in points],
+    }
+
+
+def _points_table(points: list[PointResult]) -> str:
+    knobs = list(dict.fromkeys(k for p in points for k in p.params))
+    rows = []
+    for p in points:
+        values = " ".join(number(v) for v in p.values)
+        runs = ",".join("-" if r is None else str(r) for r in p.run_ids)
+        rows.append(
+            (
+                "-" if p.rank is None else p.rank,
+                *(_knob_text(p.params.get(k)) for k in knobs),
+                number(p.mean),
+                number(p.std),
+                values,
+                runs,
+            )
+        )
+    n = len(knobs)
+    return table(
+        ("RANK", *(k.upper() for k in knobs), "MEAN", "STD", "PER SEED", "RUNS"),
+        rows,
+        right={0, n + 1, n + 2},
+    )
+
+
+def _knob_text(v: Any) -> str:
+    if isinstance(v, tuple | list):
+        return ",".join(str(x) for x in v)
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v)
+
+
+def run_list(args: argparse.Namespace) -> int:
+    with GameStore.open(args.data_dir) as store:
+        sweeps = store.list_sweeps(limit=args.limit)
+        rows = []
+        for s in sweeps:
+            metric, points = rank_sweep(store, s.id)
+            best = next((p for p in points if p.rank == 1), None)
+            knobs = ", ".join([*s.spec.get("grid", {}), *(r["name"] for r in s.spec.get("ranges", []))])
+            rows.append(
+                (
+                    s.id,
+                    s.agent,
+                    s.status,
+                    f"{s.n_finished}/{s.n_trials}",
+                    knobs,
+                    metric,
+                    "-" if best is None else number(best.mean),
+                    "-" if best is None else " ".join(f"{k}={_knob_text(v)}" for k, v in best.params.items()),
+                    format_time(s.created),
+                )
+            )
+    if not rows:
+        print("no sweeps yet (python main.py sweep --help)")
+        return 0
+    print(
+        table(
+            ("ID", "AGENT", "STATUS", "DONE", "KNOBS", "METRIC", "BEST", "BEST POINT", "CREATED"),
+            rows,
+            right={0, 6},
+        )
+    )
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    with GameStore.open(args.data_dir) as store:
+        info = store.get_sweep(args.id)
+        metric, points = rank_sweep(store, args.id)
+        if args.json:
+            print(json.dumps(_as_json(store, args.id, metric, points)))
+            return 0
+        spec = info.spec
+        budget = spec.get("budget") or {}
+        b = ", ".join(
+            f"{k} {duration(v) if k == 'seconds' else f'{v:,}'}" for k, v in budget.items() if v is not None
+        )
+        print(f"sweep {info.id}: {info.agent}, {spec.get('search')} search, {info.status}")
+        if info.error:
+            print(f"  {info.error}")
+        print(
+            f"  trials: {info.n_finished}/{info.n_trials} finished; {spec.get('seeds')} seed(s) per point; budget {b}"
+        )
+        print(f"  backend: {spec.get('backend')} x {spec.get('workers')}; ranked by {metric}")
+        print(_points_table(points) if points else "  no trials")
+    return 0
+
+
+def run_delete(args: argparse.Namespace) -> int:
+    with GameStore.open(args.data_dir) as store:
+        store.delete_sweep(args.id)
+    print(f"sweep {args.id} deleted (its runs stay: runs list)")
+    return 0

@@ -1,0 +1,689 @@
+"""Sweeps: many runs of one agent over a grid or a random search, ranked by one metric (Qt-free).
+
+A sweep is one agent, a base config (preset + form / flags), knobs with values (a grid: lists; a random
+search: ranges, linear or log, ``samples`` points drawn with the sweep's seed), ``seeds`` runs per
+point, a per-trial budget and a metric to rank by. Every trial is an ordinary run in the store, linked
+to its sweep (``engine.store.sweeps``), so the runs table, the curves and ``runs list`` show trials like
+any run.
+
+**Metric.** ``auto`` ranks by the trial's own evaluation: each trial ends with ``eval_games`` greedy
+games on the same seeded games for every trial (``eval_at_end``), and a point's figure is the mean of
+its trials' last ``eval_score``. With ``eval_games=0`` it is the smoothed training score (the mean of
+the last :data:`SMOOTH_LAST` episodes' scores). Any other metric the agent reports may be named; a loss
+ranks lowest first.
+
+**Backends.** ``local`` (default): up to ``workers`` trials at once, each in a child process that makes
+the same :func:`studio.services.runs.open_run` call as ``train`` (``training_process``). A local child
+writes its own run to the store as a window's run does: it is on the driver's machine, and SQLite in WAL
+mode serialises the writers, so one code path trains a run wherever it starts. ``ray``: trials run as
+Ray Tune trials (:mod:`studio.services.sweep_ray`); a trial on another machine never touches the SQLite
+file: its metrics and checkpoints come back to the driver, which writes them.
+
+**Resume.** A sweep killed at any moment resumes (:func:`run_sweep` with ``resume=ID``): finished trials
+stay, a trial with a run that did not finish resumes from its last checkpoint, the rest start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import math
+import queue
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from agents.base import Budget
+from agents.runner import (
+    DEFAULT_CHECKPOINT_EVERY_S,
+    DEFAULT_EVAL_GAMES,
+    DEFAULT_EVAL_SEED,
+    DEFAULT_KEEP_CHECKPOINTS,
+    RunError,
+)
+from engine.core import Rules
+from studio.services.runs import BACKENDS, RunRequest, have_ray, resolve
+
+__all__ = [
+    "AUTO",
+    "MAX_TRIALS",
+    "KnobRange",
+    "PointResult",
+    "SweepError",
+    "SweepEvent",
+    "SweepRequest",
+    "metric_value",
+    "parse_grid",
+    "parse_range",
+    "plan_trials",
+    "rank_sweep",
+    "run_sweep",
+    "sweep_request_from_spec",
+]
+
+AUTO = "auto"
+#: Trials one sweep may plan (a grid's product grows fast; thousands of runs is a typo, not a plan).
+MAX_TRIALS = 1000
+#: Episodes averaged for the smoothed training score.
+SMOOTH_LAST = 100
+#: Trial statuses after which a trial is done (a failed trial is not retried: it would fail again).
+DONE = ("finished", "failed")
+#: A sweep trial's periodic evaluations: none by time (it ends with one; see ``eval_at_end``).
+TRIAL_EVAL_EVERY_S = 0.0
+
+
+class SweepError(RunError):
+    """A sweep that cannot be planned or run; ``field`` names the input at fault."""
+
+
+@dataclass(frozen=True)
+class KnobRange:
+    """A random-search range of one numeric knob: ``low`` to ``high``, uniform or log-uniform."""
+
+    name: str
+    low: float
+    high: float
+    log: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "low": self.low, "high": self.high, "log": self.log}
+
+
+@dataclass(frozen=True)
+class SweepRequest:
+    """Everything a user says about a sweep. Plain data (JSON-able through :meth:`spec`)."""
+
+    agent: str | None = None
+    preset: str | None = None
+    #: the base config over the preset's (the window sends its whole form)
+    config: Mapping[str, Any] = field(default_factory=dict)
+    rules: Rules | None = None
+    #: the budget of each trial
+    budget: Budget | None = None
+    #: knob -> values: the whole grid is tried (random search: drawn from like a choice)
+    grid: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    #: numeric knobs drawn from ranges: makes it a random search of ``samples`` points
+    ranges: Sequence[KnobRange] = ()
+    samples: int = 0
+    #: runs per point, seeded seed, seed + 1, ...: every point sees the same seeds
+    seeds: int = 1
+    seed: int = 1
+    metric: str = AUTO
+    workers: int = 1
+    backend: str = "local"
+    ray_address: str | None = None
+    eval_games: int = DEFAULT_EVAL_GAMES
+    eval_seed: int = DEFAULT_EVAL_SEED
+    checkpoint_every_s: float = DEFAULT_CHECKPOINT_EVERY_S
+    keep_checkpoints: int = DEFAULT_KEEP_CHECKPOINTS
+    #: store one training game in N (0 = none: a sweep's trials make many games nobody replays)
+    log_every: int = 0
+
+    @property
+    def search(self) -> str:
+        return "random" if self.ranges else "grid"
+
+    def spec(self) -> dict[str, Any]:
+        """The sweep as the store keeps it: enough to plan and run it again from the store alone."""
+        b = self.budget
+        return {
+            "agent": self.agent,
+            "preset": self.preset,
+            "config": dict(self.config),
+            "rules": None if self.rules is None else self.rules.to_dict(),
+            "budget": None if b is None else {"episodes": b.episodes, "steps": b.steps, "seconds": b.seconds},
+            "grid": {k: list(v) for k, v in self.grid.items()},
+            "ranges": [r.to_dict() for r in self.ranges],
+            "samples": self.samples,
+            "seeds": self.seeds,
+            "seed": self.seed,
+            "metric": self.metric,
+            "search": self.search,
+            "workers": self.workers,
+            "backend": self.backend,
+            "ray_address": self.ray_address,
+            "eval_games": self.eval_games,
+            "eval_seed": self.eval_seed,
+            "checkpoint_every_s": self.checkpoint_every_s,
+            "keep_checkpoints": self.keep_checkpoints,
+            "log_every": self.log_every,
+        }
+
+
+def sweep_request_from_spec(spec: Mapping[str, Any]) -> SweepRequest:
+    """A stored spec back as a request (the inverse of :meth:`SweepRequest.spec`)."""
+    b = spec.get("budget")
+    rules = spec.get("rules")
+    return SweepRequest(
+        agent=spec.get("agent"),
+        preset=spec.get("preset"),
+        config=dict(spec.get("config") or {}),
+        rules=None if not rules else Rules.from_dict(rules),
+        budget=None
+        if not b
+        else Budget(episodes=b.get("episodes"), steps=b.get("steps"), seconds=b.get("seconds")),
+        grid={k: tuple(v) for k, v in (spec.get("grid") or {}).items()},
+        ranges=tuple(
+            KnobRange(r["name"], r["low"], r["high"], bool(r.get("log"))) for r in spec.get("ranges") or ()
+        ),
+        samples=int(spec.get("samples") or 0),
+        seeds=int(spec.get("seeds") or 1),
+        seed=int(spec.get("seed") or 0),
+        metric=str(spec.get("metric") or AUTO),
+        workers=int(spec.get("workers") or 1),
+        backend=str(spec.get("backend") or "local"),
+        ray_address=spec.get("ray_address"),
+        eval_games=int(spec.get("eval_games", DEFAULT_EVAL_GAMES)),
+        eval_seed=int(spec.get("eval_seed", DEFAULT_EVAL_SEED)),
+        checkpoint_every_s=float(spec.get("checkpoint_every_s", DEFAULT_CHECKPOINT_EVERY_S)),
+        keep_checkpoints=int(spec.get("keep_checkpoints", DEFAULT_KEEP_CHECKPOINTS)),
+        log_every=int(spec.get("log_every", 0)),
+    )
+
+
+# ------------------------------------------------------------------------------------ parsing
+
+
+def _field_name(config_cls: Any, name: str) -> str:
+    wanted = name.strip().replace("-", "_")
+    names = [s.name for s in config_cls.specs()]
+    if wanted not in names:
+        raise SweepError(f"{name!r} is not a setting of this agent; its settings: {', '.join(names)}", "grid")
+    return wanted
+
+
+def parse_grid(text: str, config_cls: Any) -> tuple[str, tuple[Any, ...]]:
+    """``"lr=1e-4,5e-4"`` -> ``("lr", (0.0001, 0.0005))``: values read and checked as the knob's type.
+
+    A tuple knob takes values separated by ``;`` (``hidden=256,256;512,512``)."""
+    name, sep, rest = text.partition("=")
+    if not sep or not rest.strip():
+        raise SweepError(f"a grid knob is NAME=V1,V2,...; got {text!r}", "grid")
+    spec = config_cls.spec(_field_name(config_cls, name))
+    parts = rest.split(";") if spec.kind.endswith("_tuple") else rest.split(",")
+    values: list[Any] = []
+    for part in parts:
+        if not part.strip():
+            raise SweepError(f"{spec.name}: an empty value in {rest!r}", spec.name)
+        try:
+            v = spec.check(spec.parse(part))
+        except ValueError as e:  # ConfigError
+            raise SweepError(f"{spec.name}: {e}", spec.name) from None
+        if v not in values:
+            values.append(v)
+    return spec.name, tuple(values)
+
+
+def parse_range(text: str, config_cls: Any) -> KnobRange:
+    """``"lr=1e-5:1e-2:log"`` -> a log-uniform range of ``lr`` (``:lin`` or nothing: uniform)."""
+    name, sep, rest = text.partition("=")
+    bits = rest.split(":")
+    if not sep or len(bits) not in (2, 3):
+        raise SweepError(f"a random knob is NAME=LOW:HIGH[:log]; got {text!r}", "ranges")
+    spec = config_cls.spec(_field_name(config_cls, name))
+    if spec.kind not in ("int", "float"):
+        raise SweepError(f"{spec.name} is not a number: give its values as a grid list instead", spec.name)
+    scale = bits[2].strip().lower() if len(bits) == 3 else "lin"
+    if scale not in ("log", "lin", "linear"):
+        raise SweepError(f"{spec.name}: the scale is log or lin, got {bits[2]!r}", spec.name)
+    try:
+        low, high = (float(spec.check(spec.parse(b))) for b in bits[:2])
+    except ValueError as e:
+        raise SweepError(f"{spec.name}: {e}", spec.name) from None
+    if not low < high:
+        raise SweepError(f"{spec.name}: the range needs low < high, got {bits[0]}:{bits[1]}", spec.name)
+    if scale == "log" and low <= 0:
+        raise SweepError(f"{spec.name}: a log range needs low > 0, got {bits[0]}", spec.name)
+    return KnobRange(spec.name, low, high, scale == "log")
+
+
+# ----------------------------------------------------------------------------------- planning
+
+
+def _round(x: float) -> float:
+    """Four significant digits: a drawn 0.000312847... reads as 0.0003128 in tables and forms."""
+    return float(f"{x:.4g}")
+
+
+def plan_trials(request: SweepRequest) -> list[tuple[dict[str, Any], int]]:
+    """The sweep's trials in order: (knob values, seed) each. Deterministic: the same request plans the
+    same trials (a random search draws its points from ``seed``). SweepError for a plan that cannot run.
+    """
+    resolved = _resolved(request)
+    cls = _agent_cls(resolved.agent)
+    if not request.grid and not request.ranges:
+        raise SweepError("a sweep needs knobs to vary: a grid (NAME=V1,V2) or ranges (NAME=LOW:HIGH)", "grid")
+    if not 1 <= request.seeds <= 100:
+        raise SweepError(f"seeds per point must be 1 to 100, got {request.seeds}", "seeds")
+    points: list[dict[str, Any]]
+    if request.ranges:
+        if not 1 <= request.samples <= MAX_TRIALS:
+            raise SweepError(
+                f"a random search needs 1 to {MAX_TRIALS} samples, got {request.samples}", "samples"
+            )
+        rng = np.random.default_rng(request.seed)
+        points = []
+        for _ in range(request.samples):
+            p: dict[str, Any] = {}
+            for name, values in request.grid.items():
+                p[name] = values[int(rng.integers(len(values)))]
+            for r in request.ranges:
+                u = float(rng.random())
+                x = (
+                    math.exp(math.log(r.low) + u * (math.log(r.high) - math.log(r.low)))
+                    if r.log
+                    else r.low + u * (r.high - r.low)
+                )
+                p[r.name] = round(x) if cls.config_cls.spec(r.name).kind == "int" else _round(x)
+            points.append(p)
+    else:
+        names = list(request.grid)
+        points = [dict(zip(names, combo, strict=True)) for combo in itertools.product(*request.grid.values())]
+    n = len(points) * request.seeds
+    if n > MAX_TRIALS:
+        raise SweepError(
+            f"the sweep plans {n:,} trials; at most {MAX_TRIALS:,}: fewer values or seeds", "grid"
+        )
+    base = dict(resolved.config.to_dict())
+    for p in points:
+        try:
+            cls.config_cls.from_dict({**base, **p})
+        except ValueError as e:  # ConfigError: a combination the agent refuses
+            raise SweepError(
+                f"the point {_point_text(p)} makes no config: {e}", getattr(e, "field", "grid")
+            ) from None
+    return [(p, request.seed + k) for p in points for k in range(request.seeds)]
+
+
+def _point_text(p: Mapping[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in p.items())
+
+
+def _agent_cls(name: str) -> Any:
+    from agents.registry import get_agent_class
+
+    return get_agent_class(name)
+
+
+def _base_run(request: SweepRequest) -> RunRequest:
+    return RunRequest(
+        agent=request.agent,
+        preset=request.preset,
+        config=dict(request.config),
+        rules=request.rules,
+        budget=request.budget,
+        seed=request.seed,
+        checkpoint_every_s=request.checkpoint_every_s,
+        log_every=request.log_every,
+        eval_games=request.eval_games,
+        eval_every_s=TRIAL_EVAL_EVERY_S,
+        eval_every_episodes=None,
+        eval_seed=request.eval_seed,
+        keep_checkpoints=request.keep_checkpoints,
+        eval_at_end=True,
+    )
+
+
+def _resolved(request: SweepRequest) -> Any:
+    if request.workers < 1:
+        raise SweepError(f"workers must be >= 1, got {request.workers}", "workers")
+    if request.backend not in BACKENDS:
+        raise SweepError(f"backend must be one of {', '.join(BACKENDS)}, got {request.backend!r}", "backend")
+    if (request.backend == "ray" or request.ray_address) and not have_ray():
+        raise SweepError(
+            "the Ray backend needs Ray, an optional extra: pip install -e '.[ray]' (or pip install 'ray[tune]')",
+            "backend",
+        )
+    try:
+        resolved = resolve(_base_run(request))
+    except SweepError:
+        raise
+    except RunError as e:  # one kind of error for every front end of a sweep
+        raise SweepError(str(e), e.field) from None
+    if request.metric != AUTO:
+        from agents.metrics import metrics_of
+
+        known = {m.name for m in metrics_of(_agent_cls(resolved.agent))}
+        if request.metric not in known:
+            raise SweepError(
+                f"{resolved.agent} reports no metric {request.metric!r}; it reports {', '.join(sorted(known))}",
+                "metric",
+            )
+    return resolved
+
+
+def trial_request(
+    request: SweepRequest, sweep_id: int, trial: int, params: Mapping[str, Any], seed: int
+) -> RunRequest:
+    """The run request of one new trial."""
+    base = _base_run(request)
+    return replace(base, config={**base.config, **params}, seed=seed, sweep_trial=(sweep_id, trial))
+
+
+def resume_request(request: SweepRequest, run_id: int) -> RunRequest:
+    """The request that resumes a trial's unfinished run from its last checkpoint."""
+    base = _base_run(request)
+    return replace(
+        base, agent=None, preset=None, config={}, rules=None, budget=None, seed=None, resume=run_id
+    )
+
+
+# ----------------------------------------------------------------------------------- ranking
+
+
+def metric_name(request: SweepRequest) -> str:
+    """The metric a sweep ranks by (``auto`` resolved)."""
+    if request.metric != AUTO:
+        return request.metric
+    return "eval_score" if request.eval_games > 0 else "score"
+
+
+def lower_is_better(metric: str, agent: str | None = None) -> bool:
+    """A loss ranks lowest first; every other metric highest first."""
+    from agents.metrics import metrics_of
+
+    infos = metrics_of(_agent_cls(agent)) if agent else ()
+    return any(m.name == metric and m.kind == "loss" for m in infos)
+
+
+def metric_value(store: Any, run_id: int, metric: str) -> float | None:
+    """A run's figure for ``metric``: its last evaluation's ``eval_*`` figure, else the mean of the
+    metric's last :data:`SMOOTH_LAST` values; None when it has none (yet)."""
+    if metric.startswith("eval_"):
+        cols = store.run_metrics(run_id, ["evaluation"])
+        values = cols.get(metric)
+        if values is None:
+            return None
+        values = values[np.isfinite(values)]
+        return float(values[-1]) if len(values) else None
+    kinds = ["episode"] if metric in ("score", "max_tile") else None
+    cols = store.run_metrics(run_id, kinds)
+    values = cols.get(metric)
+    if values is None:
+        return None
+    values = values[np.isfinite(values)][-SMOOTH_LAST:]
+    return float(values.mean()) if len(values) else None
+
+
+@dataclass(frozen=True)
+class PointResult:
+    """One point of a sweep: its knob values, its trials and runs, and its figure (mean over seeds)."""
+
+    params: dict[str, Any]
+    trials: tuple[int, ...]
+    run_ids: tuple[int | None, ...]
+    statuses: tuple[str | None, ...]
+    values: tuple[float | None, ...]
+    rank: int | None = None
+
+    @property
+    def done(self) -> bool:
+        return all(s in DONE for s in self.statuses)
+
+    @property
+    def scored(self) -> list[float]:
+        return [v for v in self.values if v is not None]
+
+    @property
+    def mean(self) -> float | None:
+        s = self.scored
+        return float(np.mean(s)) if s else None
+
+    @property
+    def std(self) -> float | None:
+        s = self.scored
+        return float(np.std(s, ddof=1)) if len(s) > 1 else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "params": self.params,
+            "mean": self.mean,
+            "std": self.std,
+            "values": list(self.values),
+            "trials": list(self.trials),
+            "runs": list(self.run_ids),
+            "statuses": list(self.statuses),
+        }
+
+
+def rank_sweep(store: Any, sweep_id: int) -> tuple[str, list[PointResult]]:
+    """The sweep's metric and its points, best first (points without a figure yet last, unranked)."""
+    info = store.get_sweep(sweep_id)
+    request = sweep_request_from_spec(info.spec)
+    metric = metric_name(request)
+    groups: dict[str, list[Any]] = {}
+    order: list[str] = []
+    for t in store.sweep_trials(sweep_id):
+        key = repr(sorted(t.params.items()))
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(t)
+    points = []
+    for key in order:
+        ts = groups[key]
+        values = tuple(None if t.run_id is None else metric_value(store, t.run_id, metric) for t in ts)
+        points.append(
+            PointResult(
+                dict(ts[0].params),
+                tuple(t.trial for t in ts),
+                tuple(t.run_id for t in ts),
+                tuple(t.run_status for t in ts),
+                values,
+            )
+        )
+    low = lower_is_better(metric, info.agent)
+    scored = sorted(
+        (p for p in points if p.mean is not None),
+        key=lambda p: (p.mean if low else -(p.mean or 0.0), p.trials[0]),
+    )
+    ranked = [replace(p, rank=i + 1) for i, p in enumerate(scored)]
+    return metric, ranked + [p for p in points if p.mean is None]
+
+
+# ------------------------------------------------------------------------------------ running
+
+
+@dataclass(frozen=True)
+class SweepEvent:
+    """What a running sweep reports. ``kind``: ``planned`` (``sweep_id``, ``total``), ``started``
+    (a trial's run began: ``trial``, ``run_id``), ``progress`` (a trial's latest metric events),
+    ``done`` (a trial ended: ``status``, ``error``), ``finished`` (the sweep ended: ``status``)."""
+
+    kind: str
+    sweep_id: int
+    trial: int | None = None
+    run_id: int | None = None
+    status: str | None = None
+    error: str | None = None
+    events: tuple[Any, ...] = ()
+    total: int = 0
+    finished_trials: int = 0
+
+
+#: A backend runs trial jobs and reports what each trial's run says: it gets the jobs (trial index and
+#: run request), the store, the number of workers and a stop flag, and yields (trial, message) with the
+#: messages of :mod:`studio.services.training_process` (``started`` / ``events`` / ``done`` / ``error``).
+Backend = Callable[
+    [list[tuple[int, RunRequest]], Any, int, threading.Event], Iterator[tuple[int, tuple[Any, ...]]]
+]
+
+
+def local_backend(
+    jobs: list[tuple[int, RunRequest]], store: Any, workers: int, stop: threading.Event
+) -> Iterator[tuple[int, tuple[Any, ...]]]:
+    """Up to ``workers`` trials at once, each in a training child process (see the module's docstring)."""
+    from studio.services.training_process import TrainingProcess, exit_reason
+
+    inbox: queue.Queue[tuple[int, Any]] = queue.Queue()
+    waiting = list(jobs)
+    live: dict[int, TrainingProcess] = {}
+    stopping = False
+
+    def pump(trial: int, proc: TrainingProcess) -> None:
+        try:
+            for msg in proc.messages():
+                inbox.put((trial, msg))
+        finally:
+            inbox.put((trial, None))
+
+    try:
+        while waiting or live:
+            if stop.is_set() and not stopping:
+                stopping = True
+                waiting.clear()
+                for proc in live.values():
+                    proc.send("stop")
+            while waiting and len(live) < workers and not stopping:
+                trial, req = waiting.pop(0)
+                proc = TrainingProcess(req, store.path)
+                live[trial] = proc
+                threading.Thread(target=pump, args=(trial, proc), name=f"trial-{trial}", daemon=True).start()
+            try:
+                trial, msg = inbox.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if msg is None:  # the child's output ended
+                proc = live.pop(trial)
+                code = proc.wait(30)
+                if code not in (0, None) and code != 1 and code != 2:
+                    yield trial, ("error", f"the trial's process ended ({exit_reason(code)})", None, "")
+                continue
+            yield trial, msg
+    finally:
+        for proc in live.values():
+            proc.send("stop")
+        for proc in live.values():
+            if proc.wait(60) is None:
+                proc.kill()
+
+
+def _backend(name: str) -> Backend:
+    if name == "ray":
+        from studio.services.sweep_ray import ray_backend
+
+        return ray_backend
+    return local_backend
+
+
+def run_sweep(
+    request: SweepRequest | None,
+    store: Any,
+    *,
+    resume: int | None = None,
+    stop: threading.Event | None = None,
+    workers: int | None = None,
+    backend: str | None = None,
+    ray_address: str | None = None,
+) -> Iterator[SweepEvent]:
+    """Plan (or resume) a sweep and run its trials; iterate for what happens.
+
+    A new sweep: ``request``. A sweep to resume: ``resume=ID`` (its stored spec; ``workers``,
+    ``backend`` and ``ray_address`` may change). Setting ``stop`` (or closing the iterator) stops the
+    trials cleanly (each saves a checkpoint); the sweep is then ``stopped`` and resumes later.
+    """
+    stop = stop if stop is not None else threading.Event()
+    if resume is not None:
+        try:
+            info = store.get_sweep(resume)
+        except ValueError as e:
+            raise SweepError(str(e), "resume") from None
+        base = sweep_request_from_spec(info.spec)
+        request = replace(
+            base,
+            workers=workers or base.workers,
+            backend=backend or base.backend,
+            ray_address=ray_address if ray_address is not None else base.ray_address,
+        )
+        _resolved(request)
+        try:
+            store.claim_sweep(resume)
+        except ValueError as e:
+            raise SweepError(str(e), "resume") from None
+        sweep_id = resume
+    else:
+        if request is None:
+            raise SweepError("give a sweep to run or one to resume", "agent")
+        trials = plan_trials(request)
+        agent = _resolved(request).agent
+        request = replace(request, agent=agent)
+        sweep_id = store.create_sweep(agent, request.spec(), trials)
+    assert request is not None
+    plan = store.sweep_trials(sweep_id)
+    finished = sum(1 for t in plan if t.run_status in DONE)
+    yield SweepEvent("planned", sweep_id, total=len(plan), finished_trials=finished)
+    jobs: list[tuple[int, RunRequest]] = []
+    for t in plan:
+        if t.run_status in DONE:
+            continue
+        if t.run_id is not None:
+            jobs.append((t.trial, resume_request(request, t.run_id)))
+        else:
+            jobs.append((t.trial, trial_request(request, sweep_id, t.trial, t.params, t.seed or 0)))
+    runs: dict[int, int] = {}
+    status, error = "failed", None
+    try:
+        for trial, msg in _backend("ray" if request.ray_address else request.backend)(
+            jobs, store, request.workers, stop
+        ):
+            kind = msg[0]
+            if kind == "started":
+                runs[trial] = int(msg[1])
+                yield SweepEvent(
+                    "started", sweep_id, trial, runs[trial], total=len(plan), finished_trials=finished
+                )
+            elif kind == "events":
+                yield SweepEvent(
+                    "progress",
+                    sweep_id,
+                    trial,
+                    runs.get(trial),
+                    events=tuple(msg[1]),
+                    total=len(plan),
+                    finished_trials=finished,
+                )
+            elif kind == "done":
+                if msg[1] in DONE:
+                    finished += 1
+                yield SweepEvent(
+                    "done",
+                    sweep_id,
+                    trial,
+                    runs.get(trial),
+                    status=msg[1],
+                    total=len(plan),
+                    finished_trials=finished,
+                )
+            elif kind == "error":
+                finished += 1
+                yield SweepEvent(
+                    "done",
+                    sweep_id,
+                    trial,
+                    runs.get(trial),
+                    status="failed",
+                    error=str(msg[1]),
+                    total=len(plan),
+                    finished_trials=finished,
+                )
+        left = [t for t in store.sweep_trials(sweep_id) if t.run_status not in DONE]
+        status = "stopped" if (stop.is_set() or left) else "finished"
+    except GeneratorExit:
+        stop.set()
+        status = "stopped"
+        raise
+    except KeyboardInterrupt:
+        stop.set()
+        status, error = "stopped", "interrupted (Ctrl-C): resume continues the unfinished trials"
+        raise
+    except BaseException as e:
+        error = f"{type(e).__name__}: {e}"
+        raise
+    finally:
+        with contextlib.suppress(Exception):
+            store.set_sweep_status(sweep_id, status, error)
+    yield SweepEvent("finished", sweep_id, status=status, total=len(plan), finished_trials=finished)
