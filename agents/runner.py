@@ -375,6 +375,11 @@ def evaluate_checkpoint(
     from agents.spec import AgentSpec
 
     result = evaluate(AgentSpec.from_checkpoint(str(path), agent, target=target), games, seed, workers=1)
+    return _per_game(result)
+
+
+def _per_game(result: Any) -> dict[str, Any]:
+    """An evaluation's per-game lists and wall time, as an evaluation event is made from."""
     return {
         "scores": result.scores.tolist(),
         "max_tiles": result.max_tiles.tolist(),
@@ -684,6 +689,32 @@ class TrainingRun(Iterator[MetricEvent]):
         )
         return MetricEvent("evaluation", job.episode, job.step, job.elapsed, metrics, progress, message)
 
+    def _closing_evaluation(self, elapsed: float) -> MetricEvent | None:
+        """Evaluate the agent the budget left (what a sweep ranks its trials by): its checkpoint, on the
+        same seeded games as every periodic evaluation, played here (training is over, so there is no
+        learner to keep going: a spawned evaluator would only add seconds of start-up to every trial).
+        None when a stop cut it short."""
+        from agents.arena import evaluate
+        from agents.spec import AgentSpec
+
+        path = self.save_checkpoint()
+        assert self.last_checkpoint_id is not None
+        c = self.agent.counters
+        job = _EvalJob(self.last_checkpoint_id, path, c.episodes, c.steps, elapsed)
+        try:
+            result = evaluate(
+                AgentSpec.from_checkpoint(str(path), self._evaluator.agent, target=self._evaluator.target),
+                self.eval_games,
+                self.eval_seed,
+                workers=1,
+                should_stop=lambda: self.control.stopped,
+            )
+        except Exception as e:  # reported like a failed background evaluation: one line, the run goes on
+            return self._evaluated(job, {"error": f"{type(e).__name__}: {e}".splitlines()[0]}, progress=1.0)
+        if result.cancelled:
+            return None
+        return self._evaluated(job, _per_game(result), progress=1.0)
+
     def request_checkpoint(self) -> None:
         """Save a checkpoint after the current step ("checkpoint now"; safe from another thread)."""
         self._checkpoint_asked = True
@@ -749,13 +780,8 @@ class TrainingRun(Iterator[MetricEvent]):
                 and not self.control.stopped
                 and self._evaluated_step != steps
             ):
-                # The trained agent's own figure (what a sweep ranks trials by): its last checkpoint,
-                # evaluated on the same seeded games as every periodic evaluation.
-                self.save_checkpoint()
-                self._start_evaluation(last_elapsed)
-                result = self._evaluator.wait(lambda: self.control.stopped)
-                if result is not None:
-                    done = self._evaluated(*result, progress=1.0)
+                done = self._closing_evaluation(last_elapsed)
+                if done is not None:
                     writer.add(done)
                     yield done
             status, save = ("stopped" if self.control.stopped else "finished"), True

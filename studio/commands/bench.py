@@ -50,6 +50,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "studio.commands.bench_review:review_benchmark",
         "seconds to review a 1,000-move game: expectimax depth 2, n-tuple 2-ply (-o checkpoint=PATH)",
     ),
+    "sweep": (
+        "studio.commands.bench_sweep:sweep_benchmark",
+        "sweep overhead per trial (s) and trials/hour: local 1 and 2 workers, Ray Tune (-o trials=4 -o episodes=200)",
+    ),
     "gui": (
         "studio.commands.bench_gui:gui_benchmark",
         "window stalls and key-to-paint latency (ms) while agents train, with a competing process",

@@ -287,3 +287,52 @@ def test_a_real_learner_is_evaluated_from_its_checkpoint(store: GameStore) -> No
     assert best is not None and best.eval_score == ev.metrics["eval_score"]
     again = evaluate_checkpoint(best.path, 2, seed=0)  # the same two games, played here
     assert sum(again["scores"]) / 2 == ev.metrics["eval_score"]
+
+
+def test_a_run_asked_to_evaluate_at_its_end_ends_with_that_evaluation_of_its_last_checkpoint(
+    store: GameStore,
+) -> None:
+    run = run_training(
+        learner(), Budget(episodes=5), store, eval_games=GAMES, eval_every_s=0, eval_at_end=True
+    )
+    events = list(run)
+    assert run.status == "finished" and run.evaluations == 1
+    closing = evaluations(events)
+    assert len(closing) == 1 and events[-1] is closing[0] and closing[0].episode == 5
+    # the same games as an evaluation of that checkpoint anywhere else: the one figure a sweep ranks by
+    best = store.best_checkpoint(run.run_id)
+    assert best is not None and best.episode == 5 and best.eval_score == closing[0].metrics["eval_score"]
+    again = evaluate_checkpoint(best.path, GAMES, agent="fake-learner", target=TARGET)
+    assert closing[0].metrics["eval_score"] == pytest.approx(sum(again["scores"]) / GAMES)
+
+
+def test_no_closing_evaluation_after_a_stop_or_when_the_last_periodic_one_covered_the_end(
+    store: GameStore,
+) -> None:
+    control = Control()
+    run = run_training(
+        learner(), Budget(episodes=50), store, control, eval_games=GAMES, eval_every_s=0, eval_at_end=True
+    )
+    for event in run:
+        if event.episode >= 2:
+            control.stop()
+    assert run.status == "stopped" and run.evaluations == 0
+    run = run_training(
+        learner(),
+        Budget(episodes=6),
+        store,
+        eval_games=GAMES,
+        eval_every_s=None,
+        eval_every_episodes=3,
+        eval_at_end=True,
+    )
+    events = list(patiently(run))
+    assert [e.episode for e in evaluations(events)] == [3, 6]  # episode 6 is evaluated once
+
+
+def test_evaluation_needs_a_cadence_unless_it_is_only_the_closing_one(store: GameStore) -> None:
+    with pytest.raises(RunError, match="cadence"):
+        run_training(learner(), Budget(episodes=1), store, eval_games=GAMES, eval_every_s=0)
+    run_training(
+        learner(), Budget(episodes=1), store, eval_games=GAMES, eval_every_s=0, eval_at_end=True
+    ).run_to_end()

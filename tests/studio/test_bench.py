@@ -99,3 +99,28 @@ def test_bench_gui_measures_stalls_key_latency_and_memory_per_agent(qtbot, data_
     assert all(math.isfinite(m.value) and m.value > 0 for m in report.measurements)
     assert report.info["fake_learner_window_rss_mb"] > 0
     assert report.info["competing_process"] == "no"
+
+
+def test_bench_sweep_reports_overhead_and_trials_per_hour(capsys):
+    code = main(
+        [
+            "bench",
+            "sweep",
+            "--json",
+            "-o",
+            "backends=local1",
+            "-o",
+            "trials=2",
+            "-o",
+            "episodes=5",
+            "-o",
+            "eval_games=1",
+        ]
+    )
+    out, _ = capsys.readouterr()
+    assert code == 0
+    report = json.loads(out)
+    row = report["results"]["local1"]
+    assert report["unit"] == "trials_per_hour" and report["info"]["trials"] == 2
+    assert row["trials_per_hour"] == pytest.approx(3600 * 2 / row["wall_s"])
+    assert 0 <= row["overhead_s"] <= row["wall_s"] / 2 and row["busy_s"] > 0
