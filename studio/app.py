@@ -1,4 +1,4 @@
-"""The main window: tabs Play, Train, Replay, Arena, Games; menus, status bar, shortcuts, saved state.
+"""The main window: tabs Play, Train, Replay, Arena, Games, Progress; menus, status bar, shortcuts, saved state.
 
 ``create_window(data_dir)`` builds it without an event loop (tests, scripts, screenshots);
 ``run_app(data_dir)`` is what ``python main.py`` runs. Each tab is its own module under
@@ -35,6 +35,7 @@ TABS: tuple[tuple[str, str, str], ...] = (
     ("Replay", "studio.tabs.replay", "ReplayTab"),
     ("Arena", "studio.tabs.arena", "ArenaTab"),
     ("Games", "studio.tabs.games", "GamesTab"),
+    ("Progress", "studio.tabs.progress", "ProgressTab"),
 )
 
 SHORTCUTS_HELP = """
@@ -60,8 +61,10 @@ SHORTCUTS_HELP = """
 <tr><td>Enter, double-click</td><td>open in Replay</td></tr>
 <tr><td>Delete</td><td>delete the selected games</td></tr>
 <tr><td>Ctrl+E / Ctrl+I</td><td>export the selection / import files</td></tr>
+<tr><td colspan=2><b>Progress</b></td></tr>
+<tr><td>click a point</td><td>open that game in Replay</td></tr>
 <tr><td colspan=2><b>Window</b></td></tr>
-<tr><td>Ctrl+1 … Ctrl+5</td><td>switch tabs</td></tr>
+<tr><td>Ctrl+1 … Ctrl+6</td><td>switch tabs</td></tr>
 <tr><td>F11</td><td>full screen</td></tr>
 </table>
 """

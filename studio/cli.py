@@ -23,6 +23,7 @@ COMMANDS: tuple[str, ...] = (
     "replay",
     "review",
     "sweep",
+    "progress",
 )
 
 

@@ -42,7 +42,7 @@ from engine.store.model import (
     StoreError,
     source_of,
 )
-from engine.store.reviews import ReviewsMixin
+from engine.store.reviews import ReviewData, ReviewsMixin, insert_review
 from engine.store.runs import RunsMixin
 from engine.store.sweeps import SweepsMixin
 from engine.store.values import rules_of, seed_text, seed_value, to_json
@@ -667,16 +667,23 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
             raise StoreError("no games to export")
         return [self.load_game(int(i)) for i in ids]
 
+    def _reviews_of(self, records: Sequence[GameRecord]) -> list[list[ReviewData]]:
+        """Every stored review of each record, for an export (games and reviews travel together)."""
+        return [self.review_data(r.summary.id, r.n_moves) for r in records]
+
     def export_npz(self, ids: Iterable[int], path: str | os.PathLike[str]) -> Path:
-        """Write games to an ``.npz`` in seed 003's layout (see :mod:`engine.store.exchange`); atomic."""
+        """Write games with their reviews to an ``.npz`` in seed 003's layout (see
+        :mod:`engine.store.exchange`); atomic."""
         out = Path(path)
-        exchange.write_npz(self._records(ids), out)
+        records = self._records(ids)
+        exchange.write_npz(records, out, self._reviews_of(records))
         return out
 
     def export_jsonl(self, ids: Iterable[int], path: str | os.PathLike[str]) -> Path:
-        """Write games to a ``.jsonl`` file, one game per line; atomic."""
+        """Write games with their reviews to a ``.jsonl`` file, one game per line; atomic."""
         out = Path(path)
-        exchange.write_jsonl(self._records(ids), out)
+        records = self._records(ids)
+        exchange.write_jsonl(records, out, self._reviews_of(records))
         return out
 
     def export_file(self, ids: Iterable[int], path: str | os.PathLike[str]) -> Path:
@@ -692,7 +699,8 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
         ``mixed`` ...; files without players get one player of the file's source, or ``unknown``);
         that they were imported, and from where (file name, original id and source), is
         ``GameSummary.origin``. A game that was ``playing`` when exported is imported as ``abandoned``
-        (no process is playing it here).
+        (no process is playing it here). The reviews a game carries are stored with it, under its new
+        id, in the same transaction (a bad review refuses the whole file, like any bad field).
         """
         games = exchange.read_games(path)
         name = Path(path).name
@@ -723,6 +731,8 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
                         origin={"file": name, "id": m["id"], "source": m["source"]},
                     )
                 )
+                for review in g.reviews:
+                    insert_review(con, ids[-1], review)
         return ids
 
 

@@ -19,13 +19,21 @@
                                           start (see below)
     rules          0-d str                JSON rules shared by every game (when they all agree)
     format, version                       "2048-studio-games", 1
+    reviews        0-d str                (only when a game has reviews) JSON list of R dicts: game
+                                          (0-based index into ``games``), key, reviewer, created,
+                                          updated, reviewed (see "Reviews" below)
+    review_values  (V, 4) float64         every review's values one after the other, V = sum of
+                                          ``reviewed``: review r is the next ``reviewed`` rows
+    reviews_version 0-d int64             1 (the reviews' own format version, see below)
 
 A bare seed-003 file (only ``layouts``, ``moves``, ``scores``; optionally ``num_moves`` per game)
 imports too: rules default to the classic game of that shape, spawns are read off the next layout.
 
 ``.jsonl``: one JSON object per line with the same fields per game (``layouts`` as nested
 rows x cols lists, ``moves`` as direction names, ``spawns`` as ``[[row, col, value], ...]`` per move,
-``move_players`` as a list of indexes into ``players``).
+``move_players`` as a list of indexes into ``players``; ``reviews`` as a list of dicts with key,
+reviewer, created, updated, reviewed and ``values`` (``reviewed`` rows of 4 numbers, ``null`` for NaN),
+and ``reviews_version``; both only when the game has reviews).
 
 ``players`` / ``move_players`` are optional (files of studios before "one game, one record" have
 neither, and format version 1 covers both): without them every move is by one player, built from the
@@ -37,6 +45,27 @@ give the next layout minus the spawned tiles, with the rewards and scores adding
 
 Versions: a file's ``version`` must be the whole number 1 (the only format so far); a bare seed-003
 file (no ``format``, no ``version``) counts as version 1. Anything else (0, -1, 1.5, "1", 2) is refused.
+
+Reviews (:mod:`engine.store.reviews`): each exported game carries every review the store holds of
+it: the reviewer ``key`` (the identity reviews are reused by, text of 1 to :data:`MAX_REVIEW_KEY`
+characters, unique within the game), ``reviewer`` (what the reviewer said about itself: an object of
+at most :data:`MAX_REVIEWER_FIELDS` text names with text, number, boolean or null values,
+:data:`MAX_REVIEWER_BYTES` as JSON), ``created`` / ``updated`` (Unix seconds), ``reviewed`` (how
+many moves from the first it covers: 0 .. the game's moves, a partial review travels as far as it
+got) and its values, float64[reviewed, 4] in action order as the store keeps them: finite, or NaN
+for an illegal move (always) or a legal one the reviewer did not rate; never infinite. An export
+writes infinite values as NaN and values of illegal moves as NaN (the store's reviewer writes them
+so already; grades read either as "not rated"), so whatever it writes imports again. Grades are not
+in the file: they follow from the values and the game. A bad review refuses the whole file like any
+other bad field (one line naming the game and the field); imported reviews belong to the new game
+ids. There is no de-duplication: a file imported twice gives two copies of each game, each with its
+own reviews.
+
+Reviews are optional and versioned on their own (``reviews_version``, only 1 so far; absent means 1,
+another is refused), so the game format stays version 1 and both ways keep working: files without
+reviews (every export before them) import as before, and a file with reviews imports into an older
+studio, which ignores the entries and keys it does not know (an ``.npz``'s extra members, a line's
+extra keys): it gets the games without their reviews.
 
 Where a game starts (``start``): ``"rules"`` means the initial board is one the rules start from:
 ``Rules.start_tiles`` tiles, each a value the rules spawn (2 unless ``p4`` is 1, 4 when ``p4`` > 0),
@@ -67,7 +96,8 @@ that lies is cut short and refused. A ``.jsonl`` file is at most :data:`MAX_JSON
 one line at a time, each line at most :data:`MAX_LINE_BYTES` (64 MiB) before it is parsed. Either way
 a game has at most :data:`MAX_GAME_MOVES` moves (1,000,000: far beyond the longest 4x4 game, about
 100,000 moves to a 131072 tile) and a file at most :data:`MAX_FILE_GAMES` games and
-:data:`MAX_FILE_MOVES` moves in all (the whole file is checked in memory before one game is written):
+:data:`MAX_FILE_MOVES` moves in all, a game at most :data:`MAX_GAME_REVIEWS` reviews and a file at
+most :data:`MAX_FILE_REVIEW_MOVES` reviewed moves in all (the whole file is checked in memory before one game is written):
 export larger libraries in several files. A refusal is a :class:`StoreError` of one line; nothing is
 written to the store.
 """
@@ -75,11 +105,13 @@ written to the store.
 from __future__ import annotations
 
 import json
+import math
 import os
 import reprlib
+import time
 import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -90,21 +122,29 @@ from engine.fsutil import atomic_write
 from engine.npzcheck import NpzSizeError, check_npz_sizes
 from engine.store.codec import MAX_EXPONENT, tile_problem
 from engine.store.model import GAME_STATUSES, MAX_TIME, PLAYER_KINDS, GameRecord, Player, StoreError
+from engine.store.reviews import ReviewData
 
 NPZ_FORMAT = "2048-studio-games"
 JSONL_FORMAT = "2048-studio-game"
 VERSION = 1
+#: The reviews' own format version (see the module docstring): a game file stays version 1 with them.
+REVIEWS_VERSION = 1
 SUFFIXES = (".npz", ".jsonl")
 #: Where a game starts (see the module docstring): on a board the rules start from, or a position.
 STARTS = ("rules", "position")
 
 MAX_NPZ_BYTES = 512 << 20  # what an .npz's members may inflate to, all together
-MAX_NPZ_MEMBERS = 64  # the format has 14 entries
+MAX_NPZ_MEMBERS = 64  # the format has 17 entries
 MAX_JSONL_BYTES = 1 << 30
 MAX_LINE_BYTES = 64 << 20
 MAX_GAME_MOVES = 1_000_000
 MAX_FILE_GAMES = 100_000
 MAX_FILE_MOVES = 4_000_000
+MAX_GAME_REVIEWS = 64  # one per reviewer: a handful in practice
+MAX_FILE_REVIEW_MOVES = MAX_FILE_MOVES  # rows of 4 values in all: 128 MiB of float64
+MAX_REVIEW_KEY = 512  # name@dD:hash, the name a checkpoint file's stem
+MAX_REVIEWER_FIELDS = 32
+MAX_REVIEWER_BYTES = 16 << 10  # a checkpoint path and a label are its longest fields
 _TOP_TILE = 1 << MAX_EXPONENT  # the largest storable tile: two of them cannot merge in 64 bits
 
 Triple = tuple[int, int, int]
@@ -125,6 +165,7 @@ class IncomingGame:
     final_board: np.ndarray
     players: list[Player]
     move_players: np.ndarray  # (n,) int64 index into players
+    reviews: list[ReviewData] = field(default_factory=list)  # checked against this game's moves
 
 
 def file_kind(path: str | os.PathLike[str]) -> str:
@@ -184,7 +225,34 @@ def _meta_of(rec: GameRecord) -> dict[str, Any]:
     }
 
 
-def write_npz(records: Sequence[GameRecord], path: Path) -> None:
+def exported_values(rec: GameRecord, values: np.ndarray) -> np.ndarray:
+    """A review's values as a file carries them: float64[reviewed, 4] (at most the game's moves),
+    NaN where a value is infinite or rates an illegal move, so that the file imports again (the
+    store's reviewer writes them so already; grades read either as "not rated")."""
+    out = np.array(values[: rec.n_moves], dtype=np.float64).reshape(-1, 4)
+    out[np.isinf(out)] = np.nan
+    for i in range(len(out)):
+        if np.isfinite(out[i]).any():
+            out[i, ~legal_mask(rec.layouts[i])] = np.nan
+    return out
+
+
+def _review_json(rec: GameRecord, review: ReviewData) -> tuple[dict[str, Any], np.ndarray]:
+    values = exported_values(rec, review.values)
+    meta = {
+        "key": review.key,
+        "reviewer": review.reviewer,
+        "created": review.created,
+        "updated": review.updated,
+        "reviewed": len(values),
+    }
+    return meta, values
+
+
+def write_npz(
+    records: Sequence[GameRecord], path: Path, reviews: Sequence[Sequence[ReviewData]] | None = None
+) -> None:
+    """``reviews[g]``: the reviews of ``records[g]`` (none: no reviews in the file)."""
     shapes = sorted({r.rules.shape for r in records})
     if len(shapes) != 1:
         listed = ", ".join(f"{a}x{b}" for a, b in shapes)
@@ -233,11 +301,22 @@ def write_npz(records: Sequence[GameRecord], path: Path) -> None:
     }
     if len(rules_all) == 1:
         arrays["rules"] = np.array(rules_all.pop())
+    review_metas: list[dict[str, Any]] = []
+    review_values: list[np.ndarray] = []
+    for g, (rec, game_reviews) in enumerate(zip(records, reviews or [], strict=False)):
+        for review in game_reviews:
+            meta, values = _review_json(rec, review)
+            review_metas.append({"game": g, **meta})
+            review_values.append(values)
+    if review_metas:  # a file without reviews is byte for byte what the studio wrote before them
+        arrays["reviews"] = np.array(json.dumps(review_metas))
+        arrays["review_values"] = np.concatenate(review_values).astype(np.float64)
+        arrays["reviews_version"] = np.array(REVIEWS_VERSION)
     atomic_write(path, lambda fh: np.savez_compressed(fh, **arrays))
 
 
-def game_to_json(rec: GameRecord) -> dict[str, Any]:
-    """One game as the JSON object of a ``.jsonl`` line."""
+def game_to_json(rec: GameRecord, reviews: Sequence[ReviewData] = ()) -> dict[str, Any]:
+    """One game as the JSON object of a ``.jsonl`` line, with ``reviews`` (its stored reviews)."""
     out: dict[str, Any] = {"format": JSONL_FORMAT, "version": VERSION, **_meta_of(rec)}
     out["initial_board"] = rec.initial_board.tolist()
     out["layouts"] = rec.layouts.tolist()
@@ -247,13 +326,27 @@ def game_to_json(rec: GameRecord) -> dict[str, Any]:
     out["spawns"] = [[[int(r), int(c), int(v)] for r, c, v in rec.spawns[i] if v] for i in range(rec.n_moves)]
     out["final_board"] = rec.final_board.tolist()
     out["move_players"] = rec.move_players.tolist()
+    if reviews:
+        out["reviews_version"] = REVIEWS_VERSION
+        out["reviews"] = []
+        for review in reviews:
+            meta, values = _review_json(rec, review)
+            # null for NaN: JSON has no NaN (Python would write a bare NaN other readers refuse)
+            rows = [[None if math.isnan(v) else v for v in row] for row in values.tolist()]
+            out["reviews"].append({**meta, "values": rows})
     return out
 
 
-def write_jsonl(records: Iterable[GameRecord], path: Path) -> None:
+def write_jsonl(
+    records: Iterable[GameRecord], path: Path, reviews: Iterable[Sequence[ReviewData]] | None = None
+) -> None:
+    """``reviews``: the reviews of each record, in the same order (none: no reviews in the file)."""
+
     def write(fh: IO[bytes]) -> None:
+        per_game = iter(reviews) if reviews is not None else None
         for rec in records:
-            fh.write(json.dumps(game_to_json(rec), separators=(",", ":")).encode() + b"\n")
+            mine = next(per_game, ()) if per_game is not None else ()
+            fh.write(json.dumps(game_to_json(rec, mine), separators=(",", ":")).encode() + b"\n")
 
     atomic_write(path, write)
 
@@ -776,7 +869,64 @@ def _read_npz(path: Path) -> list[IncomingGame]:
                 move_players=None if who is None else who[a:b],
             )
         )
+    _npz_reviews(data, name, games)
     return games
+
+
+def _npz_reviews(data: Mapping[str, np.ndarray], name: str, games: list[IncomingGame]) -> None:
+    """Attach the reviews of an ``.npz`` (entries ``reviews``, ``review_values``) to its checked games."""
+    metas = _npz_json(data, "reviews", name)
+    if metas is None:
+        for key in ("review_values", "reviews_version"):
+            if key in data:  # values nobody can attribute: a damaged file, not one without reviews
+                raise StoreError(f"{name}: entry {key!r} without 'reviews'")
+        return
+    if "reviews_version" in data:
+        v = data["reviews_version"]
+        if v.dtype.kind not in "iu" or v.size != 1:
+            raise StoreError(
+                f"{name}: reviews_version must be the whole number {REVIEWS_VERSION}, got {_shown(v)}"
+            )
+        _check_reviews_version(int(v.reshape(-1)[0]), name)
+    if not isinstance(metas, list) or not all(isinstance(m, dict) for m in metas):
+        raise StoreError(f"{name}: 'reviews' must be a JSON list of objects")
+    where: list[tuple[str, int, int]] = []  # label, game, reviewed of each review, in file order
+    per_game = [0] * len(games)
+    for r, meta in enumerate(metas):
+        g = meta.get("game")
+        if not isinstance(g, int) or isinstance(g, bool) or not 0 <= g < len(games):
+            raise StoreError(
+                f"{name}: review {r + 1}: game {_shown(g)} is not in the file "
+                f"(0-based index into its {len(games)} games)"
+            )
+        label = f"{name}: game {g + 1}: review {r + 1}"
+        per_game[g] += 1
+        if per_game[g] > MAX_GAME_REVIEWS:
+            raise StoreError(
+                f"{name}: game {g + 1}: more than the {MAX_GAME_REVIEWS} reviews a game may carry"
+            )
+        where.append((label, g, _reviewed(meta, label, len(games[g].moves))))
+    total = sum(n for _, _, n in where)
+    if total > MAX_FILE_REVIEW_MOVES:
+        raise StoreError(
+            f"{name}: {total:,} reviewed moves, more than the {MAX_FILE_REVIEW_MOVES:,} one import reads"
+        )
+    values = data["review_values"] if "review_values" in data else np.zeros((0, 4))
+    if values.dtype.kind != "f" or values.dtype.itemsize != 8:
+        raise StoreError(
+            f"{name}: review_values must be float64 (as the store keeps them), got {values.dtype}"
+        )
+    if values.shape != (total, 4):
+        raise StoreError(
+            f"{name}: review_values has shape {values.shape}, the reviews cover {total} moves "
+            f"(expected {total} x 4)"
+        )
+    values = values.astype(np.float64)  # native byte order
+    keys: list[set[str]] = [set() for _ in games]
+    at = 0
+    for meta, (label, g, n) in zip(metas, where, strict=True):
+        games[g].reviews.append(_review(label, meta, values[at : at + n].copy(), games[g], keys[g]))
+        at += n
 
 
 def _check_version(version: Any, label: str) -> None:
@@ -861,6 +1011,137 @@ def _offsets(data: Mapping[str, np.ndarray], n_total: int, name: str) -> np.ndar
     return off
 
 
+# ------------------------------------------------------------------------------------------ reviews
+
+
+def _check_reviews_version(version: Any, label: str) -> None:
+    """Only reviews format version 1 exists (see the module docstring)."""
+    if isinstance(version, int) and not isinstance(version, bool) and version > REVIEWS_VERSION:
+        raise StoreError(f"{label}: reviews written by a newer 2048 Studio (reviews_version {version})")
+    if not isinstance(version, int) or isinstance(version, bool) or version != REVIEWS_VERSION:
+        raise StoreError(
+            f"{label}: reviews_version must be the whole number {REVIEWS_VERSION}, got {_shown(version)}"
+        )
+
+
+def _reviewed(obj: Mapping[str, Any], label: str, n: int) -> int:
+    """How many moves a review covers: a whole number from 0 to the game's ``n`` moves."""
+    v = obj.get("reviewed")
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise StoreError(f"{label}: reviewed must be a whole number, got {_shown(v)}")
+    if not 0 <= v <= n:
+        raise StoreError(f"{label}: reviewed {v}, but the game has {n} moves")
+    return v
+
+
+def _reviewer_spec(value: Any, label: str) -> dict[str, Any]:
+    """What a reviewer said about itself: a small flat JSON object (see the module docstring)."""
+    if not isinstance(value, dict):
+        raise StoreError(f"{label}: reviewer must be a JSON object, got {_shown(value)}")
+    if len(value) > MAX_REVIEWER_FIELDS:
+        raise StoreError(f"{label}: reviewer has {len(value)} fields, more than {MAX_REVIEWER_FIELDS}")
+    for k, v in value.items():
+        ok = (
+            v is None
+            or isinstance(v, (str, bool))
+            or (isinstance(v, int) and abs(v) < 1 << 63)
+            or (isinstance(v, float) and math.isfinite(v))
+        )
+        if not ok:  # nested values or numbers SQLite and JSON readers do not agree on
+            raise StoreError(
+                f"{label}: reviewer field {_shown(k)} must be text, a number, true/false or null, got {_shown(v)}"
+            )
+    size = len(json.dumps(value, sort_keys=True).encode())
+    if size > MAX_REVIEWER_BYTES:
+        raise StoreError(f"{label}: reviewer is {_mib(size)} of JSON, more than {_mib(MAX_REVIEWER_BYTES)}")
+    return dict(value)
+
+
+def _review_time(obj: Mapping[str, Any], key: str, label: str, default: float) -> float:
+    v = obj.get(key)
+    if v is None:
+        return default
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= MAX_TIME:
+        raise StoreError(f"{label}: {key} must be Unix seconds between 1970 and 9999, got {_shown(v)}")
+    return float(v)
+
+
+def _review(
+    label: str, meta: Mapping[str, Any], values: np.ndarray, game: IncomingGame, keys: set[str]
+) -> ReviewData:
+    """One review of a checked ``game`` (``values``: float64, its reviewed moves x 4), checked against
+    the game's positions; ``keys``: the reviewer keys its earlier reviews had (one review per key)."""
+    key = meta.get("key")
+    if not isinstance(key, str) or not 1 <= len(key) <= MAX_REVIEW_KEY:
+        raise StoreError(f"{label}: key must be text of 1 to {MAX_REVIEW_KEY} characters, got {_shown(key)}")
+    if key in keys:  # the store keeps one review per (game, key): a second would be ambiguous
+        raise StoreError(f"{label}: a second review by reviewer key {_shown(key)}")
+    keys.add(key)
+    reviewer = _reviewer_spec(meta.get("reviewer"), label)
+    created = _review_time(meta, "created", label, time.time())
+    updated = _review_time(meta, "updated", label, created)
+    n = _reviewed(meta, label, len(game.moves))
+    if values.shape != (n, 4):
+        raise StoreError(f"{label}: values has shape {values.shape}, expected {n} x 4 (reviewed {n})")
+    inf = np.isinf(values)
+    if inf.any():
+        at = int(np.argwhere(inf)[0][0])
+        raise StoreError(
+            f"{label}: values: move {at} has an infinite value (finite, or NaN for an illegal move)"
+        )
+    finite = np.isfinite(values)
+    for i in np.flatnonzero(finite.any(axis=1)):
+        illegal = finite[i] & ~legal_mask(game.layouts[i])
+        if illegal.any():
+            d = DIRECTIONS[int(np.argmax(illegal))]
+            raise StoreError(
+                f"{label}: values: move {int(i)} rates {d.label}, an illegal move there (its value must be NaN)"
+            )
+    return ReviewData(key, reviewer, created, updated, values)
+
+
+def _json_reviews(obj: Mapping[str, Any], label: str, game: IncomingGame) -> list[ReviewData]:
+    """The reviews of a ``.jsonl`` line (``reviews``, ``reviews_version``), checked against its game."""
+    raw = obj.get("reviews")
+    if "reviews_version" in obj or raw is not None:
+        _check_reviews_version(obj.get("reviews_version", REVIEWS_VERSION), label)
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise StoreError(f"{label}: reviews must be a list of objects, got {_shown(raw)}")
+    if len(raw) > MAX_GAME_REVIEWS:
+        raise StoreError(f"{label}: {len(raw)} reviews, more than the {MAX_GAME_REVIEWS} a game may carry")
+    keys: set[str] = set()
+    out = []
+    for k, meta in enumerate(raw):
+        rl = f"{label}: review {k + 1}"
+        if not isinstance(meta, dict):
+            raise StoreError(f"{rl}: expected a JSON object, got {_shown(meta)}")
+        n = _reviewed(meta, rl, len(game.moves))
+        out.append(_review(rl, meta, _json_values(meta.get("values"), rl, n), game, keys))
+    return out
+
+
+def _json_values(value: Any, label: str, n: int) -> np.ndarray:
+    """``n`` rows of 4 numbers or ``null`` (NaN) -> float64[n, 4]; types checked before numpy sees
+    them (numpy would turn ``"1.5"`` or ``true`` into numbers)."""
+    if not isinstance(value, list):
+        raise StoreError(f"{label}: values must be a list of rows of 4 numbers, got {_shown(value)}")
+    if len(value) != n:
+        raise StoreError(f"{label}: values has {len(value)} rows, expected {n} (reviewed {n})")
+    for i, row in enumerate(value):
+        if (
+            not isinstance(row, list)
+            or len(row) != 4
+            or not all(x is None or (isinstance(x, (int, float)) and not isinstance(x, bool)) for x in row)
+        ):
+            raise StoreError(f"{label}: values: move {i}: expected 4 numbers or null, got {_shown(row)}")
+    try:
+        return np.array(value, dtype=np.float64).reshape(n, 4)
+    except (OverflowError, ValueError, TypeError):  # an integer past what a float holds
+        raise StoreError(f"{label}: values hold a number too large for a float") from None
+
+
 # -------------------------------------------------------------------------------------------- .jsonl
 
 
@@ -873,7 +1154,7 @@ def _read_jsonl(path: Path) -> list[IncomingGame]:
             "(export fewer games per file)"
         )
     games: list[IncomingGame] = []
-    moves = 0
+    moves = reviewed = 0
     with open(path, "rb") as fh:
         ln = 0
         while True:
@@ -906,6 +1187,11 @@ def _read_jsonl(path: Path) -> list[IncomingGame]:
             moves += len(game.moves)
             if moves > MAX_FILE_MOVES:
                 raise StoreError(f"{name}: more than the {MAX_FILE_MOVES:,} moves one import reads")
+            reviewed += sum(r.reviewed for r in game.reviews)
+            if reviewed > MAX_FILE_REVIEW_MOVES:
+                raise StoreError(
+                    f"{name}: more than the {MAX_FILE_REVIEW_MOVES:,} reviewed moves one import reads"
+                )
             games.append(game)
     return games
 
@@ -959,7 +1245,7 @@ def _game_from_json(obj: dict[str, Any], label: str) -> IncomingGame:
         if obj.get("move_players") is not None
         else None
     )
-    return check_game(
+    game = check_game(
         label,
         rules,
         _meta(obj, label),
@@ -972,3 +1258,5 @@ def _game_from_json(obj: dict[str, Any], label: str) -> IncomingGame:
         final_board=final,
         move_players=who,
     )
+    game.reviews = _json_reviews(obj, label, game)
+    return game

@@ -7,6 +7,10 @@ them, so a review that was killed keeps what it finished and a new one with the 
 from ``reviewed``. Grades, losses and accuracy are not stored: they follow from the values and the
 game (:mod:`agents.review`), so a change of thresholds never needs a migration. Deleting a game
 deletes its reviews (foreign keys, ``ON DELETE CASCADE``).
+
+Game files carry reviews too (:mod:`engine.store.exchange`): :meth:`ReviewsMixin.review_data` reads
+a game's reviews out for an export, and :func:`insert_review` writes a checked one in the import's
+own transaction, so an import is still all or nothing.
 """
 
 from __future__ import annotations
@@ -36,6 +40,24 @@ class ReviewInfo:
     reviewed: int = 0
     created: float = 0.0
     updated: float = 0.0
+
+
+@dataclass
+class ReviewData:
+    """A review as it travels in a game file: the reviewer ``key`` and what it said about itself
+    (``reviewer``), its times, and its values, float64[reviewed, 4] in action order (NaN: an illegal
+    move, or one the reviewer did not rate). ``reviewed`` is ``len(values)``: a partial review
+    travels as far as it got."""
+
+    key: str
+    reviewer: dict[str, Any]
+    created: float
+    updated: float
+    values: np.ndarray
+
+    @property
+    def reviewed(self) -> int:
+        return int(self.values.shape[0])
 
 
 _COLUMNS = "id, game_id, reviewer_key, reviewer, reviewed, created, updated"
@@ -107,16 +129,7 @@ class ReviewsMixin:
     def review_values(self, review_id: int) -> np.ndarray:
         """The values stored so far, float64[reviewed, 4] (a damaged chunk is a one-line StoreError)."""
         with self._tx(write=False) as con:
-            rows = con.execute(
-                "SELECT first, n, vals FROM review_chunks WHERE review_id = ? ORDER BY first", (review_id,)
-            ).fetchall()
-        parts, at = [], 0
-        for first, n, blob in rows:
-            if first != at or not isinstance(blob, bytes) or len(blob) != 32 * n:
-                raise StoreError(f"review {review_id} is damaged at move {at}")
-            parts.append(np.frombuffer(blob, dtype="<f8").reshape(n, 4))
-            at += n
-        return np.concatenate(parts).astype(np.float64) if parts else np.zeros((0, 4))
+            return _values(con, review_id)
 
     def get_review(self, game_id: int, key: str) -> ReviewInfo | None:
         """The review of ``game_id`` by reviewer ``key``, or None when there is none."""
@@ -135,7 +148,64 @@ class ReviewsMixin:
             ).fetchall()
         return [_info(r) for r in rows]
 
+    def review_data(self, game_id: int, n_moves: int) -> list[ReviewData]:
+        """Every review of a game with its values, for an export: the oldest first, read in one
+        snapshot (a review being written meanwhile is taken as far as it had got). Values past the
+        game's ``n_moves`` (only a damaged row has them) are left out, so the file imports again; a
+        damaged chunk is a one-line StoreError naming the game."""
+        with self._tx(write=False) as con:
+            rows = con.execute(
+                f"SELECT {_COLUMNS} FROM reviews WHERE game_id = ? ORDER BY created, id", (game_id,)
+            ).fetchall()
+            out = []
+            for r in rows:
+                info = _info(r)
+                try:
+                    values = _values(con, info.id)
+                except StoreError as e:
+                    raise StoreError(f"game {game_id}: {e} (delete that review to export the game)") from None
+                out.append(ReviewData(info.key, info.reviewer, info.created, info.updated, values[:n_moves]))
+        return out
+
     def delete_review(self, review_id: int) -> None:
         """Forget a review and its values (reviewing again starts from the first move)."""
         with self._tx(write=True) as con:
             con.execute("DELETE FROM reviews WHERE id = ?", (review_id,))
+
+
+def _values(con: sqlite3.Connection, review_id: int) -> np.ndarray:
+    rows = con.execute(
+        "SELECT first, n, vals FROM review_chunks WHERE review_id = ? ORDER BY first", (review_id,)
+    ).fetchall()
+    parts, at = [], 0
+    for first, n, blob in rows:
+        if first != at or not isinstance(blob, bytes) or len(blob) != 32 * n:
+            raise StoreError(f"review {review_id} is damaged at move {at}")
+        parts.append(np.frombuffer(blob, dtype="<f8").reshape(n, 4))
+        at += n
+    return np.concatenate(parts).astype(np.float64) if parts else np.zeros((0, 4))
+
+
+def insert_review(con: sqlite3.Connection, game_id: int, review: ReviewData) -> int:
+    """Write an imported review of ``game_id`` in the caller's transaction (one chunk holds all its
+    values); returns its id. The file's checks already made its key unique for the game."""
+    vals = np.ascontiguousarray(review.values, dtype="<f8")
+    cur = con.execute(
+        "INSERT INTO reviews (game_id, reviewer_key, reviewer, reviewed, created, updated) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (
+            game_id,
+            review.key,
+            json.dumps(review.reviewer, sort_keys=True),
+            review.reviewed,
+            review.created,
+            review.updated,
+        ),
+    )
+    review_id = int(cur.lastrowid or 0)
+    if review.reviewed:
+        con.execute(
+            "INSERT INTO review_chunks (review_id, first, n, vals) VALUES (?, 0, ?, ?)",
+            (review_id, review.reviewed, vals.tobytes()),
+        )
+    return review_id

@@ -46,14 +46,16 @@ def register(subparsers: Any) -> None:
     p.add_argument("--moves", action="store_true", help="also print every move")
     p.set_defaults(func=run_show)
 
-    p = sub.add_parser("export", help="write games to .npz (seed 003's layout) or .jsonl")
+    p = sub.add_parser("export", help="write games with their reviews to .npz (seed 003's layout) or .jsonl")
     p.add_argument("ids", nargs="*", help="game ids: 3 7 12, 3,7,12 or 3-12")
     p.add_argument("--all", action="store_true", help="every game that passes the filters below")
     _add_filters(p)
     p.add_argument("--out", required=True, help="output file, .npz or .jsonl")
     p.set_defaults(func=run_export)
 
-    p = sub.add_parser("import", help="read games from .npz or .jsonl (checked; all or nothing)")
+    p = sub.add_parser(
+        "import", help="read games (and their reviews) from .npz or .jsonl (checked; all or nothing)"
+    )
     p.add_argument("file", help="an .npz or .jsonl file")
     p.set_defaults(func=run_import)
 

@@ -271,7 +271,8 @@ def grade_played(
     return grade_move(values, int(played), agent.value_kind, index=index, score_before=score, board=board)
 
 
-def _grades(rec: GameRecord, values: np.ndarray, kind: str) -> list[MoveGrade]:
+def grades_of(rec: GameRecord, values: np.ndarray, kind: str) -> list[MoveGrade]:
+    """Each move of ``rec`` graded from a review's stored values (grades are derived, never stored)."""
     out = []
     for i in range(min(len(values), rec.n_moves)):
         before = int(rec.scores[i] - rec.rewards[i])
@@ -290,7 +291,7 @@ def stored_review(store: GameStore, game_id: int, reviewer: Reviewer) -> GameRev
     rec = store.load_game(game_id)
     values = store.review_values(info.id)
     kind = str(info.reviewer.get("value_kind", "rank"))
-    return GameReview(game_id, info.reviewer, rec.n_moves, _grades(rec, values, kind))
+    return GameReview(game_id, info.reviewer, rec.n_moves, grades_of(rec, values, kind))
 
 
 def review_game(
@@ -311,7 +312,7 @@ def review_game(
     if info is not None and info.reviewed >= rec.n_moves:
         values = store.review_values(info.id)
         kind = str(info.reviewer.get("value_kind", "rank"))
-        return GameReview(game_id, info.reviewer, rec.n_moves, _grades(rec, values, kind))
+        return GameReview(game_id, info.reviewer, rec.n_moves, grades_of(rec, values, kind))
     if agent is None:
         agent = reviewer.build(rec.rules)
     else:
@@ -323,7 +324,7 @@ def review_game(
     parts = [store.review_values(info.id)]
     evaluated = _evaluate(store, info.id, agent, rec, done, parts, progress, should_stop)
     allv = np.concatenate(parts)
-    return GameReview(game_id, info.reviewer, rec.n_moves, _grades(rec, allv, agent.value_kind), evaluated)
+    return GameReview(game_id, info.reviewer, rec.n_moves, grades_of(rec, allv, agent.value_kind), evaluated)
 
 
 def _evaluate(

@@ -122,6 +122,28 @@ SUBCOMMANDS: dict[str, list[str]] = {
     ],
     "play": ["--text", "--rows", "--cols", "--p4", "--seed"],
     "review": ["--reviewer", "--depth", "--json", "--source", "--since"],
+    "progress": ["--source", "--since", "--reviewer", "--depth", "--limit", "--json"],
+    "sweep": [
+        "--agent",
+        "--preset",
+        "--grid",
+        "--random",
+        "--samples",
+        "--seeds",
+        "--seed",
+        "--metric",
+        "--episodes",
+        "--minutes",
+        "--steps",
+        "--eval-games",
+        "--workers",
+        "--backend",
+        "--resume",
+        "--json",
+    ],
+    "sweeps list": ["--limit"],
+    "sweeps show": ["--json"],
+    "sweeps delete": [],
     "bench engine": ["--seconds", "--rounds", "--seed", "--json", "-o"],
     "bench ntuple": ["--seconds", "--rounds", "--seed", "-o"],
     "bench mcts": ["--seconds", "--rounds", "-o"],
@@ -186,7 +208,7 @@ def snapshot(data_dir: Path) -> tuple[int, list[tuple[int, str, int]], list[str]
 def command_lines(draw: st.DrawFn, words: list[str]) -> list[str]:
     sub = draw(st.sampled_from(sorted(SUBCOMMANDS)))
     argv = sub.split()
-    flags = SUBCOMMANDS[sub] + (KNOB_FLAGS if sub in ("train", "eval") else [])
+    flags = SUBCOMMANDS[sub] + (KNOB_FLAGS if sub in ("train", "eval", "sweep") else [])
     value = st.sampled_from(words)
     for _ in range(draw(st.integers(0, 5))):
         kind = draw(st.integers(0, 9))
@@ -231,6 +253,9 @@ VALID = [
     "play --text --rows 2 --cols 2 --seed 1",
     "review 1 --reviewer greedy --json",
     "review 2 --reviewer expectimax --depth 1",
+    "progress --source all --json",
+    "progress --source evaluation --since 2020-01-01 --reviewer greedy",
+    "sweeps list --limit 3",
 ]
 
 
@@ -238,8 +263,8 @@ VALID = [
 def spoiled_command_lines(draw: st.DrawFn, words: list[str], checkpoint: str) -> list[str]:
     line = draw(st.sampled_from(VALID)).replace("CHECKPOINT", checkpoint).replace("GAMES", "ROOT/games.jsonl")
     argv = line.split()
-    sub = " ".join(argv[:2]) if argv[0] in ("games", "runs", "bench") else argv[0]
-    flags = SUBCOMMANDS[sub] + (KNOB_FLAGS if sub in ("train", "eval") else [])
+    sub = " ".join(argv[:2]) if argv[0] in ("games", "runs", "bench", "sweeps") else argv[0]
+    flags = SUBCOMMANDS[sub] + (KNOB_FLAGS if sub in ("train", "eval", "sweep") else [])
     if not flags or draw(st.booleans()):
         argv[draw(st.integers(1, len(argv) - 1))] = draw(st.sampled_from(words))
     else:

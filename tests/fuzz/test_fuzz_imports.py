@@ -2,12 +2,13 @@
 
 Every case starts from real exports (``.npz`` and ``.jsonl``) of a small library: two short games, a
 game without moves (still playing), a game a person shared with an agent, a game played to the end
-and one set up on a board of its own. It mutates them (JSON fields deleted, retyped, made huge,
+and one set up on a board of its own; two games carry reviews (one by two reviewers, one of them
+partial). It mutates them (JSON fields deleted, retyped, made huge,
 negative, NaN, nested, lines cut or repeated; ``.npz`` entries dropped, given another dtype, shape or
 absurd values, the file's bytes flipped or cut) and imports the result into its own copy of a store.
 
 The property: the import succeeds, and then every imported game reads back and replays by the rules
-(``replay --verify``'s check), or it raises a StoreError of one line and the store is exactly as it
+(``replay --verify``'s check) and each of its reviews reads back and grades, or it raises a StoreError of one line and the store is exactly as it
 was. Never another exception. Through the CLI: exit 0 or 2, one line on stderr, never a traceback.
 """
 
@@ -29,10 +30,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agents.review import grade_move
+from agents.spec import AgentSpec
 from engine import Direction, Game, Rules
 from engine.store import HUMAN, GameRecorder, GameStore, Player, StoreError
 from studio.cli import main
 from studio.commands.replay import verify
+from studio.services.review import Reviewer, review_game
 from tests.fuzz.common import FUZZ, count
 
 GREEDY = Player("agent", "greedy", "/ckpt/greedy-1.npz")
@@ -85,6 +89,12 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
                 rec.play(rec.game.legal_moves()[0])
         ids.append(rec.game_id)
         assert store.get_game(ids[4]).status == "finished"
+        greedy, expectimax = Reviewer(AgentSpec(name="greedy")), Reviewer(AgentSpec(name="expectimax"), 1)
+        review_game(store, ids[0], greedy)
+        review_game(store, ids[3], greedy)
+        stops = iter([False] * 4 + [True] * 99)  # a partial review: the first 4 moves
+        review_game(store, ids[3], expectimax, should_stop=lambda: next(stops))
+        assert [len(store.list_reviews(i)) for i in ids] == [1, 0, 0, 2, 0, 0]
         npz = store.export_npz(ids, root / "games.npz")
         jsonl = store.export_jsonl(ids, root / "games.jsonl")
     with GameStore(root / "base.sqlite3") as base:  # what each case imports into: one game already there
@@ -108,10 +118,25 @@ def _snapshot(path: Path) -> list:
         return [
             con.execute("SELECT * FROM games ORDER BY id").fetchall(),
             con.execute("SELECT * FROM moves ORDER BY game_id, idx").fetchall(),
+            con.execute("SELECT * FROM reviews ORDER BY id").fetchall(),
+            con.execute("SELECT * FROM review_chunks ORDER BY review_id, first").fetchall(),
             con.execute("SELECT seq FROM sqlite_sequence ORDER BY name").fetchall(),
         ]
     finally:
         con.close()
+
+
+def _check_reviews(store: GameStore, gid: int) -> None:
+    """An imported game's reviews read back as the store keeps them, and every move grades."""
+    rec = store.load_game(gid)
+    for info in store.list_reviews(gid):
+        values = store.review_values(info.id)
+        assert values.shape == (info.reviewed, 4) and info.reviewed <= rec.n_moves
+        assert not np.isinf(values).any()
+        for i, row in enumerate(values):
+            grade_move(
+                row, int(rec.moves[i]), str(info.reviewer.get("value_kind", "rank")), board=rec.layouts[i]
+            )
 
 
 def check_import(base: Path, file: Path) -> str:
@@ -134,6 +159,7 @@ def check_import(base: Path, file: Path) -> str:
                     rec = store.load_game(gid)
                     assert verify(rec) is None, (gid, verify(rec))
                     assert rec.summary.problem is None and rec.summary.n_moves == rec.n_moves
+                    _check_reviews(store, gid)
                 assert all(g.problem is None for g in store.list_games())
         if refused:
             assert _snapshot(db) == before
@@ -273,6 +299,11 @@ def _hostile_jsonl(data: st.DataObject, lines: list[dict[str, Any]], path: Path)
     for _ in range(data.draw(st.integers(1, 3))):
         i = data.draw(st.integers(0, len(games) - 1))
         games[i] = _mutate(data, games[i])
+    if data.draw(st.integers(0, 3)) == 0:  # aim at the reviews: one key among twenty is rarely drawn
+        reviewed = [i for i, g in enumerate(games) if isinstance(g, dict) and "reviews" in g]
+        if reviewed:
+            i = data.draw(st.sampled_from(reviewed))
+            games[i]["reviews"] = _mutate(data, games[i]["reviews"])
     if data.draw(st.integers(0, 3)) == 0:  # a field of one game in another: right types, wrong game
         a, b = data.draw(st.integers(0, len(games) - 1)), data.draw(st.integers(0, len(games) - 1))
         key = data.draw(st.sampled_from(sorted(games[a])))
@@ -291,7 +322,8 @@ def _hostile_jsonl(data: st.DataObject, lines: list[dict[str, Any]], path: Path)
 def _hostile_npz(data: st.DataObject, arrays: dict[str, np.ndarray], path: Path) -> Path:
     out = dict(arrays)
     for _ in range(data.draw(st.integers(1, 3))):
-        key = data.draw(st.sampled_from(sorted(arrays)))
+        aim = data.draw(st.integers(0, 3)) == 0  # the review entries: 3 of 17, so aim at them too
+        key = data.draw(st.sampled_from(sorted(k for k in arrays if k.startswith("review") or not aim)))
         if data.draw(st.integers(0, 5)) == 0:
             out.pop(key, None)
         elif key in out:

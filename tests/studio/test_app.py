@@ -36,7 +36,7 @@ def test_every_tab_meets_the_tab_protocol_and_its_routed_signals_are_wired(qtbot
 
     from studio.tabs.common import ROUTED, Tab
 
-    for title in ("Play", "Train", "Replay", "Arena", "Games"):
+    for title in ("Play", "Train", "Replay", "Arena", "Games", "Progress"):
         tab = window.tab(title)
         assert isinstance(tab, Tab), title
         for name in ROUTED:

@@ -33,7 +33,14 @@ def test_required_object_names(window):
     from PySide6.QtWidgets import QListWidget, QSlider, QTabWidget
 
     tabs = window.findChild(QTabWidget, "tabs")
-    assert [tabs.tabText(i) for i in range(tabs.count())] == ["Play", "Train", "Replay", "Arena", "Games"]
+    assert [tabs.tabText(i) for i in range(tabs.count())] == [
+        "Play",
+        "Train",
+        "Replay",
+        "Arena",
+        "Games",
+        "Progress",
+    ]
     assert window.findChild(QLabel, "scoreLabel") is window.play.scoreLabel
     for name in ("newGameButton", "hintButton", "autoplayButton"):
         assert window.findChild(QPushButton, name) is not None, name

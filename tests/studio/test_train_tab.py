@@ -437,7 +437,7 @@ def test_the_window_has_the_train_and_arena_tabs(studio_window):
     assert isinstance(studio_window.tab("Train"), TrainTab)
     assert isinstance(studio_window.tab("Arena"), ArenaTab)
     names = [studio_window.tabs.tabText(i) for i in range(studio_window.tabs.count())]
-    assert names == ["Play", "Train", "Replay", "Arena", "Games"]
+    assert names == ["Play", "Train", "Replay", "Arena", "Games", "Progress"]
 
 
 def test_use_in_play_and_in_arena_through_the_window(qtbot, studio_window):
