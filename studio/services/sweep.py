@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
+import os
 import queue
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -324,6 +325,8 @@ def _base_run(request: SweepRequest) -> RunRequest:
         eval_seed=request.eval_seed,
         keep_checkpoints=request.keep_checkpoints,
         eval_at_end=True,
+        # where the Ray backend runs the trials (a trial itself trains on its own machine)
+        ray_address=request.ray_address,
     )
 
 
@@ -519,6 +522,10 @@ def local_backend(
     """Up to ``workers`` trials at once, each in a training child process (see the module's docstring)."""
     from studio.services.training_process import TrainingProcess, exit_reason
 
+    # Each trial's share of the cores for its math libraries (torch, BLAS): trials side by side that
+    # each start a thread per core fight over every core and all run slower.
+    share = str(max(1, (os.cpu_count() or 1) // max(1, min(workers, len(jobs) or 1))))
+    threads = {"OMP_NUM_THREADS": share, "MKL_NUM_THREADS": share}
     inbox: queue.Queue[tuple[int, Any]] = queue.Queue()
     waiting = list(jobs)
     live: dict[int, TrainingProcess] = {}
@@ -540,7 +547,7 @@ def local_backend(
                     proc.send("stop")
             while waiting and len(live) < workers and not stopping:
                 trial, req = waiting.pop(0)
-                proc = TrainingProcess(req, store.path)
+                proc = TrainingProcess(req, store.path, env=threads)
                 live[trial] = proc
                 threading.Thread(target=pump, args=(trial, proc), name=f"trial-{trial}", daemon=True).start()
             try:

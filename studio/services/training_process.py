@@ -105,9 +105,14 @@ class TrainingProcess:
     """
 
     def __init__(
-        self, request: Any, db_path: str | os.PathLike[str], *, no_progress_s: float = NO_PROGRESS_S
+        self,
+        request: Any,
+        db_path: str | os.PathLike[str],
+        *,
+        no_progress_s: float = NO_PROGRESS_S,
+        env: dict[str, str] | None = None,
     ) -> None:
-        env = dict(os.environ)
+        env = {**os.environ, **(env or {})}
         root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         self.proc = subprocess.Popen(

@@ -10,6 +10,11 @@ train``, so no learner can starve the window, and several runs train side by sid
 pause / stop / checkpoint-now. The GUI thread's work is bounded whatever the learners emit: event
 batches only append to the curves' buffers, the curves redraw on their own timer, and the board, the
 progress line and the live rows of the runs table refresh a few times a second.
+
+Sweeps (:mod:`.sweep`): "Sweep…" beside Start opens a dialog that varies knobs of the form; the sweep's
+driver runs in a worker thread, its trials in child processes like any run. The Sweeps page beside the
+runs table ranks a sweep's points, plots its metric against a knob and applies the best point to the
+form; picking a sweep ticks its trials' runs, so the curves compare them (live ones are followed).
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from PySide6.QtWidgets import (
     QScrollArea,
     QSizePolicy,
     QSplitter,
+    QStackedWidget,
+    QTabBar,
     QVBoxLayout,
     QWidget,
 )
@@ -42,6 +49,7 @@ from studio.tabs.train.follow import Follower
 from studio.tabs.train.launch import LaunchForm
 from studio.tabs.train.live import LivePanel, LiveRun, is_live_key
 from studio.tabs.train.runs import RunsPanel
+from studio.tabs.train.sweep import SweepDialog, SweepPanel, SweepWorker, ask_close_with_sweep
 from studio.text import duration
 from studio.widgets.curves import RunSeries
 from studio.worker import RunWorker
@@ -60,12 +68,47 @@ SHORTCUTS: tuple[tuple[str, str], ...] = (
 )
 
 
+class PageTabs(QWidget):
+    """Pages under a tab bar, without QTabWidget's frame: the runs table's buttons already set the
+    pane's minimum width, and a frame's few pixels more would come off the launch form's width."""
+
+    currentChanged = Signal(int)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        self.bar = QTabBar()
+        self.bar.setDocumentMode(True)
+        self.bar.setExpanding(False)
+        self.pages = QStackedWidget()
+        layout.addWidget(self.bar)
+        layout.addWidget(self.pages, 1)
+        self.bar.currentChanged.connect(self.pages.setCurrentIndex)
+        self.bar.currentChanged.connect(self.currentChanged)
+
+    def addTab(self, page: QWidget, title: str) -> None:
+        self.pages.addWidget(page)
+        self.bar.addTab(title)
+
+    def widget(self, index: int) -> QWidget | None:
+        return self.pages.widget(index)
+
+    def currentWidget(self) -> QWidget | None:
+        return self.pages.currentWidget()
+
+    def setCurrentWidget(self, page: QWidget) -> None:
+        self.bar.setCurrentIndex(self.pages.indexOf(page))
+
+
 class TrainTab(QWidget):
     """Train any registered agent from a generated form, with live curves and the store's runs.
 
     Signals: ``status(str)`` (status bar), ``gamesChanged()`` (training games were logged),
     ``useInPlay(agent, checkpoint)`` / ``useInArena(agent, checkpoint)`` (the window routes them),
-    ``runStarted(run_id)``, ``trainingFinished(status)`` ("finished" / "stopped" / "failed").
+    ``runStarted(run_id)``, ``trainingFinished(status)`` ("finished" / "stopped" / "failed"),
+    ``sweepFinished(status)`` (the window's sweep ended: "finished" / "stopped" / "failed").
     """
 
     status = Signal(str)
@@ -74,6 +117,7 @@ class TrainTab(QWidget):
     useInArena = Signal(str, str)
     runStarted = Signal(int)
     trainingFinished = Signal(str)
+    sweepFinished = Signal(str)
 
     def __init__(self, store: Any, settings: QSettings | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -84,6 +128,10 @@ class TrainTab(QWidget):
         self.focus: LiveRun | None = None
         self.error_box: QMessageBox | None = None
         self._runs_dirty = True
+        #: the sweep this window drives now (one at a time), its dialog, and every run its trials made
+        self.sweep: SweepWorker | None = None
+        self.sweepDialog: SweepDialog | None = None
+        self._sweep_runs: set[int] = set()
         self._build()
         self._timer = QTimer(self)
         self._timer.setInterval(LIVE_REFRESH_MS)
@@ -105,10 +153,19 @@ class TrainTab(QWidget):
         self.follower = Follower(self.store, self.curves, self)
         self.follower.ended.connect(self._on_followed_end)
         self._wire_runs_panel()
-        right.addWidget(self.runsPanel)
+        self.sweepPanel = SweepPanel(self.store)
+        self._wire_sweep_panel()
+        # The runs and the sweeps share the pane under the curves: a sweep's ranking needs the height.
+        self.bottomTabs = PageTabs()
+        self.bottomTabs.setObjectName("bottomTabs")
+        self.bottomTabs.addTab(self.runsPanel, "Runs")
+        self.bottomTabs.addTab(self.sweepPanel, "Sweeps")
+        self.bottomTabs.currentChanged.connect(self._on_bottom_tab)
+        right.addWidget(self.bottomTabs)
         right.setStretchFactor(0, 3)
         right.setStretchFactor(1, 1)
         right.setSizes([560, 190])  # room for a few runs under the curves
+        self.rightSplit = right
         panes(self, left, right, left_width=420)
 
     def _build_left(self) -> QWidget:
@@ -139,7 +196,13 @@ class TrainTab(QWidget):
         self.stopButton = button(
             "Stop", "stopButton", self.stop_training, "End this run cleanly, with a final checkpoint"
         )
-        for b in (self.startButton, self.pauseButton, self.stopButton):
+        self.sweepButton = button(
+            "Sweep…",
+            "sweepButton",
+            self.open_sweep_dialog,
+            "Train these settings many times over lists or ranges of knobs, and rank the trials",
+        )
+        for b in (self.startButton, self.sweepButton, self.pauseButton, self.stopButton):
             row.addWidget(b)
         layout.addLayout(row)
         self._build_shortcuts()
@@ -186,6 +249,14 @@ class TrainTab(QWidget):
             setattr(self, name, getattr(p, name))
         self.selected_run_ids, self.select_runs = p.selected_run_ids, p.select_runs
         self.export_csv, self.use_in_play, self.use_in_arena = p.export_csv, p.use_in_play, p.use_in_arena
+
+    def _wire_sweep_panel(self) -> None:
+        p = self.sweepPanel
+        p.sweepSelected.connect(self.show_sweep_runs)
+        p.applyBest.connect(self.apply_config)
+        p.resumeSweep.connect(self.resume_sweep)
+        p.stopSweep.connect(self.stop_sweep)
+        p.status.connect(self.status)
 
     # ================================================================== the launch form
     def _on_agent_changed(self, cls: Any) -> None:
@@ -342,7 +413,11 @@ class TrainTab(QWidget):
         if self.live:
             self.stop_all()
             self.wait_finished(120.0)
+        if self.sweep is not None:
+            self.stop_sweep()
+            self.wait_sweep(180.0)
         self._timer.stop()
+        self.sweepPanel.set_running(None)
         self.follower.shutdown()
         self.curves.timer.stop()
 
@@ -464,6 +539,13 @@ class TrainTab(QWidget):
     def _on_followed_end(self, run_id: int, status: str) -> None:
         self.status.emit(f"run {run_id} {status}")
         self.refresh_runs()
+        if run_id in self._sweep_runs:
+            # A trial followed while it trained: from now on a stored run like the others (or it
+            # would be drawn twice when its sweep's runs are shown again).
+            self.curves.runs = [(k, r) for k, r in self.curves.runs if k != ("follow", run_id)]
+            if run_id in self.runsPanel.checked:
+                self.show_runs(sorted(self.runsPanel.checked))
+            self.curves.mark_dirty()
 
     def refresh_runs(self) -> None:
         """Re-read the runs table of the store (and which runs train in other processes)."""
@@ -482,10 +564,166 @@ class TrainTab(QWidget):
             if rid in elsewhere and rid not in self.follower.followed:
                 self.follower.follow(rid)
 
+    # ================================================================== sweeps
+    @property
+    def is_sweeping(self) -> bool:
+        return self.sweep is not None
+
+    def open_sweep_dialog(self) -> SweepDialog | None:
+        """The Sweep dialog over the form's settings (None when the form cannot make a run)."""
+        self.launch.ensure_loaded()
+        try:
+            base = self.launch.request()
+        except RunError as e:
+            self.status.emit(f"cannot sweep: {e}")
+            self.etaLabel.setText(f"Fix {e.field}: {e}" if e.field else str(e))
+            return None
+        if self.sweepDialog is not None:
+            self.sweepDialog.close()
+            self.sweepDialog.deleteLater()
+        dialog = SweepDialog(self.launch.agent_cls, base, self)
+        dialog.accepted.connect(lambda d=dialog: d.request is not None and self.start_sweep(d.request))
+        self.sweepDialog = dialog
+        dialog.open()  # window-modal, and the event loop (and the runs training) go on
+        return dialog
+
+    def start_sweep(self, request: Any = None, *, resume: int | None = None) -> bool:
+        """Run a sweep (``request``) or resume a stopped one (``resume``) in the background."""
+        if self.sweep is not None:
+            self.status.emit("a sweep is running already: stop it first")
+            return False
+        worker = SweepWorker(Path(self.store.path).parent, request, resume, parent=self)
+        worker.sweepEvent.connect(self._on_sweep_event)
+        worker.error.connect(self._on_sweep_error)
+        worker.finished.connect(self._on_sweep_finished)
+        self.sweep = worker
+        worker.start()
+        self.bottomTabs.setCurrentWidget(self.sweepPanel)
+        self.progressBar.setValue(0)
+        self.etaLabel.setText("Sweep starting…")
+        self.status.emit(f"sweep {resume} resuming…" if resume is not None else "sweep starting…")
+        self._update_buttons()
+        return True
+
+    def resume_sweep(self, sweep_id: int) -> bool:
+        return self.start_sweep(resume=sweep_id)
+
+    def stop_sweep(self) -> None:
+        """Stop the window's sweep: every trial stops after its step and saves (Resume continues)."""
+        if self.sweep is not None:
+            self.sweep.stop()
+            self.etaLabel.setText("Stopping the sweep (each trial saves a checkpoint)…")
+            self._update_buttons()
+
+    def show_sweep_runs(self, sweep_id: int) -> None:
+        """Tick the sweep's trials' runs, so the curves compare them (live ones are followed)."""
+        try:
+            ids = [t.run_id for t in self.store.sweep_trials(sweep_id) if t.run_id is not None]
+        except Exception as e:
+            self.status.emit(f"cannot read sweep {sweep_id}: {e}")
+            return
+        self.runsPanel.set_checked(ids)
+        self.show_runs(ids)
+
+    def apply_config(self, agent: str, config: dict) -> None:
+        """Load ``config`` (a sweep's best point) into the form, choosing ``agent`` first."""
+        if self.launch.agent_name != agent:
+            try:
+                self.launch.select_agent(agent)
+            except KeyError:
+                self._show_error("Apply best", f"The agent {agent!r} is not registered in this build.")
+                return
+        known = set(self.launch.form.values())
+        self.launch.form.set_values({k: v for k, v in config.items() if k in known})
+        best = self.sweepPanel.best()
+        words = " ".join(f"{k}={v}" for k, v in (best.params if best is not None else {}).items())
+        self.status.emit(f"best point loaded into the form: {words}" if words else "settings loaded")
+        self._update_buttons()
+
+    def _on_sweep_event(self, ev: Any) -> None:
+        w = self.sweep
+        if w is None:
+            return
+        panel = self.sweepPanel
+        if ev.kind == "planned":
+            panel.set_running(ev.sweep_id)
+            panel.refresh_sweeps(select=ev.sweep_id)
+            self.show_sweep_runs(ev.sweep_id)
+        elif ev.kind == "started" and ev.run_id is not None:
+            self._sweep_runs.add(ev.run_id)
+            self.runsPanel.sweep_live[ev.run_id] = f"sweep {ev.sweep_id} #{ev.trial}"
+            self.refresh_runs()
+            if panel.sweep_id == ev.sweep_id:
+                self.runsPanel.set_checked(sorted(self.runsPanel.checked | {ev.run_id}))
+                self.show_runs(sorted(self.runsPanel.checked))
+            panel.rank()
+        elif ev.kind == "done":
+            if ev.run_id is not None:
+                self.runsPanel.sweep_live.pop(ev.run_id, None)
+            if ev.error:
+                self.status.emit(
+                    f"sweep {ev.sweep_id}: trial {ev.trial} (run {ev.run_id}) failed: {ev.error}"
+                )
+            self.refresh_runs()
+            panel.refresh_sweeps()
+            panel.rank()
+        if not self.live:  # the progress line is the sweep's while no run of the form trains
+            self.progressBar.setValue(round(1000 * min(1.0, w.progress)))
+            if not w.stop_event.is_set():
+                running = len(w.running_trials)
+                self.etaLabel.setText(
+                    f"Sweep {ev.sweep_id}: {w.finished_trials}/{w.total} trials done, {running} training"
+                )
+
+    def _on_sweep_error(self, message: str) -> None:
+        w = self.sweep
+        self._show_error("Sweep failed", message, w.traceback if w is not None else "")
+        self.status.emit(f"sweep failed: {message}")
+
+    def _on_sweep_finished(self) -> None:
+        w = self.sweep
+        if w is None:
+            return
+        self.sweep = None
+        self.runsPanel.sweep_live.clear()
+        status = w.status if w.status in ("finished", "stopped") else "failed"
+        self.sweepPanel.set_running(None)
+        self.sweepPanel.refresh_sweeps(select=w.sweep_id)
+        self.refresh_runs()
+        if not self.live:
+            if status == "finished":
+                self.progressBar.setValue(1000)
+            words = {"finished": "finished", "stopped": "stopped (Resume continues it)", "failed": "failed"}
+            self.etaLabel.setText(f"Sweep {w.sweep_id} {words[status]}")
+        self.status.emit(f"sweep {w.sweep_id} {status}")
+        self._update_buttons()
+        w.deleteLater()
+        self.sweepFinished.emit(status)
+
+    def wait_sweep(self, timeout_s: float = 120.0) -> bool:
+        """Block (GUI events still processed) until the window's sweep ended; True when it did."""
+        from PySide6.QtWidgets import QApplication
+
+        deadline = time.monotonic() + timeout_s
+        while self.sweep is not None and time.monotonic() < deadline:
+            QApplication.processEvents()
+            time.sleep(0.01)
+        QApplication.processEvents()
+        return self.sweep is None
+
+    def _on_bottom_tab(self, index: int) -> None:
+        if self.bottomTabs.widget(index) is self.sweepPanel:
+            sizes = self.rightSplit.sizes()
+            total = sum(sizes)
+            if total > 0 and sizes[1] < 0.38 * total:  # a ranking and a plot need more than a few rows
+                self.rightSplit.setSizes([round(0.6 * total), total - round(0.6 * total)])
+            self.sweepPanel.refresh_sweeps()
+
     # ================================================================== state, dialogs
     def _update_buttons(self) -> None:
         focus = self.focus
         self.startButton.setEnabled(self.launch.is_ready())
+        self.sweepButton.setEnabled(self.launch.is_ready() and self.sweep is None)
         active = focus is not None and not focus.worker.stopping
         self.pauseButton.setEnabled(active)
         self.pauseButton.setText("Resume" if focus is not None and focus.worker.paused else "Pause")
@@ -502,20 +740,32 @@ class TrainTab(QWidget):
         (tests replace this)."""
         return ask_close_with_runs(self, len(self.live))
 
+    def ask_close_sweep(self) -> str:
+        """Whether to stop the window's sweep as the window closes: "stop" or "cancel" (tests replace
+        this). A sweep cannot train on without the window: its driver is this process."""
+        w = self.sweep
+        left = 0 if w is None else max(0, w.total - w.finished_trials)
+        return ask_close_with_sweep(self, None if w is None else w.sweep_id, left)
+
     def confirm_close(self) -> bool:
-        """True when the window may close: asks while training, then stops or detaches the runs."""
-        if not self.live:
+        """True when the window may close: asks while training, then stops or detaches the runs (and
+        stops the sweep, asked first: "Cancel" there leaves everything as it was)."""
+        if not self.live and self.sweep is None:
             return True
-        choice = self.ask_close()
-        if choice == "cancel":
+        if self.sweep is not None and self.ask_close_sweep() == "cancel":
             return False
-        if choice == "detach":
-            self.detach_all()
+        if self.live:
+            choice = self.ask_close()
+            if choice == "cancel":
+                return False
+            if choice == "detach":
+                self.detach_all()
         self.shutdown()
         return True
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        closing = event.type() == QEvent.Type.Close and watched is self.window() and bool(self.live)
+        busy = bool(self.live) or self.sweep is not None
+        closing = event.type() == QEvent.Type.Close and watched is self.window() and busy
         if closing and not self.confirm_close():
             event.ignore()
             return True

@@ -43,13 +43,30 @@ TIPS = {
     7: "Mean score of the latest greedy evaluation (fixed games, no exploration); "
     "the run keeps its best checkpoint",
     8: "What the run's checkpoint files take on disk (the newest few and the best are kept)",
+    9: "The run's sweep and its trial number in it (a sweep's trials are ordinary runs)",
 }
-RUN_COLUMNS = ("Run", "Agent", "Status", "Episodes", "Moves", "Time", "Last score", "Eval", "Disk", "Started")
+RUN_COLUMNS = (
+    "Run",
+    "Agent",
+    "Status",
+    "Episodes",
+    "Moves",
+    "Time",
+    "Last score",
+    "Eval",
+    "Disk",
+    "Sweep",
+    "Started",
+)
 
 
-def _status_text(r: RunSummary, live: dict[int, str], elsewhere: dict[int, RunSummary]) -> str:
+def _status_text(
+    r: RunSummary, live: dict[int, str], elsewhere: dict[int, RunSummary], sweep_live: dict[int, str]
+) -> str:
     if r.id in live:
         return live[r.id]
+    if r.id in elsewhere and r.id in sweep_live:  # a trial of the window's sweep (its own process)
+        return f"{r.status} ({sweep_live[r.id]})"
     if r.id in elsewhere:
         return f"{r.status} elsewhere (pid {r.pid})"
     return r.status + (f": {r.error}" if r.error and r.status == "failed" else "")
@@ -76,6 +93,8 @@ class RunsPanel(QWidget):
         self.live: dict[int, str] = {}  # run id -> state text ("running", "paused", "stopping")
         self.elsewhere: dict[int, RunSummary] = {}  # runs training in another process
         self.checked: set[int] = set()  # runs ticked to compare (their curves are drawn)
+        #: trials of the sweep this window runs: run id -> "sweep 3 #1" (each trains in its own process)
+        self.sweep_live: dict[int, str] = {}
         self._icons: dict[str, QIcon] = {}
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -234,6 +253,10 @@ class RunsPanel(QWidget):
             best = {r.id: self.store.best_checkpoint(r.id) for r in runs if "eval_score" in r.last_metrics}
         except Exception:  # a store that cannot say: the columns stay empty, the table shows
             disk, best = {}, {}
+        try:  # each trial's sweep and trial number, in one query
+            sweeps = self.store.sweep_of_runs([r.id for r in runs])
+        except Exception:
+            sweeps = {}
         table = self.runsTable
         table.setSortingEnabled(False)
         table.blockSignals(True)  # filling cells is not the user ticking boxes
@@ -245,13 +268,14 @@ class RunsPanel(QWidget):
             cells = (
                 str(r.id),
                 r.agent,
-                _status_text(r, self.live, self.elsewhere),
+                _status_text(r, self.live, self.elsewhere, self.sweep_live),
                 f"{r.episodes:,}",
                 f"{r.steps:,}",
                 duration(r.elapsed),
                 "" if score is None else f"{score:,.0f}",
                 "" if evaluated is None else f"{evaluated:,.0f}",
                 format_size(disk[r.id]) if disk.get(r.id) else "",
+                f"{sweeps[r.id][0]} #{sweeps[r.id][1]}" if r.id in sweeps else "",
                 started,
             )
             for col, text in enumerate(cells):
