@@ -2,9 +2,11 @@
 
 Game ``i`` of an evaluation with seed ``S`` always gets the same spawn seed and the same agent random
 stream (both derived from ``(S, i)``), whichever worker plays it, so the results do not depend on
-the number of workers. Workers are separate processes (``spawn`` context: the same on every
-platform, and no inherited locks or threads); they send finished games back to the parent, which
-alone writes them to the store (``source="evaluation"``), keeping one writer.
+the number of workers, nor on where they run. Workers are separate processes (``spawn`` context: the
+same on every platform, and no inherited locks or threads) or, with ``backend="ray"``, Ray actors on
+this machine or a cluster; they send finished games back to the parent, which alone writes them to
+the store (``source="evaluation"``), keeping one writer (an actor on another machine never sees the
+SQLite file).
 
 The summary figures (mean with its 95 % interval, median, "max tile reached at least T") are computed
 here once, by :class:`EvalResult` and the functions beside it, for ``eval`` and the Arena tab alike.
@@ -15,12 +17,14 @@ finished.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import multiprocessing as mp
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -40,6 +44,8 @@ Z95 = 1.96
 LIVE_EVERY = 0.25
 #: Worker processes add their moves to the shared count in steps of this many (and at each game's end).
 _MOVES_STEP = 32
+#: Where the games play: worker processes on this machine, or Ray actors.
+BACKENDS: tuple[str, ...] = ("local", "ray")
 
 
 class Stopped(Exception):
@@ -412,6 +418,41 @@ def _worker_play(job: tuple[Rules, int, int, bool]) -> GameOutcome:
     return outcome
 
 
+class _RayPlayer:
+    """A Ray actor (see :func:`_ray_player_class`): one agent, built once on the actor's node as the local
+    worker initialiser builds it, playing games by index. ``moves_played`` answers while a game plays
+    (the actor runs two threads; the driver never gives it two games at once)."""
+
+    def __init__(self, spec: AgentSpec, rules: Rules) -> None:
+        self.agent = spec.build()
+        self.rules = rules
+        self.moves = 0
+        warm_up(self.agent, rules)
+
+    def play(self, seed: int, index: int, record: bool) -> GameOutcome:
+        def on_move() -> bool:
+            self.moves += 1  # one int, read by the other thread: no lock needed under the GIL
+            return False  # an actor is ended by the driver, never asked
+
+        return play_game(self.agent, self.rules, seed, index, record=record, on_move=on_move)
+
+    def moves_played(self) -> int:
+        return self.moves
+
+
+def _ray_player_class(ray: Any) -> Any:
+    # Made remote here, not at import: this module must not import Ray (seconds) for local play.
+    return ray.remote(num_cpus=1, max_concurrency=2)(_RayPlayer)
+
+
+def _actor_spec(spec: AgentSpec) -> AgentSpec:
+    """The spec as actors get it: a checkpoint path made absolute, since an actor's working directory
+    is not the driver's (on a cluster the file must be at that path on every machine)."""
+    if spec.checkpoint is None:
+        return spec
+    return dataclasses.replace(spec, checkpoint=str(Path(spec.checkpoint).resolve()))
+
+
 # ------------------------------------------------------------------------------------------- API
 
 
@@ -426,8 +467,15 @@ def evaluate(
     should_stop: Callable[[], bool] | None = None,
     live: Callable[[EvalResult, int], None] | None = None,
     live_every: float = LIVE_EVERY,
+    backend: str = "local",
+    ray_address: str | None = None,
 ) -> EvalResult:
     """Play ``games`` games of ``spec`` (seeded by ``seed``) in ``workers`` processes.
+
+    ``backend="ray"`` (implied by a ``ray_address``): on ``workers`` Ray actors instead (1 CPU each), on the
+    cluster at ``ray_address``, or the Ray instance this process already started, or a local one of
+    ``workers`` CPUs; never more actors than the cluster has CPUs. The games and the result are the same
+    as local play's for the same seed (game order, not finish order); only the ``workers`` figure may differ.
 
     ``store`` (an :class:`engine.store.GameStore`, optional): each game is recorded there as it
     finishes, ``source="evaluation"``. ``progress(done, total, outcome)`` is called per game.
@@ -437,17 +485,30 @@ def evaluate(
     :class:`EvalResult` of the games finished so far and the moves played so far, games in flight
     included (for an ETA). ``should_stop()``: polled after every move (one process) or every
     ``live_every`` seconds at most (several); when it returns True the games in flight are given up,
-    the worker processes end, and the result holds the finished games with ``cancelled=True``.
+    the worker processes (or actors) end, and the result holds the finished games with ``cancelled=True``.
     """
     if not 1 <= games <= MAX_GAMES:
         # Checked before anything is built: a mistyped count asked for gigabytes of job lists.
         raise ValueError(f"games must be between 1 and {MAX_GAMES:,}, got {games:,}")
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
+    if ray_address:
+        backend = "ray"
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}: use 'local' or 'ray'")
     agent = spec.build()  # in the parent too: a bad spec fails here, clearly, before any process starts
     rules = agent.rules if spec.rules is None else spec.rules
     record = store is not None
-    n_proc = min(workers, games)
+    ray: Any = None
+    if backend == "ray":
+        from agents.ray_util import init_ray  # lazily: Ray takes seconds to import
+
+        ray = init_ray(min(workers, games), ray_address)
+        # An actor with no free CPU would hold its first game forever: no more actors than CPUs.
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        n_proc = max(1, min(workers, games, cpus))
+    else:
+        n_proc = min(workers, games)
     tally = _Tally(spec, agent, rules, seed, n_proc, games)
     poll = max(0.01, min(live_every, 0.1))  # stop requests are seen within a tenth of a second
     stopped = False
@@ -474,7 +535,23 @@ def evaluate(
         return should_stop is not None and bool(should_stop())
 
     jobs = ((rules, seed, i, record) for i in range(games))
-    if n_proc == 1:
+    if ray is not None:
+        stopped, moves_now = _evaluate_on_ray(
+            ray,
+            spec,
+            rules,
+            seed,
+            games,
+            record,
+            n_proc,
+            ray_address,
+            poll,
+            collect,
+            tick,
+            asked_to_stop,
+            count_moves=live is not None,
+        )
+    elif n_proc == 1:
         warm_up(agent, rules)
         played = 0  # moves of finished games + the game in flight
 
@@ -518,3 +595,86 @@ def evaluate(
     if live is not None:
         live(result, moves_now)
     return result
+
+
+def _evaluate_on_ray(
+    ray: Any,
+    spec: AgentSpec,
+    rules: Rules,
+    seed: int,
+    games: int,
+    record: bool,
+    n_actors: int,
+    address: str | None,
+    poll: float,
+    collect: Callable[[GameOutcome], None],
+    tick: Callable[[int], None],
+    asked_to_stop: Callable[[], bool],
+    count_moves: bool = True,
+) -> tuple[bool, int]:
+    """:func:`evaluate`'s games on ``n_actors`` Ray actors; returns (stopped, moves played).
+
+    Each actor plays one game at a time and gets the next index as it finishes one, so the games are
+    shared out as local workers share them; ``collect`` (the store, the tally) runs here, in the driver.
+    ``count_moves``: ask the actors for their moves in flight (for ``live``'s ETA), else count finished
+    games' moves only.
+    """
+    player = _ray_player_class(ray)
+    actor_spec = _actor_spec(spec)
+    actors = [player.remote(actor_spec, rules) for _ in range(n_actors)]
+    pending: dict[Any, tuple[int, int]] = {}  # object ref of a game -> (actor, game index)
+    counts = [0] * n_actors  # moves each actor had played when it last said (games in flight included)
+    asking: dict[Any, int] = {}  # object ref of a moves_played call -> actor
+    finished_moves = 0
+    next_index = 0
+    stopped = False
+
+    def submit(slot: int) -> None:
+        nonlocal next_index
+        pending[actors[slot].play.remote(seed, next_index, record)] = (slot, next_index)
+        next_index += 1
+
+    def moves() -> int:
+        # Never waits: read the answers that came, ask again the actors that answered.
+        if not count_moves:
+            return finished_moves
+        if asking:
+            done, _ = ray.wait(list(asking), num_returns=len(asking), timeout=0)
+            for ref in done:
+                slot = asking.pop(ref)
+                with contextlib.suppress(ray.exceptions.RayError):  # a failing actor fails its game
+                    counts[slot] = max(counts[slot], int(ray.get(ref)))
+        busy = set(asking.values())
+        for slot, actor in enumerate(actors):
+            if slot not in busy:
+                asking[actor.moves_played.remote()] = slot
+        return max(sum(counts), finished_moves)
+
+    try:
+        for slot in range(n_actors):
+            if next_index < games:
+                submit(slot)
+        while pending:
+            if asked_to_stop():
+                stopped = True
+                break  # the finally below kills the actors: the games in flight end now
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=poll)
+            if not ready:
+                tick(moves())
+                continue
+            slot, index = pending.pop(ready[0])
+            try:
+                outcome = ray.get(ready[0])
+            except ray.exceptions.RayError as e:
+                where = f" at {address}" if address else ""
+                raise RuntimeError(f"game {index} failed on Ray actor {slot}{where}: {e}") from e
+            if next_index < games:
+                submit(slot)  # before storing this one: the actor plays on meanwhile
+            finished_moves += outcome.moves
+            collect(outcome)
+            tick(moves())
+        moves_now = max(sum(counts), finished_moves)
+    finally:
+        for actor in actors:
+            ray.kill(actor)
+    return stopped, moves_now

@@ -6,7 +6,7 @@ One interface, :class:`GamePool`, and three implementations behind :func:`make_p
 - :class:`LocalPool` (``workers > 1``, backend ``"local"``): N processes of the ``spawn`` context (safe
   with torch and Qt threads in the parent), one pipe each.
 - :class:`RayPool` (backend ``"ray"``): N Ray actors, on a local Ray instance or the cluster at
-  ``ray_address``. Ray is imported only here, only when asked for.
+  ``ray_address``. Ray is imported (by :mod:`agents.ray_util`) only when asked for.
 
 A worker is whatever ``WorkerSpec.factory`` (``"module:callable"``) builds from ``WorkerSpec.kwargs``: an
 object with ``set_weights(arrays)`` and ``play(task, should_stop=None) -> result`` (``should_stop``, given
@@ -32,6 +32,10 @@ from multiprocessing.connection import Connection, wait
 from typing import Any, cast
 
 import numpy as np
+
+# import_ray: re-exported for the callers that took it from here (bench mcts, tests).
+from agents.ray_util import import_ray as import_ray
+from agents.ray_util import init_ray
 
 Weights = Mapping[str, np.ndarray]
 KeepGoing = Callable[[], bool]
@@ -263,17 +267,6 @@ class LocalPool(GamePool):
 # -------------------------------------------------------------------------------------------- Ray
 
 
-def import_ray() -> Any:
-    """``ray``, or a clear error naming the optional extra."""
-    try:
-        import ray
-    except ImportError:
-        raise RuntimeError(
-            "the Ray backend needs Ray, an optional extra: pip install -e '.[ray]' (or pip install 'ray[default]')"
-        ) from None
-    return ray
-
-
 class _RayWorker:
     """The Ray actor: the same worker as in a local process, built on the actor's node."""
 
@@ -288,10 +281,6 @@ class _RayWorker:
         return self.worker.play(task)
 
 
-def _repo_root() -> str:
-    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
 class RayPool(GamePool):
     """N Ray actors (1 CPU each). Connects to ``address`` (a running cluster), or to the Ray instance this
     process already started, or starts a local one sized for ``workers``.
@@ -301,23 +290,8 @@ class RayPool(GamePool):
 
     def __init__(self, spec: WorkerSpec, workers: int, address: str | None = None) -> None:
         super().__init__(spec, workers)
-        ray = import_ray()
+        ray = init_ray(workers, address)
         self._ray = ray
-        if not ray.is_initialized():
-            # Workers on this machine import the studio from this checkout even when it is not installed;
-            # on other machines it must be installed (README, "Scaling self-play with Ray").
-            env = {
-                "env_vars": {
-                    "PYTHONPATH": os.pathsep.join(
-                        p for p in (_repo_root(), os.environ.get("PYTHONPATH")) if p
-                    )
-                }
-            }
-            kwargs: dict[str, Any] = {"runtime_env": env, "logging_level": "WARNING", "log_to_driver": False}
-            if address:
-                ray.init(address=address, **kwargs)
-            else:
-                ray.init(num_cpus=workers, include_dashboard=False, **kwargs)
         self._actor_cls = ray.remote(num_cpus=1)(_RayWorker)
         self._actors: list[Any] = [None] * workers
         self._versions = [0] * workers

@@ -1,11 +1,13 @@
 """``python main.py eval --agent NAME [--agent NAME2 ...] [--checkpoint PATH ...] --games N --seed S --workers K``.
 
-Plays N games per contestant in K processes (:mod:`agents.arena`), logs them to the store as
-``source="evaluation"``, and prints one column per contestant: the mean score with its 95 % interval
-("12,345 ± 678", normal approximation), median and max score, moves per game, seconds per move, and
-the share of games whose max tile reached at least 32, 64, ... (seed 004's table). The figures are
-:class:`agents.arena.EvalResult`'s, the same the Arena tab shows. ``--json`` prints the same as one
-JSON object (``mean_score_ci95`` is the interval's half-width).
+Plays N games per contestant in K processes (:mod:`agents.arena`), or on K Ray actors with
+``--backend ray`` (a local Ray, or the cluster at ``--ray-address``: the same games and figures as
+local play for the same seed), logs them to the store as ``source="evaluation"``, and prints one
+column per contestant: the mean score with its 95 % interval ("12,345 ± 678", normal approximation),
+median and max score, moves per game, seconds per move, and the share of games whose max tile
+reached at least 32, 64, ... (seed 004's table). The figures are :class:`agents.arena.EvalResult`'s,
+the same the Arena tab shows. ``--json`` prints the same as one JSON object (``mean_score_ci95`` is
+the interval's half-width).
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from agents.arena import MAX_GAMES, EvalResult, GameOutcome, evaluate, tile_thresholds
+from agents.arena import BACKENDS, MAX_GAMES, EvalResult, GameOutcome, evaluate, tile_thresholds
 from agents.checkpoint import read_checkpoint
 from agents.config import load_preset
+from agents.ray_util import RAY_MISSING
 from agents.spec import AgentSpec
 from engine.store import GameStore
 from studio.cli import MAX_SEED, MAX_WORKERS, CliError, whole
@@ -58,6 +61,18 @@ def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=whole(0, MAX_SEED), default=0, help="seed of the game seeds (default 0)")
     p.add_argument(
         "--workers", type=whole(1, MAX_WORKERS), default=1, help="processes playing games (default 1)"
+    )
+    p.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="local",
+        help="where the games play: local processes (default) or Ray actors (optional extra)",
+    )
+    p.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="ADDR",
+        help="a running Ray cluster to play on, e.g. 10.0.0.5:6379 (implies --backend ray)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.add_argument("--no-log", action="store_true", help="do not record the games in the store")
@@ -147,6 +162,12 @@ def _progress(line: ProgressLine) -> Callable[[int, int, GameOutcome], None]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from studio.services.runs import have_ray  # here: the commands' module imports stay light
+
+    backend = "ray" if args.ray_address else args.backend
+    if backend == "ray" and not have_ray():
+        # Before any contestant is built or game played: one line says what to install.
+        raise CliError(RAY_MISSING)
     specs = contestants(args)
     results: list[EvalResult] = []
     with GameStore.open(args.data_dir) as store:
@@ -160,6 +181,8 @@ def run(args: argparse.Namespace) -> int:
                         args.workers,
                         None if args.no_log else store,
                         _progress(line),
+                        backend=backend,
+                        ray_address=args.ray_address,
                     )
                 )
     if args.json:
@@ -167,6 +190,7 @@ def run(args: argparse.Namespace) -> int:
             "games": args.games,
             "seed": args.seed,
             "workers": args.workers,
+            "backend": backend,
             "results": [r.to_dict() for r in results],
         }
         print(json.dumps(out))

@@ -6,9 +6,10 @@ The games are played by :func:`agents.arena.evaluate` (several processes) from a
 Results: a table of mean score ± its 95 % interval, median and max score (the figures of
 :class:`agents.arena.EvalResult`, the same ``eval`` prints), a "max tile reached at least" table laid
 out like seed 004's (rows: tile; columns: agents; cells: games) and a bar chart of the same shares.
-The progress shows games done and an ETA from the moves played. Cancel gives up the games in flight
-(the worker processes end) and keeps those that finished. Double-click a result to replay that
-agent's best game.
+The progress shows games done and an ETA from the moves played. The games play in local processes
+or, with the Ray backend (the optional extra), on Ray actors: the same games and figures either way.
+Cancel gives up the games in flight (the worker processes or actors end) and keeps those that
+finished. Double-click a result to replay that agent's best game.
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from agents.arena import EtaModel, tile_thresholds
+from agents.arena import BACKENDS, EtaModel, tile_thresholds
+from agents.ray_util import RAY_MISSING
+from studio.services.runs import have_ray
 from studio.tabs.common import button, panes, spin
 from studio.text import duration
 from studio.widgets.curves import RUN_COLOURS
@@ -63,6 +66,10 @@ RESULT_COLUMNS = (
     "Status",
 )
 SPEC_ROLE = Qt.ItemDataRole.UserRole
+#: The backend choice's texts, in :data:`agents.arena.BACKENDS` order.
+BACKEND_TEXTS = ("Local processes", "Ray")
+#: Where the backend choice is kept between sessions.
+BACKEND_KEY = "arena/backend"
 
 
 @dataclass
@@ -232,11 +239,27 @@ class ArenaTab(QWidget):
             1,
             max(1, os.cpu_count() or 1),
             min(4, os.cpu_count() or 1),
-            "Processes playing in parallel",
+            "Processes (or Ray actors) playing in parallel",
         )
+        self.backendCombo = QComboBox()
+        self.backendCombo.setObjectName("backendCombo")
+        for name, text in zip(BACKENDS, BACKEND_TEXTS):
+            self.backendCombo.addItem(text, name)
+        self._ray_available = have_ray()
+        if self._ray_available:
+            self.backendCombo.setToolTip(
+                "Where the games play: processes on this machine, or Ray actors (the same games either way)"
+            )
+            saved = str(self.settings.value(BACKEND_KEY, "local")) if self.settings is not None else "local"
+            self.backendCombo.setCurrentIndex(max(0, self.backendCombo.findData(saved)))
+        else:
+            # Stays on local processes (a saved "ray" from a machine with Ray is not applied here).
+            self.backendCombo.setToolTip(RAY_MISSING[0].upper() + RAY_MISSING[1:])
+        self.backendCombo.currentIndexChanged.connect(self._save_backend)
         fl.addRow("Games each", self.gamesSpin)
         fl.addRow("Seed", self.seedSpin)
         fl.addRow("Processes", self.workersSpin)
+        fl.addRow("Backend", self.backendCombo)
         ll.addWidget(settings_box)
 
         buttons = QHBoxLayout()
@@ -325,6 +348,14 @@ class ArenaTab(QWidget):
         right.setStretchFactor(1, 3)
         right.setSizes([200, 520])
         return right
+
+    def backend(self) -> str:
+        """Where the next run's games play: ``"local"`` or ``"ray"``."""
+        return str(self.backendCombo.currentData())
+
+    def _save_backend(self, _index: int = 0) -> None:
+        if self.settings is not None:
+            self.settings.setValue(BACKEND_KEY, self.backend())
 
     def _table(self, name: str, headers: list[str]) -> QTableWidget:
         t = QTableWidget(0, len(headers))
@@ -438,6 +469,7 @@ class ArenaTab(QWidget):
         if self.is_running or not specs:
             return False
         games, seed, workers = self.gamesSpin.value(), self.seedSpin.value(), self.workersSpin.value()
+        backend = self.backend()
         db_path = self.store.path
         live = _Live(specs)
         self._live = live
@@ -461,7 +493,14 @@ class ArenaTab(QWidget):
                         report(live.games_done(), total, "")
 
                     result = evaluate(
-                        spec, games, seed, workers, store=store, should_stop=lambda: live.cancel, live=on_live
+                        spec,
+                        games,
+                        seed,
+                        workers,
+                        store=store,
+                        should_stop=lambda: live.cancel,
+                        live=on_live,
+                        backend=backend,
                     )
                     live.set(k, status="cancelled" if result.cancelled else "done", result=result)
                     report(live.games_done(), total, "")
@@ -478,16 +517,19 @@ class ArenaTab(QWidget):
         self.worker.finished.connect(self._on_finished)
         self.worker.start()
         self.progressBar.setValue(0)
-        self.progressLabel.setText(
-            f"0 / {total:,} games · ETA …\nStarting {workers} process{'es' if workers > 1 else ''}…"
+        players = (
+            f"{workers} Ray actor{'s' if workers > 1 else ''}"
+            if backend == "ray"
+            else f"{workers} process{'es' if workers > 1 else ''}"
         )
+        self.progressLabel.setText(f"0 / {total:,} games · ETA …\nStarting {players}…")
         self.status.emit(f"arena: {len(specs)} contestant(s) × {games} games")
         self._update_buttons()
         return True
 
     def cancel(self) -> None:
-        """End early: the games in flight are given up (the worker processes end at once); the games
-        that finished stay in the store and in the table."""
+        """End early: the games in flight are given up (the worker processes or actors end at once); the
+        games that finished stay in the store and in the table."""
         if self.is_running and self._live is not None:
             self._live.cancel = True
             self.progressLabel.setText("Cancelling…")
@@ -714,4 +756,5 @@ class ArenaTab(QWidget):
             self.entryList,
         ):
             w.setEnabled(not running)
+        self.backendCombo.setEnabled(not running and self._ray_available)
         self.replayButton.setEnabled(bool(self.results))

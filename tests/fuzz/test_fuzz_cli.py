@@ -104,6 +104,9 @@ SUBCOMMANDS: dict[str, list[str]] = {
         "--no-log",
         "--rows",
         "--cols",
+        "--workers",
+        "--backend",
+        "--ray-address",
     ],
     "train": [
         "--agent",
