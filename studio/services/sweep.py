@@ -369,8 +369,18 @@ def trial_request(
 def resume_request(request: SweepRequest, run_id: int) -> RunRequest:
     """The request that resumes a trial's unfinished run from its last checkpoint."""
     base = _base_run(request)
+    # A trial stopped during its closing evaluation has used its budget: one more move, then the
+    # evaluation it still owes (a Budget cannot be zero; one move in thousands changes nothing).
     return replace(
-        base, agent=None, preset=None, config={}, rules=None, budget=None, seed=None, resume=run_id
+        base,
+        agent=None,
+        preset=None,
+        config={},
+        rules=None,
+        budget=None,
+        seed=None,
+        resume=run_id,
+        budget_if_used_up=Budget(steps=1),
     )
 
 

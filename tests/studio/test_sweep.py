@@ -377,3 +377,18 @@ def test_a_point_reads_its_mean_and_spread():
     p = PointResult({"lr": 0.1}, (0, 1, 2), (1, 2, None), ("finished", "finished", None), (10.0, 20.0, None))
     assert p.mean == 15.0 and p.std == pytest.approx(7.0710678) and not p.done
     assert p.to_dict()["values"] == [10.0, 20.0, None]
+
+
+def test_a_trial_stopped_in_its_closing_evaluation_resumes_to_that_evaluation(tmp_path):
+    with GameStore(tmp_path / "s.sqlite3") as store:
+        events = list(run_sweep(tiny(grid={"lr": (0.1,)}, seeds=1), store))
+        sid = events[0].sweep_id
+        (trial,) = store.sweep_trials(sid)
+        before = store.get_run(trial.run_id)
+        # as a stop during the closing evaluation leaves it: budget used up, status stopped
+        store.set_run_status(trial.run_id, "stopped")
+        events = list(run_sweep(None, store, resume=sid))
+        assert events[-1].status == "finished"
+        after = store.get_run(trial.run_id)
+        assert after.status == "finished" and after.steps == before.steps + 1
+        assert len(store.run_metrics(trial.run_id, ["evaluation"])["eval_score"]) == 2

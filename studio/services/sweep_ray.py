@@ -1,0 +1,675 @@
+"""A sweep's trials as Ray Tune trials: the ``ray`` backend of :mod:`studio.services.sweep`.
+
+**Who writes the store.** Only the driver (the process that runs :func:`ray_backend` and owns
+``store``). A trial may run on another machine, so it never opens the SQLite file: it trains with the
+ordinary runner (:func:`studio.services.runs.open_run`) against a :class:`RelayStore`, a run store that
+keeps the run's checkpoint bookkeeping in a private scratch GameStore in a temporary folder of the
+trial's own machine, and records every write the real store must see as an *op* (metric events,
+checkpoint files with their bytes, evaluation scores, pruning, status). Every :data:`REPORT_EVERY_S`
+seconds and at its end the trial sends its pending ops with ``tune.report``; a Tune callback in the
+driver takes them out of the result (so no Tune logger or experiment-state file ever holds them) and
+hands them to :func:`ray_backend`, which applies them to the real run (:class:`RunSink`) and yields
+what a local trial's child process says (``started`` / ``events`` / ``checkpoint`` / ``done`` /
+``error``). A trial reports between its learner's events, so a learner that is silent for a while
+(a long slice) sends its ops with its next event; the stop flag is watched by a thread of its own.
+
+**Records.** The driver makes a new trial's run record itself (the record ``train`` would make,
+:meth:`ResolvedRun.stored`, linked to its trial) when the trial's first ops arrive, that is once the
+trial has built its agent: a trial refused before that (a bad config) leaves no run, as a local one
+does. A resumed trial's run is claimed by the driver; the trial gets the run's record and its last
+checkpoint file (the bytes, read by the driver) and resumes it in its scratch store; the history past
+that checkpoint is truncated in the real store as a local resume does.
+
+**Stop.** The driver sets a flag in a small actor (:class:`_Hub`) that every trial polls; a trial that
+sees it stops its run cleanly (a final checkpoint, status stopped) and reports it, so a resume goes on
+from there. A trial that starts after the flag is set leaves at once without a run, and Tune starts no
+more trials once the live ones ended. A driver that goes away takes the actor with it: the trials see
+the flag unreachable and stop as well.
+
+**Ray.** Joined at the sweep's ``ray_address``, or the instance this process already runs, or a local
+one of ``workers`` CPUs (:func:`agents.ray_util.init_ray`); a trial takes one CPU. The nodes of a
+cluster import the studio from the same checkout (README).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import pickle
+import queue
+import shutil
+import tempfile
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from agents.base import Control, MetricEvent
+from agents.runner import IncompatibleCheckpoint, NoCheckpoint, RunBusy, RunError
+from engine.fsutil import atomic_write
+from engine.paths import checkpoints_dir
+from studio.services.runs import RunRequest, resolve
+
+__all__ = ["REPORT_EVERY_S", "RelayStore", "RunSink", "ray_backend"]
+
+#: Seconds between a trial's reports to the driver (metrics reach the store about this late).
+REPORT_EVERY_S = 0.5
+#: Seconds between a trial's looks at the stop flag.
+STOP_POLL_S = 0.5
+#: The key of a report that carries a trial's pending ops (pickled); the driver's callback removes it.
+OPS_KEY = "studio_relay_ops"
+#: Seconds a driver that is closing waits for its trials to save and report before it leaves them.
+CLOSE_GRACE_S = 120.0
+#: Numbers a report carries for Tune itself (its progress, schedulers): the last value of each.
+TUNE_METRICS = ("score", "max_tile", "eval_score")
+
+
+# ------------------------------------------------------------------------------ the relay store
+
+
+class RelayStore:
+    """The run store of a trial away from the driver (see the module's docstring).
+
+    Checkpoint rows, evaluation scores and pruning live in ``inner``, a private GameStore, so the
+    runner's own logic decides them exactly as it does against a real store (which checkpoint is the
+    best, which files go); each write is also recorded as an op, taken with :meth:`take` and applied to
+    the real run by :class:`RunSink`. Metric events and training games are only recorded: nothing in
+    the trial reads them back. Thread-safe: the runner logs metrics from a background thread.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self._ops: list[tuple[Any, ...]] = []
+        self._lock = threading.Lock()
+
+    def _record(self, op: tuple[Any, ...]) -> None:
+        with self._lock:
+            self._ops.append(op)
+
+    def take(self) -> list[tuple[Any, ...]]:
+        """The ops recorded since the last call, in order."""
+        with self._lock:
+            ops, self._ops = self._ops, []
+        return ops
+
+    def note(self, *op: Any) -> None:
+        """Record an op of the trial itself (its end, its error), after the runner's."""
+        self._record(tuple(op))
+
+    # ---------------------------------------------------------------- RunStore
+    @property
+    def path(self) -> Path:
+        return Path(self.inner.path)
+
+    def create_run(
+        self,
+        agent: str,
+        config: Any,
+        rules: Any,
+        budget: Any,
+        seed: int | None = None,
+        *,
+        status: str = "running",
+    ) -> int:
+        # The driver makes the real record (it owns run ids); this one only keeps the checkpoints.
+        return int(self.inner.create_run(agent, config, rules, budget, seed, status=status))
+
+    def claim_run(self, run_id: int) -> None:
+        self.inner.claim_run(run_id)  # the driver claims the real run itself
+
+    def set_run_status(self, run_id: int, status: str, error: str | None = None) -> None:
+        self.inner.set_run_status(run_id, status, error)
+        self._record(("status", status, error))
+
+    def log_metrics(self, run_id: int, events: Any) -> None:
+        events = list(events)
+        if events:
+            self._record(("metrics", events))
+
+    def truncate_metrics(self, run_id: int, step: int) -> int:
+        self._record(("truncate", int(step)))
+        return int(self.inner.truncate_metrics(run_id, step))
+
+    def add_checkpoint(self, run_id: int, path: Any, episode: int, step: int, final: bool = False) -> int:
+        cid = int(self.inner.add_checkpoint(run_id, path, episode, step, final))
+        # The bytes now: the file was just written (atomically), and pruning may delete it before
+        # the next report.
+        data = Path(path).read_bytes()
+        self._record(("checkpoint", cid, Path(path).name, data, int(episode), int(step), bool(final)))
+        return cid
+
+    def set_checkpoint_eval(self, checkpoint_id: int, eval_score: float) -> bool:
+        best = bool(self.inner.set_checkpoint_eval(checkpoint_id, eval_score))
+        self._record(("eval", int(checkpoint_id), float(eval_score)))
+        return best
+
+    def prune_checkpoints(self, run_id: int, keep_last: int, protect: Any = ()) -> list[Path]:
+        deleted: list[Path] = self.inner.prune_checkpoints(run_id, keep_last, protect)
+        self._record(("prune", int(keep_last), tuple(int(i) for i in protect)))
+        return deleted
+
+    def record_trace(
+        self,
+        trace: Any,
+        source: str,
+        agent: str | None = None,
+        checkpoint: Any = None,
+        *,
+        run_id: int | None = None,
+    ) -> int:
+        # ``checkpoint`` would name a file of this machine: the driver's copy has another path.
+        self._record(("trace", trace, source, agent))
+        return 0
+
+    # ---------------------------------------------------------------- what resume_run reads
+    def get_run(self, run_id: int) -> Any:
+        return self.inner.get_run(run_id)
+
+    def last_checkpoint(self, run_id: int) -> Path | None:
+        last: Path | None = self.inner.last_checkpoint(run_id)
+        return last
+
+    def run_checkpoints(self, run_id: int) -> Any:
+        return self.inner.run_checkpoints(run_id)
+
+
+# --------------------------------------------------------------------------- the driver's side
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    """A checkpoint file from its bytes, atomically (a reader never sees half of it)."""
+
+    def write(fh: Any) -> None:
+        fh.write(data)
+
+    atomic_write(path, write)
+
+
+@dataclass
+class RunSink:
+    """The driver's side of one trial's run: applies a relay's ops to run ``run_id`` of ``store``.
+
+    Checkpoint files are written atomically into the run's own checkpoint folder under the store's
+    data folder, with the trial's file name; the trial's checkpoint ids are mapped to the store's.
+    """
+
+    store: Any
+    run_id: int
+    ids: dict[int, int] = field(default_factory=dict)
+    last_checkpoint: Path | None = None
+    status: str | None = None
+    error: str | None = None
+    games_logged: int = 0
+
+    def checkpoint_dir(self) -> Path:
+        return checkpoints_dir(Path(self.store.path).parent) / f"run-{self.run_id}"
+
+    def apply(self, ops: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        """Apply ``ops`` in order; the messages they make for the sweep (``events``, ``checkpoint``)."""
+        out: list[tuple[Any, ...]] = []
+        events: list[MetricEvent] = []
+
+        def flush() -> None:
+            # Metric events go in one batch (one transaction), before any op that follows them.
+            if events:
+                self.store.log_metrics(self.run_id, events)
+                out.append(("events", list(events)))
+                events.clear()
+
+        for op in ops:
+            kind = op[0]
+            if kind == "metrics":
+                events.extend(op[1])
+                continue
+            flush()
+            if kind == "checkpoint":
+                _, cid, name, data, episode, step, final = op
+                path = self.checkpoint_dir() / Path(name).name
+                _write_file(path, data)
+                self.ids[int(cid)] = self.store.add_checkpoint(self.run_id, path, episode, step, final)
+                self.last_checkpoint = path
+                out.append(("checkpoint", str(path)))
+            elif kind == "eval":
+                real = self.ids.get(int(op[1]))
+                if real is not None:
+                    self.store.set_checkpoint_eval(real, op[2])
+            elif kind == "prune":
+                protect = tuple(self.ids[i] for i in op[2] if i in self.ids)
+                self.store.prune_checkpoints(self.run_id, op[1], protect=protect)
+            elif kind == "status":
+                self.store.set_run_status(self.run_id, op[1], op[2])
+                self.status, self.error = op[1], op[2]
+            elif kind == "truncate":
+                self.store.truncate_metrics(self.run_id, op[1])
+            elif kind == "trace":
+                self.store.record_trace(op[1], op[2], agent=op[3], run_id=self.run_id)
+                self.games_logged += 1
+            # "begin", "end" and "error" are the trial's word about itself: ray_backend reads them
+        flush()
+        return out
+
+
+# ------------------------------------------------------------------------------------ the trial
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What a trial gets: its run request, and for a resumed run the run's record and checkpoints
+    (``(file name, bytes or None, episode, step, final, eval score)``, oldest first)."""
+
+    trial: int
+    request: RunRequest
+    record: dict[str, Any] | None = None
+    checkpoints: tuple[tuple[str, bytes | None, int, int, bool, float | None], ...] = ()
+
+
+class _Hub:
+    """The stop flag the trials poll (a Ray actor of the driver; see the module's docstring)."""
+
+    def __init__(self) -> None:
+        self.all = False
+        self.trials: set[int] = set()
+
+    def stop(self, trial: int | None = None) -> None:
+        if trial is None:
+            self.all = True
+        else:
+            self.trials.add(int(trial))
+
+    def stopping(self, trial: int) -> bool:
+        return self.all or int(trial) in self.trials
+
+
+def _seed_resume(inner: Any, job: _Job) -> int:
+    """The resumed run in the trial's scratch store: its record and checkpoints (the last one's file,
+    the best one's score, so that "best so far" is judged as the real store judges it)."""
+    rec = job.record or {}
+    run_id = int(
+        inner.create_run(
+            rec["agent"], rec["config"], rec["rules"], rec["budget"], rec["seed"], status="stopped"
+        )
+    )
+    folder = checkpoints_dir(Path(inner.path).parent) / f"run-{run_id}"
+    for name, data, episode, step, final, score in job.checkpoints:
+        path = folder / Path(name).name
+        if data is not None:
+            _write_file(path, data)
+        cid = inner.add_checkpoint(run_id, path, episode, step, final)
+        if score is not None:
+            inner.set_checkpoint_eval(cid, score)
+    return run_id
+
+
+def _watch_stop(hub: Any, trial: int, control: Control, done: threading.Event) -> None:
+    """Stop the run when the driver says so, or when the driver is gone (the flag is unreachable)."""
+    import ray
+
+    while not done.wait(STOP_POLL_S):
+        try:
+            stopping = bool(ray.get(hub.stopping.remote(trial), timeout=30))
+        except Exception:
+            stopping = True
+        if stopping:
+            control.stop()
+            return
+
+
+def _trial_main(config: dict[str, Any], jobs: dict[int, _Job], hub: Any) -> None:
+    """A Tune function trainable: one trial's run, trained here and reported to the driver."""
+    import ray
+    from ray import tune
+
+    from engine.store import GameStore
+    from studio.services.runs import open_run
+
+    trial = int(config["trial"])
+    job = jobs[trial]
+    with contextlib.suppress(Exception):
+        if ray.get(hub.stopping.remote(trial), timeout=30):
+            return  # the sweep stopped before this trial began: it has no run and starts next time
+    scratch = Path(tempfile.mkdtemp(prefix=f"sweep-trial-{trial}-"))
+    inner = GameStore(scratch / "trial.sqlite3")
+    relay = RelayStore(inner)
+    control = Control()
+    done = threading.Event()
+    last: dict[str, float] = {}
+
+    def report() -> None:
+        ops = relay.take()
+        tune.report({**last, OPS_KEY: pickle.dumps(ops, protocol=pickle.HIGHEST_PROTOCOL)})
+
+    threading.Thread(target=_watch_stop, args=(hub, trial, control, done), daemon=True).start()
+    try:
+        # The address is where the sweep's trials run; a trial trains here, its games played here too.
+        request = replace(job.request, ray_address=None)
+        if job.record is not None:
+            request = replace(request, resume=_seed_resume(inner, job))
+        else:
+            request = replace(request, sweep_trial=None)  # the driver links its own record
+        try:
+            run = open_run(request, relay, control)
+            relay.note("begin")  # the driver makes (or claims) the run's record now, as a local trial does
+            report()
+            due = time.monotonic() + REPORT_EVERY_S
+            for event in run:
+                last["episode"], last["step"] = float(event.episode), float(event.step)
+                for name in TUNE_METRICS:
+                    value = event.metrics.get(name)
+                    if value is not None and math.isfinite(float(value)):
+                        last[name] = float(value)
+                if time.monotonic() >= due:
+                    report()
+                    due = time.monotonic() + REPORT_EVERY_S
+            relay.note("end", run.status)
+        except RunError as e:  # refused, or stopped itself (diverged): one line is enough
+            relay.note("error", str(e), e.field, "")
+        except Exception as e:  # the runner marked the run failed; the traceback goes with it
+            relay.note("error", f"{type(e).__name__}: {e}", None, traceback.format_exc())
+        report()
+    finally:
+        done.set()
+        inner.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+# ----------------------------------------------------------------------------------- the driver
+
+
+def _resume_job(store: Any, trial: int, request: RunRequest) -> _Job:
+    """A resumed trial's job: the run's record and checkpoints read here (RunError when it cannot)."""
+    assert request.resume is not None
+    try:
+        summary = store.get_run(request.resume)
+    except ValueError as e:
+        raise RunError(str(e), "resume") from None
+    if summary.status in ("running", "paused"):
+        raise RunBusy(f"run {summary.id} is {summary.status} elsewhere: stop it there first", "resume")
+    cps = store.run_checkpoints(summary.id)
+    if not cps:
+        raise NoCheckpoint(f"run {summary.id} has no checkpoint to resume from", "resume")
+    last = cps[-1]
+    try:
+        data = last.path.read_bytes()
+    except OSError as e:
+        raise IncompatibleCheckpoint(f"run {summary.id} cannot resume: {e}", "resume") from None
+    best = store.best_checkpoint(summary.id)
+    kept: list[tuple[str, bytes | None, int, int, bool, float | None]] = []
+    if best is not None and best.id != last.id:
+        kept.append((best.path.name, None, best.episode, best.step, best.final, best.eval_score))
+    kept.append((last.path.name, data, last.episode, last.step, last.final, last.eval_score))
+    record = {
+        "agent": summary.agent,
+        "config": summary.config,
+        "rules": summary.rules,
+        "budget": summary.budget,
+        "seed": summary.seed,
+    }
+    return _Job(trial, request, record, tuple(kept))
+
+
+def _init_ray(workers: int, address: str | None) -> Any:
+    from agents.ray_util import init_ray
+
+    return init_ray(workers, address)
+
+
+@dataclass
+class _Channel:
+    """What the driver's Tune hooks share with :func:`ray_backend`: the inbox of what trials said, the
+    sweep's stop flag, and the trials running now."""
+
+    inbox: queue.Queue[tuple[Any, ...]]
+    stop: threading.Event
+    live: set[int] = field(default_factory=set)
+
+
+#: Channels of the sweeps this process drives, by key. Tune pickles its run config (callbacks and
+#: stopper included) for a later restore, and a queue or an event cannot be pickled: the hooks hold
+#: only the key.
+_CHANNELS: dict[str, _Channel] = {}
+
+
+def _channel(key: str) -> _Channel | None:
+    # The hooks' classes are local, so cloudpickle copies what their code names: a module function is
+    # copied by reference, where the registry itself (queues, locks) could not be copied at all.
+    return _CHANNELS.get(key)
+
+
+def _tune_hooks(key: str) -> tuple[list[Any], Any]:
+    """The Tune callbacks (one passes trials' reports to the channel's inbox, one keeps Tune quiet), and
+    the stopper that ends the experiment once the sweep's stop is set and no trial runs (pending ones
+    would only start to leave at once)."""
+    from ray import tune
+    from ray.tune.progress_reporter import TrialProgressCallback
+
+    class Quiet(TrialProgressCallback):
+        # Tune prints "Trial ... completed" whatever its verbosity, on stdout, where ``sweep --json``
+        # writes its answer; given one, Tune adds no progress callback of its own.
+        def _print(self, msg: str) -> None:
+            pass
+
+    class Inbox(tune.Callback):
+        def __init__(self) -> None:
+            self.key = key
+
+        def _put(self, *item: Any) -> None:
+            channel = _channel(self.key)
+            if channel is not None:
+                channel.inbox.put(item)
+
+        def on_trial_start(self, iteration: int, trials: Any, trial: Any, **info: Any) -> None:
+            channel = _channel(self.key)
+            if channel is not None:
+                channel.live.add(int(trial.config["trial"]))
+
+        def on_trial_result(self, iteration: int, trials: Any, trial: Any, result: dict, **info: Any) -> None:
+            # Taken out of the result before Tune keeps or logs it (callbacks may change it in place).
+            blob = result.pop(OPS_KEY, None)
+            if blob is not None:
+                self._put("ops", int(trial.config["trial"]), blob)
+
+        def on_trial_complete(self, iteration: int, trials: Any, trial: Any, **info: Any) -> None:
+            self._ended(trial, "complete")
+
+        def on_trial_error(self, iteration: int, trials: Any, trial: Any, **info: Any) -> None:
+            message = "the trial's Ray worker failed"
+            with contextlib.suppress(Exception):
+                err = trial.get_error()
+                if err is not None:
+                    message = f"{message}: {str(err).strip().splitlines()[-1]}"
+            self._ended(trial, "crash", message)
+
+        def _ended(self, trial: Any, kind: str, *more: Any) -> None:
+            channel = _channel(self.key)
+            if channel is not None:
+                channel.live.discard(int(trial.config["trial"]))
+            self._put(kind, int(trial.config["trial"]), *more)
+
+    class StopWhenIdle(tune.Stopper):
+        def __init__(self) -> None:
+            self.key = key
+
+        def __call__(self, trial_id: str, result: dict) -> bool:
+            return False
+
+        def stop_all(self) -> bool:
+            channel = _channel(self.key)
+            return channel is None or (channel.stop.is_set() and not channel.live)
+
+    return [Inbox(), Quiet()], StopWhenIdle()
+
+
+@dataclass
+class _TrialState:
+    job: _Job
+    sink: RunSink | None = None
+    agent: str = ""
+    ended: bool = False
+    ignored: bool = False
+
+
+def ray_backend(
+    jobs: list[tuple[int, RunRequest]], store: Any, workers: int, stop: threading.Event
+) -> Iterator[tuple[int, tuple[Any, ...]]]:
+    """Run the trials as Ray Tune trials, ``workers`` at once (see the module's docstring); yields
+    (trial, message) with the messages of :mod:`studio.services.training_process`."""
+    if not jobs:
+        return
+    address = next((r.ray_address for _, r in jobs if r.ray_address), None)
+    states: dict[int, _TrialState] = {}
+    for trial, req in jobs:
+        try:
+            job = _resume_job(store, trial, req) if req.resume is not None else _Job(trial, req)
+        except RunError as e:
+            yield trial, ("error", str(e), e.field, "")
+            continue
+        states[trial] = _TrialState(job)
+    if not states:
+        return
+    ray = _init_ray(workers, address)
+    from ray import tune
+
+    hub = ray.remote(num_cpus=0)(_Hub).remote()
+    inbox: queue.Queue[tuple[Any, ...]] = queue.Queue()
+    key = uuid.uuid4().hex
+    _CHANNELS[key] = _Channel(inbox, stop)
+    callbacks, stopper = _tune_hooks(key)
+    storage = tempfile.mkdtemp(prefix="sweep-ray-")
+    trainable = tune.with_resources(
+        tune.with_parameters(_trial_main, jobs={t: s.job for t, s in states.items()}, hub=hub), {"cpu": 1}
+    )
+    tuner = tune.Tuner(
+        trainable,
+        param_space={"trial": tune.grid_search(list(states))},
+        # Actors reused: a fresh one per trial imports the studio and compiles the n-tuple kernels again,
+        # seconds a trial; a trial keeps no state in its process (its scratch store goes with it).
+        tune_config=tune.TuneConfig(
+            num_samples=1, max_concurrent_trials=max(1, int(workers)), reuse_actors=True
+        ),
+        run_config=tune.RunConfig(
+            name="sweep",
+            storage_path=storage,
+            verbose=0,
+            callbacks=callbacks,
+            stop=stopper,
+            failure_config=tune.FailureConfig(max_failures=0),
+        ),
+    )
+
+    # Tune's newer console output prints its experiment table to stdout whatever ``verbose`` says,
+    # which would land in the middle of ``sweep --json``; its older output is silent at verbose=0
+    # (read when the experiment starts; a user who set it keeps theirs).
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+
+    def fit() -> None:
+        error: BaseException | None = None
+        try:
+            tuner.fit()
+        except BaseException as e:
+            error = e
+        inbox.put(("fit", error))
+
+    def handle(item: tuple[Any, ...]) -> list[tuple[int, tuple[Any, ...]]]:
+        """Apply what a trial said to the store; the messages for the sweep."""
+        kind, trial = item[0], int(item[1])
+        state = states.get(trial)
+        if state is None or state.ignored:
+            return []
+        out: list[tuple[int, tuple[Any, ...]]] = []
+        if kind == "ops":
+            ops: list[tuple[Any, ...]] = pickle.loads(item[2])
+            runner_ops = [op for op in ops if op[0] not in ("end", "error")]
+            if runner_ops and state.sink is None:
+                try:
+                    state.sink, state.agent = _open_record(store, state.job)
+                except (RunError, ValueError) as e:  # the run was claimed elsewhere meanwhile
+                    state.ignored = True
+                    hub.stop.remote(trial)
+                    return [(trial, ("error", str(e), getattr(e, "field", "resume"), ""))]
+                out.append((trial, ("started", state.sink.run_id, state.agent)))
+            if state.sink is not None:
+                out.extend((trial, m) for m in state.sink.apply(runner_ops))
+            for op in ops:
+                if op[0] == "end" and not state.ended:
+                    state.ended = True
+                    sink = state.sink
+                    last = None if sink is None or sink.last_checkpoint is None else str(sink.last_checkpoint)
+                    out.append((trial, ("done", op[1], None, last, 0 if sink is None else sink.games_logged)))
+                elif op[0] == "error" and not state.ended:
+                    state.ended = True
+                    out.append((trial, ("error", op[1], op[2], op[3])))
+        elif (
+            kind in ("complete", "crash") and not state.ended and (state.sink is not None or kind == "crash")
+        ):
+            # The trial ended without its last word (its worker died): its run stops where its last
+            # checkpoint is, and a resume of the sweep goes on from there (a killed local trial too).
+            # A trial that completes without a run left on the stop flag before it began: nothing to say.
+            state.ended = True
+            message = item[2] if kind == "crash" else "the trial ended without its last report"
+            if state.sink is not None:
+                with contextlib.suppress(Exception):
+                    store.set_run_status(state.sink.run_id, "stopped", message)
+            out.append((trial, ("error", message, None, "")))
+        return out
+
+    thread = threading.Thread(target=fit, name="sweep-tune", daemon=True)
+    thread.start()
+    stopping = False
+    fit_error: BaseException | None = None
+    try:
+        while True:
+            if stop.is_set() and not stopping:
+                stopping = True
+                hub.stop.remote()
+            try:
+                item = inbox.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if item[0] == "fit":
+                fit_error = item[1]
+                break
+            yield from handle(item)
+        if fit_error is not None:
+            raise RuntimeError(f"Ray Tune failed: {type(fit_error).__name__}: {fit_error}") from fit_error
+    finally:
+        if thread.is_alive():
+            # Closed early (or failed): the trials stop and save, and their last ops are still applied.
+            stop.set()
+            with contextlib.suppress(Exception):
+                hub.stop.remote()
+            deadline = time.monotonic() + CLOSE_GRACE_S
+            while time.monotonic() < deadline:
+                try:
+                    item = inbox.get(timeout=0.2)
+                except queue.Empty:
+                    continue
+                if item[0] == "fit":
+                    break
+                with contextlib.suppress(Exception):
+                    handle(item)
+        _CHANNELS.pop(key, None)
+        with contextlib.suppress(Exception):
+            ray.kill(hub)
+        shutil.rmtree(storage, ignore_errors=True)
+
+
+def _open_record(store: Any, job: _Job) -> tuple[RunSink, str]:
+    """The real run of a trial that began training: a new record (linked to its trial), or the resumed
+    run claimed by this driver."""
+    request = job.request
+    if job.record is not None:
+        assert request.resume is not None
+        store.claim_run(request.resume)
+        return RunSink(store, request.resume), str(job.record["agent"])
+    stored = resolve(request).stored()
+    run_id = store.create_run(
+        stored["agent"], stored["config"], stored["rules"], stored["budget"], stored["seed"]
+    )
+    if request.sweep_trial is not None:
+        store.link_trial(*request.sweep_trial, run_id)
+    return RunSink(store, run_id), str(stored["agent"])
