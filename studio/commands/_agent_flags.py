@@ -85,6 +85,19 @@ def add_agent_flags(parser: argparse.ArgumentParser, names: Iterable[str]) -> No
             add_config_arguments(parser, cls)
 
 
+def add_budget_flags(parser: argparse.ArgumentParser, whose: str = "") -> None:
+    """``--episodes`` / ``--minutes`` / ``--steps`` (any of them; the first reached ends the training).
+    ``whose``: what they budget, in the help ("each trial")."""
+    from studio.cli import MAX_MINUTES
+    from studio.cli import number as number_type
+
+    what = f"train {whose} " if whose else "train "
+    b = parser.add_argument_group(f"budget{' of ' + whose if whose else ''}")
+    b.add_argument("--episodes", type=whole(1), help=f"{what}this many episodes (games)")
+    b.add_argument("--minutes", type=number_type(0, MAX_MINUTES, above=True), help=f"{what}this many minutes")
+    b.add_argument("--steps", type=whole(1), help=f"{what}this many steps (moves)")
+
+
 def add_rules_flags(parser: argparse.ArgumentParser) -> None:
     side = whole(1, MAX_SIDE)
     parser.add_argument("--rows", type=side, default=None, help="board rows (default 4, or the preset's)")

@@ -104,12 +104,7 @@ def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
     p.add_argument(
         "--metric", default=AUTO, help="rank by this metric (default auto: the trials' evaluation)"
     )
-    b = p.add_argument_group("budget of each trial")
-    b.add_argument("--episodes", type=whole(1), help="train each trial this many episodes")
-    b.add_argument(
-        "--minutes", type=number_type(0, MAX_MINUTES, above=True), help="train each trial this many minutes"
-    )
-    b.add_argument("--steps", type=whole(1), help="train each trial this many steps (moves)")
+    flags.add_budget_flags(p, "each trial")
     flags.add_rules_flags(p)
     p.add_argument(
         "--eval-games",

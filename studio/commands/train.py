@@ -67,10 +67,7 @@ def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
     p = flags.new_parser("train", DESCRIPTION, epilog)
     p.add_argument("--agent", help=f"the agent to train: {flags.agent_list_text()} (learners only)")
     p.add_argument("--preset", help="start from a preset's settings (resources/presets/<name>.json)")
-    b = p.add_argument_group("budget")
-    b.add_argument("--episodes", type=whole(1), help="train this many episodes (games)")
-    b.add_argument("--minutes", type=number_type(0, MAX_MINUTES, above=True), help="train this many minutes")
-    b.add_argument("--steps", type=whole(1), help="train this many steps (moves)")
+    flags.add_budget_flags(p)
     p.add_argument(
         "--seed", type=whole(0, MAX_SEED), default=None, help="random seed of the agent (default: fresh)"
     )

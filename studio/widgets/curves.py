@@ -13,13 +13,18 @@ the cost of drawing does not grow with the event rate. Curves are min/max decima
 (:class:`PeakDecimator`), so a plot of a million points redraws as fast as one of a thousand.
 
 Several runs can be shown at once (the live ones and runs re-opened from the store to compare); a run
-keeps its colour (chosen by its run id) whatever else is shown, and each series is named
-"run N · agent · metric".
+keeps its colour (chosen by its run id) whatever else is shown. With several runs, colours say which run
+a line is: one shared run legend above the grid names the runs ("run 5"), each panel's legend names
+only its metrics (a run's metrics on a shared axis are shades of its colour), and the constants are one
+line per metric ("Learning rate (constant): 1 in runs 1, 2 · 0.3 in runs 3, 4"), elided to the width,
+the whole text in the tooltip, so that a sweep of eight trials leaves the plots their height. Each
+series is still named "run N · agent · metric" (:meth:`CurvesPanel.legend_names`, :meth:`CurvesPanel.curve`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import html
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,6 +34,7 @@ from typing import Any
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QSettings, Qt, QTimer
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -38,6 +44,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QPushButton,
     QScrollArea,
+    QSizePolicy,
     QSlider,
     QVBoxLayout,
     QWidget,
@@ -59,6 +66,13 @@ X_AXES = {"step": "Step (moves)", "episode": "Episode (games)", "elapsed": "Wall
 EMPTY_TEXT = "No run yet. Start a run or open one from the runs table."
 #: A panel's metrics when no agent said which (an agent unknown to this build).
 DEFAULT_AGENT_METRICS: tuple[MetricInfo, ...] = (LOSS, EPSILON)
+#: Rows the shared run legend takes at most before the rest is "+N more" (in its tooltip).
+RUN_LEGEND_ROWS = 2
+#: Lines of constants under the grid at most, whatever the number of runs (the rest: the tooltip).
+CONSTANT_LINES = 3
+#: Swatch colour of a panel's metrics when runs are compared: the runs own the colours then, so a
+#: metric's swatch is a neutral grey, shaded as each run's j-th metric is (see _metric_colour).
+NEUTRAL = "#a0a0a0"
 
 
 def format_si(value: float, spacing: float | None = None) -> str:
@@ -453,6 +467,40 @@ def run_colour(run: RunSeries, fallback: int = 0) -> str:
     return RUN_COLOURS[fallback % len(RUN_COLOURS)]
 
 
+def _short_name(run: RunSeries, with_agent: bool = False) -> str:
+    """How the shared run legend and the compared constants name a run: "run 5" ("run 5 · dqn" when
+    the runs shown are of several agents); its label until it has a run id."""
+    if run.run_id is None:
+        return run.label
+    return f"run {run.run_id} · {run.agent}" if with_agent and run.agent else f"run {run.run_id}"
+
+
+def _runs_phrase(names: Sequence[str]) -> str:
+    """ "run 1", "runs 1, 2" (run names of the shared legend, said once)."""
+    if len(names) == 1:
+        return names[0]
+    if all(n.startswith("run ") and " · " not in n for n in names):
+        return "runs " + ", ".join(n.removeprefix("run ") for n in names)
+    return ", ".join(names)
+
+
+def _compared_constants(found: Sequence[tuple[str, str, str, str]], runs: int) -> list[str]:
+    """One line per metric of the constants of compared runs, from (label, note, run name, value):
+    "Learning rate (constant): 1 in runs 1, 2 · 0.3 in runs 3, 4", or "Learning rate = 1 (constant)
+    in every run". Runs with the same value are named together (a sweep's seeds of one point)."""
+    by_metric: dict[tuple[str, str], dict[str, list[str]]] = {}
+    for label, note, who, value in found:
+        by_metric.setdefault((label, note), {}).setdefault(value, []).append(who)
+    lines = []
+    for (label, note), values in by_metric.items():
+        if len(values) == 1 and len(next(iter(values.values()))) == runs:
+            lines.append(f"{label} = {next(iter(values))} ({note}) in every run")
+            continue
+        parts = [f"{value} in {_runs_phrase(who)}" for value, who in values.items()]
+        lines.append(f"{label} ({note}): " + " · ".join(parts))
+    return lines
+
+
 def _metric_colour(run_colour: str, j: int, many_runs: bool) -> Any:
     """Colour of a run's j-th metric on a shared plot (loss + validation loss...).
 
@@ -461,11 +509,63 @@ def _metric_colour(run_colour: str, j: int, many_runs: bool) -> Any:
     several runs: shades of the run's colour.
     """
     if many_runs:
-        return pg.mkColor(run_colour).darker(100 + 60 * j)
+        # Gentle steps: past a few, darker(100 + 60 j) made every run's line near black, and the
+        # colour is what tells the runs apart.
+        return pg.mkColor(run_colour).darker(100 + 40 * min(j, 4))
     if j == 0:
         return pg.mkColor(run_colour)
     others = [c for c in RUN_COLOURS if c != run_colour]
     return pg.mkColor(others[(j - 1) % len(others)])
+
+
+def _unbroken(text: str) -> str:
+    """``text`` as HTML that a word-wrapped label does not break ("Tile rates" stays one piece)."""
+    return html.escape(text, quote=False).replace(" ", "&nbsp;")
+
+
+def _panel_header(title: str, curves: Sequence[_Curve], many_runs: bool) -> tuple[list[str], str]:
+    """A panel's legend: (its entries, the header's HTML).
+
+    One run: every series in its colour ("Score (mean of 100)"). Runs compared: the colours belong to
+    the runs (the shared legend above the grid), so the header lists the panel's metrics once each,
+    with a grey swatch shaded as each run's line of that metric is, and says so once
+    ("shades per run": each run draws its metrics in shades of its colour, in this order); a lone metric
+    needs no swatch, and what its name repeats of the title is left out ("Max tile (geo. mean of
+    100)" under "Max tile" reads "(geo. mean of 100)").
+    """
+    head = f"<b>{_unbroken(title)}</b>"
+    sep = "&nbsp;&nbsp; "  # the only place a header line may break: between entries, not inside one
+    if not many_runs:
+        entries = list(dict.fromkeys(c.name for c in curves))
+        colour = {c.name: c.colour for c in reversed(curves)}  # the first curve's colour of a name
+        parts = [f"<span style='color:{colour[n]}'>&#9632;</span>&nbsp;{_unbroken(n)}" for n in entries]
+        return entries, sep.join([head, *parts])
+    shade: dict[str, int] = {}
+    for c in curves:
+        shade.setdefault(c.label or c.name, c.shade)
+    entries = list(shade)
+    if not entries:
+        return entries, head
+    if len(entries) == 1:
+        only = entries[0]
+        rest = only[len(title) :].strip() if only.startswith(title) else only
+        if not rest:
+            return entries, head
+        return entries, f"{head}{sep}<span style='color:#555'>{_unbroken(rest)}</span>"
+    # A first word all entries share is said once ("Reached ■ 2048 ■ 8192"): four tile rates and the
+    # hint then fit one line of a half-width panel, and every line of header is a line less of plot.
+    first = entries[0].split(" ", 1)[0] + " "
+    common = first if all(e.startswith(first) and len(e) > len(first) for e in entries) else ""
+    parts = [
+        f"<span style='color:{_metric_colour(NEUTRAL, j, True).name()}'>&#9632;</span>"
+        f"&nbsp;{_unbroken(e.removeprefix(common))}"
+        for e, j in shade.items()
+    ]
+    if common:
+        parts.insert(0, _unbroken(common.strip()))
+    # Said once, short: in a half-width panel of the Train tab a longer hint took a line of plot.
+    hint = "<span style='color:#888'>(shades&nbsp;per&nbsp;run)</span>"
+    return entries, sep.join([head, *parts, hint])
 
 
 class SIAxis(pg.AxisItem):
@@ -534,7 +634,8 @@ class _Panel:
     transform: str = ""  # "log2": tiles
     log_y: bool = False
     log_x: bool = False
-    legend: list[str] = field(default_factory=list)
+    legend: list[str] = field(default_factory=list)  # names of the series (see legend_names)
+    entries: list[str] = field(default_factory=list)  # what the header lists (see panel_legend)
     shown: bool = True
 
     @property
@@ -559,6 +660,8 @@ class _Curve:
     drawn: int = -1  # raw points behind what is drawn now
     index_x: bool = False  # x is the point index (the counter does not move)
     zoomed_range: tuple[float, float] | None = None
+    label: str = ""  # the metric part of ``name`` ("Score (mean of 100)"): what a compare legend lists
+    shade: int = 0  # the run's j-th metric on this axis (its colour's shade when runs are compared)
 
 
 class CurvesPanel(QWidget):
@@ -589,6 +692,9 @@ class CurvesPanel(QWidget):
         self._next = 0  # round-robin position of the timer
         self.redraws = 0  # plot updates made (a plot's curves given new data)
         self.constants: list[str] = []  # "Learning rate = 1 (constant)" lines
+        #: the shared run legend's entries ("run 5"), one per run shown; empty with one run or none
+        self.run_legend: list[str] = []
+        self._run_legend_key: tuple[tuple[str, str, str], ...] = ()  # (label, colour, title) per run
 
         from studio.settings import get_bool, get_int
 
@@ -603,6 +709,17 @@ class CurvesPanel(QWidget):
         outer.setContentsMargins(0, 0, 0, 0)
         outer.setSpacing(2)
         outer.addLayout(self._build_toolbar())
+        # One legend for the runs when several are compared: colours say which run a line is, so the
+        # panels' legends need not repeat eight run names each (they pushed the plots to a sliver).
+        # Its rows are packed by hand (_pack_run_legend) to stay within RUN_LEGEND_ROWS; the Ignored
+        # width keeps a long row from holding the window wide before it is packed again.
+        self.runLegend = QLabel()
+        self.runLegend.setObjectName("runLegend")
+        self.runLegend.setTextFormat(Qt.TextFormat.RichText)
+        self.runLegend.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.runLegend.setContentsMargins(2, 0, 2, 0)
+        self.runLegend.setVisible(False)
+        outer.addWidget(self.runLegend)
         self.emptyLabel = QLabel()
         self.emptyLabel.setObjectName("curvesEmptyLabel")
         self.emptyLabel.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -630,9 +747,15 @@ class CurvesPanel(QWidget):
         outer.addWidget(self.gridScroll, 1)
         self.constantsLabel = QLabel("")
         self.constantsLabel.setObjectName("constantsLabel")
+        self.constantsLabel.setTextFormat(Qt.TextFormat.PlainText)
         self.constantsLabel.setWordWrap(True)
         self.constantsLabel.setStyleSheet("color: #555;")
+        # Compared runs: one elided line per metric (_elide_constants); Ignored width, or the longest
+        # line would set the window's least width until the next resize elided it again.
+        self.constantsLabel.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         outer.addWidget(self.constantsLabel)
+        self._constant_lines: list[str] = []  # compared runs: a line per metric, before eliding
+        self._constants_shown: tuple[list[str], bool] = ([], False)  # what the label says now, and how
 
         # One dirty plot per tick, in turn: a tick's work (and the repaint after it) is one plot, so
         # the GUI thread never stalls for all of them at once.
@@ -758,6 +881,12 @@ class CurvesPanel(QWidget):
         view = self.gridScroll.viewport().size()
         self.gridHost.resize(view.width(), max(view.height(), self._rows * MIN_ROW_PX))
 
+    def resizeEvent(self, event: Any) -> None:
+        super().resizeEvent(event)
+        # Both depend on the width only: a few font measurements per resize, nothing per redraw.
+        self._pack_run_legend()
+        self._elide_constants()
+
     def showEvent(self, event: Any) -> None:
         super().showEvent(event)
         self.timer.start()  # catch up with what arrived while hidden, one plot per tick
@@ -833,12 +962,79 @@ class CurvesPanel(QWidget):
         return [p.title for p in self._panels.values() if p.shown or not shown_only or not self.runs]
 
     def legend_names(self, title: str | None = None) -> list[str]:
-        """Names in the legends (of one panel, by title or object name; or of all)."""
+        """Names of the series drawn, one per line with a legend entry ("run 1 · dqn · Loss" when runs
+        are compared, "Loss" alone), of one panel (by title or object name) or of all."""
         out: list[str] = []
         for p in self._panels.values():
             if title is None or title in (p.title, p.name):
                 out += p.legend
         return out
+
+    def panel_legend(self, title: str) -> list[str]:
+        """What a panel's header lists after its title (by title or object name): its series when one
+        run is shown, its metrics only when runs are compared (the shared run legend names the runs)."""
+        return next((list(p.entries) for p in self._panels.values() if title in (p.title, p.name)), [])
+
+    # ------------------------------------------------------------------ the shared run legend
+    def _update_run_legend(self) -> None:
+        """The run legend's entries, rebuilt only when the runs shown (or their names) change."""
+        many = len(self.runs) > 1
+        agents = {run.agent for _k, run in self.runs}
+        key = tuple(
+            (_short_name(run, len(agents) > 1), run_colour(run, i), run.title)
+            for i, (_k, run) in enumerate(self.runs)
+        )
+        if not many:
+            key = ()
+        if key == self._run_legend_key:
+            return
+        self._run_legend_key = key
+        self.run_legend = [label for label, _c, _t in key]
+        self.runLegend.setToolTip(
+            "<br>".join(
+                f"<span style='color:{c}'>&#9632;</span>&nbsp;{html.escape(t, quote=False)}"
+                for _l, c, t in key
+            )
+        )
+        self.runLegend.setVisible(bool(key))
+        self._pack_run_legend()
+
+    def _pack_run_legend(self) -> None:
+        """Lay the run entries in at most RUN_LEGEND_ROWS rows of the width, then "+N more"."""
+        key = self._run_legend_key
+        if not key:
+            self.runLegend.setText("")
+            return
+        fm = QFontMetrics(self.runLegend.font())
+        width = max(200, self.contentsRect().width() - 8)
+        gap = fm.horizontalAdvance("    ")
+        sizes = [fm.horizontalAdvance(f"\u25a0 {label}") + gap for label, _c, _t in key]
+        more = fm.horizontalAdvance(f"+{len(key)} more") + gap
+        rows: list[list[int]] = [[]]
+        used = 0
+        placed = 0
+        for i, size in enumerate(sizes):
+            # The last row keeps room for "+N more" unless this entry is the last of all.
+            room = width - (more if len(rows) == RUN_LEGEND_ROWS and i < len(sizes) - 1 else 0)
+            if rows[-1] and used + size > room:
+                if len(rows) == RUN_LEGEND_ROWS:
+                    break
+                rows.append([])
+                used = 0
+            rows[-1].append(i)
+            used += size
+            placed += 1
+        sep = "&nbsp;&nbsp;&nbsp;&nbsp;"
+        lines = [
+            sep.join(
+                f"<span style='color:{key[i][1]}'>&#9632;</span>&nbsp;{html.escape(key[i][0], quote=False)}"
+                for i in row
+            )
+            for row in rows
+        ]
+        if placed < len(key):
+            lines[-1] += f"{sep}<span style='color:#666'>+{len(key) - placed} more</span>"
+        self.runLegend.setText("<br>".join(lines))
 
     def set_agent(self, agent: Any, infos: Sequence[MetricInfo] | None = None) -> None:
         """The agent picked in the launch form (a class, a registered name, or None): with no run
@@ -960,15 +1156,17 @@ class CurvesPanel(QWidget):
                 # Raw per-game values only for a single run: with several, they would hide each other.
                 self._add(p, run, info.name, faint, "", transform="log2" if tile else "")
             what = f"geo. mean of {run.ma_window}" if info.name == MAX_TILE else f"mean of {run.ma_window}"
-            self._add(p, run, info.name, strong, prefix + f"{info.label} ({what})", moving_average=True)
+            label = f"{info.label} ({what})"
+            self._add(p, run, info.name, strong, prefix + label, moving_average=True, label=label, shade=j)
             return
         smooth = self.smoothing if info.smoothable else 0.0
         transform = "log2" if tile else ""
+        name, label = prefix + info.label, info.label
         if smooth > 0:
             self._add(p, run, info.name, faint, "", transform=transform)
-            self._add(p, run, info.name, strong, prefix + info.label, transform=transform, smooth=smooth)
+            self._add(p, run, info.name, strong, name, transform, smooth=smooth, label=label, shade=j)
         else:
-            self._add(p, run, info.name, pg.mkPen(mc, width=1.5), prefix + info.label, transform=transform)
+            self._add(p, run, info.name, pg.mkPen(mc, width=1.5), name, transform, label=label, shade=j)
 
     def _add(
         self,
@@ -980,6 +1178,8 @@ class CurvesPanel(QWidget):
         transform: str = "",
         moving_average: bool = False,
         smooth: float = 0.0,
+        label: str = "",
+        shade: int = 0,
     ) -> None:
         item = pg.PlotDataItem(pen=pen)
         # addItem applies the plot's downsampling / clip settings (set in _make_panel) to the item.
@@ -998,6 +1198,8 @@ class CurvesPanel(QWidget):
                 moving_average,
                 smooth,
                 transform,
+                label=label,
+                shade=shade,
             )
         )
 
@@ -1010,7 +1212,10 @@ class CurvesPanel(QWidget):
         self._layout_dirty = False
         any_events = any(run.events for _k, run in self.runs)
         constants: list[str] = []
+        compared: list[tuple[str, str, str, str]] = []  # (label, note, run, value) when runs are compared
         many = len(self.runs) > 1
+        with_agent = many and len({run.agent for _k, run in self.runs}) > 1
+        self._update_run_legend()
         for p in self._panels.values():
             mine = [c for c in self._curves if c.panel == p.name and c.name]
             with_data = [(c, c.run.metrics[c.metric]) for c in mine if c.run.count(c.metric)]
@@ -1026,9 +1231,12 @@ class CurvesPanel(QWidget):
                 info_of = {m.name: m for m in p.infos}
                 for c, s in with_data:
                     label = info_of[c.metric].label
-                    who = f"{c.run.title} · " if many else ""
                     note = "constant" if len(s) > 1 else "the first value"  # one evaluation is no trend yet
-                    constants.append(f"{who}{label} = {format_si(s.lo, abs(s.lo) / 1000 or None)} ({note})")
+                    value = format_si(s.lo, abs(s.lo) / 1000 or None)
+                    if many:
+                        compared.append((label, note, _short_name(c.run, with_agent), value))
+                    else:
+                        constants.append(f"{label} = {value} ({note})")
             log_pref = self.log_y or any(m.scale == "log" for m in p.infos)
             # No data yet counts as positive: the axis then needs no switch (a re-layout) when it comes.
             positive = all(s.lo > 0 for _c, s in with_data)
@@ -1036,19 +1244,31 @@ class CurvesPanel(QWidget):
             if (log_y, self.log_x) != (p.log_y, p.log_x):
                 p.log_y, p.log_x = log_y, self.log_x
                 p.plot.getPlotItem().setLogMode(x=self.log_x, y=log_y)
-            legend = []
-            html = [f"<b>{p.title}</b>"]
-            for c in mine:
-                # An agent's declared series are named before their data comes, so the header keeps
-                # its height then (a header that grows shrinks and repaints every plot in its row).
-                if (c.run.count(c.metric) or own) and c.name not in legend:
+            legend: list[str] = []
+            # An agent's declared series are named before their data comes, so the header keeps
+            # its height then (a header that grows shrinks and repaints every plot in its row).
+            named = [c for c in mine if c.run.count(c.metric) or own]
+            for c in named:
+                if c.name not in legend:
                     legend.append(c.name)
-                    html.append(f"<span style='color:{c.colour}'>&#9632;</span>&nbsp;{c.name}")
             if legend != p.legend or not p.header.text():
                 p.legend = legend
-                p.header.setText("&nbsp;&nbsp;&nbsp;".join(html))
-        self.constants = constants
-        self.constantsLabel.setText(" · ".join(constants))
+                p.entries, text = _panel_header(p.title, named, many)
+                p.header.setText(text)
+        if many:
+            constants = _compared_constants(compared, len(self.runs))
+        if (constants, many) != self._constants_shown:
+            self._constants_shown = (constants, many)
+            self.constants = constants
+            self._constant_lines = list(constants) if many else []
+            full = "<br>".join(html.escape(line, quote=False) for line in constants)
+            self.constantsLabel.setToolTip(f"<qt>{full}</qt>" if constants else "")
+            self.constantsLabel.setWordWrap(not many)
+            if many:
+                self._elide_constants()
+            else:
+                # One run has a few constants: they wrap as they are (a tooltip for the same words).
+                self.constantsLabel.setText(" · ".join(constants))
         self.constantsLabel.setVisible(bool(constants))
         shown = [p for p in self._panels.values() if p.shown]
         placed = [
@@ -1074,6 +1294,19 @@ class CurvesPanel(QWidget):
         self.emptyLabel.setVisible(empty)
         self.gridHost.setVisible(not empty)
         self.gridScroll.setVisible(not empty)
+
+    def _elide_constants(self) -> None:
+        """Compared runs' constants: a line per metric, at most CONSTANT_LINES (the rest joined on the
+        last), each elided with "…" to the width; the tooltip has them whole."""
+        lines = self._constant_lines
+        if not lines:
+            return
+        if len(lines) > CONSTANT_LINES:
+            lines = [*lines[: CONSTANT_LINES - 1], " · ".join(lines[CONSTANT_LINES - 1 :])]
+        fm = QFontMetrics(self.constantsLabel.font())
+        width = max(100, self.contentsRect().width() - 8)
+        elide = Qt.TextElideMode.ElideRight
+        self.constantsLabel.setText("\n".join(fm.elidedText(line, elide, width) for line in lines))
 
     # ------------------------------------------------------------------ drawing
     def redraw(self) -> None:
