@@ -1,0 +1,237 @@
+"""Regenerate the game-review screenshots: ``python docs/make_screenshots_review.py``.
+
+Builds the real main window on a throw-away data dir and uses it as a person would:
+
+- **review**: a greedy game (a real mix of grades) reviewed by expectimax at depth 2 through the Replay
+  tab's own Review action (in the background, with its progress bar), then stepped with "Mistake ▶" to
+  a mistake past the middle of the game, so the board shows the played and the best move as arrows and
+  the evaluation graph its marker;
+- **coach**: the Play tab with "Coach: grade my moves" on, after a person's moves the last of which
+  the coach grades worse than the best (the badge under the score names the better move);
+- **progress**: the Progress tab over twenty games a person played (seeded moves: expectimax at depth
+  1 with a share of random moves that shrinks as the person learns), most reviewed by expectimax at
+  depth 2 through :func:`studio.services.review.review_game`, the newest three not yet (the button
+  offers to review them).
+
+``--size 1280x800`` (default) or ``--size 1920x1080``; files are ``docs/screenshot-VIEW-WxH.png``, and
+the 1280x800 review also as ``docs/screenshot-review.png`` (the README's). Fixed seeds: reruns give the
+same pictures while the agents and fonts stay the same. Under Xvfb (``Xvfb :99 &``,
+``DISPLAY=:99 QT_QPA_PLATFORM=xcb``) it is a real X11 window; without a display, offscreen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+if not os.environ.get("DISPLAY"):
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+from PySide6.QtCore import QSettings  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+
+#: The replayed game: greedy, seed 1 (341 moves, highest tile 256).
+REVIEW_SEED = 1
+#: The person's games in the Progress tab, oldest first; the newest UNREVIEWED of them are not reviewed.
+PROGRESS_GAMES = 20
+UNREVIEWED = 3
+PROGRESS_SEED = 2026  # games reaching 512, 1024 and 2048 among the reviewed ones
+#: The Play tab's game for the coach: seed, and the moves played before the graded one.
+COACH_SEED = 11
+COACH_MOVES = 150
+
+
+def settle(app: QApplication, seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        app.processEvents()
+        time.sleep(0.02)
+
+
+def wait_for(app: QApplication, done, timeout: float, what: str) -> None:
+    """Process events until ``done()``; a RuntimeError after ``timeout`` seconds."""
+    end = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > end:
+            raise RuntimeError(f"timed out waiting for {what}")
+        settle(app, 0.05)
+
+
+def greedy_game(store, seed: int) -> int:
+    """A whole game of the greedy agent, stored as an evaluation game; its id."""
+    from agents.registry import create_agent
+    from engine import Game, Rules
+    from engine.records import GameTrace, play_recorded
+
+    agent = create_agent("greedy", seed=seed)
+    game = Game(rules=Rules(), seed=seed)
+    trace = GameTrace.start(game)
+    while not game.game_over:
+        play_recorded(game, agent.act(game), trace)
+    trace.final_board = game.board
+    return store.record_trace(trace, source="evaluation", agent="greedy")
+
+
+def human_games(store) -> list[int]:
+    """``PROGRESS_GAMES`` games a person played (GameRecorder, HUMAN), getting better: each move is
+    expectimax depth 1's choice, or a random legal move with a probability that falls from about 45 %
+    to none over the games (with some noise, so the trend is not a straight line)."""
+    from agents.spec import AgentSpec
+    from engine import Rules
+    from engine.store import HUMAN, GameRecorder
+    from studio.services.review import Reviewer
+
+    rng = np.random.default_rng(PROGRESS_SEED)
+    strong = Reviewer(AgentSpec(name="expectimax"), 1).build(Rules())
+    ids = []
+    for k in range(PROGRESS_GAMES):
+        trend = 0.45 * (1 - k / (PROGRESS_GAMES - 1)) ** 2
+        careless = float(np.clip(trend + rng.normal(0, 0.03), 0.0, 0.6))
+        rec = GameRecorder(store, rules=Rules(), seed=int(rng.integers(1 << 30)), lazy=True)
+        while not rec.game_over:
+            legal = rec.game.legal_moves()
+            move = legal[int(rng.integers(len(legal)))] if rng.random() < careless else strong.act(rec.game)
+            rec.play(move, HUMAN)
+        rec.close()
+        ids.append(rec.game_id)
+    return ids
+
+
+def coach_position(play, seed: int, moves: int):
+    """Play ``moves`` moves of expectimax depth 1 as the person (coach off), then on until a position
+    where a legal move is a "mistake" for the coach (expectimax at its own depth); return that move (a
+    blunder or an inaccuracy when no mistake turns up within 100 moves)."""
+    from agents.review import BLUNDER, INACCURACY, MISTAKE
+    from agents.spec import AgentSpec
+    from engine import Rules
+    from studio.services.review import Reviewer, grade_played
+
+    play.new_game(Rules(), seed=seed)
+    d1 = Reviewer(AgentSpec(name="expectimax"), 1).build(Rules())
+    coach = Reviewer(AgentSpec(name="expectimax")).build(Rules())
+    for _ in range(moves):
+        play.play_move(d1.act(play.recorder.game))
+    for _ in range(100):
+        game = play.recorder.game
+        grades = {
+            d: grade_played(coach, Rules(), game.board, d, game.score).grade for d in game.legal_moves()
+        }
+        found = [d for d, g in grades.items() if g == MISTAKE]
+        if found:
+            return found[0]
+        play.play_move(d1.act(game))
+    game = play.recorder.game
+    for d in game.legal_moves():
+        if grade_played(coach, Rules(), game.board, d, game.score).grade in (BLUNDER, INACCURACY):
+            return d
+    raise RuntimeError("no position with a mistake to make")
+
+
+def main(size: tuple[int, int] = (1280, 800), out_dir: Path = ROOT / "docs") -> None:
+    from agents.review import BLUNDER, MISTAKE
+    from agents.spec import AgentSpec
+    from engine.store import GameStore
+    from studio.app import create_window
+    from studio.services.review import Reviewer, review_game
+
+    started = time.monotonic()
+    # The store first, as a person's data dir: their games (most of them reviewed), then the greedy
+    # game to review in Replay; the window opens on it afterwards (its status bar counts the games).
+    # The throw-away dir has a fixed name: the status bar shows its path, the same on every run.
+    tmp = Path(tempfile.gettempdir()) / f"2048-studio-shots-review-{size[0]}x{size[1]}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    reviewer = Reviewer(AgentSpec(name="expectimax"), 2)
+    with GameStore.open(tmp / "data") as store:
+        mine = human_games(store)
+        for game_id in mine[: len(mine) - UNREVIEWED]:
+            review_game(store, game_id, reviewer)
+        replay_id = greedy_game(store, REVIEW_SEED)
+    print(f"games played and reviewed in {time.monotonic() - started:.0f} s")
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    settings = QSettings(str(tmp / "settings.ini"), QSettings.Format.IniFormat)
+    window = create_window(tmp / "data", settings=settings)
+    suffix = f"{size[0]}x{size[1]}"
+    written: list[str] = []
+
+    window.resize(*size)
+    window.show()
+    settle(app, 0.5)
+
+    def shot(view: str) -> None:
+        settle(app, 0.6)
+        names = [f"screenshot-{view}-{suffix}.png"]
+        if view == "review" and size == (1280, 800):
+            names.append("screenshot-review.png")
+        for name in names:
+            window.grab().save(str(out_dir / name))
+            written.append(name)
+
+    # Review: the greedy game, reviewed by expectimax d2 with the tab's Review button.
+    window.show_tab("Replay")
+    replay = window.replay
+    replay.open_game(replay_id)
+    replay.board.animation_ms = 0
+    replay.reviewerCombo.setCurrentIndex(replay.reviewerCombo.findText("expectimax d2"))
+    done: list[object] = []
+    replay.reviewed.connect(done.append)
+    replay.reviewButton.click()
+    wait_for(app, lambda: bool(done), 120, "the Replay review")
+    replay.wait_review()
+    if not done[0].complete:  # type: ignore[attr-defined]
+        raise RuntimeError(f"the review did not finish: {replay.summaryLabel.text()}")
+    settle(app, 0.3)
+    # Past the middle, "Mistake ▶" until a mistake or a blunder (inaccuracies are stepped over).
+    replay.step_to(int(replay.record.n_moves * 0.55))
+    for _ in range(50):
+        before = replay.position
+        replay.nextMistakeButton.click()
+        g = replay.grade_at(replay.position)
+        if replay.position == before or (g is not None and g.grade in (MISTAKE, BLUNDER)):
+            break
+    replay.board.finish_animations()
+    shot("review")
+
+    # Coach: the Play tab, Coach on, the person's last move graded worse than the best.
+    window.show_tab("Play")
+    play = window.play
+    play.board.animation_ms = 0  # no move half-drawn: the same picture on every run
+    play.set_agent(AgentSpec("expectimax"))
+    if play.coachCheck.isChecked():
+        play.coachCheck.setChecked(False)
+    move = coach_position(play, COACH_SEED, COACH_MOVES)
+    play.coachCheck.setChecked(True)
+    play.play_move(move)
+    wait_for(app, lambda: play.last_grade is not None, 60, "the coach's grade")
+    if play.last_grade.grade is None:
+        raise RuntimeError(f"the coach gave no grade: {play.coachBadge.text()}")
+    play.board.finish_animations()
+    shot("coach")
+
+    # Progress: the person's games; the newest ones not reviewed yet.
+    window.show_tab("Progress")
+    progress = window.tab("Progress")
+    progress.refresh()
+    if not progress.wait_loaded(60):
+        raise RuntimeError("the Progress tab did not load")
+    shot("progress")
+
+    window.close()
+    print("wrote " + ", ".join(written) + f" to {out_dir} in {time.monotonic() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--size", default="1280x800", help="window size WxH (default 1280x800)")
+    args = p.parse_args()
+    w, h = (int(x) for x in args.size.lower().split("x"))
+    main((w, h))
