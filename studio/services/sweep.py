@@ -340,6 +340,10 @@ def _resolved(request: SweepRequest) -> Any:
             "the Ray backend needs Ray, an optional extra: pip install -e '.[ray]' (or pip install 'ray[tune]')",
             "backend",
         )
+    if (request.backend == "ray" or request.ray_address) and not _have_tune():
+        raise SweepError(
+            "sweeps on Ray need Ray Tune: pip install -e '.[ray]' (or pip install 'ray[tune]')", "backend"
+        )
     try:
         resolved = resolve(_base_run(request))
     except SweepError:
@@ -356,6 +360,15 @@ def _resolved(request: SweepRequest) -> Any:
                 "metric",
             )
     return resolved
+
+
+def _have_tune() -> bool:
+    """Whether Ray Tune can be imported (Ray installed without its ``tune`` extra lacks pandas)."""
+    try:
+        import ray.tune  # noqa: F401  (seconds: only asked when the Ray backend is)
+    except Exception:  # ImportError, or a broken dependency of Tune
+        return False
+    return True
 
 
 def trial_request(

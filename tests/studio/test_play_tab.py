@@ -210,7 +210,8 @@ def test_hint_runs_off_the_gui_thread_and_stale_answers_are_dropped(qtbot, windo
     timer.start(20)
     t0 = time.perf_counter()
     play.request_hint()
-    assert time.perf_counter() - t0 < 0.2  # returned at once; the agent sleeps 0.4 s on its thread
+    # returned at once (the agent sleeps 0.4 s on its thread); the margin is for a busy machine
+    assert time.perf_counter() - t0 < 0.3
     # On a busy machine the thread may take a moment to pick the request up; a move before that
     # cancels it unstarted, and there would be no thinking to overlap with.
     qtbot.waitUntil(lambda: play.thinker.busy, timeout=5000)
@@ -218,7 +219,9 @@ def test_hint_runs_off_the_gui_thread_and_stale_answers_are_dropped(qtbot, windo
     qtbot.waitUntil(lambda: not play.thinker.busy, timeout=5000)
     qtbot.wait(100)
     timer.stop()
-    assert len(ticks) >= 10  # the event loop kept running while the agent thought
+    # the event loop kept running while the agent thought (~20 ticks of 20 ms on an idle machine; a
+    # blocked loop gets none or one, a busy machine may coalesce some)
+    assert len(ticks) >= 5
     assert play.last_hint is None and play.board.hint is None
 
 
