@@ -34,6 +34,7 @@ from studio.services.sweep import (
     SweepEvent,
     SweepRequest,
     parse_grid,
+    parse_point,
     parse_range,
     rank_sweep,
     run_sweep,
@@ -44,6 +45,7 @@ DESCRIPTION = """Train one agent many times over a grid or a random search and r
 
   python main.py sweep --agent dqn --grid lr=1e-4,5e-4,1e-3 gamma=0.95,0.99 --seeds 2 --minutes 3
   python main.py sweep --agent ntuple --random lr=0.01:1:log lam=0:0.9 --samples 8 --episodes 2000
+  python main.py sweep --agent ntuple --point "" --point "tc=false" --steps 40000000 --workers 2  # A/B
 
 The base settings come from the agent's defaults, then --preset, then the agent's flags; --grid and
 --random vary knobs over them (a tuple knob takes values separated by ';'). Budget flags are per trial.
@@ -94,6 +96,14 @@ def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
         help="random search: numeric ranges (with --samples; --grid knobs are then drawn from their lists)",
     )
     p.add_argument("--samples", type=whole(1, 1000), default=None, help="points of a random search")
+    p.add_argument(
+        "--point",
+        action="append",
+        default=[],
+        metavar='"KNOB=V KNOB2=V2"',
+        help='an explicit point instead of --grid / --random (repeat it; "" is the base settings): '
+        "an A/B comparison is two --point",
+    )
     p.add_argument("--seeds", type=whole(1, 100), default=1, help="runs per point (default 1)")
     p.add_argument(
         "--seed",
@@ -151,6 +161,7 @@ def request_from_args(args: argparse.Namespace) -> SweepRequest:
     cls = flags.config_class(name)
     grid = dict(parse_grid(g, cls) for g in args.grid)
     ranges = tuple(parse_range(r, cls) for r in args.random)
+    points = tuple(parse_point(t, cls) for t in args.point)
     if ranges and args.samples is None:
         raise CliError("a random search needs --samples N")
     if args.samples is not None and not ranges:
@@ -164,6 +175,7 @@ def request_from_args(args: argparse.Namespace) -> SweepRequest:
         grid=grid,
         ranges=ranges,
         samples=args.samples or 0,
+        points=points,
         seeds=args.seeds,
         seed=args.seed,
         metric=args.metric,
@@ -199,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
     stop = threading.Event()
     with GameStore.open(args.data_dir) as store:
         if args.resume is not None:
-            if args.agent or args.preset or args.grid or args.random:
+            if args.agent or args.preset or args.grid or args.random or args.point:
                 raise CliError("a resumed sweep keeps its own agent, knobs and budget: give only --resume ID")
             events = run_sweep(
                 None,
@@ -284,6 +296,8 @@ def _points_table(points: list[PointResult]) -> str:
 
 
 def _knob_text(v: Any) -> str:
+    if v is None:  # an explicit point that keeps the base setting of this knob
+        return "base"
     if isinstance(v, tuple | list):
         return ",".join(str(x) for x in v)
     if isinstance(v, float):
@@ -298,7 +312,9 @@ def run_list(args: argparse.Namespace) -> int:
         for s in sweeps:
             metric, points = rank_sweep(store, s.id)
             best = next((p for p in points if p.rank == 1), None)
-            knobs = ", ".join([*s.spec.get("grid", {}), *(r["name"] for r in s.spec.get("ranges", []))])
+            names = [*s.spec.get("grid", {}), *(r["name"] for r in s.spec.get("ranges", []))]
+            names += [k for p in s.spec.get("points", []) for k in p]
+            knobs = ", ".join(dict.fromkeys(names))
             rows.append(
                 (
                     s.id,

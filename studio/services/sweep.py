@@ -58,6 +58,7 @@ __all__ = [
     "SweepRequest",
     "metric_value",
     "parse_grid",
+    "parse_point",
     "parse_range",
     "plan_trials",
     "rank_sweep",
@@ -109,6 +110,9 @@ class SweepRequest:
     #: numeric knobs drawn from ranges: makes it a random search of ``samples`` points
     ranges: Sequence[KnobRange] = ()
     samples: int = 0
+    #: explicit points instead of a grid or ranges: each a set of knob values over the base config (an
+    #: A/B comparison is two points; ``{}`` is the base config itself)
+    points: Sequence[Mapping[str, Any]] = ()
     #: runs per point, seeded seed, seed + 1, ...: every point sees the same seeds
     seeds: int = 1
     seed: int = 1
@@ -125,7 +129,7 @@ class SweepRequest:
 
     @property
     def search(self) -> str:
-        return "random" if self.ranges else "grid"
+        return "points" if self.points else "random" if self.ranges else "grid"
 
     def spec(self) -> dict[str, Any]:
         """The sweep as the store keeps it: enough to plan and run it again from the store alone."""
@@ -138,6 +142,7 @@ class SweepRequest:
             "budget": None if b is None else {"episodes": b.episodes, "steps": b.steps, "seconds": b.seconds},
             "grid": {k: list(v) for k, v in self.grid.items()},
             "ranges": [r.to_dict() for r in self.ranges],
+            "points": [dict(p) for p in self.points],
             "samples": self.samples,
             "seeds": self.seeds,
             "seed": self.seed,
@@ -171,6 +176,7 @@ def sweep_request_from_spec(spec: Mapping[str, Any]) -> SweepRequest:
             KnobRange(r["name"], r["low"], r["high"], bool(r.get("log"))) for r in spec.get("ranges") or ()
         ),
         samples=int(spec.get("samples") or 0),
+        points=tuple(dict(p) for p in spec.get("points") or ()),
         seeds=int(spec.get("seeds") or 1),
         seed=int(spec.get("seed") or 0),
         metric=str(spec.get("metric") or AUTO),
@@ -218,6 +224,17 @@ def parse_grid(text: str, config_cls: Any) -> tuple[str, tuple[Any, ...]]:
     return spec.name, tuple(values)
 
 
+def parse_point(text: str, config_cls: Any) -> dict[str, Any]:
+    """``"lr=0.1 tc=false"`` -> ``{"lr": 0.1, "tc": False}``: one explicit point (``""``: the base config)."""
+    point: dict[str, Any] = {}
+    for item in text.split():
+        name, values = parse_grid(item, config_cls)
+        if len(values) != 1:
+            raise SweepError(f"a point gives each knob one value; {name} has {len(values)}", name)
+        point[name] = values[0]
+    return point
+
+
 def parse_range(text: str, config_cls: Any) -> KnobRange:
     """``"lr=1e-5:1e-2:log"`` -> a log-uniform range of ``lr`` (``:lin`` or nothing: uniform)."""
     name, sep, rest = text.partition("=")
@@ -255,12 +272,18 @@ def plan_trials(request: SweepRequest) -> list[tuple[dict[str, Any], int]]:
     """
     resolved = _resolved(request)
     cls = _agent_cls(resolved.agent)
-    if not request.grid and not request.ranges:
+    if not request.grid and not request.ranges and not request.points:
         raise SweepError("a sweep needs knobs to vary: a grid (NAME=V1,V2) or ranges (NAME=LOW:HIGH)", "grid")
+    if request.points and (request.grid or request.ranges):
+        raise SweepError("give explicit points, or a grid / ranges, not both", "points")
     if not 1 <= request.seeds <= 100:
         raise SweepError(f"seeds per point must be 1 to 100, got {request.seeds}", "seeds")
     points: list[dict[str, Any]]
-    if request.ranges:
+    if request.points:
+        points = [dict(p) for p in request.points]
+        if len(points) < 2:
+            raise SweepError("explicit points compare at least two settings", "points")
+    elif request.ranges:
         if not 1 <= request.samples <= MAX_TRIALS:
             raise SweepError(
                 f"a random search needs 1 to {MAX_TRIALS} samples, got {request.samples}", "samples"

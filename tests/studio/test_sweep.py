@@ -392,3 +392,32 @@ def test_a_trial_stopped_in_its_closing_evaluation_resumes_to_that_evaluation(tm
         after = store.get_run(trial.run_id)
         assert after.status == "finished" and after.steps == before.steps + 1
         assert len(store.run_metrics(trial.run_id, ["evaluation"])["eval_score"]) == 2
+
+
+def test_explicit_points_make_an_ab_comparison_of_the_base_and_a_variant(tmp_path, capsys):
+    assert plan_trials(
+        SweepRequest(agent="ntuple", budget=TINY, points=({}, {"lr": 0.01, "tc": False}), seeds=2)
+    ) == [
+        ({}, 1),
+        ({}, 2),
+        ({"lr": 0.01, "tc": False}, 1),
+        ({"lr": 0.01, "tc": False}, 2),
+    ]
+    with pytest.raises(SweepError, match="at least two"):
+        plan_trials(SweepRequest(agent="ntuple", budget=TINY, points=({},)))
+    with pytest.raises(SweepError, match="not both"):
+        plan_trials(SweepRequest(agent="ntuple", budget=TINY, points=({}, {}), grid={"lr": (0.1,)}))
+    data = str(tmp_path / "data")
+    code = main([
+        "--data-dir", data, "sweep", "--agent", "ntuple", "--point", "", "--point", "lr=0.01 tc=false",
+        "--steps", "3000", "--eval-games", "2", "--workers", "2", "--json",
+    ])  # fmt: skip
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert sorted(json.dumps(p["params"]) for p in out["points"]) == ['{"lr": 0.01, "tc": false}', "{}"]
+    with GameStore.open(data) as store:
+        runs = {r.config["tc"]: r for r in store.list_runs()}
+    assert runs[True].config["lr"] != 0.01 and runs[False].config["lr"] == 0.01
+    assert runs[True].steps >= 3000 and runs[False].steps >= 3000  # the same number of moves each
+    assert main(["--data-dir", data, "sweeps", "show", str(out["sweep"])]) == 0
+    assert "base" in capsys.readouterr().out
