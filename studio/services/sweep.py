@@ -281,8 +281,10 @@ def plan_trials(request: SweepRequest) -> list[tuple[dict[str, Any], int]]:
     points: list[dict[str, Any]]
     if request.points:
         points = [dict(p) for p in request.points]
-        if len(points) < 2:
-            raise SweepError("explicit points compare at least two settings", "points")
+        if len(points) < 2 and request.seeds < 2:
+            raise SweepError(
+                "explicit points compare at least two settings (or one setting over several seeds)", "points"
+            )
     elif request.ranges:
         if not 1 <= request.samples <= MAX_TRIALS:
             raise SweepError(

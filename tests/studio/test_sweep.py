@@ -405,6 +405,12 @@ def test_explicit_points_make_an_ab_comparison_of_the_base_and_a_variant(tmp_pat
     ]
     with pytest.raises(SweepError, match="at least two"):
         plan_trials(SweepRequest(agent="ntuple", budget=TINY, points=({},)))
+    # one setting over several seeds: its spread
+    assert plan_trials(SweepRequest(agent="ntuple", budget=TINY, points=({},), seeds=3)) == [
+        ({}, 1),
+        ({}, 2),
+        ({}, 3),
+    ]
     with pytest.raises(SweepError, match="not both"):
         plan_trials(SweepRequest(agent="ntuple", budget=TINY, points=({}, {}), grid={"lr": (0.1,)}))
     data = str(tmp_path / "data")
