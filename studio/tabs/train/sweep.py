@@ -93,6 +93,8 @@ DOT_COLOUR, MEAN_COLOUR = "#8f7a66", "#1f77b4"
 
 def _fmt(v: Any) -> str:
     """A knob value as the tables and the line edits show it (4 significant digits for floats)."""
+    if v is None:  # an explicit point that keeps the base setting of this knob
+        return "base"
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, tuple | list):
@@ -748,21 +750,36 @@ class SweepPanel(QWidget):
 
     def wait_ranked(self, timeout_ms: int = 10_000) -> bool:
         """Block until no ranking is under way (tests and screenshots)."""
+        import time
+
         from PySide6.QtWidgets import QApplication
 
-        w = self._ranker
-        if w is not None:
-            w.wait(timeout_ms)
-        QApplication.processEvents()
-        QApplication.processEvents()
-        return self._ranker is None
+        # A ranking that finishes may start the next one (news came in while it read the store): wait
+        # for the last, not just the one under way now.
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            w = self._ranker
+            if w is not None:
+                w.wait(max(1, int((deadline - time.monotonic()) * 1000)))
+            QApplication.processEvents()
+            QApplication.processEvents()
+            if self._ranker is None and not self._rank_again:
+                return True
+            if time.monotonic() >= deadline:
+                return False
 
     # ------------------------------------------------------------------ showing the ranking
     def _fill(self) -> None:
         info = self.info
         spec = info.spec if info is not None else {}
         self.knobs = list(
-            dict.fromkeys([*spec.get("grid", {}), *(r["name"] for r in spec.get("ranges", []))])
+            dict.fromkeys(
+                [
+                    *spec.get("grid", {}),
+                    *(r["name"] for r in spec.get("ranges", [])),
+                    *(k for p in spec.get("points", []) for k in p),
+                ]
+            )
         ) or list(dict.fromkeys(k for p in self.points for k in p.params))
         self.log_knobs = {r["name"] for r in spec.get("ranges", []) if r.get("log")}
         for name, values in spec.get("grid", {}).items():
