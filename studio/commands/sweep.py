@@ -33,11 +33,13 @@ from studio.services.sweep import (
     PointResult,
     SweepEvent,
     SweepRequest,
+    knob_text,
     parse_grid,
     parse_point,
     parse_range,
     rank_sweep,
     run_sweep,
+    swept_knobs,
 )
 from studio.text import duration, number, table
 
@@ -280,7 +282,7 @@ def _points_table(points: list[PointResult]) -> str:
         rows.append(
             (
                 "-" if p.rank is None else p.rank,
-                *(_knob_text(p.params.get(k)) for k in knobs),
+                *(knob_text(p.params.get(k)) for k in knobs),
                 number(p.mean),
                 number(p.std),
                 values,
@@ -295,16 +297,6 @@ def _points_table(points: list[PointResult]) -> str:
     )
 
 
-def _knob_text(v: Any) -> str:
-    if v is None:  # an explicit point that keeps the base setting of this knob
-        return "base"
-    if isinstance(v, tuple | list):
-        return ",".join(str(x) for x in v)
-    if isinstance(v, float):
-        return f"{v:g}"
-    return str(v)
-
-
 def run_list(args: argparse.Namespace) -> int:
     with GameStore.open(args.data_dir) as store:
         sweeps = store.list_sweeps(limit=args.limit)
@@ -312,9 +304,7 @@ def run_list(args: argparse.Namespace) -> int:
         for s in sweeps:
             metric, points = rank_sweep(store, s.id)
             best = next((p for p in points if p.rank == 1), None)
-            names = [*s.spec.get("grid", {}), *(r["name"] for r in s.spec.get("ranges", []))]
-            names += [k for p in s.spec.get("points", []) for k in p]
-            knobs = ", ".join(dict.fromkeys(names))
+            knobs = ", ".join(swept_knobs(s.spec))
             rows.append(
                 (
                     s.id,
@@ -324,7 +314,7 @@ def run_list(args: argparse.Namespace) -> int:
                     knobs,
                     metric,
                     "-" if best is None else number(best.mean),
-                    "-" if best is None else " ".join(f"{k}={_knob_text(v)}" for k, v in best.params.items()),
+                    "-" if best is None else " ".join(f"{k}={knob_text(v)}" for k, v in best.params.items()),
                     format_time(s.created),
                 )
             )

@@ -31,6 +31,7 @@ import numpy as np
 
 from agents.base import Agent, Budget, Control, Counters, TrainContext
 from agents.config import AgentConfig, ConfigError, load_preset
+from agents.ray_util import RAY_MISSING
 from agents.runner import (
     DEFAULT_CHECKPOINT_EVERY_S,
     DEFAULT_EVAL_EVERY_S,
@@ -136,10 +137,7 @@ class RunRequest:
         if self.backend not in BACKENDS:
             raise RunError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}", "backend")
         if (self.backend == "ray" or self.ray_address) and not have_ray():
-            raise RunError(
-                "the Ray backend needs Ray, an optional extra: pip install -e '.[ray]' (or pip install 'ray[default]')",
-                "backend",
-            )
+            raise RunError(RAY_MISSING, "backend")
         if self.checkpoint_every_s <= 0:
             raise RunError(
                 f"seconds between checkpoints must be > 0, got {self.checkpoint_every_s:g}",

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from agents.base import Budget
+from agents.ray_util import RAY_MISSING
 from agents.runner import (
     DEFAULT_CHECKPOINT_EVERY_S,
     DEFAULT_EVAL_GAMES,
@@ -56,6 +57,7 @@ __all__ = [
     "SweepError",
     "SweepEvent",
     "SweepRequest",
+    "knob_text",
     "metric_value",
     "parse_grid",
     "parse_point",
@@ -64,6 +66,7 @@ __all__ = [
     "rank_sweep",
     "run_sweep",
     "sweep_request_from_spec",
+    "swept_knobs",
 ]
 
 AUTO = "auto"
@@ -258,6 +261,27 @@ def parse_range(text: str, config_cls: Any) -> KnobRange:
     return KnobRange(spec.name, low, high, scale == "log")
 
 
+def swept_knobs(spec: Mapping[str, Any]) -> list[str]:
+    """The knobs a stored sweep spec varies, in order: its grid's, its ranges', its explicit points'."""
+    names = [*spec.get("grid", {}), *(r["name"] for r in spec.get("ranges", []))]
+    names += [k for p in spec.get("points", []) for k in p]
+    return list(dict.fromkeys(names))
+
+
+def knob_text(value: Any) -> str:
+    """A knob value as tables, plots and line edits show it: ``true``, ``256,256``, ``0.0005``, and
+    ``base`` for a knob an explicit point leaves at the base setting (None)."""
+    if value is None:
+        return "base"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple | list):
+        return ",".join(str(x) for x in value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
 # ----------------------------------------------------------------------------------- planning
 
 
@@ -361,10 +385,7 @@ def _resolved(request: SweepRequest) -> Any:
     if request.backend not in BACKENDS:
         raise SweepError(f"backend must be one of {', '.join(BACKENDS)}, got {request.backend!r}", "backend")
     if (request.backend == "ray" or request.ray_address) and not have_ray():
-        raise SweepError(
-            "the Ray backend needs Ray, an optional extra: pip install -e '.[ray]' (or pip install 'ray[tune]')",
-            "backend",
-        )
+        raise SweepError(RAY_MISSING, "backend")
     if (request.backend == "ray" or request.ray_address) and not _have_tune():
         raise SweepError(
             "sweeps on Ray need Ray Tune: pip install -e '.[ray]' (or pip install 'ray[tune]')", "backend"

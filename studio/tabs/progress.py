@@ -34,19 +34,12 @@ from PySide6.QtWidgets import (
 
 from studio.services.progress import ALL, PHASES, Progress, progress, rolling_mean
 from studio.services.review import Reviewer, resolve_reviewer
-from studio.tabs.common import button
+from studio.tabs.common import REVIEWERS, button
 from studio.widgets.curves import SIAxis, TileAxis
 from studio.widgets.review_graph import GRADE_COLOURS
 
 #: The source filter: (label, store source or "all").
 SOURCES: tuple[tuple[str, str], ...] = (("your games", "human"), ("agents", "agent"), ("all games", ALL))
-#: The reviewer choices: (label, agent name, depth); "default" is the store's strongest reviewer.
-REVIEWERS: tuple[tuple[str, str | None, int | None], ...] = (
-    ("default", None, None),
-    ("expectimax d1", "expectimax", 1),
-    ("expectimax d2", "expectimax", 2),
-    ("expectimax d3", "expectimax", 3),
-)
 #: Games in the rolling mean drawn over each per-game series.
 ROLLING = 10
 POINT_COLOUR = "#3a7bd5"

@@ -49,7 +49,7 @@ from engine import Direction
 from engine.store import SOURCE_FILTERS
 from studio.services.review import GameReview, Reviewer, default_reviewer, resolve_reviewer, stored_review
 from studio.settings import get_bool, get_int
-from studio.tabs.common import button
+from studio.tabs.common import REVIEWERS, button
 from studio.theme import load_theme
 from studio.widgets.board import BEST_ARROW, BoardWidget
 from studio.widgets.review_graph import GRADE_COLOURS, ReviewGraph
@@ -58,13 +58,6 @@ SPEEDS = (1, 2, 5, 10, 20, 50, 100, 500)  # steps per second
 LIST_LIMIT = 5000  # newest games listed; the Games tab's table holds the rest
 ARROWS = {Direction.UP: "↑", Direction.LEFT: "←", Direction.DOWN: "↓", Direction.RIGHT: "→"}
 PLAYED_COLOUR = load_theme().hint_arrow  # the played move's arrow (the best move's: BEST_ARROW)
-#: The reviewer combo's fixed entries (label, agent name, depth); every other registered agent follows.
-REVIEWERS: tuple[tuple[str, str | None, int | None], ...] = (
-    ("default", None, None),
-    ("expectimax d1", "expectimax", 1),
-    ("expectimax d2", "expectimax", 2),
-    ("expectimax d3", "expectimax", 3),
-)
 
 
 def _who(g: Any) -> str:

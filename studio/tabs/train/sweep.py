@@ -62,11 +62,13 @@ from studio.services.sweep import (
     SweepError,
     SweepEvent,
     SweepRequest,
+    knob_text,
     parse_grid,
     parse_range,
     plan_trials,
     rank_sweep,
     run_sweep,
+    swept_knobs,
 )
 from studio.tabs.common import button, spin
 from studio.worker import CallWorker, _Loop, _Worker
@@ -89,19 +91,6 @@ NOTE_STYLE = "color: #6b625a;"
 RANK_EVERY_MS = 3000
 #: Trial dots and point means in the scatter.
 DOT_COLOUR, MEAN_COLOUR = "#8f7a66", "#1f77b4"
-
-
-def _fmt(v: Any) -> str:
-    """A knob value as the tables and the line edits show it (4 significant digits for floats)."""
-    if v is None:  # an explicit point that keeps the base setting of this knob
-        return "base"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, tuple | list):
-        return ",".join(str(x) for x in v)
-    if isinstance(v, float):
-        return f"{v:g}"
-    return str(v)
 
 
 def _num(v: float | None) -> str:
@@ -131,7 +120,7 @@ class KnobRow(QObject):
         self.label.setToolTip(f"{name}: {spec.help}" if spec.help else name)
         self.modeCombo = QComboBox()
         self.modeCombo.setObjectName(f"mode_{name}")
-        self.modeCombo.addItem(f"fixed ({_fmt(value)})", FIXED)
+        self.modeCombo.addItem(f"fixed ({knob_text(value)})", FIXED)
         self.modeCombo.addItem("list", LIST)
         numeric = spec.kind in ("int", "float")
         if numeric:
@@ -147,8 +136,8 @@ class KnobRow(QObject):
             tl = QHBoxLayout(ticks)
             tl.setContentsMargins(0, 0, 0, 0)
             for c in self.choices:
-                box = QCheckBox(_fmt(c))
-                box.setObjectName(f"value_{name}_{_fmt(c)}")
+                box = QCheckBox(knob_text(c))
+                box.setObjectName(f"value_{name}_{knob_text(c)}")
                 box.setChecked(c == value)
                 box.toggled.connect(self.changed)
                 self.checks.append(box)
@@ -169,9 +158,9 @@ class KnobRow(QObject):
             rng = QWidget()
             rl = QHBoxLayout(rng)
             rl.setContentsMargins(0, 0, 0, 0)
-            self.lowEdit = QLineEdit(_fmt(low))
+            self.lowEdit = QLineEdit(knob_text(low))
             self.lowEdit.setObjectName(f"low_{name}")
-            self.highEdit = QLineEdit(_fmt(high))
+            self.highEdit = QLineEdit(knob_text(high))
             self.highEdit.setObjectName(f"high_{name}")
             self.logCheck = QCheckBox("log")
             self.logCheck.setObjectName(f"log_{name}")
@@ -218,7 +207,7 @@ class KnobRow(QObject):
             picked = [c for c, box in zip(self.choices, self.checks, strict=True) if box.isChecked()]
             if not picked:
                 raise SweepError(f"{name}: tick at least one value", name)
-            return f"{name}=" + ",".join(_fmt(c) for c in picked)
+            return f"{name}=" + ",".join(knob_text(c) for c in picked)
         assert self.listEdit is not None
         return f"{name}={self.listEdit.text()}"
 
@@ -666,7 +655,7 @@ class SweepPanel(QWidget):
         combo.blockSignals(True)
         combo.clear()
         for s in sweeps:
-            knobs = ", ".join([*s.spec.get("grid", {}), *(r["name"] for r in s.spec.get("ranges", []))])
+            knobs = ", ".join(swept_knobs(s.spec))
             combo.addItem(f"{s.id} · {s.agent} · {knobs} · {s.status} {s.n_finished}/{s.n_trials}", s.id)
         idx = combo.findData(keep) if keep is not None else (0 if sweeps else -1)
         combo.setCurrentIndex(idx if idx >= 0 else (0 if sweeps else -1))
@@ -772,15 +761,7 @@ class SweepPanel(QWidget):
     def _fill(self) -> None:
         info = self.info
         spec = info.spec if info is not None else {}
-        self.knobs = list(
-            dict.fromkeys(
-                [
-                    *spec.get("grid", {}),
-                    *(r["name"] for r in spec.get("ranges", [])),
-                    *(k for p in spec.get("points", []) for k in p),
-                ]
-            )
-        ) or list(dict.fromkeys(k for p in self.points for k in p.params))
+        self.knobs = swept_knobs(spec) or list(dict.fromkeys(k for p in self.points for k in p.params))
         self.log_knobs = {r["name"] for r in spec.get("ranges", []) if r.get("log")}
         for name, values in spec.get("grid", {}).items():
             nums = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
@@ -831,7 +812,7 @@ class SweepPanel(QWidget):
             )
             cells = [
                 "-" if p.rank is None else str(p.rank),
-                *(_fmt(p.params.get(k)) for k in self.knobs),
+                *(knob_text(p.params.get(k)) for k in self.knobs),
                 mean if p.mean is not None else "-",
                 " ".join(_num(v) for v in p.values),
                 trials,
@@ -874,8 +855,8 @@ class SweepPanel(QWidget):
             if knob in self.log_knobs and (x > 0).all():
                 return np.log10(x), None
             return x, None
-        names = list(dict.fromkeys(_fmt(v) for v in values))
-        return np.array([float(names.index(_fmt(v))) for v in values]), [
+        names = list(dict.fromkeys(knob_text(v) for v in values))
+        return np.array([float(names.index(knob_text(v))) for v in values]), [
             (float(i), n) for i, n in enumerate(names)
         ]
 
@@ -907,7 +888,7 @@ class SweepPanel(QWidget):
         if ticks is None and grid and knob not in {r["name"] for r in self.info.spec.get("ranges", [])}:
             # A grid's own values are the ticks: no crowded minor labels between 0.03 and 0.1.
             pos, _names = self._x_of(knob, list(grid))
-            ticks = [(float(x), _fmt(v)) for x, v in zip(pos, grid, strict=True)]
+            ticks = [(float(x), knob_text(v)) for x, v in zip(pos, grid, strict=True)]
         else:
             axis.setLogMode(log)  # ticks read 10^x of the log10 positions
         if ticks is not None:
