@@ -118,6 +118,18 @@ class BenchReport:
         return "\n".join(lines)
 
 
+def int_option(extra: dict[str, str], key: str, default: int, low: int, high: int) -> int:
+    """A whole-number ``-o KEY=VALUE`` from ``low`` to ``high`` (``default`` when not given); ValueError
+    (one line) otherwise."""
+    try:
+        value = int(extra.get(key, str(default)))
+    except ValueError:
+        raise ValueError(f"{key} must be a whole number, got {extra[key]!r}") from None
+    if not low <= value <= high:
+        raise ValueError(f"{key} must be from {low:,} to {high:,}, got {value}")
+    return value
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "bench", help="timed benchmarks (engine, ...)", description=__doc__.split("\n")[0]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from studio.commands.bench import BenchOptions, BenchReport, Measurement, _machine
+from studio.commands.bench import BenchOptions, BenchReport, Measurement, _machine, int_option
 from studio.progress import ProgressLine
 
 _KNOWN = {"checkpoint", "moves", "clock"}
@@ -61,12 +61,7 @@ def review_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchRepo
     if clock_name not in clocks:
         raise ValueError(f"clock must be cpu or wall, got {clock_name!r}")
     clock = clocks[clock_name]
-    try:
-        n_moves = int(extra.get("moves", "1000"))
-    except ValueError:
-        raise ValueError(f"moves must be a whole number, got {extra['moves']!r}") from None
-    if not 10 <= n_moves <= 20_000:
-        raise ValueError(f"moves must be from 10 to 20,000, got {n_moves}")
+    n_moves = int_option(extra, "moves", 1000, 10, 20_000)
     if "checkpoint" in extra:
         path = Path(extra["checkpoint"]).expanduser()
         if not path.is_file():

@@ -22,23 +22,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from studio.commands.bench import BenchOptions, BenchReport, Measurement, _machine
+from studio.commands.bench import BenchOptions, BenchReport, Measurement, _machine, int_option
 from studio.progress import ProgressLine
 
 _KNOWN = {"trials", "episodes", "eval_games", "backends"}
 _CONFIGS = {"local1": ("local", 1), "local2": ("local", 2), "ray2": ("ray", 2)}
 #: Goal for the local overhead per trial (seconds).
 GOAL_OVERHEAD_S = 2.0
-
-
-def _int_option(extra: dict[str, str], key: str, default: int, low: int, high: int) -> int:
-    try:
-        value = int(extra.get(key, str(default)))
-    except ValueError:
-        raise ValueError(f"{key} must be a whole number, got {extra[key]!r}") from None
-    if not low <= value <= high:
-        raise ValueError(f"{key} must be from {low} to {high}, got {value}")
-    return value
 
 
 def _one_sweep(
@@ -103,9 +93,9 @@ def sweep_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchRepor
         raise ValueError(
             f"bench sweep has no option {sorted(unknown)[0]!r} (known: {', '.join(sorted(_KNOWN))})"
         )
-    trials = _int_option(extra, "trials", 4, 1, 64)
-    episodes = _int_option(extra, "episodes", 200, 1, 1_000_000)
-    eval_games = _int_option(extra, "eval_games", 5, 0, 10_000)
+    trials = int_option(extra, "trials", 4, 1, 64)
+    episodes = int_option(extra, "episodes", 200, 1, 1_000_000)
+    eval_games = int_option(extra, "eval_games", 5, 0, 10_000)
     names = [b.strip() for b in extra.get("backends", ",".join(_CONFIGS)).split(",") if b.strip()]
     bad = [b for b in names if b not in _CONFIGS]
     if bad:
