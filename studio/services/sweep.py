@@ -598,6 +598,7 @@ def local_backend(
     inbox: queue.Queue[tuple[int, Any]] = queue.Queue()
     waiting = list(jobs)
     live: dict[int, TrainingProcess] = {}
+    ended: set[int] = set()  # trials whose child said how their run ended
     stopping = False
 
     def pump(trial: int, proc: TrainingProcess) -> None:
@@ -626,9 +627,11 @@ def local_backend(
             if msg is None:  # the child's output ended
                 proc = live.pop(trial)
                 code = proc.wait(30)
-                if code not in (0, None) and code != 1 and code != 2:
+                if trial not in ended:  # it died before saying how its run ended (killed, crashed)
                     yield trial, ("error", f"the trial's process ended ({exit_reason(code)})", None, "")
                 continue
+            if msg[0] in ("done", "error"):
+                ended.add(trial)
             yield trial, msg
     finally:
         for proc in live.values():
