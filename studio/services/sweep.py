@@ -221,7 +221,7 @@ def parse_grid(text: str, config_cls: Any) -> tuple[str, tuple[Any, ...]]:
         try:
             v = spec.check(spec.parse(part))
         except ValueError as e:  # ConfigError
-            raise SweepError(f"{spec.name}: {e}", spec.name) from None
+            raise SweepError(str(e), spec.name) from None  # ConfigError names the knob
         if v not in values:
             values.append(v)
     return spec.name, tuple(values)
@@ -253,7 +253,7 @@ def parse_range(text: str, config_cls: Any) -> KnobRange:
     try:
         low, high = (float(spec.check(spec.parse(b))) for b in bits[:2])
     except ValueError as e:
-        raise SweepError(f"{spec.name}: {e}", spec.name) from None
+        raise SweepError(str(e), spec.name) from None  # ConfigError names the knob
     if not low < high:
         raise SweepError(f"{spec.name}: the range needs low < high, got {bits[0]}:{bits[1]}", spec.name)
     if scale == "log" and low <= 0:
