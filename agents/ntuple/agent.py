@@ -113,18 +113,35 @@ class TupleLayout:
         return self.stage_size * self.n_stages
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(sh, tlen, toff, stage_thr)`` for the kernels."""
+        """``(runs, tlen, toff, stage_thr)`` for the kernels.
+
+        ``runs[t] = [n, d_0, m_0, ...]``: tuple ``t``'s elements grouped into ``n`` runs whose cells
+        follow each other on the board (element ``i`` at cell ``c``, element ``i + 1`` at ``c + 1``);
+        a run from element ``i`` at cell ``c`` is read off a symmetric view of the board as
+        ``(view >> d) & m`` with ``d = 4 * (c - i)`` (a left shift when negative) and ``m`` covering
+        the run's nibbles of the index. Any order of cells works; sorted runs are just fewer steps.
+        """
         n_t = len(self.tuples)
-        width = max(len(t) for t in self.tuples)
-        sh = np.zeros((n_t, 8, width), dtype=np.uint64)
-        for t, cells in enumerate(self.tuples):
-            for s in range(8):
-                m = symmetry_cells(s)
-                for i, p in enumerate(cells):
-                    sh[t, s, i] = 4 * int(m[p])
+        groups: list[list[tuple[int, int, int]]] = []  # per tuple: (first element, first cell, length)
+        for cells in self.tuples:
+            runs: list[tuple[int, int, int]] = []
+            for i, c in enumerate(cells):
+                if runs and runs[-1][1] + runs[-1][2] == c:
+                    first, cell, n = runs[-1]
+                    runs[-1] = (first, cell, n + 1)
+                else:
+                    runs.append((i, c, 1))
+            groups.append(runs)
+        width = 1 + 2 * max(len(g) for g in groups)
+        runs_arr = np.zeros((n_t, width), dtype=np.int64)
+        for t, g in enumerate(groups):
+            runs_arr[t, 0] = len(g)
+            for r, (i, c, n) in enumerate(g):
+                runs_arr[t, 1 + 2 * r] = 4 * (c - i)
+                runs_arr[t, 2 + 2 * r] = ((1 << (4 * n)) - 1) << (4 * i)
         tlen = np.array([len(t) for t in self.tuples], dtype=np.int64)
         toff = np.concatenate([[0], np.cumsum([16 ** len(t) for t in self.tuples])[:-1]]).astype(np.int64)
-        return sh, tlen, toff, np.array(self.stage_exponents, dtype=np.int64)
+        return runs_arr, tlen, toff, np.array(self.stage_exponents, dtype=np.int64)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -270,7 +287,7 @@ class NTupleAgent(Agent):
     ):
         super().__init__(config, rules, seed)
         self.layout = self.config.tuple_layout()
-        self._sh, self._tlen, self._toff, self._stage_thr = self.layout.arrays()
+        self._runs, self._tlen, self._toff, self._stage_thr = self.layout.arrays()
         # np.zeros maps untouched pages lazily: a fresh 4x6 network costs nothing until it learns.
         self.weights = np.zeros(self.layout.size, dtype=np.float32)
         self.n_live = 1  # stages reached in training so far
@@ -303,7 +320,7 @@ class NTupleAgent(Agent):
 
     # ------------------------------------------------------------------ values
     def _net(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, int]:
-        return self._sh, self._tlen, self._toff, self.layout.stage_size, self._stage_thr, self.n_live
+        return self._runs, self._tlen, self._toff, self.layout.stage_size, self._stage_thr, self.n_live
 
     def value(self, afterstate: Any) -> float:
         """V of a 4x4 afterstate (tile values); tiles past 32768 read as 32768."""
@@ -420,7 +437,7 @@ class NTupleAgent(Agent):
             out_restart = np.zeros((workers, cols), dtype=np.int8)
             acc = np.zeros((workers, 2))
             args = (
-                self.weights, tc_e, tc_a, self.config.tc, self._sh, self._tlen, self._toff,
+                self.weights, tc_e, tc_a, self.config.tc, self._runs, self._tlen, self._toff,
                 self.layout.stage_size, self._stage_thr, float(self.config.lr), float(self.config.lam),
                 float(self.config.restart), float(self.rules.p4), int(self.rules.start_tiles), live,
             )  # fmt: skip

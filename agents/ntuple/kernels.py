@@ -7,9 +7,9 @@ The network, as flat arrays (built by :class:`agents.ntuple.TupleLayout`):
 
 * ``w``: float32 weights, ``n_stages`` blocks of ``stage_size`` entries; tuple ``t``'s table starts at
   ``toff[t]`` inside a block and has ``16 ** tlen[t]`` entries (one per combination of exponents).
-* ``sh[t, s, i]``: the bit shift of the board nibble read as element ``i`` of tuple ``t`` under board
-  symmetry ``s`` (8 symmetries). All symmetries share the tuple's table, so a pattern learnt in one
-  corner is known in all of them.
+* ``runs[t]``: how tuple ``t`` reads its cells off a board, as shift-and-mask runs of neighbouring cells
+  (:func:`tuple_index`), applied to each of the board's 8 symmetric views (:func:`symmetries`). All
+  symmetries share the tuple's table, so a pattern learnt in one corner is known in all of them.
 * ``stage_thr``: exponents that open the next stage (multi-stage weights); a board is in stage
   ``#{e in stage_thr : max exponent >= e}``, capped at ``n_live - 1`` (stages not reached in training yet
   use the last reached one, which is what promotion would have copied into them).
@@ -68,23 +68,91 @@ INF = np.inf
 # ------------------------------------------------------------------------------------------ features
 
 
-@njit(cache=True)
-def tuple_index(b: np.uint64, sh: np.ndarray, t: int, s: int, n: int) -> np.int64:
-    """Index into tuple ``t``'s table of board ``b`` seen through symmetry ``s`` (``n`` cells)."""
-    idx = np.int64(0)
-    for i in range(n):
-        idx |= np.int64((b >> sh[t, s, i]) & _NIBBLE) << (4 * i)
-    return idx
+_M_ROW0 = np.uint64(0x000F000F000F000F)
+_M_ROW1 = np.uint64(0x00F000F000F000F0)
+_T1 = np.uint64(0xF0F00F0FF0F00F0F)
+_T2 = np.uint64(0x0000F0F00000F0F0)
+_T3 = np.uint64(0x0F0F00000F0F0000)
+_T4 = np.uint64(0xFF00FF0000FF00FF)
+_T5 = np.uint64(0x00FF00FF00000000)
+_T6 = np.uint64(0x00000000FF00FF00)
+_W1 = np.uint64(0x0000FFFF00000000)
+_W2 = np.uint64(0x00000000FFFF0000)
+
+
+@njit(cache=True, inline="always")
+def _mirror(b: np.uint64) -> np.uint64:
+    """The board mirrored left-right (``np.fliplr``): the 4 cells of each row reversed."""
+    return (
+        ((b & _M_ROW0) << np.uint64(12))
+        | ((b & _M_ROW1) << np.uint64(4))
+        | ((b >> np.uint64(4)) & _M_ROW1)
+        | ((b >> np.uint64(12)) & _M_ROW0)
+    )
+
+
+@njit(cache=True, inline="always")
+def _flipud(b: np.uint64) -> np.uint64:
+    """The board upside down (``np.flipud``): the four 16-bit rows in reverse order."""
+    return (
+        (b << np.uint64(48))
+        | ((b << np.uint64(16)) & _W1)
+        | ((b >> np.uint64(16)) & _W2)
+        | (b >> np.uint64(48))
+    )
+
+
+@njit(cache=True, inline="always")
+def _transpose(b: np.uint64) -> np.uint64:
+    """The board transposed: cell (r, c) moves to (c, r), by two rounds of nibble block swaps."""
+    a = (b & _T1) | ((b & _T2) << np.uint64(12)) | ((b & _T3) >> np.uint64(12))
+    return (a & _T4) | ((a & _T5) >> np.uint64(24)) | ((a & _T6) << np.uint64(24))
+
+
+@njit(cache=True, inline="always")
+def symmetries(
+    b: np.uint64,
+) -> tuple[np.uint64, np.uint64, np.uint64, np.uint64, np.uint64, np.uint64, np.uint64, np.uint64]:
+    """The 8 boards ``b`` seen through symmetry ``s`` (``np.rot90(grid, s % 4)``, then ``np.fliplr`` when
+    ``s >= 4``; :func:`agents.ntuple.symmetry_cells`): cell ``p`` of board ``s`` is board cell
+    ``symmetry_cells(s)[p]`` of ``b``. Eight bit tricks per board instead of one shift per cell of every
+    tuple: a tuple's index is then a few masks of these boards (:func:`tuple_index`)."""
+    b = np.uint64(b)  # callers may hold the board as a signed int (numba would mix them into floats)
+    t = _transpose(b)
+    m = _mirror(b)
+    r1 = _flipud(t)  # np.rot90 once: flipud of the transpose
+    return (b, r1, _flipud(m), _mirror(t), m, _mirror(r1), _flipud(b), t)
+
+
+@njit(cache=True, inline="always")
+def tuple_index(bs: np.uint64, runs: np.ndarray, t: int) -> np.int64:
+    """Index into tuple ``t``'s table of the (already transformed) board ``bs``.
+
+    Element ``i`` of the tuple is board cell ``cells[i]``, read into nibble ``i`` of the index.
+    ``runs[t] = [n, d_0, m_0, d_1, m_1, ...]`` (:meth:`agents.ntuple.TupleLayout.arrays`) groups the
+    elements whose cells follow each other on the board into ``n`` runs, each one shift (right by
+    ``d``, left by ``-d``) and one mask: the 4x6 tuples are 1 or 2 runs, not 6 cells.
+    """
+    idx = np.uint64(0)
+    for r in range(runs[t, 0]):
+        d = runs[t, 1 + 2 * r]
+        m = np.uint64(runs[t, 2 + 2 * r])
+        if d >= 0:
+            idx |= (bs >> np.uint64(d)) & m
+        else:
+            idx |= (bs << np.uint64(-d)) & m
+    return np.int64(idx)
 
 
 @njit(cache=True)
-def features(b: np.uint64, sh: np.ndarray, tlen: np.ndarray) -> np.ndarray:
+def features(b: np.uint64, runs: np.ndarray, tlen: np.ndarray) -> np.ndarray:
     """All tuple indices of ``b``: int64 ``[n_tuples, 8]`` (for tests and tools, not the hot loop)."""
     n_t = tlen.shape[0]
     out = np.empty((n_t, 8), dtype=np.int64)
+    bs = symmetries(b)
     for t in range(n_t):
         for s in range(8):
-            out[t, s] = tuple_index(b, sh, t, s, tlen[t])
+            out[t, s] = tuple_index(bs[s], runs, t)
     return out
 
 
@@ -100,11 +168,29 @@ def stage_of(b: np.uint64, stage_thr: np.ndarray, n_live: int) -> int:
     return min(k, n_live - 1)
 
 
+@njit(cache=True, inline="always")
+def _views_value(
+    w: np.ndarray,
+    bs: tuple[np.uint64, np.uint64, np.uint64, np.uint64, np.uint64, np.uint64, np.uint64, np.uint64],
+    runs: np.ndarray,
+    tlen: np.ndarray,
+    toff: np.ndarray,
+    base: int,
+) -> float:
+    """The sum of the weights that the 8 views ``bs`` of a board select in the stage block at ``base``."""
+    v = 0.0
+    for t in range(tlen.shape[0]):
+        o = base + toff[t]
+        for s in range(8):
+            v += w[o + tuple_index(bs[s], runs, t)]
+    return v
+
+
 @njit(cache=True)
 def evaluate(
     w: np.ndarray,
     b: np.uint64,
-    sh: np.ndarray,
+    runs: np.ndarray,
     tlen: np.ndarray,
     toff: np.ndarray,
     stage_size: int,
@@ -112,14 +198,7 @@ def evaluate(
     n_live: int,
 ) -> float:
     """V(b): the sum of the weights of all (tuple, symmetry) features of afterstate ``b``."""
-    base = stage_of(b, stage_thr, n_live) * stage_size
-    v = 0.0
-    for t in range(tlen.shape[0]):
-        n = tlen[t]
-        o = base + toff[t]
-        for s in range(8):
-            v += w[o + tuple_index(b, sh, t, s, n)]
-    return v
+    return _views_value(w, symmetries(b), runs, tlen, toff, stage_of(b, stage_thr, n_live) * stage_size)
 
 
 @njit(cache=True)
@@ -163,7 +242,7 @@ def td_update(
     b: np.uint64,
     delta: float,
     step: float,
-    sh: np.ndarray,
+    runs: np.ndarray,
     tlen: np.ndarray,
     toff: np.ndarray,
     stage_size: int,
@@ -181,11 +260,30 @@ def td_update(
     cancel out (noise) slow down on their own, so no hand-tuned decay of the learning rate is needed.
     """
     base = stage_of(b, stage_thr, n_live) * stage_size
+    bs = symmetries(b)
+    _apply(w, tc_e, tc_a, use_tc, bs, delta, step, runs, tlen, toff, base)
+    return _views_value(w, bs, runs, tlen, toff, base)
+
+
+@njit(cache=True, inline="always")
+def _apply(
+    w: np.ndarray,
+    tc_e: np.ndarray,
+    tc_a: np.ndarray,
+    use_tc: bool,
+    bs: tuple[np.uint64, np.uint64, np.uint64, np.uint64, np.uint64, np.uint64, np.uint64, np.uint64],
+    delta: float,
+    step: float,
+    runs: np.ndarray,
+    tlen: np.ndarray,
+    toff: np.ndarray,
+    base: int,
+) -> None:
+    """:func:`td_update`'s step on the weights the views ``bs`` select (see there)."""
     for t in range(tlen.shape[0]):
-        n = tlen[t]
         o = base + toff[t]
         for s in range(8):
-            i = o + tuple_index(b, sh, t, s, n)
+            i = o + tuple_index(bs[s], runs, t)
             if use_tc:
                 a = tc_a[i]
                 rate = abs(tc_e[i]) / a if a > 0.0 else 1.0
@@ -194,7 +292,31 @@ def td_update(
                 tc_a[i] += np.float32(abs(delta))
             else:
                 w[i] += np.float32(step * delta)
-    return evaluate(w, b, sh, tlen, toff, stage_size, stage_thr, n_live)
+
+
+@njit(cache=True)
+def td_toward(
+    w: np.ndarray,
+    tc_e: np.ndarray,
+    tc_a: np.ndarray,
+    use_tc: bool,
+    b: np.uint64,
+    target: float,
+    step: float,
+    runs: np.ndarray,
+    tlen: np.ndarray,
+    toff: np.ndarray,
+    stage_size: int,
+    stage_thr: np.ndarray,
+    n_live: int,
+) -> tuple[float, float]:
+    """:func:`evaluate` then :func:`td_update` towards ``target`` with the board's views made once:
+    ``(V(b) before, V(b) after)``, the same numbers as the two calls (the learner's inner step)."""
+    base = stage_of(b, stage_thr, n_live) * stage_size
+    bs = symmetries(b)
+    v = _views_value(w, bs, runs, tlen, toff, base)
+    _apply(w, tc_e, tc_a, use_tc, bs, target - v, step, runs, tlen, toff, base)
+    return v, _views_value(w, bs, runs, tlen, toff, base)
 
 
 # ------------------------------------------------------------------------------------------ training
@@ -213,7 +335,7 @@ def _promote(w: np.ndarray, stage_size: int, n_live: int) -> None:
 def _greedy(
     w: np.ndarray,
     b: np.uint64,
-    sh: np.ndarray,
+    runs: np.ndarray,
     tlen: np.ndarray,
     toff: np.ndarray,
     stage_size: int,
@@ -232,7 +354,7 @@ def _greedy(
         nb, r = move(b, d)
         if nb == b:
             continue
-        v = r + evaluate(w, downgrade(nb, dg), sh, tlen, toff, stage_size, stage_thr, n_live)
+        v = r + evaluate(w, downgrade(nb, dg), runs, tlen, toff, stage_size, stage_thr, n_live)
         if v > best_v and v < INF:
             best_v = v
             best_d = d
@@ -251,7 +373,7 @@ def train_steps(
     tc_e: np.ndarray,
     tc_a: np.ndarray,
     use_tc: bool,
-    sh: np.ndarray,
+    runs: np.ndarray,
     tlen: np.ndarray,
     toff: np.ndarray,
     stage_size: int,
@@ -322,7 +444,7 @@ def train_steps(
                         live[0] = n_live + 1
                     n_live = live[0]
                     break
-        d, after, r = _greedy(w, b, sh, tlen, toff, stage_size, stage_thr, n_live, 0)
+        d, after, r = _greedy(w, b, runs, tlen, toff, stage_size, stage_thr, n_live, 0)
         truncated = d >= 0 and max_exponent(b) == 15 and overflows(b, d)
         if d >= 0 and not truncated:
             n = game_i[1]
@@ -344,17 +466,27 @@ def train_steps(
         if truncated and n > 0:
             # not a terminal state: its value stays; the previous afterstate learns towards it
             target = buf_reward[last] + evaluate(
-                w, buf_after[last], sh, tlen, toff, stage_size, stage_thr, n_live
+                w, buf_after[last], runs, tlen, toff, stage_size, stage_thr, n_live
             )
             last -= 1
         for k in range(last, -1, -1):
-            s = buf_after[k]
-            v = evaluate(w, s, sh, tlen, toff, stage_size, stage_thr, n_live)
+            v, v_new = td_toward(
+                w,
+                tc_e,
+                tc_a,
+                use_tc,
+                buf_after[k],
+                target,
+                step,
+                runs,
+                tlen,
+                toff,
+                stage_size,
+                stage_thr,
+                n_live,
+            )
             acc[0] += abs(target - v)
             acc[1] += 1.0
-            v_new = td_update(
-                w, tc_e, tc_a, use_tc, s, target - v, step, sh, tlen, toff, stage_size, stage_thr, n_live
-            )
             # lambda-return of the previous afterstate: r + (1 - lam) V(s) + lam * (this target)
             target = buf_reward[k] + (1.0 - lam) * v_new + lam * target
         out_score[done] = game_i[0]
@@ -388,7 +520,7 @@ def train_steps_parallel(
     tc_e: np.ndarray,
     tc_a: np.ndarray,
     use_tc: bool,
-    sh: np.ndarray,
+    runs: np.ndarray,
     tlen: np.ndarray,
     toff: np.ndarray,
     stage_size: int,
@@ -429,7 +561,7 @@ def train_steps_parallel(
             tc_e,
             tc_a,
             use_tc,
-            sh,
+            runs,
             tlen,
             toff,
             stage_size,
@@ -471,7 +603,7 @@ def search_values(
     b: np.uint64,
     policy: np.ndarray,
     p4: float,
-    sh: np.ndarray,
+    runs: np.ndarray,
     tlen: np.ndarray,
     toff: np.ndarray,
     stage_size: int,
@@ -537,7 +669,7 @@ def search_values(
                 if max_exponent(board[k]) == 15 and overflows(board[k], d):
                     v = float(r)
                 elif k >= final[k]:
-                    v = r + evaluate(w, downgrade(nb, dg), sh, tlen, toff, stage_size, stage_thr, n_live)
+                    v = r + evaluate(w, downgrade(nb, dg), runs, tlen, toff, stage_size, stage_thr, n_live)
                 else:
                     sl = _tt_slot(nb, k, mask)
                     if tt_gen[sl] == gen and tt_key[sl] == nb and tt_level[sl] == k:
@@ -611,7 +743,7 @@ def play_games(
     p4: float,
     start_tiles: int,
     rng_states: np.ndarray,
-    sh: np.ndarray,
+    runs: np.ndarray,
     tlen: np.ndarray,
     toff: np.ndarray,
     stage_size: int,
@@ -647,7 +779,7 @@ def play_games(
         capped = False
         while True:
             if all_greedy:
-                d, after, r = _greedy(w, b, sh, tlen, toff, stage_size, stage_thr, n_live, dg)
+                d, after, r = _greedy(w, b, runs, tlen, toff, stage_size, stage_thr, n_live, dg)
             else:
                 gen += 1
                 vals = search_values(
@@ -655,7 +787,7 @@ def play_games(
                     b,
                     policy,
                     p4,
-                    sh,
+                    runs,
                     tlen,
                     toff,
                     stage_size,
@@ -708,7 +840,7 @@ def play_games_parallel(
     p4: float,
     start_tiles: int,
     rng_states: np.ndarray,
-    sh: np.ndarray,
+    runs: np.ndarray,
     tlen: np.ndarray,
     toff: np.ndarray,
     stage_size: int,
@@ -742,7 +874,7 @@ def play_games_parallel(
             p4,
             start_tiles,
             rng_states[idx],
-            sh,
+            runs,
             tlen,
             toff,
             stage_size,
