@@ -1,0 +1,193 @@
+"""The studio's n-tuple learner against the C++ trainer ziap/2048-tdl, at the same number of real moves.
+
+    python scripts/ab_cpp_ntuple.py --cpp-repo PATH_TO_2048-tdl --moves 40000000 --pairs 3
+
+Each pair trains both learners side by side, one core each (4x6 tuples, alpha 1.0 with temporal
+coherence, lambda 0.5, restarts: the C++ README's settings, and the studio's defaults), stops both at
+``--moves`` moves, then plays ``--eval-games`` 1-ply games with each network (the C++ one with its own
+``agent`` command). Prints one JSON line per pair and a summary.
+
+Why a patched copy of the C++ trainer: its progress lines count only the first game of every restart
+chain (``stat.add`` runs before the restarts from mid-game), so "moves" and "m/s" there leave out most
+of the moves it actually learns from (3x or more once games are long). The script builds a copy with
+two measurement-only changes: a counter of every move, printed at the end, and an optional stop once
+``TDL_MAX_MOVES`` moves are reached (checked between games, so it overshoots by at most one chain).
+The learning code itself is untouched. Needs g++ with BMI2 (any x86-64 from 2013 on).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_PATCHES = {
+    "src/network/learning.h": [
+        (
+            '#include "tuplenet.h"\n',
+            '#include "tuplenet.h"\n#include <atomic>\n#include <cstdlib>\n'
+            "inline std::atomic<unsigned long long> g_all_moves{0};\n",
+        ),
+        (
+            "    for (auto i = 1u; i <= n; i++) {\n",
+            '    static const unsigned long long limit = getenv("TDL_MAX_MOVES") '
+            '? std::stoull(getenv("TDL_MAX_MOVES")) : 0ull;\n'
+            "    for (auto i = 1u; i <= n; i++) {\n"
+            "      if (limit && g_all_moves >= limit) break;\n",
+        ),
+        (
+            "          update_stat = false;\n        }\n      }\n",
+            "          update_stat = false;\n        }\n      }\n      g_all_moves += moves;\n",
+        ),
+    ],
+    "src/train.h": [
+        (
+            "  result.print();\n",
+            '  result.print();\n  std::cout << "all moves (restart segments included): " '
+            '<< g_all_moves.load() << "\\n";\n',
+        )
+    ],
+}
+
+
+def build_cpp(repo: Path, work: Path) -> Path:
+    """Copy ``repo``'s sources to ``work``, apply the measurement patch, compile; the binary's path."""
+    src = work / "src"
+    shutil.copytree(repo / "src", src)
+    for name, edits in _PATCHES.items():
+        path = work / name
+        text = path.read_text()
+        for old, new in edits:
+            if old not in text:
+                raise SystemExit(f"{name}: this version of the C++ trainer is not the one the patch knows")
+            text = text.replace(old, new, 1)
+        path.write_text(text)
+    binary = work / "2048"
+    flags = ["-O3", "-march=native", "-std=c++17", "-mbmi", "-mbmi2", "-pthread"]
+    defines = ["-DSTRUCTURE=nw4x6", '-DFILE_NAME="nw4x6/weights.bin"', "-DGUI=false"]
+    subprocess.run(["g++", *defines, *flags, "-o", str(binary), str(src / "2048.cpp")], check=True)
+    return binary
+
+
+def parse_cpp_eval(text: str) -> dict[str, float]:
+    """Mean score and tile rates from the C++ ``agent`` command's final summary."""
+    final = text[text.rindex("avg:") :]
+    out: dict[str, float] = {"mean_score": float(re.search(r"avg:\s+(\d+)", final).group(1))}  # type: ignore[union-attr]
+    for tile, pct in re.findall(r"^\s+(\d+)\s+([\d.]+)%$", final, flags=re.M):
+        out[tile] = float(pct) / 100.0
+    return out
+
+
+def run_pair(binary: Path, moves: int, seed: int, games: int, work: Path) -> dict[str, object]:
+    cpp_dir = work / f"cpp{seed}"
+    (cpp_dir / "nw4x6").mkdir(parents=True)
+    ours_dir = work / f"ours{seed}"
+    env = dict(os.environ, TDL_MAX_MOVES=str(moves), OMP_NUM_THREADS="1")
+    t0 = time.perf_counter()
+    cpp = subprocess.Popen(
+        [str(binary), "train", "-e", "100000", "-a", "1.0", "-l", "0.5", "-c", "-r", "-o"],
+        cwd=cpp_dir,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    ours = subprocess.run(
+        [sys.executable, str(ROOT / "main.py"), "--data-dir", str(ours_dir), "train", "--agent", "ntuple"]
+        + ["--seed", str(seed), "--steps", str(moves), "--log-every", "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert cpp.stdout is not None
+    cpp_out = cpp.stdout.read()
+    _, status, usage = os.wait4(cpp.pid, 0)  # reaped here for its CPU time
+    cpp.returncode = os.waitstatus_to_exitcode(status)
+    if cpp.returncode:
+        raise SystemExit(f"the C++ trainer failed (exit {cpp.returncode})")
+    wall = time.perf_counter() - t0
+    cpp_moves = int(re.search(r"all moves \(restart segments included\): (\d+)", cpp_out).group(1))  # type: ignore[union-attr]
+    reported = re.findall(r"m/s:\s+(\d+)\s+elapsed: (\d+)s", cpp_out)
+    ck = sorted((ours_dir / "checkpoints").rglob(f"*step{moves}.npz"))
+    if not ck:
+        raise SystemExit(f"no checkpoint at {moves} moves in {ours_dir}: {ours.stdout[-400:]}")
+    mine = json.loads(
+        subprocess.run(
+            [sys.executable, str(ROOT / "scripts" / "eval_ntuple.py"), str(ck[-1]), "--games", str(games)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    cpp_eval = subprocess.run(
+        [str(binary), "agent", "-e", str(games)], cwd=cpp_dir, capture_output=True, text=True, check=True
+    ).stdout
+    theirs = parse_cpp_eval(cpp_eval)
+    return {
+        "seed": seed,
+        "wall_seconds": round(wall, 1),
+        "studio": {
+            "moves": moves,
+            "train_cpu_seconds": round(mine["trained"]["seconds"], 1),
+            "mean_score": mine["mean_score"],
+            "2048": mine["rates"]["2048"],
+            "8192": mine["rates"]["8192"],
+            "16384": mine["rates"]["16384"],
+        },
+        "cpp": {
+            "moves": cpp_moves,
+            "train_cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1),
+            "moves_its_progress_lines_count": sum(int(a) * int(b) for a, b in reported),
+            "mean_score": theirs["mean_score"],
+            "2048": theirs.get("2048", 0.0),
+            "8192": theirs.get("8192", 0.0),
+            "16384": theirs.get("16384", 0.0),
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cpp-repo", required=True, type=Path, help="a checkout of ziap/2048-tdl")
+    parser.add_argument("--moves", type=int, default=40_000_000)
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--eval-games", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=1, help="the studio's seed of pair k is seed + k")
+    parser.add_argument("--keep", type=Path, help="keep the networks and logs here (default: a temp dir)")
+    args = parser.parse_args(argv)
+    if not (args.cpp_repo / "src" / "network" / "learning.h").exists():
+        parser.error(f"{args.cpp_repo} is not a checkout of ziap/2048-tdl (no src/network/learning.h)")
+    with tempfile.TemporaryDirectory(prefix="ab-cpp-") as tmp:
+        work = args.keep or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        binary = build_cpp(args.cpp_repo, work / "cpp-build")
+        rows = []
+        for k in range(args.pairs):
+            row = run_pair(binary, args.moves, args.seed + k, args.eval_games, work)
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    ours = [float(r["studio"]["mean_score"]) for r in rows]  # type: ignore[index]
+    theirs = [float(r["cpp"]["mean_score"]) for r in rows]  # type: ignore[index]
+    summary = {
+        "moves": args.moves,
+        "pairs": args.pairs,
+        "studio_mean": round(statistics.mean(ours)),
+        "cpp_mean": round(statistics.mean(theirs)),
+        "studio_over_cpp": round(statistics.mean(ours) / statistics.mean(theirs), 3),
+    }
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
