@@ -102,8 +102,10 @@ def run_pair(binary: Path, moves: int, seed: int, games: int, work: Path) -> dic
         text=True,
     )
     ours = subprocess.run(
-        [sys.executable, str(ROOT / "main.py"), "--data-dir", str(ours_dir), "train", "--agent", "ntuple"]
-        + ["--seed", str(seed), "--steps", str(moves), "--log-every", "0"],
+        [
+            *(sys.executable, str(ROOT / "main.py"), "--data-dir", str(ours_dir), "train"),
+            *("--agent", "ntuple", "--seed", str(seed), "--steps", str(moves), "--log-every", "0"),
+        ],
         env=env,
         capture_output=True,
         text=True,
