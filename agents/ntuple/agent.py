@@ -118,8 +118,8 @@ class TupleLayout:
         ``runs[t] = [n, d_0, m_0, ...]``: tuple ``t``'s elements grouped into ``n`` runs whose cells
         follow each other on the board (element ``i`` at cell ``c``, element ``i + 1`` at ``c + 1``);
         a run from element ``i`` at cell ``c`` is read off a symmetric view of the board as
-        ``(view >> d) & m`` with ``d = 4 * (c - i)`` (a left shift when negative) and ``m`` covering
-        the run's nibbles of the index. Any order of cells works; sorted runs are just fewer steps.
+        ``rotate_right(view, d) & m`` with ``d = 4 * (c - i) mod 64`` and ``m`` covering the run's
+        nibbles of the index (unused runs: mask 0). Any order of cells works; sorted runs are just fewer steps.
         """
         n_t = len(self.tuples)
         groups: list[list[tuple[int, int, int]]] = []  # per tuple: (first element, first cell, length)
@@ -132,12 +132,12 @@ class TupleLayout:
                 else:
                     runs.append((i, c, 1))
             groups.append(runs)
-        width = 1 + 2 * max(len(g) for g in groups)
-        runs_arr = np.zeros((n_t, width), dtype=np.int64)
+        width = 1 + 2 * max(3, *(len(g) for g in groups))  # 3 runs at least: the kernels' fast path
+        runs_arr = np.zeros((n_t, width), dtype=np.uint64)
         for t, g in enumerate(groups):
             runs_arr[t, 0] = len(g)
             for r, (i, c, n) in enumerate(g):
-                runs_arr[t, 1 + 2 * r] = 4 * (c - i)
+                runs_arr[t, 1 + 2 * r] = (4 * (c - i)) % 64  # a rotation: negative = to the left
                 runs_arr[t, 2 + 2 * r] = ((1 << (4 * n)) - 1) << (4 * i)
         tlen = np.array([len(t) for t in self.tuples], dtype=np.int64)
         toff = np.concatenate([[0], np.cumsum([16 ** len(t) for t in self.tuples])[:-1]]).astype(np.int64)

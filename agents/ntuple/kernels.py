@@ -124,24 +124,85 @@ def symmetries(
     return (b, r1, _flipud(m), _mirror(t), m, _mirror(r1), _flipud(b), t)
 
 
+_U63 = np.uint64(63)
+_U64 = np.uint64(64)
+
+
+@njit(cache=True, inline="always")
+def _rotr(x: np.uint64, d: np.uint64) -> np.uint64:
+    return (x >> d) | (x << ((_U64 - d) & _U63))
+
+
 @njit(cache=True, inline="always")
 def tuple_index(bs: np.uint64, runs: np.ndarray, t: int) -> np.int64:
     """Index into tuple ``t``'s table of the (already transformed) board ``bs``.
 
     Element ``i`` of the tuple is board cell ``cells[i]``, read into nibble ``i`` of the index.
     ``runs[t] = [n, d_0, m_0, d_1, m_1, ...]`` (:meth:`agents.ntuple.TupleLayout.arrays`) groups the
-    elements whose cells follow each other on the board into ``n`` runs, each one shift (right by
-    ``d``, left by ``-d``) and one mask: the 4x6 tuples are 1 or 2 runs, not 6 cells.
+    elements whose cells follow each other on the board into ``n`` runs, each one rotation (right by
+    ``d``) and one mask: the 4x6 tuples are 1 or 2 runs, not 6 cells.
     """
     idx = np.uint64(0)
     for r in range(runs[t, 0]):
-        d = runs[t, 1 + 2 * r]
-        m = np.uint64(runs[t, 2 + 2 * r])
-        if d >= 0:
-            idx |= (bs >> np.uint64(d)) & m
-        else:
-            idx |= (bs << np.uint64(-d)) & m
+        idx |= _rotr(bs, runs[t, 1 + 2 * r]) & runs[t, 2 + 2 * r]
     return np.int64(idx)
+
+
+@njit(cache=True, inline="always")
+def _idx3(
+    x: np.uint64, d0: np.uint64, m0: np.uint64, d1: np.uint64, m1: np.uint64, d2: np.uint64, m2: np.uint64
+) -> np.int64:
+    return np.int64((_rotr(x, d0) & m0) | (_rotr(x, d1) & m1) | (_rotr(x, d2) & m2))
+
+
+@njit(cache=True, inline="always")
+def _view_indices(
+    bs: tuple[np.uint64, np.uint64, np.uint64, np.uint64, np.uint64, np.uint64, np.uint64, np.uint64],
+    runs: np.ndarray,
+    t: int,
+) -> tuple[np.int64, np.int64, np.int64, np.int64, np.int64, np.int64, np.int64, np.int64]:
+    """Tuple ``t``'s index in each of the 8 views: the hot path of every kernel.
+
+    Runs are read once per tuple, not per view, and the usual tuples (1 run, or 2-3: every built-in
+    layout) take a branch-free path where unused runs have mask 0; this is about 2x the speed of the
+    general loop of :func:`tuple_index`, which serves tuples of more runs.
+    """
+    n = runs[t, 0]
+    if n == 1:
+        d0 = runs[t, 1]
+        m0 = runs[t, 2]
+        return (
+            np.int64(_rotr(bs[0], d0) & m0),
+            np.int64(_rotr(bs[1], d0) & m0),
+            np.int64(_rotr(bs[2], d0) & m0),
+            np.int64(_rotr(bs[3], d0) & m0),
+            np.int64(_rotr(bs[4], d0) & m0),
+            np.int64(_rotr(bs[5], d0) & m0),
+            np.int64(_rotr(bs[6], d0) & m0),
+            np.int64(_rotr(bs[7], d0) & m0),
+        )
+    if n <= 3:
+        d0, m0, d1, m1, d2, m2 = runs[t, 1], runs[t, 2], runs[t, 3], runs[t, 4], runs[t, 5], runs[t, 6]
+        return (
+            _idx3(bs[0], d0, m0, d1, m1, d2, m2),
+            _idx3(bs[1], d0, m0, d1, m1, d2, m2),
+            _idx3(bs[2], d0, m0, d1, m1, d2, m2),
+            _idx3(bs[3], d0, m0, d1, m1, d2, m2),
+            _idx3(bs[4], d0, m0, d1, m1, d2, m2),
+            _idx3(bs[5], d0, m0, d1, m1, d2, m2),
+            _idx3(bs[6], d0, m0, d1, m1, d2, m2),
+            _idx3(bs[7], d0, m0, d1, m1, d2, m2),
+        )
+    return (
+        tuple_index(bs[0], runs, t),
+        tuple_index(bs[1], runs, t),
+        tuple_index(bs[2], runs, t),
+        tuple_index(bs[3], runs, t),
+        tuple_index(bs[4], runs, t),
+        tuple_index(bs[5], runs, t),
+        tuple_index(bs[6], runs, t),
+        tuple_index(bs[7], runs, t),
+    )
 
 
 @njit(cache=True)
@@ -181,8 +242,9 @@ def _views_value(
     v = 0.0
     for t in range(tlen.shape[0]):
         o = base + toff[t]
+        ix = _view_indices(bs, runs, t)
         for s in range(8):
-            v += w[o + tuple_index(bs[s], runs, t)]
+            v += w[o + ix[s]]
     return v
 
 
@@ -282,8 +344,9 @@ def _apply(
     """:func:`td_update`'s step on the weights the views ``bs`` select (see there)."""
     for t in range(tlen.shape[0]):
         o = base + toff[t]
+        ix = _view_indices(bs, runs, t)
         for s in range(8):
-            i = o + tuple_index(bs[s], runs, t)
+            i = o + ix[s]
             if use_tc:
                 a = tc_a[i]
                 rate = abs(tc_e[i]) / a if a > 0.0 else 1.0
