@@ -40,8 +40,8 @@ from agents.base import Agent
 from agents.config import AgentConfig, ConfigError, knob
 from agents.heuristics import HEURISTICS, Heuristic, NneonneoWeights, Seed004Weights, line_tables
 from engine import DIRECTIONS, Direction, Game, Rules, to_exponents
-from engine.core import slide_unchecked
-from engine.fast import count_empty, move, pack, step_bits, transpose
+from engine.core import seed_to_state, slide_unchecked
+from engine.fast import count_empty, max_exponent, move, pack, spawn, step_bits, transpose
 
 # TUNING: with nneonneo's constants (empty 270, merges 700, monotonicity 47 at power 4, sum 11 at power
 # 3.5) depth 2 reached 2048 in 64 % of 200 games. A short search over the six weights at depth 2 (a few
@@ -297,6 +297,78 @@ def search_packed(
     return out
 
 
+@njit(cache=True)
+def play_games_packed(
+    rng_states: npt.NDArray[np.uint64],
+    start_tiles: int,
+    p4: float,
+    policy: npt.NDArray[np.int64],
+    row_t: npt.NDArray[np.float64],
+    col_t: npt.NDArray[np.float64],
+    cutoff: float,
+    loss: float,
+    tt_keys: npt.NDArray[np.uint64],
+    tt_tags: npt.NDArray[np.int64],
+    tt_vals: npt.NDArray[np.float64],
+    gen: int,
+    use_tt: bool,
+    out_score: npt.NDArray[np.int64],
+    out_maxexp: npt.NDArray[np.int8],
+    out_moves: npt.NDArray[np.int64],
+) -> int:
+    """Whole games in one jitted loop: game ``g`` has the spawns of ``Game(seed)`` for
+    ``rng_states[g] = seed_to_state(seed)`` and the moves :meth:`ExpectimaxAgent.act` picks (depth
+    ``policy[empty cells]``, the best finite value, ties by action order). For weight searches and
+    evaluations over many games, without the per-move Python of :meth:`Agent.act`.
+
+    A game stops where some legal move would merge two 32768s (the packed board cannot hold the
+    65536; the agent itself would go on through the general path): its max exponent reads 16 there.
+    Returns the last table stamp used (the table never needs clearing).
+    """
+    stats = np.zeros(2, np.int64)
+    for g in range(rng_states.shape[0]):
+        rng = np.uint64(rng_states[g])
+        b = np.uint64(0)
+        for _ in range(start_tiles):
+            b, rng = spawn(b, rng, p4)
+        score = 0
+        moves = 0
+        capped = False
+        while True:
+            bits = step_bits(b)
+            if bits & 15 == 0:
+                break
+            if bits >> 4:
+                capped = True
+                break
+            gen += 1
+            depth = policy[min(np.int64(count_empty(b)), policy.shape[0] - 1)]
+            # fmt: off
+            vals = search_packed(b, depth, row_t, col_t, p4, cutoff, loss,
+                                 tt_keys, tt_tags, tt_vals, gen, use_tt, stats)
+            # fmt: on
+            d = -1
+            best = _NEG_INF
+            for k in range(4):
+                v = vals[k]
+                if (bits >> k) & 1 and np.isfinite(v) and (d < 0 or v > best):
+                    best = v
+                    d = k
+            if d < 0:  # no finite value: the first legal move, as Agent.act
+                for k in range(4):
+                    if (bits >> k) & 1:
+                        d = k
+                        break
+            after, r = move(b, d)
+            score += int(r)
+            moves += 1
+            b, rng = spawn(after, rng, p4)
+        out_score[g] = score
+        out_maxexp[g] = 16 if capped else max_exponent(b)
+        out_moves[g] = moves
+    return gen
+
+
 # ---------------------------------------------------------------------------------------- general path
 
 
@@ -422,6 +494,29 @@ class ExpectimaxAgent(Agent):
         values = general.root(board, depth)
         self.last_stats = SearchStats(general.nodes, general.tt_hits, depth, time.perf_counter() - t0, False)
         return values
+
+    def play_fast(self, games: int, seed: int = 0) -> dict[str, npt.NDArray[np.int64]]:
+        """Play ``games`` games on 4x4 in one jitted loop (:func:`play_games_packed`): game ``i`` is the
+        one ``act`` plays on ``Game(seed=seed + i)``. Score, max tile and moves per game."""
+        if self.rules.shape != (4, 4) or self.rules.spawn_per_move != 1:
+            raise ValueError("the fast game loop plays the standard 4x4 game only")
+        cfg = self.config
+        states = np.array([seed_to_state(seed + i) for i in range(games)], dtype=np.uint64)
+        policy = np.array([cfg.depth_for(e) for e in range(17)], dtype=np.int64)
+        score = np.zeros(games, np.int64)
+        maxexp = np.zeros(games, np.int8)
+        moves = np.zeros(games, np.int64)
+        row_t, col_t, keys, tags, vals = self._packed_parts()
+        # fmt: off
+        self._gen = play_games_packed(states, int(self.rules.start_tiles), float(self.rules.p4), policy,
+                                      row_t, col_t, cfg.prob_cutoff, cfg.loss_penalty, keys, tags, vals,
+                                      self._gen, cfg.transposition, score, maxexp, moves)
+        # fmt: on
+        return {
+            "score": score,
+            "max_tile": np.left_shift(np.int64(1), maxexp.astype(np.int64)),
+            "moves": moves,
+        }
 
     def move_values(self, game: Game) -> dict[Direction, float]:
         values = self.search(game)

@@ -185,3 +185,30 @@ def test_expectimax_plays_a_decent_game() -> None:
     while not game.game_over and game.max_tile < 512:
         game.step(a.act(game))
     assert game.max_tile >= 512
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"depth": 1},
+        {"depth": 2, "prob_cutoff": 0.01},
+        {"depths_policy": (2, 2, 1), "heuristic": "seed004"},
+    ],
+)
+def test_play_fast_is_the_game_played_through_act(settings: dict) -> None:
+    # the jitted game loop against its slow twin: Game(seed) stepped with agent.act, move for move
+    agent = ExpectimaxAgent(ExpectimaxConfig(**settings))
+    fast = agent.play_fast(2, seed=31)
+    for i in range(2):
+        game = Game(seed=31 + i)
+        slow = ExpectimaxAgent(ExpectimaxConfig(**settings))
+        while not game.game_over:
+            game.step(slow.act(game))
+        assert fast["score"][i] == game.score
+        assert fast["moves"][i] == game.moves
+        assert fast["max_tile"][i] == game.max_tile
+
+
+def test_play_fast_refuses_other_rules() -> None:
+    with pytest.raises(ValueError, match="4x4"):
+        ExpectimaxAgent(ExpectimaxConfig(), rules=Rules(rows=3, cols=3)).play_fast(1)
