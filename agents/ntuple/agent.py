@@ -180,6 +180,32 @@ class NTupleConfig(AgentConfig):
         high=0.95,
     )
     tc: bool = knob(True, "temporal coherence: per-weight rates |Σ errors| / Σ |errors| (Jaśkowski)")
+    init_value: float = knob(
+        0.0,
+        "optimistic initialisation (Guei et al. 2022): a fresh network values every afterstate at this, "
+        "spread over its 8 x tuples features (the paper: 320000), so boards never seen look good and "
+        "get tried; 0 = off",
+        low=0.0,
+        high=1e7,
+        advanced=True,
+    )
+    otd_moves: int = knob(
+        0,
+        "OTD+TC (Guei et al. 2022): the first N moves learn by plain TD at the OTD learning rate (no "
+        "temporal coherence; with optimistic initial values, optimistic TD), then on with TC at lr; "
+        "0 = off",
+        low=0,
+        high=10**13,
+        advanced=True,
+    )
+    otd_lr: float = knob(
+        0.1,
+        "learning rate of the OTD phase (otd_moves), plain TD's usual 0.1",
+        low=1e-4,
+        high=2.0,
+        log=True,
+        advanced=True,
+    )
     stage_tiles: tuple[int, ...] = knob(
         (),
         "multi-stage weights: a new set of tables once the max tile reaches each of these (e.g. 16384)",
@@ -290,6 +316,8 @@ class NTupleAgent(Agent):
         self._runs, self._tlen, self._toff, self._stage_thr = self.layout.arrays()
         # np.zeros maps untouched pages lazily: a fresh 4x6 network costs nothing until it learns.
         self.weights = np.zeros(self.layout.size, dtype=np.float32)
+        if self.config.init_value:  # optimistic: every board's 8 x tuples features sum to init_value
+            self.weights[:] = np.float32(self.config.init_value / (8 * len(self.layout.tuples)))
         self.n_live = 1  # stages reached in training so far
         self.truncated_games = 0
         self._tc_e: np.ndarray | None = None
@@ -426,6 +454,13 @@ class NTupleAgent(Agent):
             max_steps = np.full(workers, slice_steps, dtype=np.int64)
             if budget.steps is not None:  # what is left, shared out so that the workers end on it exactly
                 max_steps = np.minimum(max_steps, _share(budget.steps - tracker.steps, workers))
+            # OTD+TC: plain TD at otd_lr until otd_moves, a slice never crossing the switch
+            otd = self.counters.steps < self.config.otd_moves
+            if otd:
+                max_steps = np.minimum(
+                    max_steps, _share(self.config.otd_moves - self.counters.steps, workers)
+                )
+            lr = float(self.config.otd_lr if otd else self.config.lr)
             room = 1 + max_steps // 4 + 64  # a game lasts at least a few moves
             if budget.episodes is not None:
                 room = np.minimum(room, _share(budget.episodes - tracker.episodes, workers))
@@ -437,8 +472,8 @@ class NTupleAgent(Agent):
             out_restart = np.zeros((workers, cols), dtype=np.int8)
             acc = np.zeros((workers, 2))
             args = (
-                self.weights, tc_e, tc_a, self.config.tc, self._runs, self._tlen, self._toff,
-                self.layout.stage_size, self._stage_thr, float(self.config.lr), float(self.config.lam),
+                self.weights, tc_e, tc_a, self.config.tc and not otd, self._runs, self._tlen, self._toff,
+                self.layout.stage_size, self._stage_thr, lr, float(self.config.lam),
                 float(self.config.restart), float(self.rules.p4), int(self.rules.start_tiles), live,
             )  # fmt: skip
             t0 = time.perf_counter()
@@ -472,7 +507,7 @@ class NTupleAgent(Agent):
             if dt > 0 and n_steps > 0:
                 slice_steps = int(min(max(n_steps / workers * target_s / dt, 1000), 2_000_000))
             metrics: dict[str, float] = {
-                "lr": float(self.config.lr),
+                "lr": lr,
                 "steps_per_s": n_steps / dt if dt > 0 else 0.0,
                 "games": float(done),
                 "truncated_games": float(self.truncated_games),

@@ -690,3 +690,27 @@ def test_registry_config_and_rules():
     assert (hour.config.layout, hour.config.stage_tiles, hour.config.threads) == ("4x6", (16384,), 2)
     assert hour.config.downgrade_exponent() == 14
     assert hour._game_u.shape == (2, 3) and preset["budget"] == {"seconds": 3600}
+
+
+def test_optimistic_initial_values_value_every_board_at_init_value():
+    agent = NTupleAgent(NTupleConfig(layout="4x4", init_value=320_000.0), seed=1)
+    for board in ([[0] * 4] * 4, [[2, 4, 8, 16], [0, 0, 0, 0], [0, 0, 2048, 0], [4, 0, 0, 2]]):
+        assert agent.value(board) == pytest.approx(320_000.0, rel=1e-6)
+
+
+def test_otd_phase_is_plain_td_at_its_rate_then_temporal_coherence():
+    # OTD+TC: the first otd_moves are exactly a plain-TD run at otd_lr (same seed, same weights)
+    otd = NTupleAgent(NTupleConfig(layout="4x4", otd_moves=6000, otd_lr=0.1, lr=1.0), seed=3)
+    plain = NTupleAgent(NTupleConfig(layout="4x4", tc=False, lr=0.1), seed=3)
+    lrs = [e.metrics["lr"] for e in otd.train(Budget(steps=6000))]
+    for _ in plain.train(Budget(steps=6000)):
+        pass
+    assert otd.counters.steps == plain.counters.steps == 6000
+    np.testing.assert_array_equal(otd.weights, plain.weights)
+    assert set(lrs) == {0.1}
+    _, tc_a = otd._training_arrays()
+    assert not tc_a.any()  # no coherence sums gathered during the OTD phase
+    lrs = [e.metrics["lr"] for e in otd.train(Budget(steps=2000))]
+    assert set(lrs) == {1.0}
+    assert tc_a.any()
+    assert not np.array_equal(otd.weights, plain.weights)
