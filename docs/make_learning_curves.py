@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 import os
 import sys
 from collections.abc import Sequence
@@ -37,6 +36,7 @@ from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtWidgets import QApplication, QLabel, QVBoxLayout, QWidget  # noqa: E402
 
 from agents.metrics import STANDARD, MetricInfo, metrics_of  # noqa: E402
+from studio.text import duration  # noqa: E402
 from studio.widgets.curves import X_AXES, CurvesPanel, RunSeries, format_si  # noqa: E402
 
 #: --x choices: what a person types -> the widget's x axis key (its own keys are accepted too).
@@ -162,10 +162,9 @@ def describe(run: StoredRun) -> str:
         parts.append(f"seed {s.seed}")
     parts.append(f"{int(s.episodes or 0):,} games")
     parts.append(f"{format_si(float(s.steps or 0))} moves")
-    secs = float(s.elapsed or 0.0)
-    if math.isfinite(secs):
-        h, rem = divmod(round(secs), 3600)
-        parts.append(f"{h}:{rem // 60:02d}:{rem % 60:02d}" if h else f"{rem // 60}:{rem % 60:02d}")
+    took = duration(float(s.elapsed or 0.0), missing="")
+    if took:
+        parts.append(took)
     return ", ".join(parts)
 
 

@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit, prange
 
 import engine.fast
-from engine.fast import count_empty, max_exponent, move, overflows, spawn, splitmix64
+from engine.fast import count_empty, max_exponent, move, overflows, spawn, splitmix64, transpose
 
 
 def _drop_stale_cache() -> None:
@@ -70,12 +70,6 @@ INF = np.inf
 
 _M_ROW0 = np.uint64(0x000F000F000F000F)
 _M_ROW1 = np.uint64(0x00F000F000F000F0)
-_T1 = np.uint64(0xF0F00F0FF0F00F0F)
-_T2 = np.uint64(0x0000F0F00000F0F0)
-_T3 = np.uint64(0x0F0F00000F0F0000)
-_T4 = np.uint64(0xFF00FF0000FF00FF)
-_T5 = np.uint64(0x00FF00FF00000000)
-_T6 = np.uint64(0x00000000FF00FF00)
 _W1 = np.uint64(0x0000FFFF00000000)
 _W2 = np.uint64(0x00000000FFFF0000)
 
@@ -103,13 +97,6 @@ def _flipud(b: np.uint64) -> np.uint64:
 
 
 @njit(cache=True, inline="always")
-def _transpose(b: np.uint64) -> np.uint64:
-    """The board transposed: cell (r, c) moves to (c, r), by two rounds of nibble block swaps."""
-    a = (b & _T1) | ((b & _T2) << np.uint64(12)) | ((b & _T3) >> np.uint64(12))
-    return (a & _T4) | ((a & _T5) >> np.uint64(24)) | ((a & _T6) << np.uint64(24))
-
-
-@njit(cache=True, inline="always")
 def symmetries(
     b: np.uint64,
 ) -> tuple[np.uint64, np.uint64, np.uint64, np.uint64, np.uint64, np.uint64, np.uint64, np.uint64]:
@@ -118,7 +105,7 @@ def symmetries(
     ``symmetry_cells(s)[p]`` of ``b``. Eight bit tricks per board instead of one shift per cell of every
     tuple: a tuple's index is then a few masks of these boards (:func:`tuple_index`)."""
     b = np.uint64(b)  # callers may hold the board as a signed int (numba would mix them into floats)
-    t = _transpose(b)
+    t = transpose(b)
     m = _mirror(b)
     r1 = _flipud(t)  # np.rot90 once: flipud of the transpose
     return (b, r1, _flipud(m), _mirror(t), m, _mirror(r1), _flipud(b), t)
