@@ -64,10 +64,13 @@ def coach_text(grade: MoveGrade, points: bool) -> str:
         return "best" if grade.grade == BEST else "forced · the only move"
     if grade.risky and grade.grade == BLUNDER:
         cost = "this move may end the game"
-    elif points:
-        cost = f"−{grade.loss:,.0f} pts"
     else:
-        cost = "<1 % worse" if grade.relative < 0.005 else f"{grade.relative * 100:.0f} % worse"
+        if points:
+            cost = f"−{grade.loss:,.0f} pts"
+        else:
+            cost = "<1 % worse" if grade.relative < 0.005 else f"{grade.relative * 100:.0f} % worse"
+        # A figure stays in one piece: the narrow badge wrapped "(15 % worse)" before "worse)".
+        cost = cost.replace(" ", "\N{NO-BREAK SPACE}")
     return f"{grade.grade} · {ARROWS[grade.best]} {grade.best.label} was better ({cost})"
 
 

@@ -604,8 +604,20 @@ class SIAxis(pg.AxisItem):
         return out
 
 
+def tile_label(exponent: int) -> str:
+    """A tile as players name it on an axis: 2048 and 4096 in full, then 8k, 16k, 32k, 64k, 128k.
+
+    Binary thousands, so a power of two reads as one: an SI prefix made 8192 "8.19k" and 16384 "16.4k".
+    """
+    if exponent < 13:
+        return str(2**exponent)
+    if exponent < 20:
+        return f"{2 ** (exponent - 10)}k"
+    return f"{2 ** (exponent - 20)}M"
+
+
 class TileAxis(pg.AxisItem):
-    """y axis of log2(tile) values labelled with the tiles themselves (..., 512, 1024, 2k, 4k)."""
+    """y axis of log2(tile) values labelled with the tiles themselves (..., 1024, 2048, 4096, 8k, 16k)."""
 
     def tickValues(self, minVal: float, maxVal: float, size: float) -> list:
         lo, hi = math.floor(minVal), math.ceil(maxVal)
@@ -615,10 +627,7 @@ class TileAxis(pg.AxisItem):
         return [(float(every), [float(v) for v in range(max(lo, 0), hi + 1, every)])]
 
     def tickStrings(self, values: list, scale: float, spacing: float) -> list[str]:
-        return [
-            (str(2 ** round(v)) if v < 13 else format_si(2.0 ** round(v))) if 0 < v < 63 else ""
-            for v in values
-        ]
+        return [tile_label(round(v)) if 0 < v < 63 else "" for v in values]
 
 
 @dataclass

@@ -28,7 +28,7 @@ CHAIN = np.array(
     [[1024, 512, 256, 128], [64, 32, 16, 8], [2, 4, 2, 0], [0, 0, 0, 0]],
     dtype=np.int64,
 )
-BLUNDER_TEXT = "blunder · → right was better (28 % worse)"
+BLUNDER_TEXT = "blunder · → right was better (28\N{NO-BREAK SPACE}%\N{NO-BREAK SPACE}worse)"
 
 
 class NoRater(Agent):
@@ -186,6 +186,6 @@ def test_the_badge_line_for_points_and_forced_moves():
     values = [np.nan, 20000.0, np.nan, 18760.0]  # up, left, down, right (action order)
     g = grade_move(values, int(Direction.RIGHT), "points")
     assert g.grade == "mistake"
-    assert coach_text(g, points=True) == "mistake · ← left was better (−1,240 pts)"
+    assert coach_text(g, points=True) == "mistake · ← left was better (−1,240\N{NO-BREAK SPACE}pts)"
     forced = grade_move([np.nan, 5.0, np.nan, np.nan], int(Direction.LEFT), "points")
     assert coach_text(forced, points=True) == "forced · the only move"

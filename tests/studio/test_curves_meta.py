@@ -19,6 +19,7 @@ from studio.widgets.curves import (
     CurvesPanel,
     RunSeries,
     SIAxis,
+    TileAxis,
     format_duration_tick,
     format_si,
 )
@@ -66,6 +67,23 @@ def test_axis_tick_strings_are_compact(qtbot) -> None:
     wall = SIAxis("bottom", time_axis=True)
     assert wall.tickStrings([45.0, 180.0, 5400.0], 1.0, 45.0) == ["45s", "3m", "1.5h"]
     assert format_duration_tick(172800) == "2d"
+
+
+def test_tile_axis_names_tiles_as_players_do(qtbot) -> None:
+    # log2 values in, tiles out: 2048 and 4096 in full, then binary thousands (not "8.19k", "16.4k")
+    axis = TileAxis("left")
+    assert axis.tickStrings([1.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 20.0], 1.0, 1.0) == [
+        "2",
+        "2048",
+        "4096",
+        "8k",
+        "16k",
+        "32k",
+        "64k",
+        "128k",
+        "1M",
+    ]
+    assert axis.tickStrings([0.0, 63.0], 1.0, 1.0) == ["", ""]
 
 
 # ------------------------------------------------------------------ panels per agent
