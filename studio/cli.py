@@ -8,10 +8,14 @@ entry in ``COMMANDS``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import math
+import signal
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from types import FrameType
 
 COMMANDS: tuple[str, ...] = (
     "bench",
@@ -39,6 +43,28 @@ MAX_SEED = 2**62
 MAX_WORKERS = 256
 #: The longest training budget in minutes (ten years; "--minutes nan" or "inf" is refused, not "forever").
 MAX_MINUTES = 60 * 24 * 366 * 10
+
+
+@contextlib.contextmanager
+def ctrl_c_stops(stop: Callable[[], None], stopped: Callable[[], bool], message: str) -> Iterator[None]:
+    """Inside: the first Ctrl-C calls ``stop()`` and prints ``message`` (the work ends cleanly and keeps
+    what it did); the next, once ``stopped()``, aborts with KeyboardInterrupt. The handler before is put
+    back on the way out. Off the main thread (signals cannot be set there) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_sigint(signum: int, frame: FrameType | None) -> None:
+        if stopped():
+            raise KeyboardInterrupt
+        stop()
+        print(f"\n{message} (Ctrl-C again to abort)", file=sys.stderr)
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def record_id(text: str) -> int:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -24,7 +25,7 @@ from agents.config import load_preset
 from agents.ray_util import RAY_MISSING
 from agents.spec import AgentSpec
 from engine.store import GameStore
-from studio.cli import MAX_SEED, MAX_WORKERS, CliError, whole
+from studio.cli import MAX_SEED, MAX_WORKERS, CliError, ctrl_c_stops, whole
 from studio.commands import _agent_flags as flags
 from studio.progress import ProgressLine
 from studio.text import table
@@ -170,21 +171,29 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(RAY_MISSING)
     specs = contestants(args)
     results: list[EvalResult] = []
-    with GameStore.open(args.data_dir) as store:
+    stop = threading.Event()
+    stopping = "stopping: the games in flight are given up, the finished ones are kept and summed up"
+    with GameStore.open(args.data_dir) as store, ctrl_c_stops(stop.set, stop.is_set, stopping):
         for spec in specs:
             with ProgressLine(f"eval {spec.display}", total=args.games) as line:
-                results.append(
-                    evaluate(
-                        spec,
-                        args.games,
-                        args.seed,
-                        args.workers,
-                        None if args.no_log else store,
-                        _progress(line),
-                        backend=backend,
-                        ray_address=args.ray_address,
-                    )
+                result = evaluate(
+                    spec,
+                    args.games,
+                    args.seed,
+                    args.workers,
+                    None if args.no_log else store,
+                    _progress(line),
+                    should_stop=stop.is_set,
+                    backend=backend,
+                    ray_address=args.ray_address,
                 )
+            if result.games:
+                results.append(result)
+            if stop.is_set():
+                break
+    if not results:
+        print("stopped before any game finished", file=sys.stderr)
+        return 0
     if args.json:
         out = {
             "games": args.games,
@@ -196,9 +205,12 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(out))
         return 0
     print(format_table(results))
+    if stop.is_set():
+        played = ", ".join(f"{r.label} {r.games:,}" for r in results)
+        print(f"\nstopped by Ctrl-C: games finished of {args.games:,} each: {played}", file=sys.stderr)
     if not args.no_log:
         print(
-            f"\n{args.games * len(results):,} games recorded (source evaluation): "
+            f"\n{sum(r.games for r in results):,} games recorded (source evaluation): "
             "python main.py games list --source evaluation",
             file=sys.stderr,
         )

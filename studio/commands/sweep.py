@@ -13,17 +13,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 import threading
 from collections.abc import Iterator
-from types import FrameType
 from typing import Any
 
 from agents.config import load_preset
 from agents.runner import DEFAULT_CHECKPOINT_EVERY_S, DEFAULT_EVAL_GAMES, DEFAULT_EVAL_SEED
 from engine.store import GameStore, format_time
-from studio.cli import MAX_MINUTES, MAX_SEED, MAX_WORKERS, CliError, record_id, whole
+from studio.cli import MAX_MINUTES, MAX_SEED, MAX_WORKERS, CliError, ctrl_c_stops, record_id, whole
 from studio.cli import number as number_type
 from studio.commands import _agent_flags as flags
 from studio.commands.train import budget_from
@@ -192,21 +190,8 @@ def request_from_args(args: argparse.Namespace) -> SweepRequest:
 
 def _with_ctrl_c(events: Iterator[SweepEvent], stop: threading.Event) -> Iterator[SweepEvent]:
     """The first Ctrl-C stops every trial cleanly (each saves); the second aborts."""
-    if threading.current_thread() is not threading.main_thread():
+    with ctrl_c_stops(stop.set, stop.is_set, "stopping every trial after its current step"):
         yield from events
-        return
-
-    def on_sigint(signum: int, frame: FrameType | None) -> None:
-        if stop.is_set():
-            raise KeyboardInterrupt
-        stop.set()
-        print("\nstopping every trial after its current step (Ctrl-C again to abort)", file=sys.stderr)
-
-    previous = signal.signal(signal.SIGINT, on_sigint)
-    try:
-        yield from events
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,15 +8,12 @@ and the checkpoint path printed at the end. ``train --agent NAME --help`` lists 
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 import time
 import traceback
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from agents.base import Budget, Control, MetricEvent
@@ -34,7 +31,7 @@ from agents.runner import (
 )
 from engine.store import GameStore
 from engine.store.model import format_size
-from studio.cli import MAX_MINUTES, MAX_SEED, MAX_WORKERS, CliError, record_id, whole
+from studio.cli import MAX_MINUTES, MAX_SEED, MAX_WORKERS, CliError, ctrl_c_stops, record_id, whole
 from studio.cli import number as number_type
 from studio.commands import _agent_flags as flags
 from studio.progress import ProgressLine
@@ -238,24 +235,11 @@ class _Live:
 
 def _events_with_ctrl_c(run: TrainingRun) -> Iterator[MetricEvent]:
     """Iterate the run; the first Ctrl-C asks it to stop (it then saves), the second aborts."""
-    if threading.current_thread() is not threading.main_thread():
+    control = run.control
+    with ctrl_c_stops(
+        control.stop, lambda: control.stopped, "stopping after the current step and saving a checkpoint"
+    ):
         yield from run
-        return
-
-    def on_sigint(signum: int, frame: FrameType | None) -> None:
-        if run.control.stopped:
-            raise KeyboardInterrupt
-        run.control.stop()
-        print(
-            "\nstopping after the current step and saving a checkpoint (Ctrl-C again to abort)",
-            file=sys.stderr,
-        )
-
-    previous = signal.signal(signal.SIGINT, on_sigint)
-    try:
-        yield from run
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _save_traceback(data_dir: Path, run_id: int) -> Path:

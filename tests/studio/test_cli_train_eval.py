@@ -47,6 +47,40 @@ def test_eval_side_by_side_table(capsys: pytest.CaptureFixture[str], data_dir: P
         assert len(store.list_games(source="evaluation")) == 8
 
 
+def test_ctrl_c_during_eval_keeps_and_sums_up_the_finished_games(
+    capsys: pytest.CaptureFixture[str], data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import studio.commands.eval as eval_command
+
+    real = eval_command._progress
+
+    def progress_then_ctrl_c(line):  # the user presses Ctrl-C as the third game ends
+        inner = real(line)
+
+        def progress(done, total, game):
+            inner(done, total, game)
+            if done == 3:
+                os.kill(os.getpid(), signal.SIGINT)
+
+        return progress
+
+    monkeypatch.setattr(eval_command, "_progress", progress_then_ctrl_c)
+    assert cli("eval --agent greedy --agent random --games 50 --seed 3") == 0
+    captured = capsys.readouterr()
+    assert "stopping: the games in flight are given up" in captured.err
+    assert "stopped by Ctrl-C: games finished of 50 each: greedy 3" in captured.err
+    assert "3 games recorded (source evaluation)" in captured.err
+    lines = captured.out.splitlines()
+    assert lines[0].split() == ["greedy"]  # the second contestant never started
+    rows = {ln[:16].strip(): re.split(r"\s{2,}", ln[16:].strip()) for ln in lines[1:]}
+    assert rows["games"] == ["3"]
+    # the three finished games are the first three of a full evaluation on the same seed
+    assert rows["mean score"] == [evaluate(AgentSpec("greedy"), games=3, seed=3).mean_text]
+    with GameStore.open(data_dir) as store:
+        assert len(store.list_games(source="evaluation")) == 3
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
+
+
 def test_eval_json_is_one_object(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli("eval --agent greedy --games 3 --seed 3 --workers 1 --json --no-log") == 0
     data = json.loads(capsys.readouterr().out)
