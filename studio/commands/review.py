@@ -72,14 +72,28 @@ def run(args: argparse.Namespace) -> int:
             def each(k: int, total: int, done: int, moves: int) -> None:
                 line.update(k, f"game {k + 1}/{total}: {done}/{moves} moves")
 
-            reviews = review_games(store, ids, named, depth=args.depth, progress=each)
+            skipped: list[tuple[int, str]] = []
+            reviews = review_games(
+                store,
+                ids,
+                named,
+                depth=args.depth,
+                progress=each,
+                on_skip=lambda gid, why: skipped.append((gid, why)),
+            )
     if args.json:
-        print(json.dumps({"games": [r.to_json(moves=False) for r in reviews]}))
+        out = {
+            "games": [r.to_json(moves=False) for r in reviews],
+            "skipped": [{"game": gid, "reason": why} for gid, why in skipped],
+        }
+        print(json.dumps(out))
     else:
         for r in reviews:
             print(r.summary())
-        if not reviews:
+        if not reviews and not skipped:
             print("no games match", file=sys.stderr)
+    for gid, why in skipped:
+        print(f"game {gid} not reviewed: {why}", file=sys.stderr)
     return 0
 
 

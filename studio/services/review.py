@@ -73,8 +73,19 @@ class Reviewer:
         return f"{self.spec.display}{depth}"
 
     def key(self) -> str:
-        """``name@dD:hash`` — the same for the same agent, settings, checkpoint path and depth."""
-        ident = json.dumps({"spec": self.spec.key(), "depth": self.depth}, sort_keys=True)
+        """``name@dD:hash`` — the same for the same agent, settings, checkpoint file and depth.
+
+        A checkpoint counts by its path, size and modification time: a file overwritten in place (a
+        run that saves to the same name, a copy over it) is another reviewer, whose reviews are its own.
+        """
+        ident_of: dict[str, Any] = {"spec": self.spec.key(), "depth": self.depth}
+        if self.spec.checkpoint is not None:
+            try:
+                st = Path(self.spec.checkpoint).stat()
+                ident_of["file"] = [st.st_size, st.st_mtime_ns]
+            except OSError:
+                pass  # gone: the path alone (building the reviewer will say the file is missing)
+        ident = json.dumps(ident_of, sort_keys=True)
         digest = hashlib.sha1(ident.encode()).hexdigest()[:16]
         name = self.spec.name or Path(self.spec.checkpoint or "checkpoint").stem
         return f"{name}@d{self.depth if self.depth is not None else '-'}:{digest}"
@@ -379,33 +390,49 @@ def review_games(
     depth: int | None = None,
     progress: Callable[[int, int, int, int], None] | None = None,
     should_stop: ShouldStop | None = None,
+    on_skip: Callable[[int, str], None] | None = None,
 ) -> list[GameReview]:
     """Review several games with one reviewer (built once per rules); ``reviewer`` None: the default
     one for each game's rules, at ``depth`` when given. ``progress(game_no, games, moves_done,
     moves)``. Stops between moves when ``should_stop()`` says so (the reviews so far are returned,
-    the unfinished one included)."""
+    the unfinished one included).
+
+    A game the reviewer cannot review (another board size for an n-tuple network, say) is passed by
+    with ``on_skip(game_id, reason)`` and the others go on; without ``on_skip`` it raises ValueError.
+    """
     ids = list(game_ids)
     defaults: dict[Rules, Reviewer] = {}
-    agents: dict[tuple[str, Rules], Agent] = {}
+    agents: dict[tuple[str, Rules], Agent | str] = {}  # a built reviewer, or why it cannot be built
     out = []
     for k, gid in enumerate(ids):
         if should_stop is not None and should_stop():
             break
-        summary = store.get_game(gid)
-        if reviewer is None and summary.rules not in defaults:
-            defaults[summary.rules] = resolve_reviewer(store, None, depth, summary.rules)
-        chosen = reviewer or defaults[summary.rules]
-        info = store.get_review(gid, chosen.key())
-        agent = None
-        if info is None or info.reviewed < summary.n_moves:
-            slot = (chosen.key(), summary.rules)
-            if slot not in agents:
-                agents[slot] = chosen.build(summary.rules)
-            agent = agents[slot]
 
         def each(done: int, total: int, k: int = k) -> None:
             if progress is not None:
                 progress(k, len(ids), done, total)
 
-        out.append(review_game(store, gid, chosen, agent=agent, progress=each, should_stop=should_stop))
+        try:
+            summary = store.get_game(gid)
+            if reviewer is None and summary.rules not in defaults:
+                defaults[summary.rules] = resolve_reviewer(store, None, depth, summary.rules)
+            chosen = reviewer or defaults[summary.rules]
+            info = store.get_review(gid, chosen.key())
+            agent = None
+            if info is None or info.reviewed < summary.n_moves:
+                slot = (chosen.key(), summary.rules)
+                if slot not in agents:
+                    try:
+                        agents[slot] = chosen.build(summary.rules)
+                    except ValueError as e:
+                        agents[slot] = str(e)  # said once per rules, not rebuilt for every game
+                built = agents[slot]
+                if isinstance(built, str):
+                    raise ValueError(built)
+                agent = built
+            out.append(review_game(store, gid, chosen, agent=agent, progress=each, should_stop=should_stop))
+        except ValueError as e:
+            if on_skip is None:
+                raise
+            on_skip(gid, str(e))
     return out

@@ -409,16 +409,24 @@ class ProgressTab(QWidget):
         db_path = self.store.path
         stop = threading.Event()
 
-        def job(report: Callable[..., None]) -> int:
+        def job(report: Callable[..., None]) -> tuple[int, list[tuple[int, str]]]:
             from engine.store import GameStore
             from studio.services.review import review_games
 
             def each(k: int, total: int, done: int, moves: int) -> None:
                 report(k + (done / moves if moves else 1.0), total, f"game {k + 1} of {total}")
 
+            skipped: list[tuple[int, str]] = []
             with GameStore(db_path) as store:  # the worker thread's own connection
-                reviews = review_games(store, ids, reviewer, progress=each, should_stop=stop.is_set)
-            return sum(r.complete for r in reviews)
+                reviews = review_games(
+                    store,
+                    ids,
+                    reviewer,
+                    progress=each,
+                    should_stop=stop.is_set,
+                    on_skip=lambda gid, why: skipped.append((gid, why)),
+                )
+            return sum(r.complete for r in reviews), skipped
 
         if self.review_worker is not None:
             self.review_worker.deleteLater()
@@ -458,7 +466,14 @@ class ProgressTab(QWidget):
         self.reviewProgress.setFormat(text or "%p%")
 
     def _on_review_result(self, value: object) -> None:
-        self.status.emit(f"Reviewed {int(value):,} games")  # type: ignore[call-overload]
+        assert isinstance(value, tuple)  # the job's (games reviewed, [(game id, why not)])
+        done: int = value[0]
+        skipped: list[tuple[int, str]] = value[1]
+        text = f"Reviewed {done:,} games"
+        if skipped:
+            gid, why = skipped[0]
+            text += f"; {len(skipped):,} could not be (game {gid}: {why})"
+        self.status.emit(text)
 
     def _on_review_error(self, message: str) -> None:
         self.status.emit(f"Review failed: {message}")

@@ -201,8 +201,11 @@ def test_tab_reviews_the_unreviewed_games(qtbot, data_dir, games, window):
     tab = _progress_tab(window)
     tab.reviewerCombo.setCurrentIndex(tab.reviewerCombo.findText("expectimax d1"))
     assert tab.wait_loaded()
+    said: list[str] = []
+    tab.status.connect(said.append)
     assert tab.start_review()
     assert tab.wait_review()
+    assert "Reviewed 2 games" in said
     assert tab.data.unreviewed == []
     assert tab.points("accuracy") == 4
     assert "0 unreviewed" in tab.summaryLabel.text()

@@ -262,6 +262,50 @@ def test_review_many_games_builds_the_reviewer_once(data_dir, monkeypatch):
     assert len(builds) == 1
 
 
+def test_a_game_the_reviewer_cannot_review_is_passed_by_and_the_batch_goes_on(data_dir, capsys):
+    small = Rules(rows=3, cols=3)
+    ex = create_agent("expectimax", {"depth": 1})
+    with GameStore.open(data_dir) as store:
+        first = store.record_trace(play(ex, seed=1, moves=15), "human")
+        game = Game(rules=small, seed=2)  # a 3x3 game: an n-tuple network plays 4x4 only
+        trace = GameTrace.start(game)
+        for _ in range(5):
+            play_recorded(game, game.legal_moves()[0], trace)
+        trace.final_board = game.board
+        odd = store.record_trace(trace, "human")
+        last = store.record_trace(play(ex, seed=3, moves=15), "human")
+        ntuple = Reviewer(AgentSpec(name="ntuple", config={"layout": "4x4"}), 1)
+        skipped: list[tuple[int, str]] = []
+        reviews = review_games(store, [first, odd, last], ntuple, on_skip=lambda g, w: skipped.append((g, w)))
+        assert [r.game_id for r in reviews] == [first, last] and all(r.complete for r in reviews)
+        assert [g for g, _ in skipped] == [odd] and skipped[0][1].startswith("ntuple cannot play these rules")
+        with pytest.raises(ValueError, match="cannot play these rules"):  # no on_skip: as before, it raises
+            review_games(store, [odd], ntuple)
+    argv = ["--data-dir", str(data_dir), "review", "--source", "human", "--since", "2000-01-01"]
+    assert main([*argv, "--reviewer", "ntuple", "--depth", "1", "--json"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert [g["game"] for g in out["games"]] == [first, last]
+    assert [s["game"] for s in out["skipped"]] == [odd]
+    assert f"game {odd} not reviewed: ntuple cannot play these rules" in captured.err
+
+
+def test_a_checkpoint_overwritten_in_place_is_another_reviewer(small_checkpoint, tmp_path):
+    import os
+    import shutil
+
+    path = tmp_path / "net.npz"
+    shutil.copyfile(small_checkpoint, path)
+    os.utime(path, ns=(1_000_000_000, 1_000_000_000))
+    reviewer = Reviewer(AgentSpec.from_checkpoint(str(path)), 2)
+    before = reviewer.key()
+    assert reviewer.key() == before  # stable while the file stays
+    create_agent("ntuple", {"layout": "4x4"}, seed=9).save(path)  # the same name, other weights
+    after = reviewer.key()
+    assert after != before
+    assert after.split(":")[0] == before.split(":")[0] == "net@d2"
+
+
 def test_deleting_a_game_deletes_its_reviews(data_dir):
     with GameStore.open(data_dir) as store:
         gid = store.record_trace(play(create_agent("greedy"), seed=1, moves=10), "human")
