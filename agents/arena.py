@@ -23,6 +23,8 @@ import math
 import multiprocessing as mp
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,8 +46,14 @@ Z95 = 1.96
 LIVE_EVERY = 0.25
 #: Worker processes add their moves to the shared count in steps of this many (and at each game's end).
 _MOVES_STEP = 32
+
+
 #: Where the games play: worker processes on this machine, or Ray actors.
 BACKENDS: tuple[str, ...] = ("local", "ray")
+
+
+class WorkerError(ChildProcessError):
+    """A worker process could not play: it could not build its agent, or it died mid-game."""
 
 
 class Stopped(Exception):
@@ -384,14 +392,21 @@ class EtaModel:
 # --------------------------------------------------------------------------------------- workers
 
 _worker_agent: Agent | None = None
+_worker_error: str | None = None  # why this worker could not build its agent (said by every game)
 _worker_moves: Any = None  # a shared multiprocessing.Value("q"): moves played by all workers
 
 
 def _init_worker(spec: AgentSpec, rules: Rules, moves: Any = None) -> None:
-    global _worker_agent, _worker_moves
-    _worker_agent = spec.build()
+    global _worker_agent, _worker_error, _worker_moves
     _worker_moves = moves
-    warm_up(_worker_agent, rules)
+    try:
+        _worker_agent = spec.build()
+        warm_up(_worker_agent, rules)
+    except Exception as e:
+        # Kept, not raised: a failing initialiser breaks the pool without a word (multiprocessing.Pool
+        # even restarted it forever); the first game reports it instead, as a one-line error.
+        _worker_agent = None
+        _worker_error = f"{type(e).__name__}: {e}"
 
 
 def _add_moves(n: int) -> None:
@@ -401,7 +416,8 @@ def _add_moves(n: int) -> None:
 
 
 def _worker_play(job: tuple[Rules, int, int, bool]) -> GameOutcome:
-    assert _worker_agent is not None, "worker not initialised"
+    if _worker_agent is None:
+        raise WorkerError(f"a worker process could not build the agent: {_worker_error or 'not initialised'}")
     rules, seed, index, record = job
     pending = 0
 
@@ -573,28 +589,71 @@ def evaluate(
             tick(played)
         moves_now = played
     else:
-        ctx = mp.get_context("spawn")
-        counter = ctx.Value("q", 0)
-        with ctx.Pool(n_proc, initializer=_init_worker, initargs=(spec, rules, counter)) as pool:
-            it = pool.imap_unordered(_worker_play, jobs, chunksize=1)
-            while True:
-                if asked_to_stop():
-                    stopped = True
-                    break  # leaving the block terminates the pool: the workers end now
-                try:
-                    outcome = it.next(timeout=poll)
-                except mp.TimeoutError:
-                    tick(int(counter.value))
-                    continue
-                except StopIteration:
-                    break
-                collect(outcome)
-                tick(int(counter.value))
-            moves_now = int(counter.value)
+        stopped, moves_now = _evaluate_in_processes(
+            spec, rules, n_proc, jobs, poll, collect, tick, asked_to_stop
+        )
     result = tally.result(cancelled=stopped)
     if live is not None:
         live(result, moves_now)
     return result
+
+
+def _evaluate_in_processes(
+    spec: AgentSpec,
+    rules: Rules,
+    n_proc: int,
+    jobs: Iterable[tuple[Rules, int, int, bool]],
+    poll: float,
+    collect: Callable[[GameOutcome], None],
+    tick: Callable[[int], None],
+    asked_to_stop: Callable[[], bool],
+) -> tuple[bool, int]:
+    """:func:`evaluate`'s games in ``n_proc`` spawned processes; returns (stopped, moves played).
+
+    A process pool whose death is news: a worker that dies (killed, out of memory) raises WorkerError
+    here, where :class:`multiprocessing.Pool` lost the game and waited for it forever. Two games per
+    worker are queued at a time, so a stop or a failure does not leave thousands of jobs behind.
+    """
+    ctx = mp.get_context("spawn")
+    counter = ctx.Value("q", 0)
+    pool = ProcessPoolExecutor(
+        n_proc, mp_context=ctx, initializer=_init_worker, initargs=(spec, rules, counter)
+    )
+    todo = iter(jobs)
+    pending: set[Future[GameOutcome]] = set()
+    stopped = False
+
+    def top_up() -> None:
+        while len(pending) < 2 * n_proc:
+            job = next(todo, None)
+            if job is None:
+                return
+            pending.add(pool.submit(_worker_play, job))
+
+    try:
+        top_up()
+        while pending:
+            if asked_to_stop():
+                stopped = True
+                break
+            done, _ = wait(pending, timeout=poll, return_when=FIRST_COMPLETED)
+            for future in done:
+                pending.discard(future)
+                try:
+                    outcome = future.result()
+                except BrokenProcessPool:
+                    raise WorkerError(
+                        "a worker process ended in the middle of its games (killed, or out of memory?)"
+                    ) from None
+                collect(outcome)
+            top_up()
+            tick(int(counter.value))
+        return stopped, int(counter.value)
+    finally:
+        # The games in flight are given up: the workers end now, not after their current game.
+        for proc in list((getattr(pool, "_processes", None) or {}).values()):
+            proc.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _evaluate_on_ray(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import multiprocessing as mp
+import os
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +12,7 @@ import pytest
 from agents.arena import (
     EtaModel,
     EvalResult,
+    WorkerError,
     evaluate,
     game_seeds,
     mean_ci95,
@@ -18,7 +21,7 @@ from agents.arena import (
     reached_at_least,
     tile_thresholds,
 )
-from agents.baselines import GreedyAgent
+from agents.baselines import GreedyAgent, RandomAgent
 from agents.spec import AgentSpec
 from engine import Rules
 from engine.store import GameStore
@@ -33,6 +36,46 @@ def test_two_workers_give_the_same_results_as_one() -> None:
         np.testing.assert_array_equal(getattr(one, field), getattr(two, field))
     other = evaluate(spec, games=6, seed=43, workers=1)
     assert not np.array_equal(one.scores, other.scores)
+
+
+class BuildsOnlyInTheParent(RandomAgent):
+    """Built fine here, refused in a worker process (a file gone between the two, say)."""
+
+    name = "test_parent_only"
+
+    def __init__(self, *args, **kwargs) -> None:
+        if mp.parent_process() is not None:
+            raise RuntimeError("no agent in a worker")
+        super().__init__(*args, **kwargs)
+
+
+class DiesInTheWorker(RandomAgent):
+    """A worker process that dies in its first game (killed, out of memory)."""
+
+    name = "test_dies"
+
+    def act(self, game):
+        if mp.parent_process() is not None and game.moves >= 3:
+            os._exit(3)
+        return super().act(game)
+
+
+@pytest.mark.parametrize(
+    "cls, message",
+    [
+        (
+            BuildsOnlyInTheParent,
+            "a worker process could not build the agent: RuntimeError: no agent in a worker",
+        ),
+        (DiesInTheWorker, "a worker process ended in the middle of its games"),
+    ],
+)
+def test_a_worker_that_fails_is_an_error_not_a_wait_forever(cls, message) -> None:
+    # multiprocessing.Pool restarted a failing initialiser forever and lost a dead worker's game,
+    # so evaluate() waited for ever; now it says why, at once
+    spec = AgentSpec(cls.name, target=f"{__name__}:{cls.__name__}")
+    with pytest.raises(WorkerError, match=message):
+        evaluate(spec, games=8, seed=1, workers=2)
 
 
 def test_games_are_stored_as_evaluation_from_the_parent(data_dir: Path) -> None:
