@@ -11,9 +11,11 @@ error in its place, and the rest of the studio opens.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
+import threading
 import traceback
 from pathlib import Path
 from typing import Any
@@ -367,6 +369,29 @@ def create_window(
     return MainWindow(store, path, settings if settings is not None else make_settings())
 
 
+#: Milliseconds after the window shows before the agents' modules are imported in the background.
+PRELOAD_AFTER_MS = 300
+
+
+def preload_agents() -> threading.Thread:
+    """Import every registered agent's module in a background thread (started, returned).
+
+    The first look at a torch agent (the Train tab's form for DQN, an Arena pick) imported torch on
+    the GUI thread: 2.5 s of frozen window. Imported here while the user looks at the board, it is
+    ready when asked for; a tab that asks sooner waits only for the rest of that import.
+    """
+    from agents.registry import agent_names, get_agent_class
+
+    def work() -> None:
+        for name in agent_names():
+            with contextlib.suppress(Exception):  # the tab that needs it says why it cannot load
+                get_agent_class(name)
+
+    thread = threading.Thread(target=work, name="preload-agents", daemon=True)
+    thread.start()
+    return thread
+
+
 def run_app(data_dir: str | os.PathLike[str] | None = None) -> int:
     """Open the studio window and run the event loop; the exit status."""
     app = QApplication.instance() or QApplication(sys.argv[:1])
@@ -379,4 +404,5 @@ def run_app(data_dir: str | os.PathLike[str] | None = None) -> int:
         QMessageBox.critical(None, "2048 Studio cannot start", str(e))
         return 2
     window.show()
+    QTimer.singleShot(PRELOAD_AFTER_MS, preload_agents)
     return int(app.exec())

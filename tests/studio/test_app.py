@@ -31,6 +31,28 @@ def test_import_studio_does_not_import_qt():
     assert out.stdout.strip() == "create_window"
 
 
+def test_the_agents_are_imported_in_the_background_so_the_first_train_tab_opens_at_once():
+    # A fresh interpreter: torch is not loaded until preload_agents() runs off the GUI thread, and
+    # then every registered agent's class is there without another import.
+    code = textwrap.dedent(
+        """
+        import sys, threading
+        from studio.app import preload_agents
+        from agents import registry
+        assert "torch" not in sys.modules
+        thread = preload_agents()
+        assert thread.daemon and thread is not threading.main_thread()
+        thread.join(120)
+        assert "torch" in sys.modules
+        print(sorted(registry._cache) == sorted(registry.agent_names()), len(registry._cache))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr
+    ok, count = out.stdout.split()
+    assert ok == "True" and int(count) >= 9
+
+
 def test_every_tab_meets_the_tab_protocol_and_its_routed_signals_are_wired(qtbot, window, monkeypatch):
     from PySide6.QtCore import Signal
 
