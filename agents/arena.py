@@ -46,8 +46,6 @@ Z95 = 1.96
 LIVE_EVERY = 0.25
 #: Worker processes add their moves to the shared count in steps of this many (and at each game's end).
 _MOVES_STEP = 32
-
-
 #: Where the games play: worker processes on this machine, or Ray actors.
 BACKENDS: tuple[str, ...] = ("local", "ray")
 

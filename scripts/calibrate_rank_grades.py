@@ -30,7 +30,8 @@ from agents.base import Agent
 from agents.expectimax import ExpectimaxAgent, ExpectimaxConfig
 from agents.hints import relative_gap
 from agents.review import BEST, BLUNDER, GOOD, INACCURACY, MISTAKE, THRESHOLDS, death_risk, grade_move
-from engine import Game, Rules
+from engine import Direction, Game, Rules
+from studio.services.review import position_values
 
 #: Grades as ordinals (best and good share 1: a move the points reviewer calls best but the rank
 #: reviewer does not is on the "good" side of every boundary).
@@ -95,12 +96,6 @@ def positions(games: int, seed: int, eps: float) -> list[npt.NDArray[np.int64]]:
     return out
 
 
-def move_values(agent: Agent, board: npt.NDArray[np.int64]) -> dict[int, float]:
-    game = Game(rules=Rules(), board=board)
-    legal = {int(d) for d in game.legal_moves()}
-    return {int(d): float(v) for d, v in agent.move_values(game).items() if int(d) in legal}
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("checkpoint", help="an n-tuple checkpoint: the points reviewer (at 2-ply)")
@@ -119,17 +114,15 @@ def main(argv: list[str] | None = None) -> int:
     half: list[int] = []
     boards = positions(args.games, args.seed, args.eps)[:: args.every]
     for n, board in enumerate(boards):
-        pv, rv = move_values(points, board), move_values(rank, board)
-        if len(pv) < 2 or set(pv) != set(rv):
-            continue  # forced, or the two disagree on what is legal (never on the classic game)
-        top_r = max(rv.values())
-        for d in pv:
-            if rv[d] >= top_r or death_risk(board, d):
+        pv, rv = position_values(points, Rules(), board), position_values(rank, Rules(), board)
+        legal = np.flatnonzero(np.isfinite(pv))
+        if len(legal) < 2 or not np.isfinite(rv[legal]).all():
+            continue  # forced, or a move the heuristic does not rate
+        top_r = float(np.nanmax(rv))
+        for d in legal:
+            if rv[d] >= top_r or death_risk(board, Direction(int(d))):
                 continue  # the rank reviewer's best (graded best either way), or a blunder by rule
-            values = np.full(4, np.nan)
-            for m, v in pv.items():
-                values[m] = v
-            grade = grade_move(values, d, "points", board=board).grade
+            grade = grade_move(pv, int(d), "points", board=board).grade
             gaps.append(min(1.0, relative_gap(top_r, rv[d])))
             levels.append(LEVEL[grade])
             half.append(n % 2)

@@ -62,15 +62,14 @@ def coach_text(grade: MoveGrade, points: bool) -> str:
     ``mistake · ← left was better (−1,240 pts)`` (``points``: the losses are expected points)."""
     if grade.grade in (BEST, FORCED):
         return "best" if grade.grade == BEST else "forced · the only move"
+    # A figure is joined by no-break spaces: the narrow badge wrapped "(15 % worse)" before "worse)".
+    nb = "\N{NO-BREAK SPACE}"
     if grade.risky and grade.grade == BLUNDER:
         cost = "this move may end the game"
+    elif points:
+        cost = f"−{grade.loss:,.0f}{nb}pts"
     else:
-        if points:
-            cost = f"−{grade.loss:,.0f} pts"
-        else:
-            cost = "<1 % worse" if grade.relative < 0.005 else f"{grade.relative * 100:.0f} % worse"
-        # A figure stays in one piece: the narrow badge wrapped "(15 % worse)" before "worse)".
-        cost = cost.replace(" ", "\N{NO-BREAK SPACE}")
+        cost = f"<1{nb}%{nb}worse" if grade.relative < 0.005 else f"{grade.relative * 100:.0f}{nb}%{nb}worse"
     return f"{grade.grade} · {ARROWS[grade.best]} {grade.best.label} was better ({cost})"
 
 

@@ -3,24 +3,17 @@ tiny end-to-end run against a small n-tuple checkpoint."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 
 from agents.base import Budget
 from agents.registry import create_agent
-
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "calibrate_rank_grades.py"
+from tests.scripts import load_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("calibrate_rank_grades", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("calibrate_rank_grades")
 
 
 def test_the_fit_on_a_hand_made_set():

@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
 from agents.base import MetricEvent
 from engine import Rules
 from engine.store import GameStore
-
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "metric_reached.py"
+from tests.scripts import load_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("metric_reached", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("metric_reached")
 
 
 @pytest.fixture
