@@ -165,9 +165,10 @@ def first_nonfinite(arrays: Mapping[str, np.ndarray]) -> str | None:
 # ------------------------------------------------------------------------------------------- reading
 
 
-def read_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def read_checkpoint(path: str | Path, *, arrays: bool = True) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Metadata (checked by :func:`check_meta`, defaults filled in) and arrays of a checkpoint file;
-    nothing executed, nothing read before the archive's sizes are checked."""
+    nothing executed, nothing read before the archive's sizes are checked. ``arrays=False``: the
+    metadata only (the arrays, hundreds of MB for an n-tuple network, are not inflated)."""
     path = Path(path)
     name = path.name
     if not path.exists():
@@ -195,7 +196,7 @@ def read_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndar
             fh.seek(0)
             with np.load(fh, allow_pickle=False) as npz:
                 raw = npz[META_KEY]
-                arrays = {k: npz[k] for k in npz.files if k != META_KEY}
+                data = {k: npz[k] for k in npz.files if k != META_KEY and arrays}
     except CheckpointError:
         raise
     except ValueError as e:  # NpzSizeError included
@@ -207,7 +208,7 @@ def read_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndar
     except Exception as e:  # zip, zlib, bz2, lzma, EOF, OS: all mean the same to the user
         raise CheckpointError(f"{name} is damaged or truncated: {e or type(e).__name__}") from None
     meta = check_meta(_decode_meta(raw, name), name)
-    return meta, {k: _plain_array(k, v, name) for k, v in arrays.items()}
+    return meta, {k: _plain_array(k, v, name) for k, v in data.items()}
 
 
 def _no_constant(text: str) -> Any:

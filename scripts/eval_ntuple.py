@@ -19,6 +19,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -50,29 +51,59 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads < 1:
         parser.error(f"--threads must be at least 1, got {args.threads}")
     try:
-        agent = Agent.load(args.checkpoint)
-    except ValueError as e:  # CheckpointError: one line saying why
+        out = evaluate(
+            args.checkpoint,
+            games=args.games,
+            seed=args.seed,
+            depth=args.depth,
+            depths_policy=args.depths_policy,
+            downgrade_from=args.downgrade_from,
+            threads=args.threads,
+        )
+    except ValueError as e:  # a CheckpointError, another agent's checkpoint, a search out of range
         print(f"{parser.prog}: error: {e}", file=sys.stderr)
         return 2
+    print(json.dumps(out, indent=1))
+    return 0
+
+
+def evaluate(
+    checkpoint: str | Path,
+    *,
+    games: int = 100,
+    seed: int = 1_000_000,
+    depth: int = 1,
+    depths_policy: str | tuple[int, ...] = (),
+    downgrade_from: int = 0,
+    threads: int = 1,
+) -> dict[str, Any]:
+    """The figures ``main`` prints for one checkpoint (ValueError, one line, when it cannot play)."""
+    if games < 1 or threads < 1:
+        raise ValueError(f"games and threads must be at least 1, got {games} and {threads}")
+    agent = Agent.load(checkpoint)  # CheckpointError (a ValueError): one line saying why
     if not isinstance(agent, NTupleAgent):
-        parser.error(f"{args.checkpoint} is not an ntuple checkpoint")
-    try:
-        policy = tuple(int(x) for x in args.depths_policy.split(",") if x.strip())
-        agent.config = agent.config.replace(
-            search_depth=args.depth, depths_policy=policy, downgrade_from=args.downgrade_from
-        )
-    except ValueError as e:
-        parser.error(str(e))
-    agent.play_fast(1, seed=args.seed, threads=args.threads)  # compile / load the kernels outside the clock
+        raise ValueError(f"{checkpoint} is not an ntuple checkpoint")
+    if isinstance(depths_policy, str):
+        try:
+            depths_policy = tuple(int(x) for x in depths_policy.split(",") if x.strip())
+        except ValueError:
+            raise ValueError(
+                f"depths policy {depths_policy!r} is not depths by free cells, e.g. 3,3,2,2,1"
+            ) from None
+    policy = tuple(depths_policy)
+    agent.config = agent.config.replace(
+        search_depth=depth, depths_policy=policy, downgrade_from=downgrade_from
+    )
+    agent.play_fast(1, seed=seed, threads=threads)  # compile / load the kernels outside the clock
     c0, w0 = time.process_time(), time.perf_counter()
-    res = agent.play_fast(args.games, seed=args.seed, threads=args.threads)
+    res = agent.play_fast(games, seed=seed, threads=threads)
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
     score, tiles, moves = res["score"], res["max_tile"], res["moves"]
-    out = {
-        "checkpoint": str(args.checkpoint),
-        "games": args.games,
-        "search": {"depth": args.depth, "depths_policy": list(policy), "downgrade_from": args.downgrade_from},
-        "threads": args.threads,
+    return {
+        "checkpoint": str(checkpoint),
+        "games": games,
+        "search": {"depth": depth, "depths_policy": list(policy), "downgrade_from": downgrade_from},
+        "threads": threads,
         "mean_score": float(score.mean()),
         "median_score": float(np.median(score)),
         "max_score": int(score.max()),
@@ -88,8 +119,6 @@ def main(argv: list[str] | None = None) -> int:
             "seconds": agent.counters.seconds,
         },
     }
-    print(json.dumps(out, indent=1))
-    return 0
 
 
 if __name__ == "__main__":
