@@ -238,16 +238,17 @@ class Figure(QWidget):
         return {t: self.curves.panel_legend(t) for t in self.curves.panel_titles()}
 
 
-def render(figure: Figure, size: tuple[int, int], out: Path) -> tuple[int, int]:
-    """Lay the figure out at ``size``, draw every plot and save it; the saved image's size."""
+def render(figure: QWidget, curves: CurvesPanel, size: tuple[int, int], out: Path) -> tuple[int, int]:
+    """Lay ``figure`` (holding ``curves``) out at ``size``, draw every plot and save it; the saved
+    image's size."""
     app = QApplication.instance()
     figure.resize(*size)
     figure.show()
     for _ in range(3):  # layout, then the plots at their final size, then a last redraw
         if app is not None:
             app.processEvents()
-        figure.curves.fit()
-        figure.curves.redraw()
+        curves.fit()
+        curves.redraw()
     if app is not None:
         app.processEvents()
     image = figure.grab().toImage()
@@ -316,7 +317,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             log_y=args.log_y,
         )
         try:
-            w, h = render(figure, args.size, args.out)
+            w, h = render(figure, figure.curves, args.size, args.out)
             panels = figure.panels()
             constants = list(figure.curves.constants)
         finally:

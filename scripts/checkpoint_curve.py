@@ -38,7 +38,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from agents.checkpoint import read_checkpoint  # noqa: E402
-from scripts.eval_ntuple import evaluate  # noqa: E402
+from scripts.eval_ntuple import evaluate, parse_depths_policy  # noqa: E402
 
 #: The tile rates the table and the plot show (the low ones are ~100 % past the first minutes).
 TILES = (16384, 32768)
@@ -232,6 +232,7 @@ def draw(
     from PySide6.QtWidgets import QApplication, QLabel, QVBoxLayout, QWidget
 
     from agents.metrics import MetricInfo
+    from docs.make_learning_curves import UsageError as DrawError
     from docs.make_learning_curves import hide_toolbar, render
     from studio.widgets.curves import CurvesPanel, RunSeries
 
@@ -286,10 +287,9 @@ def draw(
         shown.append((i, series))
     curves.set_x_axis("elapsed")
     curves.set_runs(shown)
-    figure.curves = curves  # type: ignore[attr-defined]  # what render() lays out and redraws
     try:
-        render(figure, size, out)  # type: ignore[arg-type]
-    except Exception as e:  # its UsageError: the file cannot be written
+        render(figure, curves, size, out)
+    except DrawError as e:  # the file cannot be written
         raise UsageError(str(e)) from None
     finally:
         figure.close()
@@ -332,11 +332,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.games < 1 or args.threads < 1:
             raise UsageError(f"--games and --threads must be at least 1, got {args.games} and {args.threads}")
         try:
-            policy = [int(x) for x in args.depths_policy.split(",") if x.strip()]
-        except ValueError:
-            raise UsageError(
-                f"--depths-policy {args.depths_policy!r} is not depths such as 3,3,2,2,1"
-            ) from None
+            policy = list(parse_depths_policy(args.depths_policy))
+        except ValueError as e:
+            raise UsageError(str(e)) from None
         search = {"depth": args.depth, "depths_policy": policy, "downgrade_from": args.downgrade_from}
         runs = [parse_run(text) for text in args.runs]
         evaluate_runs(

@@ -67,6 +67,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def parse_depths_policy(text: str) -> tuple[int, ...]:
+    """``"3,3,2,2,1" -> (3, 3, 2, 2, 1)``; ``""`` -> ``()`` (no policy); ValueError saying what it is not."""
+    try:
+        return tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise ValueError(f"depths policy {text!r} is not depths by free cells, e.g. 3,3,2,2,1") from None
+
+
 def evaluate(
     checkpoint: str | Path,
     *,
@@ -83,14 +91,7 @@ def evaluate(
     agent = Agent.load(checkpoint)  # CheckpointError (a ValueError): one line saying why
     if not isinstance(agent, NTupleAgent):
         raise ValueError(f"{checkpoint} is not an ntuple checkpoint")
-    if isinstance(depths_policy, str):
-        try:
-            depths_policy = tuple(int(x) for x in depths_policy.split(",") if x.strip())
-        except ValueError:
-            raise ValueError(
-                f"depths policy {depths_policy!r} is not depths by free cells, e.g. 3,3,2,2,1"
-            ) from None
-    policy = tuple(depths_policy)
+    policy = parse_depths_policy(depths_policy) if isinstance(depths_policy, str) else tuple(depths_policy)
     agent.config = agent.config.replace(
         search_depth=depth, depths_policy=policy, downgrade_from=downgrade_from
     )
