@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -38,7 +39,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from agents.checkpoint import read_checkpoint  # noqa: E402
-from scripts.eval_ntuple import evaluate, parse_depths_policy  # noqa: E402
+from scripts.eval_ntuple import check_counts, evaluate, parse_depths_policy  # noqa: E402
 
 #: The tile rates the table and the plot show (the low ones are ~100 % past the first minutes).
 TILES = (16384, 32768)
@@ -329,9 +330,10 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        if args.games < 1 or args.threads < 1:
-            raise UsageError(f"--games and --threads must be at least 1, got {args.games} and {args.threads}")
+        if not (math.isfinite(args.every_minutes) and args.every_minutes >= 0):
+            raise UsageError(f"--every-minutes must be a number of minutes >= 0, got {args.every_minutes}")
         try:
+            check_counts(args.games, args.threads)
             policy = list(parse_depths_policy(args.depths_policy))
         except ValueError as e:
             raise UsageError(str(e)) from None

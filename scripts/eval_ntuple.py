@@ -25,6 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from agents.arena import MAX_GAMES
 from agents.base import Agent
 from agents.ntuple import NTupleAgent
 
@@ -67,6 +68,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def check_counts(games: int, threads: int) -> None:
+    """ValueError unless 1 <= games <= the arena's MAX_GAMES and threads >= 1 (a mistyped count asked
+    for gigabytes of result arrays and hours of play)."""
+    if not 1 <= games <= MAX_GAMES:
+        raise ValueError(f"games must be between 1 and {MAX_GAMES:,}, got {games:,}")
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1, got {threads}")
+
+
 def parse_depths_policy(text: str) -> tuple[int, ...]:
     """``"3,3,2,2,1" -> (3, 3, 2, 2, 1)``; ``""`` -> ``()`` (no policy); ValueError saying what it is not."""
     try:
@@ -86,8 +96,7 @@ def evaluate(
     threads: int = 1,
 ) -> dict[str, Any]:
     """The figures ``main`` prints for one checkpoint (ValueError, one line, when it cannot play)."""
-    if games < 1 or threads < 1:
-        raise ValueError(f"games and threads must be at least 1, got {games} and {threads}")
+    check_counts(games, threads)
     agent = Agent.load(checkpoint)  # CheckpointError (a ValueError): one line saying why
     if not isinstance(agent, NTupleAgent):
         raise ValueError(f"{checkpoint} is not an ntuple checkpoint")

@@ -143,7 +143,11 @@ def test_main_prints_the_table_json_and_draws_the_plot(
     [
         (["{missing}"], "no checkpoint or checkpoint folder"),
         (["{empty}"], "holds no checkpoint"),
-        (["{run}", "--games", "0"], "must be at least 1"),
+        (["{run}", "--games", "0"], "games must be between 1 and"),
+        (["{run}", "--games", "99999999999999"], "games must be between 1 and"),
+        (["{run}", "--threads", "0"], "threads must be at least 1"),
+        (["{run}", "--every-minutes", "nan"], "--every-minutes must be"),
+        (["{run}", "--every-minutes", "-5"], "--every-minutes must be"),
         (["{run}", "--depths-policy", "3,x"], "is not depths"),
         (["{run}", "--depth", "9"], "search_depth"),
         (["{junk}"], "not an .npz archive"),
