@@ -103,15 +103,61 @@ def format_si(value: float, spacing: float | None = None) -> str:
     return text + suffix
 
 
-def format_duration_tick(seconds: float) -> str:
-    """Wall-time ticks: "45s", "3m", "1.5h", "2d"."""
+def format_duration_tick(seconds: float, spacing: float | None = None) -> str:
+    """Wall-time ticks: "45s", "3m", "1.5h", "2d".
+
+    With the ticks' ``spacing`` in whole seconds, the value is written in clock units down to the
+    spacing's own unit: "1h10m" on a 10-minute axis, "1m30s" on a 30-second one (a decimal hour,
+    "1.2h", cannot say where between 1h and 1h30m a tick is).
+    """
     if not math.isfinite(seconds):
         return ""
+    if (
+        spacing is not None
+        and math.isfinite(spacing)
+        and spacing >= 1
+        and abs(spacing - round(spacing)) < 1e-6
+    ):
+        whole = round(spacing)
+        unit = next(u for u in (86400, 3600, 60, 1) if whole % u == 0)
+        left = round(abs(seconds) / unit) * unit
+        parts = []
+        for size, suffix in ((86400, "d"), (3600, "h"), (60, "m"), (1, "s")):
+            if size >= unit and left >= size:
+                parts.append(f"{left // size}{suffix}")
+                left %= size
+        text = "".join(parts) or "0"
+        return ("-" + text) if seconds < 0 and text != "0" else text
     mag = abs(seconds)
     for unit, suffix in ((86400, "d"), (3600, "h"), (60, "m")):
         if mag >= unit:
             return format_si(seconds / unit, None if mag / unit >= 10 else 0.1).rstrip("kMGT") + suffix
-    return format_si(seconds, 1 if mag >= 1 else None) + "s"
+    step = (
+        spacing
+        if spacing is not None and math.isfinite(spacing) and spacing > 0
+        else (1 if mag >= 1 else None)
+    )
+    return format_si(seconds, step) + "s"
+
+
+# Tick steps of a wall-time axis, in seconds: clock units a reader counts in (5, 10, 15, 30 minutes;
+# 1, 2, 3, 6, 12 hours), where pyqtgraph's decimal steps gave ticks at 16.7m, 33.3m and 1.1h.
+_TIME_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
+
+
+def time_tick_spacing(decimal_major: float) -> list[tuple[float, float]]:
+    """Major and minor tick spacing in clock units, close (in ratio) to pyqtgraph's decimal choice."""
+    if decimal_major >= 1.5 * 86400:
+        days = decimal_major / 86400
+        mag = 10 ** math.floor(math.log10(days))
+        major = min((k * mag for k in (1, 2, 5, 10)), key=lambda d: abs(math.log(d / days))) * 86400
+        return [(major, 0.0), (major / (5 if major / 86400 % 5 == 0 else 2), 0.0)]
+    major = min(_TIME_STEPS, key=lambda s: abs(math.log(s / decimal_major)))
+    minors = [s for s in _TIME_STEPS if s < major and major % s == 0 and major / s <= 6]
+    levels = [(float(major), 0.0)]
+    if minors:
+        levels.append((float(minors[0]), 0.0))
+    return levels
 
 
 def ema(values: np.ndarray, weight: float, start: int = 0, carry: float = 0.0) -> tuple[np.ndarray, float]:
@@ -577,7 +623,20 @@ class SIAxis(pg.AxisItem):
         self.enableAutoSIPrefix(False)
 
     def _text(self, value: float, spacing: float | None) -> str:
-        return format_duration_tick(value) if self.time_axis else format_si(value, spacing)
+        return format_duration_tick(value, spacing) if self.time_axis else format_si(value, spacing)
+
+    def tickSpacing(self, minVal: float, maxVal: float, size: float) -> list[tuple[float, float]]:
+        levels = super().tickSpacing(minVal, maxVal, size)
+        # a wall-time axis counts in clock units once a tick step is a second or more
+        if (
+            not self.time_axis
+            or self.logMode
+            or self._tickSpacing is not None
+            or not levels
+            or levels[0][0] < 1
+        ):
+            return levels
+        return time_tick_spacing(levels[0][0])
 
     def tickStrings(self, values: list, scale: float, spacing: float) -> list[str]:
         if self.logMode:

@@ -65,8 +65,31 @@ def test_axis_tick_strings_are_compact(qtbot) -> None:
     axis.setLogMode(True)
     assert axis.tickStrings([3.0, 6.0], 1.0, 1.0) == ["1k", "1M"]
     wall = SIAxis("bottom", time_axis=True)
-    assert wall.tickStrings([45.0, 180.0, 5400.0], 1.0, 45.0) == ["45s", "3m", "1.5h"]
-    assert format_duration_tick(172800) == "2d"
+    assert wall.tickStrings([45.0, 180.0, 5400.0], 1.0, 45.0) == ["45s", "3m", "1h30m"]
+    assert format_duration_tick(172800) == "2d" and format_duration_tick(5400) == "1.5h"
+    assert wall.tickStrings([0.0, 0.5, 1.5], 1.0, 0.5) == ["0s", "0.5s", "1.5s"]  # was "2s" for 1.5
+
+
+def test_time_axis_ticks_fall_on_clock_units(qtbot) -> None:
+    # pyqtgraph's decimal steps put a 100-minute run's ticks at 16.7m, 33.3m, 1.1h
+    wall = SIAxis("bottom", time_axis=True)
+    assert wall.tickSpacing(0.0, 5100.0, 400.0) == [(900.0, 0.0), (300.0, 0.0)]
+    assert wall.tickStrings([900.0 * k for k in range(6)], 1.0, 900.0) == [
+        "0",
+        "15m",
+        "30m",
+        "45m",
+        "1h",
+        "1h15m",
+    ]
+    assert wall.tickSpacing(0.0, 7200.0, 600.0)[0] == (1800.0, 0.0)
+    assert wall.tickSpacing(0.0, 60.0, 300.0)[0] == (15.0, 0.0)
+    assert wall.tickSpacing(0.0, 3 * 86400.0, 600.0)[0] == (43200.0, 0.0)
+    assert wall.tickStrings([86400.0, 129600.0], 1.0, 43200.0) == ["1d", "1d12h"]
+    assert wall.tickSpacing(0.0, 40 * 86400.0, 600.0)[0] == (864000.0, 0.0)
+    assert wall.tickSpacing(0.0, 3.0, 600.0)[0] == (0.5, 0)  # under a second: decimal steps
+    moves = SIAxis("bottom")  # a moves axis keeps pyqtgraph's decimal steps
+    assert moves.tickSpacing(0.0, 5100.0, 400.0)[0] == (1000.0, 0)
 
 
 def test_tile_axis_names_tiles_as_players_do(qtbot) -> None:
