@@ -111,15 +111,29 @@ def _heartbeat(seconds: float) -> np.ndarray:
     return np.diff(np.array(beats)) * 1000.0
 
 
-def _key_to_paint(board: Any, seconds: float) -> np.ndarray:
-    """Post arrow keys to ``board`` every KEY_EVERY_MS; ms from each post to the board's next paint."""
+def _key_to_paint(board: Any, seconds: float, new_game: Any = None) -> np.ndarray:
+    """Post arrow keys to ``board`` every KEY_EVERY_MS; ms from each post to the board's next paint.
+
+    Only legal moves are pressed: a key that moves nothing paints nothing, and waiting for that
+    paint ended the measurement with no sample at all (a fresh board with both tiles on the left
+    edge and Left pressed first). A finished game is replaced through ``new_game``.
+    """
     from PySide6.QtCore import QEvent, QEventLoop, QObject, Qt, QTimer
     from PySide6.QtGui import QKeyEvent
     from PySide6.QtWidgets import QApplication
 
+    from engine.core import Direction, legal_mask
+
     latencies: list[float] = []
     pending: list[float] = []
-    keys = [Qt.Key.Key_Left, Qt.Key.Key_Up, Qt.Key.Key_Right, Qt.Key.Key_Down]
+    sent = [0]
+    keys = {
+        Direction.LEFT: Qt.Key.Key_Left,
+        Direction.UP: Qt.Key.Key_Up,
+        Direction.RIGHT: Qt.Key.Key_Right,
+        Direction.DOWN: Qt.Key.Key_Down,
+    }
+    order = list(keys)
 
     class PaintWatch(QObject):
         def eventFilter(self, watched: QObject, event: QEvent) -> bool:
@@ -132,7 +146,18 @@ def _key_to_paint(board: Any, seconds: float) -> np.ndarray:
     def press() -> None:
         if pending:  # the last key has not been painted yet: do not pile up
             return
-        key = keys[len(latencies) % len(keys)]
+        legal = legal_mask(board.board)
+        if not legal.any():
+            if new_game is not None and not board.is_animating:
+                new_game()
+            return
+        # the next legal direction in turn (left, up, right, down), so games go on for a while
+        for k in range(len(order)):
+            direction = order[(sent[0] + k) % len(order)]
+            if legal[int(direction)]:
+                break
+        sent[0] += k + 1
+        key = keys[direction]
         pending.append(time.perf_counter())
         QApplication.postEvent(board, QKeyEvent(QEvent.Type.KeyPress, key, Qt.KeyboardModifier.NoModifier))
         QApplication.postEvent(board, QKeyEvent(QEvent.Type.KeyRelease, key, Qt.KeyboardModifier.NoModifier))
@@ -189,7 +214,7 @@ def _measure_agent(
     win.show_tab("Play")
     win.play.board.setFocus()
     progress.update(0, f"{agent}: Play tab, keys, {seconds:.0f} s", force=True)
-    out["key"] = _stats(_key_to_paint(win.play.board, seconds))
+    out["key"] = _stats(_key_to_paint(win.play.board, seconds, lambda: win.play.new_game(win.play.rules)))
     out["events_per_s"] = (sum(lr.series.events for lr in live) - events0) / (2 * seconds)
     out["window_rss_mb"] = rss_mb()
     out["child_rss_mb"] = [rss_mb(lr.worker.process.pid) for lr in live]

@@ -124,3 +124,40 @@ def test_bench_sweep_reports_overhead_and_trials_per_hour(capsys):
     assert report["unit"] == "trials_per_hour" and report["info"]["trials"] == 2
     assert row["trials_per_hour"] == pytest.approx(3600 * 2 / row["wall_s"])
     assert 0 <= row["overhead_s"] <= row["wall_s"] / 2 and row["busy_s"] > 0
+
+
+def test_key_to_paint_presses_only_legal_keys_and_restarts_a_finished_game(qtbot):
+    """A key that moves nothing paints nothing: pressing Left on a board whose tiles sit on the left
+    edge left the measurement waiting for ever, with no sample (the nan key-to-paint of a bench run)."""
+    import numpy as np
+
+    from engine.core import Direction, legal_mask, slide_unchecked
+    from studio.commands.bench_gui import _key_to_paint
+    from studio.widgets.board import BoardWidget
+
+    start = np.array([[2, 0, 0, 0], [4, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]])
+    dead = np.array([[2, 4, 2, 4], [4, 2, 4, 2], [2, 4, 2, 4], [4, 2, 4, 2]])
+    widget = BoardWidget(interactive=True)
+    qtbot.addWidget(widget)
+    widget.resize(300, 300)
+    widget.show()
+    widget.set_board(start)
+    played: list[tuple[Direction, bool]] = []
+    restarts: list[int] = []
+
+    def on_move(direction: Direction) -> None:
+        before = widget.board
+        played.append((direction, bool(legal_mask(before)[int(direction)])))
+        # two moves, then a board with no move left: the measurement must start a new game
+        widget.set_board(slide_unchecked(before, direction)[0] if len(played) < 2 else dead)
+
+    def new_game() -> None:
+        restarts.append(1)
+        widget.set_board(start)
+
+    widget.moveRequested.connect(on_move)
+    latencies = _key_to_paint(widget, 1.2, new_game)
+    assert played and all(legal for _, legal in played)
+    assert played[0][0] == Direction.RIGHT  # Left and Up move nothing on the first board: the next in turn
+    assert restarts and len(latencies) == len(played)
+    assert np.all(latencies >= 0)
