@@ -243,7 +243,7 @@ def gui_benchmark(options: BenchOptions, progress: ProgressLine) -> GuiBenchRepo
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    from studio.app import create_window
+    from studio.app import create_window, preload_agents
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     agents = trainable_agents(options.extra.get("agent"))
@@ -262,6 +262,8 @@ def gui_benchmark(options: BenchOptions, progress: ProgressLine) -> GuiBenchRepo
             try:
                 win.resize(1400, 900)
                 win.show()
+                # as run_app does: the agents imported in the background, then what is alive frozen
+                preload_agents().join()
                 progress.update(0, "idle window: measuring", force=True)
                 idle = _stats(_heartbeat(min(seconds, 3.0)))
                 measurements.append(Measurement("idle_p99", "idle window: stall p99 (ms)", idle[1]))

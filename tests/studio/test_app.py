@@ -44,6 +44,8 @@ def test_the_agents_are_imported_in_the_background_so_the_first_train_tab_opens_
         assert thread.daemon and thread is not threading.main_thread()
         thread.join(120)
         assert "torch" in sys.modules
+        import gc  # what the imports left is frozen: full collections no longer walk it
+        assert gc.get_freeze_count() > 100000, gc.get_freeze_count()
         print(sorted(registry._cache) == sorted(registry.agent_names()), len(registry._cache))
         """
     )
