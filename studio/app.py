@@ -384,14 +384,21 @@ def preload_agents() -> threading.Thread:
     from agents.registry import agent_names, get_agent_class
 
     def work() -> None:
-        for name in agent_names():
-            with contextlib.suppress(Exception):  # the tab that needs it says why it cannot load
-                get_agent_class(name)
-        # What is alive now (about 300k objects: torch, numba, pyqtgraph, the window) lives as long
-        # as the session, yet every full collection walked all of it: 0.2-0.5 s with every thread,
-        # the GUI thread too, held (measured on this 2-core machine). Frozen, a full collection
-        # walks only what came later. Garbage alive at this moment stays: a one-off few kB.
-        gc.freeze()
+        # Imports make objects that live for the whole session, and the collector's full passes over
+        # them held every thread, the GUI thread too: three passes of 0.3-0.5 s while torch loaded
+        # (measured on this 2-core machine). None runs during the imports; after them, what is alive
+        # (about 300k objects: torch, numba, pyqtgraph, the window) is frozen, so a later full pass
+        # walks only what came since. Garbage alive at this moment stays: a one-off few kB.
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            for name in agent_names():
+                with contextlib.suppress(Exception):  # the tab that needs it says why it cannot load
+                    get_agent_class(name)
+        finally:
+            gc.freeze()
+            if enabled:
+                gc.enable()
 
     thread = threading.Thread(target=work, name="preload-agents", daemon=True)
     thread.start()
