@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +112,7 @@ def _heartbeat(seconds: float) -> np.ndarray:
     return np.diff(np.array(beats)) * 1000.0
 
 
-def _key_to_paint(board: Any, seconds: float, new_game: Any = None) -> np.ndarray:
+def _key_to_paint(board: Any, seconds: float, new_game: Callable[[], object] | None = None) -> np.ndarray:
     """Post arrow keys to ``board`` every KEY_EVERY_MS; ms from each post to the board's next paint.
 
     Only legal moves are pressed: a key that moves nothing paints nothing, and waiting for that
