@@ -687,7 +687,7 @@ def test_registry_config_and_rules():
     preset = load_preset("ntuple-hour")
     hour = create_agent(preset["agent"], preset["config"], seed=0)
     assert isinstance(hour, NTupleAgent)
-    assert (hour.config.layout, hour.config.stage_tiles, hour.config.threads) == ("4x6", (16384,), 2)
+    assert (hour.config.layout, hour.config.stage_tiles, hour.config.threads) == ("4x6", (), 2)
     assert hour.config.downgrade_exponent() == 14
     assert hour._game_u.shape == (2, 3) and preset["budget"] == {"seconds": 3600}
 
