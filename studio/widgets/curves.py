@@ -633,7 +633,7 @@ class SIAxis(pg.AxisItem):
             or self.logMode
             or self._tickSpacing is not None
             or not levels
-            or levels[0][0] < 1
+            or not 1 <= levels[0][0] < math.inf
         ):
             return levels
         return time_tick_spacing(levels[0][0])
