@@ -127,7 +127,7 @@ def _key_to_paint(board: Any, seconds: float, new_game: Callable[[], object] | N
 
     latencies: list[float] = []
     pending: list[float] = []
-    sent = [0]
+    sent = 0  # directions tried so far: the next key starts after the last one pressed
     keys = {
         Direction.LEFT: Qt.Key.Key_Left,
         Direction.UP: Qt.Key.Key_Up,
@@ -145,6 +145,7 @@ def _key_to_paint(board: Any, seconds: float, new_game: Callable[[], object] | N
             return False
 
     def press() -> None:
+        nonlocal sent
         if pending:  # the last key has not been painted yet: do not pile up
             return
         legal = legal_mask(board.board)
@@ -154,10 +155,10 @@ def _key_to_paint(board: Any, seconds: float, new_game: Callable[[], object] | N
             return
         # the next legal direction in turn (left, up, right, down), so games go on for a while
         for k in range(len(order)):
-            direction = order[(sent[0] + k) % len(order)]
+            direction = order[(sent + k) % len(order)]
             if legal[int(direction)]:
                 break
-        sent[0] += k + 1
+        sent += k + 1
         key = keys[direction]
         pending.append(time.perf_counter())
         QApplication.postEvent(board, QKeyEvent(QEvent.Type.KeyPress, key, Qt.KeyboardModifier.NoModifier))
