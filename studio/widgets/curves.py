@@ -73,6 +73,10 @@ CONSTANT_LINES = 3
 #: Swatch colour of a panel's metrics when runs are compared: the runs own the colours then, so a
 #: metric's swatch is a neutral grey, shaded as each run's j-th metric is (see _metric_colour).
 NEUTRAL = "#a0a0a0"
+#: A raw (unsmoothed, not averaged) series of at most this many points is drawn with a dot on each
+#: point: such a series is a few separate measurements (a greedy evaluation every ten minutes), and a
+#: bare line through two or three of them reads as a trend that was never measured in between.
+MARKER_POINTS = 60
 
 
 def format_si(value: float, spacing: float | None = None) -> str:
@@ -730,6 +734,7 @@ class _Curve:
     zoomed_range: tuple[float, float] | None = None
     label: str = ""  # the metric part of ``name`` ("Score (mean of 100)"): what a compare legend lists
     shade: int = 0  # the run's j-th metric on this axis (its colour's shade when runs are compared)
+    markers: bool = False  # drawn with a dot on each point (see MARKER_POINTS)
 
 
 class CurvesPanel(QWidget):
@@ -1450,9 +1455,26 @@ class CurvesPanel(QWidget):
             if panel.log_x:
                 keep = dx > 0  # x = 0 has no place on a log axis
                 dx, dy = dx[keep], dy[keep]
+            self._set_markers(
+                c, bool(c.name) and not c.moving_average and c.smooth == 0 and n <= MARKER_POINTS
+            )
             c.item.setData(dx, dy)
         if changed:
             self.redraws += 1
+
+    @staticmethod
+    def _set_markers(c: _Curve, on: bool) -> None:
+        """Dots on a curve's points, or none; pyqtgraph redraws its symbols only when this changes."""
+        if on == c.markers:
+            return
+        c.markers = on
+        if on:
+            c.item.setSymbol("o")
+            c.item.setSymbolSize(6)
+            c.item.setSymbolPen(None)
+            c.item.setSymbolBrush(pg.mkBrush(c.colour))
+        else:
+            c.item.setSymbol(None)
 
     def _range_changed(self, name: str) -> None:
         # A zoom or pan needs the visible slice decimated again (a no-op while following the data).

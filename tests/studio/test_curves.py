@@ -177,3 +177,31 @@ def test_overlaid_runs_each_get_a_line(qtbot):
     assert panel.legend_names("Score") == ["run 1 · Score (mean of 100)", "run 2 · Score (mean of 100)"]
     panel.remove_run(1)
     assert [k for k, _ in panel.runs] == [2]
+
+
+def test_a_sparse_raw_series_is_drawn_with_a_dot_on_each_point(qtbot):
+    """Three greedy evaluations are three measurements: dots on them, not a bare line between; a
+    series grown past MARKER_POINTS, and the averaged score line, draw no dots."""
+    from studio.widgets.curves import MARKER_POINTS
+
+    panel = CurvesPanel()
+    qtbot.addWidget(panel)
+    run = RunSeries("run 1")
+    run.add_events([MetricEvent("episode", i + 1, 100 * i, 0.0, {"score": 10.0 * i}) for i in range(200)])
+    run.add_events(
+        [MetricEvent("update", 200, 20_000 + i, 0.0, {"eval_score": 1000.0 + i}) for i in range(3)]
+    )
+    panel.add_run(1, run)
+    panel.redraw()
+    ev = next(c for c in panel._curves if c.metric == "eval_score" and c.name)
+    assert ev.item.opts["symbol"] == "o" and len(ev.item.xData) == 3
+    assert ev.item.opts["symbolBrush"].color().name() == ev.colour
+    scores = [c for c in panel._curves if c.metric == "score"]
+    assert scores and all(c.item.opts["symbol"] is None for c in scores)
+    more = MARKER_POINTS - 3 + 1
+    run.add_events(
+        [MetricEvent("update", 200, 30_000 + i, 0.0, {"eval_score": 2000.0 + i}) for i in range(more)]
+    )
+    panel.mark_dirty()
+    panel.redraw()
+    assert len(ev.item.xData) == MARKER_POINTS + 1 and ev.item.opts["symbol"] is None
