@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QSettings, Qt, QTimer
+from PySide6.QtCore import QEvent, QRectF, QSettings, Qt, QTimer
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -693,6 +693,35 @@ class TileAxis(pg.AxisItem):
         return [tile_label(round(v)) if 0 < v < 63 else "" for v in values]
 
 
+class XExtent(pg.GraphicsObject):
+    """An invisible item whose only data bounds are an x range: added to every plot with the x extent
+    of all the panels' data, it makes each plot's auto range span the same steps, so the panels line
+    up one above the other (an evaluation panel whose first point is at 4M moves still starts at 0,
+    as the score panel does) while each can still be zoomed and panned on its own.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lo = self.hi = math.nan
+
+    def set_range(self, lo: float, hi: float) -> None:
+        if (lo, hi) == (self.lo, self.hi):
+            return
+        self.lo, self.hi = lo, hi
+        self.informViewBoundsChanged()
+
+    def dataBounds(self, ax: int, frac: float = 1.0, orthoRange: Any = None) -> tuple[float, float] | None:
+        if ax != 0 or not (math.isfinite(self.lo) and math.isfinite(self.hi)):
+            return None  # no say on y, and none on x before there is data
+        return (self.lo, self.hi)
+
+    def boundingRect(self) -> QRectF:
+        return QRectF()
+
+    def paint(self, *_args: Any) -> None:
+        pass
+
+
 @dataclass
 class _Panel:
     """One plot: a group of metrics on one axis, with its title and legend in a row above the data."""
@@ -709,6 +738,7 @@ class _Panel:
     legend: list[str] = field(default_factory=list)  # names of the series (see legend_names)
     entries: list[str] = field(default_factory=list)  # what the header lists (see panel_legend)
     shown: bool = True
+    extent: XExtent | None = None  # the shared x extent's item in this plot
 
     @property
     def kind(self) -> str:
@@ -761,6 +791,7 @@ class CurvesPanel(QWidget):
         self._panels: dict[str, _Panel] = {}
         self._curves: list[_Curve] = []
         self._dirty: set[str] = set()  # names of plots with something new to draw
+        self._x_extent = (math.nan, math.nan, math.nan)  # see _data_x_extent
         self._layout_dirty = True
         self._next = 0  # round-robin position of the timer
         self.redraws = 0  # plot updates made (a plot's curves given new data)
@@ -1003,6 +1034,8 @@ class CurvesPanel(QWidget):
         # Back to auto range (the menu, Fit): draw the whole history again at once, or the auto
         # range would fit the zoomed slice that is drawn now.
         vb.sigStateChanged.connect(lambda *_a, name=name: self._range_changed(name))
+        extent = XExtent()
+        w.addItem(extent)
         header = QLabel()
         header.setObjectName(name.removesuffix("Plot") + "Legend")
         header.setTextFormat(Qt.TextFormat.RichText)
@@ -1016,7 +1049,7 @@ class CurvesPanel(QWidget):
         lay.setSpacing(0)
         lay.addWidget(header)
         lay.addWidget(w, 1)
-        return _Panel(name, title, infos, box, header, w, transform="log2" if tile else "")
+        return _Panel(name, title, infos, box, header, w, transform="log2" if tile else "", extent=extent)
 
     def _wanted_groups(self) -> list[tuple[str, list[MetricInfo]]]:
         infos: dict[str, MetricInfo] = {}
@@ -1192,6 +1225,8 @@ class CurvesPanel(QWidget):
             for p, (_t, infos) in zip(self._panels.values(), wanted, strict=True):
                 p.infos = infos
                 p.plot.clear()
+                if p.extent is not None:  # clear() took it out with the curves
+                    p.plot.addItem(p.extent)
                 bottom = p.plot.getPlotItem().getAxis("bottom")
                 if isinstance(bottom, SIAxis):
                     bottom.time_axis = self.x_axis == "elapsed"
@@ -1461,6 +1496,47 @@ class CurvesPanel(QWidget):
             c.item.setData(dx, dy)
         if changed:
             self.redraws += 1
+        extent = self._data_x_extent()
+        if extent != self._x_extent:
+            self._x_extent = extent
+            self._dirty.update(n for n in self._panels if n != name)  # the others line up next ticks
+        self._apply_extent(panel, extent)
+
+    def _data_x_extent(self) -> tuple[float, float, float]:
+        """(least x, least positive x, greatest x) over every shown series on the current x axis; nan
+        where there is none. Series grow at the end only, so their ends are their extremes."""
+        firsts: list[float] = []
+        positives: list[float] = []
+        lasts: list[float] = []
+        for c in self._curves:
+            s = c.run.metrics.get(c.metric)
+            n = len(s) if s is not None else 0
+            if s is None or n == 0:
+                continue
+            if s.uses_index(c.axis):  # x is the point index: 0 .. n - 1
+                firsts.append(0.0)
+                lasts.append(float(n - 1))
+                if n > 1:
+                    positives.append(1.0)
+                continue
+            x = s.x(c.axis)[:n]
+            firsts.append(float(x[0]))
+            lasts.append(float(x[-1]))
+            k = int(np.searchsorted(x, 0.0, "right"))
+            if k < n:
+                positives.append(float(x[k]))
+        return min(firsts, default=math.nan), min(positives, default=math.nan), max(lasts, default=math.nan)
+
+    @staticmethod
+    def _apply_extent(panel: _Panel, extent: tuple[float, float, float]) -> None:
+        if panel.extent is None:
+            return
+        lo, lo_pos, hi = extent
+        if panel.log_x:  # the plot's own coordinates are log10(x) then
+            ok = math.isfinite(lo_pos) and hi > 0
+            panel.extent.set_range(*((math.log10(lo_pos), math.log10(hi)) if ok else (math.nan, math.nan)))
+        else:
+            panel.extent.set_range(lo, hi)
 
     @staticmethod
     def _set_markers(c: _Curve, on: bool) -> None:

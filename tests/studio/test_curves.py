@@ -205,3 +205,40 @@ def test_a_sparse_raw_series_is_drawn_with_a_dot_on_each_point(qtbot):
     panel.mark_dirty()
     panel.redraw()
     assert len(ev.item.xData) == MARKER_POINTS + 1 and ev.item.opts["symbol"] is None
+
+
+def _x_span(panel: CurvesPanel, plot_name: str) -> tuple[float, float]:
+    lo, hi = panel._panels[plot_name].plot.getPlotItem().getViewBox().viewRange()[0]
+    return lo, hi
+
+
+def test_the_panels_span_the_same_steps_so_they_line_up(qtbot):
+    """Greedy evaluations from 4M to 12M moves and scores from 0 to 14M: the evaluation panel's x axis
+    still runs from 0 to 14M, as the score panel's does, and follows when the scores go further; on a
+    log x axis both start at the first positive step."""
+    panel = CurvesPanel()
+    qtbot.addWidget(panel)
+    panel.resize(900, 600)
+    panel.show()
+    run = RunSeries("run 1")
+    run.add_events([MetricEvent("episode", i + 1, 10_000 * i, 0.0, {"score": 10.0 * i}) for i in range(1401)])
+    run.add_events(
+        [MetricEvent("update", 1401, 4_000_000 * k, 0.0, {"eval_score": 1000.0 * k}) for k in (1, 2, 3)]
+    )
+    panel.add_run(1, run)
+    panel.redraw()
+    ev = next(c for c in panel._curves if c.metric == "eval_score").panel
+
+    def spans(lo_max: float, hi_min: float, hi_max: float) -> bool:
+        # auto range is applied when the plots paint: wait for it
+        return all(
+            lo <= lo_max and hi_min <= hi < hi_max
+            for lo, hi in (_x_span(panel, n) for n in ("scorePlot", ev))
+        )
+
+    qtbot.waitUntil(lambda: spans(0.0, 14_000_000, 16_000_000), timeout=5000)
+    run.add_events([MetricEvent("episode", 1402, 20_000_000, 0.0, {"score": 1.0})])
+    panel.mark_dirty()  # what add_events does in the Train tab
+    qtbot.waitUntil(lambda: spans(0.0, 20_000_000, 23_000_000), timeout=5000)
+    panel.set_log_x(True)
+    qtbot.waitUntil(lambda: spans(4.0, 7.3, 7.6), timeout=5000)  # log10(10,000) .. log10(2e7)
