@@ -598,7 +598,8 @@ def _panel_header(title: str, curves: Sequence[_Curve], many_runs: bool) -> tupl
         return entries, head
     if len(entries) == 1:
         only = entries[0]
-        rest = only[len(title) :].strip() if only.startswith(title) else only
+        # "Greedy evaluation: mean score" under "Greedy evaluation" reads "mean score", not ": mean score"
+        rest = only[len(title) :].lstrip(" :·-–").strip() if only.startswith(title) else only
         if not rest:
             return entries, head
         return entries, f"{head}{sep}<span style='color:#555'>{_unbroken(rest)}</span>"

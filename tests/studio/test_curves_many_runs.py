@@ -4,6 +4,7 @@ constants grouped per metric in at most three elided lines with the whole text i
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -203,3 +204,20 @@ def test_plots_get_most_of_each_panels_height_with_eight_runs(panel, qtbot) -> N
     for p in shown:
         assert p.plot.height() >= 0.75 * p.box.height(), (p.title, p.plot.height(), p.box.height())
     assert panel.runLegend.height() < 3 * QFontMetrics(panel.runLegend.font()).height()
+
+
+def test_a_lone_metric_under_a_title_it_begins_with_reads_without_the_title() -> None:
+    """Runs compared: "Greedy evaluation: mean score" under the title "Greedy evaluation" reads "mean
+    score" (it read ": mean score"), "Max tile (geo. mean of 100)" under "Max tile" reads "(geo. mean
+    of 100)", and "TD error" under "TD error" says nothing more."""
+    from studio.widgets.curves import _panel_header
+
+    def header(title: str, label: str) -> str:
+        curve = SimpleNamespace(name=f"run 1 · {label}", label=label, shade=0, colour="#000")
+        return _panel_header(title, [curve], many_runs=True)[1]  # type: ignore[list-item]
+
+    assert header("Greedy evaluation", "Greedy evaluation: mean score").endswith(">mean&nbsp;score</span>")
+    assert header("Max tile", "Max tile (geo. mean of 100)").endswith(
+        ">(geo.&nbsp;mean&nbsp;of&nbsp;100)</span>"
+    )
+    assert header("TD error", "TD error") == "<b>TD&nbsp;error</b>"
