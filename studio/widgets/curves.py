@@ -739,7 +739,7 @@ class _Panel:
     legend: list[str] = field(default_factory=list)  # names of the series (see legend_names)
     entries: list[str] = field(default_factory=list)  # what the header lists (see panel_legend)
     shown: bool = True
-    extent: XExtent | None = None  # the shared x extent's item in this plot
+    extent: XExtent = field(default_factory=XExtent)  # the shared x extent's item in this plot
 
     @property
     def kind(self) -> str:
@@ -1035,8 +1035,6 @@ class CurvesPanel(QWidget):
         # Back to auto range (the menu, Fit): draw the whole history again at once, or the auto
         # range would fit the zoomed slice that is drawn now.
         vb.sigStateChanged.connect(lambda *_a, name=name: self._range_changed(name))
-        extent = XExtent()
-        w.addItem(extent)
         header = QLabel()
         header.setObjectName(name.removesuffix("Plot") + "Legend")
         header.setTextFormat(Qt.TextFormat.RichText)
@@ -1050,7 +1048,9 @@ class CurvesPanel(QWidget):
         lay.setSpacing(0)
         lay.addWidget(header)
         lay.addWidget(w, 1)
-        return _Panel(name, title, infos, box, header, w, transform="log2" if tile else "", extent=extent)
+        panel = _Panel(name, title, infos, box, header, w, transform="log2" if tile else "")
+        w.addItem(panel.extent)
+        return panel
 
     def _wanted_groups(self) -> list[tuple[str, list[MetricInfo]]]:
         infos: dict[str, MetricInfo] = {}
@@ -1226,8 +1226,7 @@ class CurvesPanel(QWidget):
             for p, (_t, infos) in zip(self._panels.values(), wanted, strict=True):
                 p.infos = infos
                 p.plot.clear()
-                if p.extent is not None:  # clear() took it out with the curves
-                    p.plot.addItem(p.extent)
+                p.plot.addItem(p.extent)  # clear() took it out with the curves
                 bottom = p.plot.getPlotItem().getAxis("bottom")
                 if isinstance(bottom, SIAxis):
                     bottom.time_axis = self.x_axis == "elapsed"
@@ -1530,8 +1529,6 @@ class CurvesPanel(QWidget):
 
     @staticmethod
     def _apply_extent(panel: _Panel, extent: tuple[float, float, float]) -> None:
-        if panel.extent is None:
-            return
         lo, lo_pos, hi = extent
         if panel.log_x:  # the plot's own coordinates are log10(x) then
             ok = math.isfinite(lo_pos) and hi > 0
