@@ -175,9 +175,11 @@ class NTupleConfig(AgentConfig):
     )
     restart: float = knob(
         0.5,
-        "probability that a finished game is followed by a replay from its middle (late-game practice)",
+        "probability that a finished game of 20 moves or more is followed by a replay from its middle "
+        "(late-game practice); 1 = always, halving each game until its replays are short (the C++ "
+        "trainer's rule)",
         low=0.0,
-        high=0.95,
+        high=1.0,
     )
     tc: bool = knob(True, "temporal coherence: per-weight rates |Σ errors| / Σ |errors| (Jaśkowski)")
     init_value: float = knob(

@@ -300,6 +300,25 @@ def test_restarts_replay_the_second_half_and_stay_out_of_the_stats():
     assert all("restarted_games" not in ev.metrics for ev in plain.train(Budget(episodes=20)))
 
 
+def test_restart_one_replays_every_game_of_20_moves_or_more_from_its_middle():
+    # restart = 1 is the C++ trainer's rule: no coin, every long enough game is replayed from its middle
+    layout = TupleLayout("4x4", LAYOUTS["4x4"])
+    sh, tlen, toff, thr = layout.arrays()
+    w, e, a = (np.zeros(layout.size, dtype=np.float32) for _ in range(3))
+    gu = np.array([0, seed_to_state(5), seed_to_state(6)], dtype=np.uint64)
+    gi = np.zeros(7, dtype=np.int64)
+    board, after, reward = (np.zeros(30_000, dtype=t) for t in (np.uint64, np.uint64, np.float32))
+    score, maxexp, moves, restarted = (np.zeros(300, dtype=t) for t in (np.int64, np.int8, np.int64, np.int8))
+    head = (w, e, a, True, sh, tlen, toff, layout.stage_size, thr, 1.0, 0.5, 1.0, 0.1, 2, np.array([1]))
+    done, _ = K.train_steps(
+        *head, gu, gi, board, after, reward, 10**7, score, maxexp, moves, restarted, np.zeros(2)
+    )
+    assert done == 300 and restarted[0] == 0
+    follows_long = moves[:-1] >= 20
+    np.testing.assert_array_equal(restarted[1:] == 1, follows_long)  # a replay exactly after each long one
+    assert 0 < (restarted == 0).sum() < 150  # chains of replays: most games are replays
+
+
 def test_multi_stage_promotion():
     agent = NTupleAgent(NTupleConfig(layout="4x4", stage_tiles=(64,)), seed=2)
     assert agent.layout.n_stages == 2
