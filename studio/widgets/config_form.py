@@ -13,7 +13,8 @@ Editors by field kind:
   tuples -> ``QLineEdit`` holding ``3,3,2,2``.
 * ``advanced`` fields sit in a fold that opens by itself when one of them is invalid.
 
-Presets: the box is as wide as its longest name allows (a name that does not fit the panel is cut in
+Presets: the box reads "choose a preset" until one is picked (Load is off until then) and shows the
+preset loaded, or the placeholder again after Defaults; it is as wide as its longest name allows (a name that does not fit the panel is cut in
 the middle, never at its end, and is whole in the tooltip); after Load a marker says "applied:
 NAME", and "modified from NAME" as soon as a field (or what :attr:`ConfigForm.extra_changes` reports:
 the Train tab's rules and budget) differs from the preset's values. Tab / Shift-Tab go through the
@@ -27,7 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QSize, Qt, Signal
-from PySide6.QtGui import QPaintEvent, QValidator
+from PySide6.QtGui import QPaintEvent, QPalette, QValidator
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
     QCheckBox,
@@ -60,6 +61,8 @@ APPLIED_STYLE = "color: #2e7d32;"
 MODIFIED_STYLE = "color: #a15c00;"
 #: The narrowest the preset box gets (in characters) before the panel must be widened instead.
 PRESET_MIN_CHARS = 10
+#: what the preset box shows while no preset is chosen (the fields hold the agent's defaults)
+PRESET_PLACEHOLDER = "choose a preset"
 
 
 def _ladder_step(value: float, up: bool, steps: int = 1) -> float:
@@ -315,16 +318,31 @@ class PresetCombo(QComboBox):
         super().__init__(parent)
         # Not AdjustToContents: that resizes the box itself on every change, fighting its layout.
         self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.setPlaceholderText(PRESET_PLACEHOLDER)
         self.currentIndexChanged.connect(self._update_tooltip)
 
     def set_names(self, names: list[str], empty: str = "(none)") -> None:
-        """The presets to offer (``empty``, with no data, when there is none)."""
-        self.clear()
-        for name in names:
-            self.addItem(name, name)
-        if not names:
-            self.addItem(empty, None)
+        """The presets to offer (``empty``, with no data, when there is none), none of them chosen.
+
+        The box shows "choose a preset" until one is picked: showing the first name read as if that
+        preset were in the fields, which hold the agent's defaults until Load."""
+        self.blockSignals(True)
+        try:
+            self.clear()
+            for name in names:
+                self.addItem(name, name)
+            if not names:
+                self.addItem(empty, None)
+            self.setCurrentIndex(-1 if names else 0)
+        finally:
+            self.blockSignals(False)
+        self._update_tooltip()
+        self.currentIndexChanged.emit(self.currentIndex())
         self.updateGeometry()
+
+    def choose(self, name: str | None) -> None:
+        """Show ``name`` as the chosen preset (None: none chosen, the placeholder)."""
+        self.setCurrentIndex(self.findData(name) if name is not None else -1)
 
     def _hint_for(self, text_width: int) -> QSize:
         opt = QStyleOptionComboBox()
@@ -335,7 +353,8 @@ class PresetCombo(QComboBox):
 
     def sizeHint(self) -> QSize:
         fm = self.fontMetrics()
-        widest = max((fm.horizontalAdvance(self.itemText(i)) for i in range(self.count())), default=0)
+        texts = [self.itemText(i) for i in range(self.count())] + [self.placeholderText()]
+        widest = max(fm.horizontalAdvance(t) for t in texts)
         return self._hint_for(widest + fm.horizontalAdvance("x"))
 
     def minimumSizeHint(self) -> QSize:
@@ -351,18 +370,23 @@ class PresetCombo(QComboBox):
 
     def shown_text(self) -> str:
         """The current name as it is drawn: whole, or cut in the middle when the box is too narrow."""
-        return self.fontMetrics().elidedText(
-            self.currentText(), Qt.TextElideMode.ElideMiddle, self._text_rect_width()
-        )
+        text = self.currentText() if self.currentIndex() >= 0 else self.placeholderText()
+        return self.fontMetrics().elidedText(text, Qt.TextElideMode.ElideMiddle, self._text_rect_width())
 
     def is_elided(self) -> bool:
-        return self.shown_text() != self.currentText()
+        shown = self.currentText() if self.currentIndex() >= 0 else self.placeholderText()
+        return self.shown_text() != shown
 
     def paintEvent(self, event: QPaintEvent) -> None:
         painter = QStylePainter(self)
         opt = QStyleOptionComboBox()
         self.initStyleOption(opt)
         painter.drawComplexControl(QStyle.ComplexControl.CC_ComboBox, opt)
+        if self.currentIndex() < 0:
+            # the placeholder in the disabled text colour, as Qt draws it, so it never reads as a name
+            opt.palette.setBrush(
+                QPalette.ColorRole.ButtonText, opt.palette.brush(QPalette.ColorRole.PlaceholderText)
+            )
         opt.currentText = self.shown_text()
         painter.drawControl(QStyle.ControlElement.CE_ComboBoxLabel, opt)
 
@@ -371,7 +395,7 @@ class PresetCombo(QComboBox):
         self.setToolTip(
             f"Preset {name} (resources/presets/{name}.json): Load puts its settings in the form"
             if name
-            else "Settings of a seed experiment (resources/presets)"
+            else "Settings of a seed experiment (resources/presets): choose one, then Load"
         )
 
 
@@ -422,6 +446,7 @@ class ConfigForm(QWidget):
         self.presetButton.setObjectName("presetButton")
         self.presetButton.setToolTip("Put the chosen preset's settings in the form")
         self.presetButton.clicked.connect(self._load_selected_preset)
+        self.presetCombo.currentIndexChanged.connect(self._enable_load)
         preset_row.addWidget(self.presetButton)
         outer.addLayout(preset_row)
         marker_row = QHBoxLayout()
@@ -534,9 +559,11 @@ class ConfigForm(QWidget):
             except ValueError:
                 names = []  # a broken preset file must not break the form; loading it says why
         self.presetCombo.set_names(names)
-        has = bool(names)
-        self.presetCombo.setEnabled(has)
-        self.presetButton.setEnabled(has)
+        self.presetCombo.setEnabled(bool(names))
+        self._enable_load()
+
+    def _enable_load(self, *_: Any) -> None:
+        self.presetButton.setEnabled(bool(self.presetCombo.currentData()))
 
     def add_note(self, widget: QWidget) -> None:
         """Show ``widget`` under the preset marker (the Train tab's word on what a preset set besides)."""
@@ -576,6 +603,7 @@ class ConfigForm(QWidget):
     def reset_defaults(self) -> None:
         """Every field to the agent's default (no preset applied any more)."""
         self._applied = None
+        self.presetCombo.choose(None)
         if self._config_cls is not None:
             self.set_values({s.name: s.default for s in self._config_cls.specs()})
         self.refresh_preset_marker()
@@ -589,6 +617,7 @@ class ConfigForm(QWidget):
             self.reset_defaults()
         self.set_values(dict(preset.get("config", {})))
         self._applied = (name, self.values())
+        self.presetCombo.choose(name)
         self._applied_description = str(preset.get("description", ""))
         self.refresh_preset_marker()
         self.presetLoaded.emit(preset)

@@ -58,3 +58,17 @@ def apply_logged(before: np.ndarray, direction: Direction, spawns: np.ndarray) -
 
 
 __all__ = ["DIRECTIONS", "RaterAgent", "SlowAgent", "apply_logged", "seed_with"]
+
+
+def load_preset_with_keys(qtbot, form, name: str) -> None:  # type: ignore[no-untyped-def]
+    """Pick preset ``name`` in ``form``'s box with the arrow keys, as a user does, then click Load."""
+    from PySide6.QtCore import Qt
+
+    combo = form.presetCombo
+    assert combo.findData(name) >= 0, f"no preset {name!r} offered"
+    for _ in range(combo.count() + 1):
+        if combo.currentData() == name:
+            break
+        qtbot.keyClick(combo, Qt.Key.Key_Down)
+    assert combo.currentData() == name
+    qtbot.mouseClick(form.presetButton, Qt.MouseButton.LeftButton)

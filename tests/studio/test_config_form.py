@@ -12,6 +12,7 @@ import agents.config
 from agents import registry
 from agents.config import ConfigError
 from studio.widgets.config_form import ConfigForm, _ladder_step
+from tests.studio.gui_helpers import load_preset_with_keys
 from tests.studio.train_fakes import FakeConfig, register_fakes
 
 
@@ -171,8 +172,9 @@ def test_presets_load_into_the_form(form, qtbot, tmp_path, monkeypatch):
     form.set_config_class(FakeConfig, agent="fake_learner")
     assert [form.presetCombo.itemText(i) for i in range(form.presetCombo.count())] == ["fake_fast"]
     form.set_values({"tag": "changed"})
+    assert not form.presetButton.isEnabled()  # nothing chosen yet: the fields hold the defaults
     with qtbot.waitSignal(form.presetLoaded) as sig:
-        qtbot.mouseClick(form.presetButton, Qt.MouseButton.LeftButton)
+        load_preset_with_keys(qtbot, form, "fake_fast")
     assert sig.args[0]["rules"] == {"rows": 3}
     v = form.values()
     assert v["batch"] == 99 and v["network"] == "big" and v["tag"] == "run"  # others back to defaults
@@ -196,7 +198,7 @@ def test_the_preset_marker_follows_the_fields(form, qtbot, tmp_path, monkeypatch
     monkeypatch.setattr(agents.config, "presets_dir", lambda: tmp_path)
     form.set_config_class(FakeConfig, agent="fake_learner")
     assert form.applied_preset is None and not form.presetMarker.isVisible()
-    qtbot.mouseClick(form.presetButton, Qt.MouseButton.LeftButton)
+    load_preset_with_keys(qtbot, form, "fake_fast")
     assert form.presetMarker.text() == "applied: fake_fast" and not form.preset_modified()
     qtbot.keyClick(form.field_widget("double"), Qt.Key.Key_Space)  # unticked
     assert form.presetMarker.text() == "modified from fake_fast"

@@ -21,7 +21,8 @@ from engine.records import GameTrace, play_recorded
 from engine.store import HUMAN, GameRecorder, GameStore, Player
 from studio.tabs.train import SHORTCUTS, TrainTab
 from studio.tabs.train import launch as launch_module
-from studio.widgets.config_form import ConfigForm
+from studio.widgets.config_form import PRESET_PLACEHOLDER, ConfigForm
+from tests.studio.gui_helpers import load_preset_with_keys
 from tests.studio.train_fakes import FakeConfig, register_fakes
 
 pytest_plugins = ("tests.studio.gui_fixtures",)
@@ -97,6 +98,7 @@ def test_a_name_too_long_for_the_box_is_cut_in_the_middle_and_whole_in_the_toolt
     form.show()
     qtbot.waitExposed(form)
     combo = form.presetCombo
+    qtbot.keyClick(combo, Qt.Key.Key_Down)  # chosen, not loaded
     assert combo.currentText() == name and combo.is_elided()
     shown = combo.shown_text()
     assert "…" in shown and shown.startswith("fake-") and shown.endswith("-v2")  # cut in the middle
@@ -106,6 +108,30 @@ def test_a_name_too_long_for_the_box_is_cut_in_the_middle_and_whole_in_the_toolt
     assert not combo.is_elided() and combo.shown_text() == name  # room enough: whole again
 
 
+def test_the_box_says_choose_a_preset_until_one_is_loaded(qtbot, tab, tmp_path, monkeypatch):
+    # it used to show the first preset's name over a form holding the defaults
+    _fake_preset(tmp_path, monkeypatch)
+    launch = tab.launch
+    launch.select_agent("fake_learner")
+    form = launch.form
+    combo = form.presetCombo
+    assert combo.currentIndex() == -1 and combo.shown_text() == PRESET_PLACEHOLDER
+    assert combo.isEnabled() and not form.presetButton.isEnabled()  # Load has nothing to load
+    assert "choose one, then Load" in combo.toolTip()
+    qtbot.keyClick(combo, Qt.Key.Key_Down)
+    assert combo.shown_text() == "fake-preset" and form.presetButton.isEnabled()
+    assert form.applied_preset is None  # chosen is not loaded
+    qtbot.mouseClick(form.presetButton, CLICK)
+    assert form.applied_preset == "fake-preset" and combo.currentData() == "fake-preset"
+    qtbot.mouseClick(form.defaultsButton, CLICK)  # the defaults again: no preset is shown either
+    assert combo.currentIndex() == -1 and not form.presetButton.isEnabled()
+    form.load_preset("fake-preset")  # a preset loaded by a call, not the button, is shown too
+    assert combo.currentData() == "fake-preset"
+    launch.select_agent("random")
+    launch.select_agent("fake_learner")
+    assert combo.currentIndex() == -1
+
+
 def test_the_marker_says_applied_then_modified_and_defaults_clear_it(qtbot, tab, tmp_path, monkeypatch):
     _fake_preset(tmp_path, monkeypatch, budget={"episodes": 42}, rules={"rows": 3, "cols": 4})
     launch = tab.launch
@@ -113,7 +139,7 @@ def test_the_marker_says_applied_then_modified_and_defaults_clear_it(qtbot, tab,
     form = launch.form
     marker = form.presetMarker
     assert not marker.isVisible()
-    qtbot.mouseClick(form.presetButton, CLICK)
+    load_preset_with_keys(qtbot, form, "fake-preset")
     assert marker.isVisible() and marker.text() == "applied: fake-preset"
     assert "a test preset" in marker.toolTip()
     assert launch.presetNote.isVisible() and "3×4" in launch.presetNote.text()
@@ -138,7 +164,7 @@ def test_the_marker_says_applied_then_modified_and_defaults_clear_it(qtbot, tab,
     assert form.applied_preset is None and launch.request().preset is None
     assert form.values()["batch"] == FakeConfig().batch
 
-    qtbot.mouseClick(form.presetButton, CLICK)  # loaded again, then another agent: cleared too
+    load_preset_with_keys(qtbot, form, "fake-preset")  # loaded again, then another agent: cleared too
     assert marker.text() == "applied: fake-preset"
     launch.select_agent("random")
     assert not marker.isVisible() and launch.preset_name is None

@@ -20,6 +20,7 @@ from engine import Game, Rules
 from engine.records import GameTrace, play_recorded
 from engine.store import GameStore
 from studio.tabs.train import TrainTab, write_metrics_csv
+from tests.studio.gui_helpers import load_preset_with_keys
 from tests.studio.train_fakes import register_fakes
 
 pytest_plugins = ("tests.studio.gui_fixtures",)
@@ -356,7 +357,7 @@ def test_a_preset_sets_rules_and_budget_too(qtbot, tab, tmp_path, monkeypatch):
     )
     monkeypatch.setattr(agents.config, "presets_dir", lambda: tmp_path)
     tab.launch.select_agent("fake_learner")
-    qtbot.mouseClick(tab.launch.form.presetButton, CLICK)
+    load_preset_with_keys(qtbot, tab.launch.form, "fake-preset")
     assert tab.launch.form.values()["batch"] == 8
     assert tab.launch.rules() == Rules(rows=3, cols=5, p4=0.25)
     assert tab.launch.budget().episodes == 42
