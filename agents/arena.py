@@ -649,8 +649,13 @@ def _evaluate_in_processes(
         return stopped, int(counter.value)
     finally:
         # The games in flight are given up: the workers end now, not after their current game.
-        for proc in list((getattr(pool, "_processes", None) or {}).values()):
-            proc.terminate()
+        # Python 3.14 has a public call for it; before, the pool's process table is the only handle.
+        terminate_workers = getattr(pool, "terminate_workers", None)
+        if terminate_workers is not None:
+            terminate_workers()
+        else:
+            for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                proc.terminate()
         pool.shutdown(wait=True, cancel_futures=True)
 
 
