@@ -14,9 +14,9 @@ Editors by field kind:
 * ``advanced`` fields sit in a fold that opens by itself when one of them is invalid.
 
 Presets: the box reads "choose a preset" until one is picked (Load is off until then) and shows the
-preset loaded, or the placeholder again after Defaults; it is as wide as its longest name allows (a name that does not fit the panel is cut in
-the middle, never at its end, and is whole in the tooltip); after Load a marker says "applied:
-NAME", and "modified from NAME" as soon as a field (or what :attr:`ConfigForm.extra_changes` reports:
+preset loaded, or the placeholder again after Defaults. It is as wide as its longest name allows (a
+name that does not fit the panel is cut in the middle, never at its end, and is whole in the
+tooltip); after Load a marker says "applied: NAME", and "modified from NAME" as soon as a field (or what :attr:`ConfigForm.extra_changes` reports:
 the Train tab's rules and budget) differs from the preset's values. Tab / Shift-Tab go through the
 fields in the order they are shown, whatever agent the form was rebuilt for.
 """
@@ -370,12 +370,16 @@ class PresetCombo(QComboBox):
 
     def shown_text(self) -> str:
         """The current name as it is drawn: whole, or cut in the middle when the box is too narrow."""
-        text = self.currentText() if self.currentIndex() >= 0 else self.placeholderText()
-        return self.fontMetrics().elidedText(text, Qt.TextElideMode.ElideMiddle, self._text_rect_width())
+        return self.fontMetrics().elidedText(
+            self._label(), Qt.TextElideMode.ElideMiddle, self._text_rect_width()
+        )
+
+    def _label(self) -> str:
+        """The whole text the box stands for: the chosen name, or the placeholder."""
+        return self.currentText() if self.currentIndex() >= 0 else self.placeholderText()
 
     def is_elided(self) -> bool:
-        shown = self.currentText() if self.currentIndex() >= 0 else self.placeholderText()
-        return self.shown_text() != shown
+        return self.shown_text() != self._label()
 
     def paintEvent(self, event: QPaintEvent) -> None:
         painter = QStylePainter(self)
@@ -383,7 +387,7 @@ class PresetCombo(QComboBox):
         self.initStyleOption(opt)
         painter.drawComplexControl(QStyle.ComplexControl.CC_ComboBox, opt)
         if self.currentIndex() < 0:
-            # the placeholder in the disabled text colour, as Qt draws it, so it never reads as a name
+            # the placeholder in the style's placeholder colour, as Qt draws it: it must not read as a name
             opt.palette.setBrush(
                 QPalette.ColorRole.ButtonText, opt.palette.brush(QPalette.ColorRole.PlaceholderText)
             )
