@@ -2,7 +2,7 @@
 
     python scripts/checkpoint_curve.py RUN [RUN ...] [--games 300] [--threads 2] [--every-minutes 10]
         [--depth D | --depths-policy 3,3,2] [--downgrade-from 16384] [--cache FILE.jsonl]
-        [--out PNG] [--size 1600x900] [--title TEXT] [--json]
+        [--out PNG] [--x time|moves] [--size 1600x900] [--title TEXT] [--json]
 
 RUN is a run's checkpoint folder (``DATA/checkpoints/run-N``) or one checkpoint file, optionally named
 for the legend: ``"5x6, 2 h=/data/checkpoints/run-1"``. Every n-tuple checkpoint in it is played by
@@ -12,8 +12,9 @@ minutes of training (and always the last), so a run saved every 5 minutes and on
 be drawn side by side. The table gives per checkpoint the training time, moves, games, the mean
 score and the rates of 16384 and 32768; ``--json`` prints the rows instead.
 
-``--out`` draws the mean score and the two tile rates against training time with the studio's own
-curves widget (offscreen), one line per run. ``--cache`` keeps each result in a JSON-lines file,
+``--out`` draws the mean score and the two tile rates against training time (``--x moves``: against
+the moves trained, the axis of an A/B at equal moves whose arms train at different speeds) with the
+studio's own curves widget (offscreen), one line per run. ``--cache`` keeps each result in a JSON-lines file,
 keyed by the checkpoint's path, size and time and the games, seed and search asked for, so drawing
 again (or adding a run) does not play the same games twice.
 
@@ -43,6 +44,9 @@ from scripts.eval_ntuple import check_counts, evaluate, parse_depths_policy  # n
 
 #: The tile rates the table and the plot show (the low ones are ~100 % past the first minutes).
 TILES = (16384, 32768)
+
+#: ``--x``: the curves widget's x axis and the caption's words for it.
+X_AXES = {"time": ("elapsed", "training time"), "moves": ("step", "moves trained")}
 
 
 class UsageError(Exception):
@@ -226,9 +230,16 @@ def table(runs: Sequence[Run]) -> str:
 
 # ------------------------------------------------------------------ the plot
 def draw(
-    runs: Sequence[Run], out: Path, size: tuple[int, int], title: str, search_text: str, games: int
+    runs: Sequence[Run],
+    out: Path,
+    size: tuple[int, int],
+    title: str,
+    search_text: str,
+    games: int,
+    x: str = "time",
 ) -> None:
-    """Mean score and tile rates against training time, one line per run, with the studio's curves."""
+    """Mean score and tile rates against training time or moves (``x``, a key of :data:`X_AXES`), one
+    line per run, with the studio's curves."""
     import numpy as np
     from PySide6.QtWidgets import QApplication, QLabel, QVBoxLayout, QWidget
 
@@ -265,8 +276,9 @@ def draw(
     heading = QLabel(title or "Strength along training")
     heading.setStyleSheet("font-size: 15pt; font-weight: bold; color: #222;")
     lay.addWidget(heading)
+    x_axis, x_words = X_AXES[x]
     caption = QLabel(
-        f"x axis: training time · each point: a checkpoint playing the same {games:,} seeded games, {search_text}"
+        f"x axis: {x_words} · each point: a checkpoint playing the same {games:,} seeded games, {search_text}"
     )
     caption.setStyleSheet("color: #555;")
     lay.addWidget(caption)
@@ -286,7 +298,7 @@ def draw(
             }
         )
         shown.append((i, series))
-    curves.set_x_axis("elapsed")
+    curves.set_x_axis(x_axis)
     curves.set_runs(shown)
     try:
         render(figure, curves, size, out)
@@ -321,6 +333,9 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--cache", type=Path, default=None, help="JSON-lines file of results kept between calls")
     p.add_argument("--out", type=Path, default=None, help="PNG to draw (default: the table only)")
+    p.add_argument(
+        "--x", choices=tuple(X_AXES), default="time", help="x axis of the plot: training time or moves"
+    )
     p.add_argument("--size", type=parse_size, default=(1600, 900), help="image size WxH (default 1600x900)")
     p.add_argument("--title", default="", help="title over the plot")
     p.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
@@ -357,7 +372,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             if args.downgrade_from:
                 how += f", downgrading from {args.downgrade_from}"
-            draw(runs, args.out, args.size, args.title, how, args.games)
+            draw(runs, args.out, args.size, args.title, how, args.games, x=args.x)
     except UsageError as e:
         print(f"checkpoint_curve.py: error: {e}", file=sys.stderr)
         return 2

@@ -168,3 +168,46 @@ def test_bad_input_is_one_line(
     assert cc.main([a.format(**paths) for a in args]) == 2
     err = capsys.readouterr().err
     assert says in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize(
+    ("x", "axis", "words", "xs"),
+    [
+        ("time", "elapsed", "training time", [60.0 * m for m in MINUTES]),
+        ("moves", "step", "moves trained", [4000.0 * (i + 1) for i in range(len(MINUTES))]),
+    ],
+)
+def test_the_plot_draws_against_training_time_or_moves(
+    x: str,
+    axis: str,
+    words: str,
+    xs: list[float],
+    run_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # --x moves: an A/B at equal moves whose arms train at different speeds lines up by moves, not minutes
+    from PySide6.QtWidgets import QLabel
+
+    import docs.make_learning_curves as mlc
+
+    cc = load_script("checkpoint_curve")
+    seen: dict[str, object] = {}
+    real_render = mlc.render
+
+    def render(figure, curves, size, out):  # type: ignore[no-untyped-def]
+        seen["axis"] = curves.x_axis
+        seen["caption"] = [w.text() for w in figure.findChildren(QLabel) if w.text().startswith("x axis:")]
+        drawn = [c for c in curves._curves if c.metric == "ckpt_mean_score"]
+        seen["xs"] = [list(c.item.getData()[0]) for c in drawn]
+        return real_render(figure, curves, size, out)
+
+    monkeypatch.setattr(mlc, "render", render)
+    out = tmp_path / "curve.png"
+    argv = [f"tiny={run_dir}", "--games", "2", "--out", str(out), "--size", "800x500"]
+    assert cc.main([*argv, "--x", x] if x != "time" else argv) == 0
+    assert seen["axis"] == axis and out.exists()
+    assert seen["caption"] == [
+        f"x axis: {words} · each point: a checkpoint playing the same 2 seeded games, 1-ply"
+    ]
+    assert seen["xs"] == [pytest.approx(xs)]
