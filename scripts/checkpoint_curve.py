@@ -14,9 +14,9 @@ score and the rates of 16384 and 32768; ``--json`` prints the rows instead.
 
 ``--out`` draws the mean score and the two tile rates against training time (``--x moves``: against
 the moves trained, the axis of an A/B at equal moves whose arms train at different speeds) with the
-studio's own curves widget (offscreen), one line per run. ``--cache`` keeps each result in a JSON-lines file,
-keyed by the checkpoint's path, size and time and the games, seed and search asked for, so drawing
-again (or adding a run) does not play the same games twice.
+studio's own curves widget (offscreen), one line per run. ``--cache`` keeps each result in a
+JSON-lines file, keyed by the checkpoint's path, size and time and the games, seed and search asked
+for, so drawing again (or adding a run) does not play the same games twice.
 
 A folder with no checkpoint, a file that is not an n-tuple checkpoint, or a bad option is a one-line
 error (exit status 2).
