@@ -58,9 +58,9 @@ def run(args: argparse.Namespace) -> int:
         if args.id is not None:
             rules = store.get_game(args.id).rules  # "no game N" before any reviewer is built
             reviewer = resolve_reviewer(store, args.reviewer, args.depth, rules)
-            with ProgressLine(f"review {args.id}") as line:
+            with ProgressLine(f"review game {args.id}") as line:
                 review = review_game(
-                    store, args.id, reviewer, progress=lambda d, n: line.update(d, f"{d}/{n} moves")
+                    store, args.id, reviewer, progress=lambda d, n: line.update(d, f"{d}/{n} moves", total=n)
                 )
             print(json.dumps(review.to_json()) if args.json else render(review))
             return 0
@@ -70,7 +70,10 @@ def run(args: argparse.Namespace) -> int:
         with ProgressLine("review") as line:
 
             def each(k: int, total: int, done: int, moves: int) -> None:
-                line.update(k, f"game {k + 1}/{total}: {done}/{moves} moves")
+                # the share counts whole games and the finished part of the one under review
+                line.update(
+                    k + done / max(1, moves), f"game {k + 1}/{total}: {done}/{moves} moves", total=total
+                )
 
             skipped: list[tuple[int, str]] = []
             reviews = review_games(

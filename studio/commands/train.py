@@ -209,18 +209,20 @@ class _Live:
         if ev.message:
             self.message = ev.message
         agent = self.run.agent
+        # Most telling first: a terminal narrower than the whole line cuts its end with an ellipsis.
         parts = [f"ep {ev.episode:,}"]
         if self.scores:
             parts += [
-                f"score {self.scores[-1]:,.0f}",
                 f"mean {sum(self.scores) / len(self.scores):,.0f}",
                 f"tile {max(self.tiles):,.0f}" if self.tiles else "",
             ]
+        parts.append(f"{self.steps_per_s():,.0f} steps/s")
         for info in metrics_of(agent):
             # the agent's own drawn metrics (loss, schedules, evaluations); score / speed are above
             if info.drawn and info.kind not in ("score", "speed") and info.name in self.last:
                 parts.append(f"{info.name} {number(self.last[info.name])}")
-        parts.append(f"{self.steps_per_s():,.0f} steps/s")
+        if self.scores:
+            parts.append(f"last {self.scores[-1]:,.0f}")
         if self.message:
             parts.append(self.message)
         return " ".join(p for p in parts if p)
