@@ -13,10 +13,11 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TextIO
 
-from rich.console import Console
+from rich.console import Console, RenderableType
+from rich.constrain import Constrain
 from rich.progress import BarColumn, Progress, ProgressColumn, Task, TaskID, TextColumn
 from rich.progress_bar import ProgressBar
 from rich.table import Column
@@ -27,6 +28,9 @@ PLAIN_EVERY_S = 10.0
 
 REDRAW_EVERY_S = 0.1
 """Seconds between two hand-overs of a figure to the live display (it redraws at most 10 times a second)."""
+
+ECHO_ROOM = 3
+"""Columns left free at the right of the live row: the ``^C`` echo and the cursor after it."""
 
 
 def is_terminal(stream: TextIO) -> bool:
@@ -76,7 +80,7 @@ class ProgressLine:
             highlight=False,
             soft_wrap=False,
         )
-        self._progress = Progress(
+        self._progress = _Display(
             TextColumn("{task.description}", markup=False, table_column=Column(no_wrap=True)),
             _Bar(console),
             TextColumn("{task.fields[share]}", markup=False, table_column=Column(no_wrap=True)),
@@ -171,6 +175,17 @@ class ProgressLine:
         self._unprinted = False
         self.stream.write(self.plain_text() + "\n")
         self.stream.flush()
+
+
+class _Display(Progress):
+    """rich's display, kept off the terminal's last columns: a row that fills the last column leaves the
+    cursor waiting to wrap, and what the terminal echoes there (``^C``, two columns) would start a new
+    row that the next redraw cannot take back."""
+
+    def get_renderables(self) -> Iterable[RenderableType]:
+        live = self.__dict__.get("live")  # rich asks for a first render before it sets its display up
+        for table in super().get_renderables():
+            yield table if live is None else Constrain(table, max(1, live.console.width - ECHO_ROOM))
 
 
 class _Bar(BarColumn):

@@ -24,7 +24,7 @@ from typing import TextIO
 import pytest
 
 from studio.cli import main
-from studio.progress import ProgressLine
+from studio.progress import ECHO_ROOM, ProgressLine
 from tests.agents.fake_learner import registered
 
 WIDTH = 100
@@ -99,7 +99,7 @@ def test_on_a_terminal_a_minute_of_updates_redraws_one_row_within_the_width(
     # in place: the whole minute ends in one newline (the line left on screen), never a wrapped row
     assert newlines == 1
     assert len(shown) >= 480  # it was redrawn for every update
-    assert max(len(r) for r in shown) <= WIDTH
+    assert max(len(r) for r in shown) <= WIDTH - ECHO_ROOM
     assert all(r.startswith("train ntuple run 12 ") for r in shown)
     last = shown[-1]
     assert "99.8%" in last and "01:00" in last  # the share and the minute elapsed
@@ -118,7 +118,7 @@ def test_the_row_follows_a_narrower_terminal(monkeypatch: pytest.MonkeyPatch) ->
             clock.now += 0.5
             line.update(k, f"mean score {k * 37:,}")
     shown, newlines = rows(b"".join(got))
-    assert newlines == 1 and max(len(r) for r in shown) <= 60
+    assert newlines == 1 and max(len(r) for r in shown) <= 60 - ECHO_ROOM
     # the bar gives way to the figures on a narrow terminal
     assert " ".join(shown[-1].split()) == "eval greedy 100.0% 01:40 eta 00:00 mean score 7,400"
 
@@ -197,7 +197,7 @@ def test_train_on_a_terminal_fits_and_keeps_stdout_for_results(
         monkeypatch.undo()
     assert rc == 0
     shown, newlines = rows(b"".join(got))
-    assert newlines == 1 and shown and max(len(r) for r in shown) <= WIDTH
+    assert newlines == 1 and shown and max(len(r) for r in shown) <= WIDTH - ECHO_ROOM
     assert shown[-1].startswith("train fake-learner run 1 ") and "100.0%" in shown[-1]
     # the telling figures first, where a narrow terminal does not cut them
     assert re.search(r"100\.0% \d\d:\d\d eta 00:00 ep 400 mean [\d,]+ tile \d+ [\d,]+ steps/s", shown[-1])
