@@ -200,7 +200,7 @@ def test_train_on_a_terminal_fits_and_keeps_stdout_for_results(
     assert newlines == 1 and shown and max(len(r) for r in shown) <= WIDTH - ECHO_ROOM
     assert shown[-1].startswith("train fake-learner run 1 ") and "100.0%" in shown[-1]
     # the telling figures first, where a narrow terminal does not cut them
-    assert re.search(r"100\.0% \d\d:\d\d eta 00:00 ep 400 mean [\d,]+ tile \d+ [\d,]+ steps/s", shown[-1])
+    assert re.search(r"100\.0% \d\d:\d\d eta 00:00 ep 400 mean [\d,]+ tile \d+ [\d,]+ step", shown[-1])
     out = capsys.readouterr().out
     assert out.startswith("run 1 finished: 400 episodes") and "\x1b" not in out
 
