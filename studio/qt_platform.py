@@ -4,7 +4,8 @@ On Linux, Qt's X11 platform plugin (``xcb``) links a dozen system libraries that
 a fresh container may lack (``libxcb-cursor0``, ``libxcb-icccm4``, ``libxcb-keysyms1`` are the usual
 ones). When one is missing, or no X server answers on ``$DISPLAY``, ``QApplication()`` prints a
 paragraph about plugins and kills the process. :func:`platform_problem` finds the same problems first
-with ``ctypes`` and says them in one line that names the Debian/Ubuntu packages and the command.
+with ``ctypes`` and says them in one line that names the Debian/Ubuntu packages and the command to
+install them (as root, which is not assumed to be ``sudo``).
 
 Nothing here imports Qt. Other platforms (offscreen, wayland, Windows, macOS) are not checked.
 """
@@ -135,9 +136,11 @@ def platform_problem(
     missing = missing_libraries(load, plugin if plugin is not None else _xcb_plugin())
     if missing:
         packages = " ".join(dict.fromkeys(debian_package(m) for m in missing))
+        # No sudo in the command: a container or a minimal system may have none, and whoever is root
+        # knows how they become it.
         return (
-            f"Qt's X11 plugin needs {', '.join(missing)}, not installed here. "
-            f"On Debian/Ubuntu: sudo apt-get install -y {packages}"
+            f"Qt's X11 plugin needs {', '.join(missing)}, not installed here: install the packages "
+            f"{packages} with your package manager, e.g. as root on Debian/Ubuntu: apt-get install -y {packages}"
         )
     problem = display_problem(display, load)
     if problem:
