@@ -102,7 +102,7 @@ class DQNConfig(AgentConfig):
     loss: str = knob("huber", "TD loss", choices=("mse", "huber"))
     # score and a target refreshed every 1,000 updates: the best of a 16-trial sweep (lr x target update
     # x reward, 2 seeds, 400 episodes: 9,904 against 6,552 for log2_score / 250), and 10,664 against
-    # 7,071 at 1,000 episodes on 1,000 evaluation games (README, "Sweeps").
+    # 7,071 at 1,000 episodes on 1,000 evaluation games (docs/results.md, the dqn row).
     reward: str = knob(
         "score",
         "reward of a move: merges made, score gained, or log2(1 + score gained)",

@@ -59,7 +59,7 @@ def init_ray(workers: int, address: str | None = None) -> Any:
     ray = import_ray()
     if not ray.is_initialized():
         # Workers on this machine import the studio from this checkout even when it is not installed;
-        # on other machines it must be installed (README, "Scaling self-play with Ray").
+        # on other machines it must be installed (docs/guide.md, "Scaling self-play with Ray").
         env = {
             "env_vars": {
                 "PYTHONPATH": os.pathsep.join(p for p in (_repo_root(), os.environ.get("PYTHONPATH")) if p)
