@@ -357,6 +357,24 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
                 (status, time.time(), codec.encode_board(final), int(final.max()), game_id),
             )
 
+    def reopen_game(self, game_id: int) -> None:
+        """Make an ``abandoned`` game ``playing`` again, owned by this process, so that more moves append
+        to it (:meth:`GameRecorder.resume`); its final board is dropped until it ends again.
+
+        A finished game, one being played (here or by another live process) or no such game: a
+        StoreError (a killed player's game is ``abandoned`` once a store is opened again)."""
+        with self._tx(write=True) as con:
+            row = con.execute("SELECT status FROM games WHERE id = ?", (game_id,)).fetchone()
+            if row is None:
+                raise StoreError(f"no game {game_id}")
+            if row["status"] != "abandoned":
+                raise StoreError(f"game {game_id} is {row['status']}: it cannot be continued here")
+            con.execute(
+                "UPDATE games SET status = 'playing', ended = NULL, final_board = NULL, pid = ?, host = ?, "
+                "updated = ? WHERE id = ?",
+                (os.getpid(), self._host, time.time(), game_id),
+            )
+
     def record_trace(
         self,
         trace: GameTrace,
