@@ -37,7 +37,6 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QProgressBar,
     QPushButton,
-    QSlider,
     QSpinBox,
     QSplitter,
     QVBoxLayout,
@@ -54,6 +53,7 @@ from studio.text import game_status, plural
 from studio.theme import load_theme
 from studio.widgets.board import BEST_ARROW, BoardWidget
 from studio.widgets.review_graph import GRADE_COLOURS, ReviewGraph
+from studio.widgets.slider import JumpSlider
 
 SPEEDS = (1, 2, 5, 10, 20, 50, 100, 500)  # steps per second
 LIST_LIMIT = 5000  # newest games listed; the Games tab's table holds the rest
@@ -172,7 +172,7 @@ class ReplayTab(QWidget):
         self.stepLabel.setObjectName("replayStepLabel")
         self.stepLabel.setStyleSheet("font-size: 14px;")
         self.stepLabel.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.replaySlider = QSlider(Qt.Orientation.Horizontal)
+        self.replaySlider = JumpSlider(Qt.Orientation.Horizontal)  # a click on the track jumps there
         self.replaySlider.setObjectName("replaySlider")
         self.replaySlider.setRange(0, 0)
         self.replaySlider.setPageStep(10)
