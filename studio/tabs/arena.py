@@ -54,7 +54,7 @@ from agents.arena import BACKENDS, EtaModel, tile_thresholds
 from agents.ray_util import RAY_MISSING
 from studio.services.runs import have_ray
 from studio.tabs.common import button, panes, spin
-from studio.text import duration
+from studio.text import duration, plural
 from studio.widgets.curves import RUN_COLOURS
 from studio.worker import CallWorker
 
@@ -640,7 +640,7 @@ class ArenaTab(QWidget):
             else f"{workers} process{'es' if workers > 1 else ''}"
         )
         self.progressLabel.setText(f"0 / {total:,} games · ETA …\nStarting {players}…")
-        self.status.emit(f"arena: {len(specs)} contestant(s) × {games} games")
+        self.status.emit(f"arena: {plural(len(specs), 'contestant')} × {plural(games, 'game')}")
         self._update_buttons()
         return True
 
@@ -748,7 +748,7 @@ class ArenaTab(QWidget):
             else:
                 self.progressBar.setValue(1000)
                 self.progressLabel.setText(
-                    f"Done: {n:,} games in {duration(wall)}" + (" (in the store)" if n else "")
+                    f"Done: {plural(n, 'game')} in {duration(wall)}" + (" (in the store)" if n else "")
                 )
         else:
             self.progressLabel.setText(f"Failed after {n:,} game{'' if n == 1 else 's'}")
