@@ -514,10 +514,12 @@ class PlayTab(QWidget):
                 continue
             self._show_game(recorder)
             self._remember(recorder)
-            self.status.emit(
+            message = (
                 f"Resumed game #{game_id}: {recorder.moves:,} move{'s' * (recorder.moves != 1)}, "
-                f"score {recorder.score:,}"
+                f"score {recorder.score:,} · New game (Ctrl+N) starts another"
             )
+            # Said once the window listens (this runs while the tab is built, before it is wired).
+            QTimer.singleShot(0, self, lambda text=message: self.status.emit(text))
             self._after_start()
             return True
         return False

@@ -78,6 +78,7 @@ def test_a_game_left_open_goes_on_after_a_restart(qtbot, data_dir, qsettings):
     assert np.array_equal(play.recorder.board, board) and np.array_equal(play.board.board, board)
     assert play.scoreLabel.text() == str(score) and play.movesLabel.text() == f"Moves: {moves}"
     assert play.gameInfoLabel.text() == f"4x4 · game #{game_id}, resumed"
+    qtbot.waitUntil(lambda: again.statusBar().currentMessage().startswith(f"Resumed game #{game_id}: "))
     assert again.store.get_game(game_id).status == "playing"
 
     _press_legal(qtbot, play, 5)  # more moves append to the same record
