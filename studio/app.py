@@ -27,6 +27,7 @@ from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QMessageBox, QT
 
 from studio.settings import get_int
 from studio.tabs.common import ROUTED, Tab
+from studio.text import plural
 
 ORGANIZATION = "2048 Studio"
 APPLICATION = "2048 Studio"
@@ -304,7 +305,7 @@ class MainWindow(QMainWindow):
             n = int(self.store.count_games())
         except Exception:  # the label is informative only
             n = 0
-        self.db_label.setText(f"{n:,} games · {self.data_dir}")
+        self.db_label.setText(f"{plural(n, 'game')} · {self.data_dir}")
 
     def show_message(self, text: str) -> None:
         self.statusBar().showMessage(text, 6000)

@@ -90,3 +90,28 @@ def sparkline(values: Sequence[float]) -> str:
             k = 0 if hi == lo else round((v - lo) / (hi - lo) * (len(SPARK) - 1))
             out.append(SPARK[k])
     return "".join(out)
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``plural(1, "game") -> "1 game"``, ``plural(1200, "game") -> "1,200 games"`` (``many``: an
+    irregular plural)."""
+    return f"{n:,} {word if n == 1 else many or word + 's'}"
+
+
+#: A game's status in the words the window and the command line share: ``playing`` (being played
+#: now), ``finished`` (game over) and ``unfinished`` (left before game over; Play goes on with it).
+#: The keys are the store's statuses (``abandoned`` is the store's word for unfinished).
+GAME_STATUS_WORDS: dict[str, str] = {"playing": "playing", "finished": "finished", "abandoned": "unfinished"}
+
+
+def game_status(status: str) -> str:
+    """The store's status of a game in the shared words (:data:`GAME_STATUS_WORDS`)."""
+    return GAME_STATUS_WORDS.get(status, status)
+
+
+def store_status(word: str) -> str:
+    """The store's status for a word of :data:`GAME_STATUS_WORDS` (the store's own words pass as they are)."""
+    for status, text in GAME_STATUS_WORDS.items():
+        if text == word:
+            return status
+    return word

@@ -357,6 +357,24 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
                 (status, time.time(), codec.encode_board(final), int(final.max()), game_id),
             )
 
+    def reopen_game(self, game_id: int) -> None:
+        """Make an ``abandoned`` game ``playing`` again, owned by this process, so that more moves append
+        to it (:meth:`GameRecorder.resume`); its final board is dropped until it ends again.
+
+        A finished game, one being played (here or by another live process) or no such game: a
+        StoreError (a killed player's game is ``abandoned`` once a store is opened again)."""
+        with self._tx(write=True) as con:
+            row = con.execute("SELECT status FROM games WHERE id = ?", (game_id,)).fetchone()
+            if row is None:
+                raise StoreError(f"no game {game_id}")
+            if row["status"] != "abandoned":
+                raise StoreError(f"game {game_id} is {row['status']}: it cannot be continued here")
+            con.execute(
+                "UPDATE games SET status = 'playing', ended = NULL, final_board = NULL, pid = ?, host = ?, "
+                "updated = ? WHERE id = ?",
+                (os.getpid(), self._host, time.time(), game_id),
+            )
+
     def record_trace(
         self,
         trace: GameTrace,
@@ -701,9 +719,58 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
         ``GameSummary.origin``. A game that was ``playing`` when exported is imported as ``abandoned``
         (no process is playing it here). The reviews a game carries are stored with it, under its new
         id, in the same transaction (a bad review refuses the whole file, like any bad field).
+        Every game is added, copies of games already here too: :meth:`import_games` skips those.
+        """
+        return self._insert_imported(exchange.read_games(path), Path(path).name)
+
+    def import_games(self, path: str | os.PathLike[str]) -> exchange.ImportResult:
+        """:meth:`import_file`, less the games the library holds already (the same game: see
+        :func:`engine.store.exchange.content_key`; a game twice in the file is added once).
+
+        What the GUI and ``games import`` do: importing one export twice adds nothing the second time.
+        The library's games are compared only with the file's games of the same board, moves and
+        score, so an import reads back a handful of candidates, not the library.
         """
         games = exchange.read_games(path)
-        name = Path(path).name
+        keys = [exchange.incoming_key(g) for g in games]
+        known = self._known_keys(games, set(keys))
+        fresh: list[exchange.IncomingGame] = []
+        first: dict[str, int] = {}  # key -> index in fresh of the file's first copy
+        skipped: list[tuple[str, int | None]] = []  # (key, library id or None for an in-file copy)
+        for g, key in zip(games, keys):
+            if key in known:
+                skipped.append((key, known[key]))
+            elif key in first:
+                skipped.append((key, None))
+            else:
+                first[key] = len(fresh)
+                fresh.append(g)
+        ids = self._insert_imported(fresh, Path(path).name) if fresh else []
+        already = [gid if gid is not None else ids[first[key]] for key, gid in skipped]
+        return exchange.ImportResult(ids, already)
+
+    def _known_keys(self, games: Sequence[exchange.IncomingGame], keys: set[str]) -> dict[str, int]:
+        """Content key -> id of the library's games that are among ``keys`` (the oldest copy)."""
+        wanted = {
+            (g.rules.rows, g.rules.cols, len(g.moves), int(g.scores[-1]) if len(g.moves) else 0)
+            for g in games
+        }
+        with self._tx(write=False) as con:
+            rows = con.execute("SELECT id, rows, cols, n_moves, score FROM games ORDER BY id").fetchall()
+        found: dict[str, int] = {}
+        for row in rows:
+            if (row["rows"], row["cols"], row["n_moves"], row["score"]) not in wanted:
+                continue
+            try:
+                key = exchange.record_key(self.load_game(int(row["id"])))
+            except StoreError:  # a damaged game is nobody's copy
+                continue
+            if key in keys:
+                found.setdefault(key, int(row["id"]))
+        return found
+
+    def _insert_imported(self, games: Sequence[exchange.IncomingGame], name: str) -> list[int]:
+        """Write checked games read from file ``name`` in one transaction; their new ids."""
         now = time.time()
         ids = []
         with self._tx(write=True) as con:

@@ -104,6 +104,7 @@ written to the store.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -1260,3 +1261,47 @@ def _game_from_json(obj: dict[str, Any], label: str) -> IncomingGame:
     )
     game.reviews = _json_reviews(obj, label, game)
     return game
+
+
+# ------------------------------------------------------------------------------------ duplicates
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """What an import did: ``ids`` of the games it added (in file order), ``already`` the library ids
+    of the file's games it skipped because the library holds them already (one per skipped game; a
+    game twice in the file is imported once, its copy counted here under the new id)."""
+
+    ids: list[int]
+    already: list[int]
+
+
+def content_key(
+    rules: Rules, initial_board: np.ndarray, moves: np.ndarray, spawns: Sequence[Iterable[Sequence[int]]]
+) -> str:
+    """What makes two records the same game, as a hash: the rules, the first board, every move and the
+    tiles that appeared after it (which fix every board, reward and score). Who played, the times,
+    status, ids, the origin and the seed (a seed-003 file has none) are not part of it, so an export
+    imported twice, or a game exported from this library and imported back, is the same game."""
+    h = hashlib.sha256()
+    h.update(json.dumps(rules.to_dict(), sort_keys=True).encode())
+    h.update(np.ascontiguousarray(initial_board, dtype="<i8").tobytes())
+    h.update(b"|" + np.ascontiguousarray(moves, dtype="<i8").tobytes())
+    rows = [
+        (i, int(r), int(c), int(v))
+        for i, triples in enumerate(spawns)
+        for r, c, v in sorted(tuple(int(x) for x in t) for t in triples)
+        if v
+    ]
+    h.update(b"|" + np.array(rows, dtype="<i8").reshape(-1, 4).tobytes())
+    return h.hexdigest()
+
+
+def incoming_key(g: IncomingGame) -> str:
+    """:func:`content_key` of a game read from a file."""
+    return content_key(g.rules, g.initial_board, g.moves, g.spawns)
+
+
+def record_key(rec: GameRecord) -> str:
+    """:func:`content_key` of a stored game."""
+    return content_key(rec.rules, rec.initial_board, rec.moves, list(rec.spawns))

@@ -15,6 +15,10 @@ How a game is recorded
   ``abandoned`` (its process is gone).
 * **The recorded seed replays the game.** Without a seed the recorder draws one and builds the game
   with it, so every game it starts can be replayed from its record: same seed, same moves, same boards.
+* **A game left unfinished goes on as the same game.** :meth:`GameRecorder.resume` replays an
+  ``abandoned`` record's moves from its seed (checking every board against the record, so the next
+  tiles are the ones the seed would have drawn next) and reopens it: the moves that follow append to
+  the same record, which still replays from its seed as one game.
 * ``lazy=True`` writes nothing until the first move (the window: a game opened and left untouched is
   not worth a record); otherwise the record exists from the start (the terminal says "saved as game N"
   even when no move was made).
@@ -41,7 +45,8 @@ class GameRecorder:
 
     ``GameRecorder(store, rules=Rules(), seed=None)`` starts a new game (drawing its seed when none is
     given); ``GameRecorder(store, game)`` records a game the caller built (its ``seed`` is recorded as
-    it is, None included). ``play(direction, player)`` makes and stores one move; ``close()`` ends the
+    it is, None included); ``GameRecorder.resume(store, game_id)`` goes on with an unfinished one.
+    ``play(direction, player)`` makes and stores one move; ``close()`` ends the
     record as ``finished`` (no move left) or ``abandoned``. Usable as a context manager (closes on exit).
     """
 
@@ -68,11 +73,49 @@ class GameRecorder:
         self.game_id: int | None = None  # None until the record exists (lazy: the first move)
         self._player = player  # who moves when play() is not told: the last mover, first the given one
         self._moved = False
+        self._players: list[Player] = []  # who has moved in this game, in order of their first move
         self.closed = False
         if not lazy:
             self._create(player)
         if game.game_over:  # a board without a single legal move: nothing will ever be stored
             self.close()
+
+    @classmethod
+    def resume(cls, store: GameStore, game_id: int) -> GameRecorder:
+        """Go on with game ``game_id``, left unfinished: the same record, its next move appended.
+
+        The game is rebuilt by replaying its moves from its seed, every board checked against the
+        record; a game that does not replay (no seed, a move that does not follow), is over, or is being
+        played by another process is a one-line StoreError and is left as it was.
+        """
+        rec = store.load_game(game_id)
+        s = rec.summary
+        if s.status != "abandoned":  # finished, or being played right now
+            raise StoreError(f"game {game_id} is {s.status}: it cannot be continued here")
+        if s.seed is None:
+            raise StoreError(f"game {game_id} has no seed: its next tiles cannot be drawn as the same game")
+        game = Game(rules=s.rules, seed=s.seed)
+        if not np.array_equal(game.board, rec.initial_board):
+            raise StoreError(f"game {game_id} does not start as its seed {s.seed} does")
+        for i in range(rec.n_moves):
+            d = Direction(int(rec.moves[i]))
+            if not game.legal_mask()[d]:
+                raise StoreError(f"game {game_id}: move {i + 1} is not legal when replayed from its seed")
+            game.step(d)
+            if not np.array_equal(game.board, rec.board_after(i)) or game.score != int(rec.scores[i]):
+                raise StoreError(f"game {game_id}: move {i + 1} does not follow from its seed {s.seed}")
+        if game.game_over:
+            raise StoreError(f"game {game_id} has no move left: nothing to go on with")
+        store.reopen_game(game_id)
+        self = cls(store, game, lazy=True, run_id=s.run_id)
+        self.game_id = game_id
+        if rec.n_moves:
+            self._player = rec.player_of(rec.n_moves - 1)
+            self._moved = True
+            self._players = list(s.players)
+        elif s.players:
+            self._player = s.players[0]
+        return self
 
     # ------------------------------------------------------------------ state
     @property
@@ -94,6 +137,11 @@ class GameRecorder:
     @property
     def game_over(self) -> bool:
         return self.game.game_over
+
+    @property
+    def players(self) -> tuple[Player, ...]:
+        """Everyone who has moved in this game, in order of their first move (the record's players)."""
+        return tuple(self._players)
 
     @property
     def player(self) -> Player | None:
@@ -134,6 +182,8 @@ class GameRecorder:
         self.game = after
         self._player = who
         self._moved = True
+        if who not in self._players:
+            self._players.append(who)
         if result.game_over:
             self.close()
         return result

@@ -17,7 +17,15 @@ import numpy as np
 from engine.core import DIRECTIONS
 from engine.store import SOURCE_FILTERS, GameRecord, GameStore, GameSummary, format_time
 from studio.cli import MAX_ID, CliError, record_id, whole
-from studio.text import board_lines, duration, side_by_side, table
+from studio.text import (
+    GAME_STATUS_WORDS,
+    board_lines,
+    duration,
+    game_status,
+    side_by_side,
+    store_status,
+    table,
+)
 
 DEFAULT_LIMIT = 50
 
@@ -71,7 +79,12 @@ def _add_filters(p: argparse.ArgumentParser) -> None:
         help="who played (mixed: a person and an agent in turn; imported: read from a file)",
     )
     p.add_argument("--agent", help="agent name (e.g. expectimax): games it made a move in")
-    p.add_argument("--status", choices=("playing", "finished", "abandoned"), help="game status")
+    p.add_argument(
+        "--status",
+        type=_status_word,
+        choices=tuple(GAME_STATUS_WORDS.values()),
+        help="playing (being played now), finished (game over) or unfinished (left before game over)",
+    )
     p.add_argument("--min-score", type=whole(0), metavar="N", help="score at least N")
     p.add_argument("--min-tile", type=whole(0), metavar="T", help="max tile at least T (e.g. 2048)")
     p.add_argument("--since", metavar="DATE", help="started on or after DATE (YYYY-MM-DD[THH:MM])")
@@ -84,12 +97,17 @@ def _filters(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "source": args.source,
         "agent": args.agent,
-        "status": args.status,
+        "status": None if args.status is None else store_status(args.status),
         "min_score": args.min_score,
         "min_max_tile": args.min_tile,
         "since": args.since,
         "until": args.until,
     }
+
+
+def _status_word(text: str) -> str:
+    """A ``--status`` word; ``abandoned`` (what the list said before) still means unfinished."""
+    return "unfinished" if text == "abandoned" else text
 
 
 def parse_ids(tokens: list[str]) -> list[int]:
@@ -147,7 +165,7 @@ def run_list(args: argparse.Namespace) -> int:
             g.id,
             _source(g),
             _who(g),
-            g.status,
+            game_status(g.status),
             g.score,
             g.max_tile,
             g.n_moves,
@@ -200,7 +218,7 @@ def describe_game(rec: GameRecord, moves: bool = False) -> str:
     g = rec.summary
     r = g.rules
     who = g.who if g.source == "mixed" else g.agent
-    lines = [f"game {g.id}: {g.source}" + (f" ({who})" if who else "") + f", {g.status}"]
+    lines = [f"game {g.id}: {g.source}" + (f" ({who})" if who else "") + f", {game_status(g.status)}"]
     if g.source == "mixed":
         counts = np.bincount(rec.move_players, minlength=len(g.players))
         lines.append("players: " + ", ".join(f"{p.label} {int(k)} moves" for p, k in zip(g.players, counts)))
@@ -277,11 +295,27 @@ def run_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def id_ranges(ids: list[int]) -> str:
+    """``[3, 4, 5, 9] -> "3-5, 9"`` (sorted, each id once)."""
+    runs: list[list[int]] = []
+    for i in sorted(set(ids)):
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
 def run_import(args: argparse.Namespace) -> int:
     with GameStore.open(args.data_dir) as store:
-        ids = store.import_file(args.file)
-    span = f"{ids[0]}" if len(ids) == 1 else f"{ids[0]}-{ids[-1]}"
-    print(f"imported {len(ids)} game{'s' * (len(ids) != 1)} from {args.file} as id {span}")
+        result = store.import_games(args.file)
+    ids, already = result.ids, result.already
+    text = f"imported {len(ids)} game{'s' * (len(ids) != 1)} from {args.file}"
+    if ids:
+        text += f" as id {id_ranges(ids)}"
+    if already:  # the same games (moves, tiles, rules) are in the library: not added twice
+        text += f", {len(already)} already in the library (id {id_ranges(already)})"
+    print(text)
     return 0
 
 

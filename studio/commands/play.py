@@ -29,7 +29,7 @@ from engine import Direction, Game, Rules, StepResult
 from engine.core import MAX_SIDE
 from engine.store import GameRecorder, GameStore
 from studio.cli import MAX_SEED, CliError, number, whole
-from studio.text import board_lines
+from studio.text import board_lines, game_status
 
 QUIT = "quit"
 CLEAR = "\x1b[H\x1b[2J"
@@ -165,7 +165,7 @@ def play_text(
     else:
         out.write(f"Left after {game.moves} moves: score {game.score}, max tile {game.max_tile}.\n")
     out.write(
-        f"Saved as game {summary.id} ({summary.status}, seed {recorder.seed}): python main.py games show {summary.id}\n"
+        f"Saved as game {summary.id} ({game_status(summary.status)}, seed {recorder.seed}): python main.py games show {summary.id}\n"
     )
     out.flush()
     return status

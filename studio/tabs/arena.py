@@ -6,7 +6,10 @@ The games are played by :func:`agents.arena.evaluate` (several processes) from a
 Results: a table of mean score ± its 95 % interval, median and max score (the figures of
 :class:`agents.arena.EvalResult`, the same ``eval`` prints), a "max tile reached at least" table laid
 out like seed 004's (rows: tile; columns: agents; cells: games) and a bar chart of the same shares.
-The progress shows games done and an ETA from the moves played. The games play in local processes
+The bar shows the share of the games played (each contestant's games weigh alike; the games in
+flight count by their moves), which only grows; the line under it the games done and an ETA from
+the moves played. The contestants are kept in the settings: the list is there again after a restart.
+The games play in local processes
 or, with the Ray backend (the optional extra), on Ray actors: the same games and figures either way.
 Cancel gives up the games in flight (the worker processes or actors end) and keeps those that
 finished. Double-click a result to replay that agent's best game.
@@ -15,6 +18,7 @@ finished. Double-click a result to replay that agent's best game.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -50,7 +54,7 @@ from agents.arena import BACKENDS, EtaModel, tile_thresholds
 from agents.ray_util import RAY_MISSING
 from studio.services.runs import have_ray
 from studio.tabs.common import button, panes, spin
-from studio.text import duration
+from studio.text import duration, plural
 from studio.widgets.curves import RUN_COLOURS
 from studio.worker import CallWorker
 
@@ -70,6 +74,66 @@ SPEC_ROLE = Qt.ItemDataRole.UserRole
 BACKEND_TEXTS = ("Local processes", "Ray")
 #: Where the backend choice is kept between sessions.
 BACKEND_KEY = "arena/backend"
+#: Where the contestants are kept between sessions: a JSON list of {"spec": ..., "ticked": bool}.
+CONTESTANTS_KEY = "arena/contestants"
+
+
+def spec_to_json(spec: Any) -> dict[str, Any]:
+    """An :class:`agents.spec.AgentSpec` as plain JSON values (what the settings keep)."""
+    return {
+        "name": spec.name,
+        "config": dict(spec.config),
+        "checkpoint": spec.checkpoint,
+        "rules": None if spec.rules is None else spec.rules.to_dict(),
+        "label": spec.label,
+        "target": spec.target,
+        "play": dict(spec.play),
+    }
+
+
+def spec_from_json(data: Any) -> Any:
+    """The inverse of :func:`spec_to_json`; ValueError / TypeError for anything else."""
+    from agents.spec import AgentSpec
+    from engine import Rules
+
+    if not isinstance(data, dict):
+        raise TypeError("a contestant is a JSON object")
+    rules = data.get("rules")
+    return AgentSpec(
+        name=data.get("name"),
+        config=dict(data.get("config") or {}),
+        checkpoint=data.get("checkpoint"),
+        rules=None if rules is None else Rules.from_dict(rules),
+        label=data.get("label"),
+        target=data.get("target"),
+        play=dict(data.get("play") or {}),
+    )
+
+
+def played_share(rows: Sequence[ContestantRow], games_each: int) -> float:
+    """The progress bar's share of a run (0..1): every contestant's games weigh alike. A contestant
+    done counts whole; one playing counts its finished games, plus its games in flight by their moves
+    at its mean moves per finished game (at most to its next whole game each, so to say).
+
+    Not the share of the run's time: that one follows the ETA, which rises when a slower contestant's
+    first games finish (random done in a second, then expectimax), so the bar went back (81 % -> 62 %).
+    The tab keeps the bar from moving back where this estimate wavers (a game longer than the mean
+    finishing)."""
+    if not rows or games_each <= 0:
+        return 0.0
+    units = 0.0
+    for row in rows:
+        if row.status == "done":
+            units += 1.0
+            continue
+        done = min(row.games, games_each)
+        share = done / games_each
+        if row.result is not None and done and done < games_each:
+            finished_moves = float(row.result.moves.sum())
+            in_flight = max(0.0, row.moves - finished_moves) / max(1.0, finished_moves / done)
+            share += min(in_flight, 0.99 * (games_each - done)) / games_each
+        units += min(1.0, share)
+    return min(1.0, units / len(rows))
 
 
 @dataclass
@@ -185,8 +249,11 @@ class ArenaTab(QWidget):
         self._live: _Live | None = None
         self._games_each = 0
         self._games_seen = 0  # finished games already announced with gamesChanged
+        self._shown_share = 0.0  # the bar's share so far this run: it never moves back
+        self._restoring = False
         self._build()
         self._fill_agents()
+        self._restore_contestants()
         self._update_buttons()
 
     # ================================================================== building
@@ -204,7 +271,7 @@ class ArenaTab(QWidget):
         self.entryList.setObjectName("entryList")
         self.entryList.setToolTip("Ticked entries play; untick to leave one out")
         self.entryList.itemSelectionChanged.connect(self._update_buttons)
-        self.entryList.itemChanged.connect(lambda _i: self._update_buttons())
+        self.entryList.itemChanged.connect(self._on_entry_changed)
         bl.addWidget(self.entryList)
         add_row = QHBoxLayout()
         self.agentPicker = QComboBox()
@@ -276,6 +343,9 @@ class ArenaTab(QWidget):
         self.progressBar = QProgressBar()
         self.progressBar.setObjectName("arenaProgress")
         self.progressBar.setRange(0, 1000)
+        self.progressBar.setToolTip(
+            "Share of the games played (each contestant's games count alike); the ETA below is the time left"
+        )
         ll.addWidget(self.progressBar)
         self.progressLabel = QLabel("")
         self.progressLabel.setObjectName("arenaProgressLabel")
@@ -379,6 +449,50 @@ class ArenaTab(QWidget):
         self.agentPicker.setCurrentIndex(max(0, idx))
 
     # ================================================================== contestants
+    def _on_entry_changed(self, _item: QListWidgetItem) -> None:
+        self._update_buttons()
+        self._save_contestants()
+
+    def _save_contestants(self) -> None:
+        """Keep the list (and which are ticked) in the settings, for the next start."""
+        if self.settings is None or self._restoring:
+            return
+        entries = []
+        for i in range(self.entryList.count()):
+            item = self.entryList.item(i)
+            entries.append(
+                {
+                    "spec": spec_to_json(item.data(SPEC_ROLE)),
+                    "ticked": item.checkState() == Qt.CheckState.Checked,
+                }
+            )
+        self.settings.setValue(CONTESTANTS_KEY, json.dumps(entries))
+
+    def _restore_contestants(self) -> None:
+        """The list of the last session; a checkpoint whose file is gone stays listed, unticked, saying so."""
+        if self.settings is None:
+            return
+        try:
+            entries = json.loads(str(self.settings.value(CONTESTANTS_KEY, "[]")))
+        except ValueError:  # hand-edited settings: start with an empty list
+            return
+        self._restoring = True
+        try:
+            for entry in entries if isinstance(entries, list) else []:
+                try:
+                    spec = spec_from_json(entry.get("spec") if isinstance(entry, dict) else None)
+                except (TypeError, ValueError, AttributeError, KeyError):  # not a spec: left out
+                    continue
+                item = self._add_entry(spec)
+                ticked = bool(entry.get("ticked", True))
+                if spec.checkpoint and not Path(spec.checkpoint).exists():
+                    ticked = False
+                    item.setText(f"{spec.display} (file missing)")
+                    item.setToolTip(f"{spec.checkpoint} is not there any more")
+                item.setCheckState(Qt.CheckState.Checked if ticked else Qt.CheckState.Unchecked)
+        finally:
+            self._restoring = False
+
     def _add_entry(self, spec: Any) -> QListWidgetItem:
         for i in range(self.entryList.count()):
             item = self.entryList.item(i)
@@ -392,6 +506,7 @@ class ArenaTab(QWidget):
         item.setToolTip(spec.checkpoint or f"registered agent {spec.name} with its default settings")
         self.entryList.addItem(item)
         self._update_buttons()
+        self._save_contestants()
         return item
 
     def add_agent(self, name: str, config: dict[str, Any] | None = None) -> None:
@@ -444,6 +559,7 @@ class ArenaTab(QWidget):
         for item in self.entryList.selectedItems():
             self.entryList.takeItem(self.entryList.row(item))
         self._update_buttons()
+        self._save_contestants()
 
     def contestants(self) -> list[Any]:
         """The ticked entries' AgentSpecs, in list order."""
@@ -516,6 +632,7 @@ class ArenaTab(QWidget):
         self.worker.error.connect(self._on_error)
         self.worker.finished.connect(self._on_finished)
         self.worker.start()
+        self._shown_share = 0.0
         self.progressBar.setValue(0)
         players = (
             f"{workers} Ray actor{'s' if workers > 1 else ''}"
@@ -523,7 +640,7 @@ class ArenaTab(QWidget):
             else f"{workers} process{'es' if workers > 1 else ''}"
         )
         self.progressLabel.setText(f"0 / {total:,} games · ETA …\nStarting {players}…")
-        self.status.emit(f"arena: {len(specs)} contestant(s) × {games} games")
+        self.status.emit(f"arena: {plural(len(specs), 'contestant')} × {plural(games, 'game')}")
         self._update_buttons()
         return True
 
@@ -588,7 +705,9 @@ class ArenaTab(QWidget):
             self._games_seen = done
             self.gamesChanged.emit()
         model = self.eta()
-        self.progressBar.setValue(round(1000 * model.fraction()))
+        # The games played, never less than shown before (an estimate of the games in flight may waver).
+        self._shown_share = max(self._shown_share, played_share(self.rows, self._games_each))
+        self.progressBar.setValue(round(1000 * self._shown_share))
         lines = [f"{done:,} / {total:,} games · ETA {duration(model.seconds_left(), '…')}"]
         for k, row in enumerate(self.rows):
             if row.status == "playing":
@@ -629,7 +748,7 @@ class ArenaTab(QWidget):
             else:
                 self.progressBar.setValue(1000)
                 self.progressLabel.setText(
-                    f"Done: {n:,} games in {duration(wall)}" + (" (in the store)" if n else "")
+                    f"Done: {plural(n, 'game')} in {duration(wall)}" + (" (in the store)" if n else "")
                 )
         else:
             self.progressLabel.setText(f"Failed after {n:,} game{'' if n == 1 else 's'}")

@@ -41,8 +41,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.store import SOURCE_FILTERS, format_time
+from engine.store import SOURCE_FILTERS, SOURCES, format_time
 from studio.tabs.common import button
+from studio.text import GAME_STATUS_WORDS, game_status, plural
 from studio.widgets.histogram import TileHistogram
 
 log = logging.getLogger(__name__)
@@ -55,9 +56,10 @@ PERIODS: tuple[tuple[str, float | None], ...] = (
     ("last 30 days", 30 * 86_400.0),
     ("last year", 365 * 86_400.0),
 )
-#: The store's statuses in the user's words: a game left before game over (new game, window closed,
-#: process killed, handed to an agent) is "unfinished"; "in progress" is being played right now.
-STATUS_TEXT = {"finished": "finished", "abandoned": "unfinished", "playing": "in progress"}
+#: The store's statuses in the user's words, the command line's too (:data:`studio.text.GAME_STATUS_WORDS`):
+#: a game left before game over (new game, window closed, process killed) is "unfinished"; "playing"
+#: is being played right now.
+STATUS_TEXT = GAME_STATUS_WORDS
 #: A row the store could not read back as it is (``GameSummary.problem`` says why, in its tooltip).
 DAMAGED_TEXT = "damaged"
 
@@ -135,7 +137,7 @@ class GamesTableModel(QAbstractTableModel):
             if key == "board":
                 return f"{g.rules.rows}x{g.rules.cols}"
             if key == "status":
-                return DAMAGED_TEXT if getattr(g, "problem", None) else STATUS_TEXT.get(g.status, g.status)
+                return DAMAGED_TEXT if getattr(g, "problem", None) else game_status(g.status)
             if key == "started":
                 return _when(g.started)
             if key == "score":
@@ -196,6 +198,7 @@ class GamesTab(QWidget):
         self.store = store
         self.settings = settings
         self.last_error = ""
+        self.last_message = ""  # the last import's "N imported, M already in the library"
         self._dirty = True
         self._box: QMessageBox | None = None
         self._build()
@@ -255,6 +258,7 @@ class GamesTab(QWidget):
         self.table.horizontalHeader().setStretchLastSection(True)
         for col, width in enumerate((60, 90, 110, 60, 90, 75, 65, 90, 140)):
             self.table.setColumnWidth(col, width)
+        self._fit_word_columns()
         # Enter or a double-click (the platform's "activate") opens the game in Replay.
         self.table.activated.connect(lambda idx: self.openInReplay.emit(self.model.game(idx.row()).id))
         self.table.selectionModel().selectionChanged.connect(self._on_selection)
@@ -294,6 +298,25 @@ class GamesTab(QWidget):
         delete.setContext(Qt.ShortcutContext.WidgetShortcut)  # only while the table has the focus
         delete.activated.connect(lambda: self.delete_selected(confirm=True))
         self._update_buttons()
+
+    def _fit_word_columns(self) -> None:
+        """Source and Status as wide as their longest possible text ("evaluation (imported)"), so no
+        row is cut to "mixed …" whatever the library holds (and the width does not jump on refresh)."""
+        keys = [k for k, _ in self.model.COLUMNS]
+        words = {
+            "source": [*SOURCES, *(f"{s} (imported)" for s in SOURCES)],
+            "status": [*GAME_STATUS_WORDS.values(), DAMAGED_TEXT],
+        }
+        fm = self.table.fontMetrics()
+        header_fm = self.table.horizontalHeader().fontMetrics()
+        for key, texts in words.items():
+            col = keys.index(key)
+            title = str(self.model.headerData(col, Qt.Orientation.Horizontal))
+            # The cell's padding on each side, and room for the header's sort arrow.
+            need = max(
+                max(fm.horizontalAdvance(t) for t in texts) + 24, header_fm.horizontalAdvance(title) + 36
+            )
+            self.table.setColumnWidth(col, max(self.table.columnWidth(col), need))
 
     # ------------------------------------------------------------------ data
     def mark_dirty(self) -> None:
@@ -351,10 +374,11 @@ class GamesTab(QWidget):
             what += " (newest only)"
         best = max((g.score for g in games), default=0)
         moves = sum(g.n_moves for g in games)
-        unfinished = sum(g.status != "finished" for g in games)
-        lines = [f"<b>{what}</b>", f"best score <b>{best:,}</b>", f"{moves:,} moves"]
-        if unfinished:
-            lines.append(f"{unfinished} unfinished")
+        lines = [f"<b>{what}</b>", f"best score <b>{best:,}</b>", plural(moves, "move")]
+        for status in ("abandoned", "playing"):
+            n = sum(g.status == status for g in games)
+            if n:
+                lines.append(f"{n:,} {game_status(status)}")
         self.summaryLabel.setText("<br>".join(lines))
         self.histogram.set_counts(Counter(int(g.max_tile) for g in games if g.max_tile))
         self._update_buttons()
@@ -386,7 +410,7 @@ class GamesTab(QWidget):
         self.store.delete_games(ids)
         self.refresh()
         self.gamesChanged.emit()
-        self.status.emit(f"Deleted {len(ids)} games")
+        self.status.emit(f"Deleted {plural(len(ids), 'game')}")
         return len(ids)
 
     def export_dialog(self) -> None:
@@ -417,7 +441,7 @@ class GamesTab(QWidget):
             self.show_error("Export failed", str(e))
             return False
         self.settings.setValue("games/export_dir", str(path.parent))
-        self.status.emit(f"Exported {len(ids)} games to {path}")
+        self.status.emit(f"Exported {plural(len(ids), 'game')} to {path}")
         return True
 
     def import_dialog(self) -> None:
@@ -431,12 +455,16 @@ class GamesTab(QWidget):
             self.import_files([Path(p) for p in paths])
 
     def import_files(self, paths: Sequence[Path]) -> list[int]:
-        """Import each file whole or not at all (the store's guarantee); errors are shown, not raised."""
+        """Import each file whole or not at all (the store's guarantee), less the games the library
+        holds already (the status bar says how many); errors are shown, not raised. The new ids."""
         imported: list[int] = []
+        already: list[int] = []
         errors: list[str] = []
         for path in paths:
             try:
-                imported += self.store.import_file(path)
+                result = self.store.import_games(path)
+                imported += result.ids
+                already += result.already
             except (OSError, ValueError) as e:  # a bad file (StoreError is a ValueError) or an OS refusal
                 why = _one_line(e)  # the store's messages name the file already
                 errors.append(why if why.startswith(Path(path).name) else f"{Path(path).name}: {why}")
@@ -448,13 +476,15 @@ class GamesTab(QWidget):
                 log.exception("importing %s", path)
                 errors.append(f"{Path(path).name}: unexpected error {type(e).__name__}: {_one_line(e)}")
             self.settings.setValue("games/import_dir", str(Path(path).parent))
-        if imported:
+        if imported or already:
             self.refresh()
-            self.select_ids(imported)
-            self.gamesChanged.emit()
-            self.status.emit(f"Imported {len(imported)} games")
+            self.select_ids(imported + already)  # what the files hold, new or not, shown selected
+            if imported:
+                self.gamesChanged.emit()
+            self.last_message = f"{len(imported):,} imported, {len(already):,} already in the library"
+            self.status.emit(self.last_message)
         if errors:
-            done = f"\n\nImported {len(imported)} games from the other files." if imported else ""
+            done = f"\n\nImported {plural(len(imported), 'game')} from the other files." if imported else ""
             self.show_error(
                 "Import failed",
                 "Nothing was imported from:\n\n" + "\n".join(errors) + done,

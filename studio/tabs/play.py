@@ -3,6 +3,14 @@
 Moves go through :class:`engine.store.GameRecorder`, which stores each one before the board even starts
 animating. A game the person shares with an agent (Watch, Step, a key press takes over) stays one record,
 each move stored with who made it (see :mod:`engine.store.recorder`).
+
+Like the web game, the tab opens on the game you left: the last unfinished game (the window closed,
+the app killed) goes on where it stopped, as the same record (:meth:`GameRecorder.resume`). Which
+game that is the settings say (``play/resume``: the game, or nothing after New game or game over);
+a profile that has never said falls back to your latest unfinished game in the store.
+
+BEST is your best score on this board size: the games you played in, with or without an agent's help
+(an agent watched on your game raises it live, move by move, as it passes it).
 """
 
 from __future__ import annotations
@@ -45,6 +53,8 @@ from studio.widgets.board import BoardWidget
 
 ARROWS = {Direction.UP: "↑", Direction.LEFT: "←", Direction.DOWN: "↓", Direction.RIGHT: "→"}
 MAX_SPEED = 60  # the slider's top notch means "as fast as the agent thinks"
+#: The settings key naming the game to go on with at the next start: ``ID@DATABASE`` (``@DATABASE``: none).
+RESUME_KEY = "play/resume"
 CHECKPOINT_ITEM = "Checkpoint file…"
 #: The coach badge's colour for each grade.
 GRADE_COLOURS = {
@@ -281,14 +291,15 @@ class PlayTab(QWidget):
         self._pending: str | None = None  # "hint" / "watch" / "step": what the in-flight ticket is for
         self._ticket = 0
         self._reached_2048 = False
+        self._resumed = False
         self.last_hint: ThinkResult | None = None
         self.hint_best: Direction | None = None  # the best move of the hint shown (None: no preference)
         self._watch_timer = QTimer(self)
         self._watch_timer.setSingleShot(True)
         self._watch_timer.timeout.connect(self._watch_tick)
         self._build()
-        rules = self._saved_rules()
-        self.new_game(rules)
+        if not self.resume_last_game():
+            self.new_game(self._saved_rules())
 
     # ------------------------------------------------------------------ layout
     def _build(self) -> None:
@@ -460,11 +471,13 @@ class PlayTab(QWidget):
             return Rules()
 
     def _best_for(self, rules: Rules) -> int:
+        """BEST of this board size: the top score of the games the person played in (agents may have
+        helped: the mixed ones count, as the game in progress does while an agent plays it on)."""
         key = rules.shape
         if key not in self._best:
             best = 0
             try:
-                for g in self.store.list_games(source="human"):
+                for g in self.store.list_games(played_by="human"):
                     g_rules = getattr(g, "rules", None)
                     if g_rules is None or tuple(getattr(g_rules, "shape", key)) == key:
                         best = max(best, int(getattr(g, "score", 0)))
@@ -486,8 +499,60 @@ class PlayTab(QWidget):
             self.recorder.close("abandoned")
             if had_record:
                 self.gamesChanged.emit()
-        self.recorder = GameRecorder(self.store, rules=rules, seed=seed, lazy=True)
-        self._reached_2048 = False
+        self._remember(None)  # the new game has no record until its first move
+        self._show_game(GameRecorder(self.store, rules=rules, seed=seed, lazy=True))
+        self.status.emit(f"New {rules.rows}x{rules.cols} game")
+        self._after_start()
+
+    def resume_last_game(self) -> bool:
+        """Go on with the game left unfinished last time (window closed, app killed): its board, score,
+        moves and record, whose next moves append to it. False when there is none to go on with."""
+        for game_id in self._resume_candidates():
+            try:
+                recorder = GameRecorder.resume(self.store, game_id)
+            except ValueError:  # StoreError: gone, over, played elsewhere, or it does not replay
+                continue
+            self._show_game(recorder)
+            self._remember(recorder)
+            message = (
+                f"Resumed game #{game_id}: {recorder.moves:,} move{'s' * (recorder.moves != 1)}, "
+                f"score {recorder.score:,} · New game (Ctrl+N) starts another"
+            )
+            # Said once the window listens (this runs while the tab is built, before it is wired).
+            QTimer.singleShot(0, self, lambda text=message: self.status.emit(text))
+            self._after_start()
+            return True
+        return False
+
+    def _resume_candidates(self) -> list[int]:
+        """The game to go on with: the one the settings name ("": none), else, for a profile that never
+        said about this store, the person's latest unfinished game of their own (not imported)."""
+        saved = self.settings.value(RESUME_KEY, None)
+        game_id, _, where = str(saved or "").partition("@")
+        if saved is not None and where == str(getattr(self.store, "path", "")):
+            return [int(game_id)] if game_id.isdigit() else []
+        try:
+            games = self.store.list_games(played_by="human", status="abandoned", limit=50)
+        except Exception:  # a damaged store must not stop play: a new game
+            return []
+        own = [g for g in games if g.origin is None and g.run_id is None and g.n_moves and g.seed is not None]
+        own.sort(key=lambda g: g.ended or g.started, reverse=True)
+        return [g.id for g in own[:3]]
+
+    def _remember(self, recorder: GameRecorder | None) -> None:
+        """Name the game to go on with at the next start (None: nothing), written at once (a crash keeps it)."""
+        game_id = recorder.game_id if recorder is not None and not recorder.closed else None
+        value = f"{game_id or ''}@{getattr(self.store, 'path', '')}"
+        if self.settings.value(RESUME_KEY, None) != value:
+            self.settings.setValue(RESUME_KEY, value)
+            self.settings.sync()
+
+    def _show_game(self, recorder: GameRecorder) -> None:
+        """Make ``recorder`` the game on the board."""
+        self.recorder = recorder
+        self._resumed = recorder.moves > 0  # only a resumed game has moves before its first key press
+        rules = recorder.rules
+        self._reached_2048 = int(recorder.board.max()) >= 2048
         for key, value in (
             ("rows", rules.rows),
             ("cols", rules.cols),
@@ -498,11 +563,13 @@ class PlayTab(QWidget):
             self.settings.setValue(f"play/{key}", value)
         self.board.hide_overlay()
         # The start tiles are not "new": only a tile spawned by a move is marked.
-        self.board.set_board(self.recorder.board)
+        self.board.set_board(recorder.board)
         self._clear_hint()
         self._update_labels()
         self.board.setFocus()
-        self.status.emit(f"New {rules.rows}x{rules.cols} game")
+
+    def _after_start(self) -> None:
+        assert self.recorder is not None
         if self.recorder.game_over:  # e.g. no start tiles and no spawns: nothing can ever move
             self.board.show_overlay("No move possible", "These rules give a board without a legal move")
         elif self.autoHintCheck.isChecked():
@@ -559,6 +626,7 @@ class PlayTab(QWidget):
             self._clear_coach()
         self._update_labels()
         self.gamesChanged.emit()  # other tabs re-read lazily, when shown
+        self._remember(recorder)  # the record exists from the first move; a game over leaves nothing
         if recorder.closed:
             self.stop_watching()
             best = int(recorder.board.max())
@@ -584,11 +652,15 @@ class PlayTab(QWidget):
         s = self.recorder
         assert s is not None
         best = self._best_for(s.rules)
-        if s.player is None or s.player.is_human:  # BEST is the person's: a watched agent does not raise it
+        if HUMAN in s.players:  # the person's game: it counts whoever moves, live (see _best_for)
             best = max(best, s.score)
             self._best[s.rules.shape] = best
         self.scoreLabel.setText(str(s.score))
         self.bestLabel.setText(str(best))
+        self.best_box.setToolTip(
+            f"Your best score on {s.rules.rows}x{s.rules.cols}: the games you played in, with or without "
+            "an agent's help"
+        )
         self.movesLabel.setText(f"Moves: {s.moves}")
         r = s.rules
         extras = []
@@ -596,7 +668,9 @@ class PlayTab(QWidget):
             extras.append(f"p4 {r.p4:g}")
         if r.spawn_per_move != 1:
             extras.append(f"{r.spawn_per_move} per spawn")
-        record = f"record #{s.game_id}" if s.game_id is not None else "not logged yet"
+        record = f"game #{s.game_id}" if s.game_id is not None else "not logged yet"
+        if self._resumed:
+            record += ", resumed"
         self.gameInfoLabel.setText(" · ".join([f"{r.rows}x{r.cols}", *extras, record]))
 
     # ------------------------------------------------------------------ agent

@@ -37,7 +37,6 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QProgressBar,
     QPushButton,
-    QSlider,
     QSpinBox,
     QSplitter,
     QVBoxLayout,
@@ -50,9 +49,11 @@ from engine.store import SOURCE_FILTERS
 from studio.services.review import GameReview, Reviewer, default_reviewer, resolve_reviewer, stored_review
 from studio.settings import get_bool, get_int
 from studio.tabs.common import REVIEWERS, button
+from studio.text import game_status, plural
 from studio.theme import load_theme
 from studio.widgets.board import BEST_ARROW, BoardWidget
 from studio.widgets.review_graph import GRADE_COLOURS, ReviewGraph
+from studio.widgets.slider import JumpSlider
 
 SPEEDS = (1, 2, 5, 10, 20, 50, 100, 500)  # steps per second
 LIST_LIMIT = 5000  # newest games listed; the Games tab's table holds the rest
@@ -72,7 +73,7 @@ def game_label(g: Any) -> str:
     if g.rules.shape != (4, 4):
         parts.append(f"{g.rules.rows}x{g.rules.cols}")
     if g.status != "finished":
-        parts.append({"playing": "in progress", "abandoned": "unfinished"}.get(g.status, g.status))
+        parts.append(game_status(g.status))
     return " · ".join(parts)
 
 
@@ -83,7 +84,7 @@ def game_title(g: Any) -> str:
         who = _who(g)
     if g.origin is not None:
         who += f", imported from {g.origin.get('file', '?')}"
-    status = {"playing": "in progress", "abandoned": "unfinished"}.get(g.status, g.status)
+    status = game_status(g.status)
     return f"Game #{g.id} · {who} · {g.rules.rows}x{g.rules.cols} · {g.score:,} points · {status}"
 
 
@@ -171,7 +172,7 @@ class ReplayTab(QWidget):
         self.stepLabel.setObjectName("replayStepLabel")
         self.stepLabel.setStyleSheet("font-size: 14px;")
         self.stepLabel.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.replaySlider = QSlider(Qt.Orientation.Horizontal)
+        self.replaySlider = JumpSlider(Qt.Orientation.Horizontal)  # a click on the track jumps there
         self.replaySlider.setObjectName("replaySlider")
         self.replaySlider.setRange(0, 0)
         self.replaySlider.setPageStep(10)
@@ -388,7 +389,7 @@ class ReplayTab(QWidget):
         self.replayList.blockSignals(False)
         self._apply_text_filter(self.textFilter.text())
         more = " (newest only)" if len(games) >= LIST_LIMIT else ""
-        self.listInfo.setText(f"{len(games)} games{more}")
+        self.listInfo.setText(f"{plural(len(games), 'game')}{more}")
 
     def _apply_text_filter(self, text: str) -> None:
         words = text.lower().split()
@@ -508,9 +509,8 @@ class ReplayTab(QWidget):
                 f"score {int(r.scores[k]):,} · spawn {spawn_text(spawns)}"
             )
         if i == n and n:
-            text += " · " + {"finished": "game over", "playing": "in progress"}.get(
-                r.summary.status, "unfinished"
-            )
+            status = r.summary.status
+            text += " · " + ("game over" if status == "finished" else game_status(status))
         self.stepLabel.setText(text)
         self._show_verdict()
         self.graph.set_position(i)

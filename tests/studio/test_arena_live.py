@@ -4,6 +4,7 @@ games, and the tables fit the window at 1280x800 and 1920x1080."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import multiprocessing as mp
 import re
@@ -224,3 +225,40 @@ def test_the_games_histogram_shows_reached_at_least(qtbot):
     h.set_counts({64: 3, 128: 10, 256: 12, 512: 4})
     assert h.counts == {64: 3, 128: 10, 256: 12, 512: 4}  # games by their max tile, as given
     assert h.reached == {32: 29, 64: 29, 128: 26, 256: 16, 512: 4}  # what the bars show
+
+
+def test_the_progress_bar_never_goes_back(qtbot, arena):
+    """Issue #33: 81 % -> 62 %. The bar showed the share of the run's time by the ETA; a fast
+    contestant done, the next one's first (slow) games raised the time left, and the share fell."""
+    arena.add_agent("random")
+    arena.add_spec(slow(8.0))
+    arena.gamesSpin.setValue(3)
+    arena.workersSpin.setValue(1)
+    shown: list[int] = []
+    arena.progressBar.valueChanged.connect(shown.append)
+    with qtbot.waitSignal(arena.evaluationFinished, timeout=120_000):
+        qtbot.mouseClick(arena.runButton, CLICK)
+    assert shown[-1] == 1000 and len(shown) >= 3
+    assert all(a <= b for a, b in itertools.pairwise(shown)), shown
+
+
+def test_played_share_counts_games_not_time():
+    from studio.tabs.arena import ContestantRow, played_share
+
+    @dataclass
+    class Snap:
+        games: int
+        moves: np.ndarray
+        planned: int = 10
+
+    rows = [ContestantRow(spec="a", status="done", result=Snap(10, np.full(10, 50))), ContestantRow(spec="b")]
+    assert played_share(rows, 10) == 0.5  # the second one waits: half of the games are played
+    rows[1] = ContestantRow(spec="b", status="playing", result=None, moves=400)
+    assert played_share(rows, 10) == 0.5  # no game of it finished: nothing to weigh its moves by
+    # 2 games of 100 moves finished, 150 more moves in flight: 1.5 games' worth -> 3.5 of 10
+    rows[1] = ContestantRow(spec="b", status="playing", result=Snap(2, np.full(2, 100)), moves=350)
+    assert played_share(rows, 10) == pytest.approx((1 + 0.35) / 2)
+    # moves in flight never count past the last game
+    rows[1] = ContestantRow(spec="b", status="playing", result=Snap(9, np.full(9, 10)), moves=10_000)
+    assert played_share(rows, 10) < 1.0
+    assert played_share([], 10) == 0.0

@@ -19,6 +19,9 @@ from tests.studio.train_fakes import register_fakes
 
 CLICK = Qt.MouseButton.LeftButton
 
+# The settings fixtures (not a conftest: several people add tests here).
+pytest_plugins = ("tests.studio.gui_fixtures",)
+
 
 @pytest.fixture
 def store(data_dir: Path) -> Iterator[GameStore]:
@@ -142,3 +145,56 @@ def test_a_bad_checkpoint_shows_an_error_and_the_tab_lives(qtbot, arena, tmp_pat
     with qtbot.waitSignal(arena.evaluationFinished, timeout=60_000) as fin2:
         arena.run()
     assert fin2.args == [True]
+
+
+def test_the_contestants_are_there_again_after_a_restart(qtbot, store, tmp_path, qsettings):
+    """Issue #33: the contestants were forgotten when the app restarted."""
+    from agents.spec import AgentSpec
+
+    def open_tab() -> ArenaTab:
+        tab = ArenaTab(store, qsettings)
+        qtbot.addWidget(tab)
+        tab.show()
+        return tab
+
+    first = open_tab()
+    for name in ("random", "greedy"):
+        first.agentPicker.setCurrentIndex(first.agentPicker.findData(name))
+        qtbot.mouseClick(first.addAgentButton, CLICK)
+    kept, gone = tmp_path / "kept.npz", tmp_path / "gone.npz"
+    for p in (kept, gone):
+        p.write_bytes(b"a checkpoint")  # only its path matters until a run
+    first.add_checkpoint("ntuple", kept)
+    first.add_checkpoint("ntuple", gone)
+    first.add_spec(AgentSpec("expectimax", {"depth": 1}, label="expectimax d1"))
+    first.entryList.item(1).setCheckState(Qt.CheckState.Unchecked)  # greedy sits this one out
+    first.entryList.setCurrentRow(0)
+    qtbot.mouseClick(first.removeButton, CLICK)  # random goes
+    before = [first.entryList.item(i).data(Qt.ItemDataRole.UserRole) for i in range(first.entryList.count())]
+    first.shutdown()
+    first.deleteLater()
+    gone.unlink()
+
+    again = open_tab()
+    entries = [again.entryList.item(i) for i in range(again.entryList.count())]
+    assert [e.data(Qt.ItemDataRole.UserRole) for e in entries] == before
+    assert [e.text() for e in entries] == [
+        "greedy",
+        "ntuple (kept.npz)",
+        "ntuple (gone.npz) (file missing)",
+        "expectimax d1",
+    ]
+    ticked = [e.checkState() == Qt.CheckState.Checked for e in entries]
+    assert ticked == [False, True, False, True]  # a checkpoint whose file is gone is not ticked
+    assert [s.display for s in again.contestants()] == ["ntuple (kept.npz)", "expectimax d1"]
+    again.shutdown()
+
+
+def test_hand_edited_contestants_do_not_stop_the_tab(qtbot, store, qsettings):
+    from studio.tabs.arena import CONTESTANTS_KEY
+
+    for junk in ("not json", '{"a": 1}', '[1, {"spec": 5}, {"spec": {"config": {}}}]'):
+        qsettings.setValue(CONTESTANTS_KEY, junk)
+        tab = ArenaTab(store, qsettings)
+        qtbot.addWidget(tab)
+        assert tab.entryList.count() == 0, junk

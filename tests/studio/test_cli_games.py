@@ -10,7 +10,7 @@ import pytest
 
 from agents.base import MetricEvent
 from engine import Direction, Rules, Spawn
-from engine.store import HUMAN, GameRecorder, GameStore, Player
+from engine.store import HUMAN, GameRecorder, GameStore, Player, exchange
 from studio.cli import CliError, main
 from studio.commands.games import parse_ids
 from studio.commands.runs import curve_summary
@@ -68,15 +68,15 @@ def test_list_table(capsys, three_games):
     code, out, err = run(capsys, "games", "list")
     lines = out.splitlines()
     assert code == 0 and err == ""
-    assert lines[0] == "ID  SOURCE  AGENT   STATUS     SCORE  MAX TILE  MOVES  BOARD  STARTED"
+    assert lines[0] == "ID  SOURCE  AGENT   STATUS      SCORE  MAX TILE  MOVES  BOARD  STARTED"
     assert [int(line.split()[0]) for line in lines[1:]] == [3, 2, 1]  # newest first
-    assert lines[3].split()[:8] == ["1", "human", "-", "abandoned", "12", "8", "2", "2x3"]
+    assert lines[3].split()[:8] == ["1", "human", "-", "unfinished", "12", "8", "2", "2x3"]
     g3 = s[3]
     assert lines[1].split()[:8] == [
         "3",
         "agent",
         "greedy",
-        "abandoned",
+        "unfinished",
         str(g3.score),
         str(g3.max_tile),
         "5",
@@ -98,11 +98,25 @@ def test_list_filters_limit_json(capsys, three_games):
     assert run(capsys, "games", "list", "--until", "2000-01-01") == (0, "no games match these filters\n", "")
 
 
+def test_status_words_are_the_windows(capsys, three_games):
+    """One vocabulary (issue #33): the list, --status and the Games tab say playing / finished / unfinished."""
+    from studio.text import GAME_STATUS_WORDS
+
+    assert set(GAME_STATUS_WORDS.values()) == {"playing", "finished", "unfinished"}
+    for word in ("unfinished", "abandoned"):  # the old word still filters, for scripts written against it
+        _, out, _ = run(capsys, "games", "list", "--status", word)
+        assert [ln.split()[0] for ln in out.splitlines()[1:]] == ["3", "2", "1"]
+    assert run(capsys, "games", "list", "--status", "finished")[1] == "no games match these filters\n"
+    with pytest.raises(SystemExit) as e:
+        main(["games", "list", "--status", "done"])
+    assert e.value.code == 2 and "'playing', 'finished', 'unfinished'" in capsys.readouterr().err
+
+
 def test_show(capsys, three_games):
     code, out, _ = run(capsys, "games", "show", "1", "--moves")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0] == "game 1: human, abandoned"
+    assert lines[0] == "game 1: human, unfinished"
     assert lines[1] == "rules: 2x3, p4 0.1, 2 start tiles, 1 spawn per move; seed 11"
     assert lines[2].startswith("started ") and ", ended " in lines[2]
     assert lines[3] == "score 12, max tile 8, 2 moves (up 0, left 1, down 0, right 1)"
@@ -123,29 +137,52 @@ def test_export_import_round_trip(capsys, three_games, tmp_path):
         out_file = tmp_path / f"two{suffix}"
         code, out, _ = run(capsys, "games", "export", "2,3", "--out", str(out_file))
         assert (code, out) == (0, f"exported 2 games (15 moves) to {out_file}\n")
+    with GameStore.open() as s:
+        originals = {i: s.load_game(i) for i in (2, 3)}
+    assert run(capsys, "games", "delete", "2-3")[:2] == (0, "deleted 2 games\n")
     code, out, _ = run(capsys, "games", "import", str(tmp_path / "two.npz"))
     assert (code, out) == (0, f"imported 2 games from {tmp_path / 'two.npz'} as id 4-5\n")
-    code, out, _ = run(capsys, "games", "import", str(tmp_path / "two.jsonl"))
-    assert (code, out) == (0, f"imported 2 games from {tmp_path / 'two.jsonl'} as id 6-7\n")
     with GameStore.open() as s:
-        for original, copies in ((2, (4, 6)), (3, (5, 7))):
-            a = s.load_game(original)
-            for c in copies:
-                b = s.load_game(c)
-                assert np.array_equal(a.layouts, b.layouts) and np.array_equal(a.moves, b.moves)
-                assert np.array_equal(a.scores, b.scores) and a.rules == b.rules
-                assert b.summary.source == a.summary.source and b.summary.agent == a.summary.agent
-                assert b.summary.players == a.summary.players and b.summary.imported
+        for original, copy in ((2, 4), (3, 5)):
+            a, b = originals[original], s.load_game(copy)
+            assert np.array_equal(a.layouts, b.layouts) and np.array_equal(a.moves, b.moves)
+            assert np.array_equal(a.scores, b.scores) and a.rules == b.rules
+            assert b.summary.source == a.summary.source and b.summary.agent == a.summary.agent
+            assert b.summary.players == a.summary.players and b.summary.imported
     _, out, _ = run(capsys, "games", "list", "--source", "imported")
-    # imports keep the original start times: copies of game 3 (5, 7) list before those of game 2
+    # imports keep the original start times: the copy of game 3 (5) lists before that of game 2
     assert [ln.split()[:3] for ln in out.splitlines()[1:]] == [
-        ["7", "agent", "(imported)"],
         ["5", "agent", "(imported)"],
-        ["6", "human", "(imported)"],
         ["4", "human", "(imported)"],
     ]
     _, out, _ = run(capsys, "games", "list", "--source", "agent")
-    assert [ln.split()[0] for ln in out.splitlines()[1:]] == ["7", "5", "3"]
+    assert [ln.split()[0] for ln in out.splitlines()[1:]] == ["5"]
+
+
+def test_importing_the_same_games_again_adds_nothing(capsys, three_games, tmp_path):
+    """Issue #33: the same export imported twice made duplicates without a word."""
+    one, two = tmp_path / "one.jsonl", tmp_path / "two.npz"
+    run(capsys, "games", "export", "1", "--out", str(one))
+    run(capsys, "games", "export", "2,3", "--out", str(two))
+    # Games exported from this library are in it already; the jsonl of the same game too.
+    code, out, _ = run(capsys, "games", "import", str(two))
+    assert (code, out) == (0, f"imported 0 games from {two}, 2 already in the library (id 2-3)\n")
+    assert run(capsys, "games", "delete", "1")[0] == 0
+    code, out, _ = run(capsys, "games", "import", str(one))
+    assert (code, out) == (0, f"imported 1 game from {one} as id 4\n")
+    code, out, _ = run(capsys, "games", "import", str(one))
+    assert (code, out) == (0, f"imported 0 games from {one}, 1 already in the library (id 4)\n")
+    # A file with a new game twice and a game of the library: the new one added once.
+    with GameStore.open() as s:
+        third = s.load_game(3)
+        s.delete_games([3])
+        twice = tmp_path / "twice.jsonl"
+        exchange.write_jsonl([third, third, s.load_game(2)], twice)
+    code, out, _ = run(capsys, "games", "import", str(twice))
+    assert (code, out) == (0, f"imported 1 game from {twice} as id 5, 2 already in the library (id 2, 5)\n")
+    with GameStore.open() as s:
+        assert sorted(g.id for g in s.list_games()) == [2, 4, 5]
+        assert np.array_equal(s.load_game(5).moves, third.moves)
 
 
 def test_a_game_with_two_hand_overs_is_one_mixed_game(capsys, data_dir):
@@ -161,7 +198,7 @@ def test_a_game_with_two_hand_overs_is_one_mixed_game(capsys, data_dir):
         "1",
         "mixed",
         "greedy",
-        "abandoned",
+        "unfinished",
         str(rec.score),
         str(rec.game.max_tile),
         "6",
@@ -172,7 +209,7 @@ def test_a_game_with_two_hand_overs_is_one_mixed_game(capsys, data_dir):
     assert run(capsys, "games", "list", "--source", "human")[1] == "no games match these filters\n"
     _, out, _ = run(capsys, "games", "show", "1", "--moves")
     lines = out.splitlines()
-    assert lines[0] == "game 1: mixed (you + greedy (greedy-1.npz)), abandoned"
+    assert lines[0] == "game 1: mixed (you + greedy (greedy-1.npz)), unfinished"
     assert lines[1] == "players: you 3 moves, greedy (greedy-1.npz) 3 moves"
     table_rows = lines[lines.index(next(ln for ln in lines if ln.startswith("#  MOVE"))) + 1 :]
     assert [ln.split("  ")[-1].strip() for ln in table_rows] == ["you"] * 2 + [

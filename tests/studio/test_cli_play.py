@@ -81,7 +81,7 @@ def test_piped_game_is_logged_move_by_move(data_dir):
     assert "'xyz' is not a move" in output
     moves = [*played, last]
     assert f"Left after {len(moves)} moves" in output  # "q" stopped it: the "l" after it was not played
-    assert output.rstrip().endswith("Saved as game 1 (abandoned, seed 5): python main.py games show 1")
+    assert output.rstrip().endswith("Saved as game 1 (unfinished, seed 5): python main.py games show 1")
     expected = _replay(5, moves)
     assert rec.moves.tolist() == [int(d) for d in moves]
     assert rec.summary.source == "human" and rec.summary.status == "abandoned" and rec.summary.seed == 5

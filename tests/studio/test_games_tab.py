@@ -109,16 +109,19 @@ def test_export_then_import_round_trip(qtbot, window, tmp_path: Path):
     for suffix in (".npz", ".jsonl"):
         path = tmp_path / f"games{suffix}"
         assert tab.export_selected(path) and path.exists()
-    before = window.store.count_games()
-    new = tab.import_files([tmp_path / "games.npz", tmp_path / "games.jsonl"])
-    assert len(new) == 6 and window.store.count_games() == before + 6
-    assert set(tab.selected_ids()) == set(new)  # the imported games are shown selected
     original = window.store.load_game(ids[0])
+    window.store.delete_games(ids[:3])  # else every game of the files is in the library already
+    before = window.store.count_games()
+    # The .jsonl holds the same three games as the .npz: they are added once.
+    new = tab.import_files([tmp_path / "games.npz", tmp_path / "games.jsonl"])
+    assert len(new) == 3 and window.store.count_games() == before + 3
+    assert tab.last_message == "3 imported, 3 already in the library"
+    assert set(tab.selected_ids()) == set(new)  # the imported games are shown selected
     copies = [window.store.load_game(i) for i in new]
     twin = next(c for c in copies if c.summary.origin and c.summary.origin.get("id") == ids[0])
     assert twin.summary.source == "agent" and twin.summary.imported  # keeps its source, knows it was imported
     assert np.array_equal(twin.layouts, original.layouts) and np.array_equal(twin.moves, original.moves)
-    # "imported" still filters: the six copies, their source shown with the mark
+    # "imported" still filters: the three copies, their source shown with the mark
     tab.sourceFilter.setCurrentIndex(tab.sourceFilter.findData("imported"))
     tab.refresh()
     model = tab.model
@@ -151,3 +154,50 @@ def test_bad_import_shows_an_error_and_changes_nothing(qtbot, window, tmp_path: 
         box.close()
         assert [(g.id, g.n_moves) for g in window.store.list_games()] == before
     assert tab.model.rowCount() == len(before)
+
+
+def test_importing_an_export_twice_adds_its_games_once(qtbot, window, tmp_path: Path, monkeypatch):
+    """Issue #33: the same export imported twice made duplicates without a word."""
+    from PySide6.QtWidgets import QFileDialog
+
+    ids = _fill(window.store)
+    tab = _open_games(window)
+    tab.select_ids(ids[:2])
+    path = tmp_path / "two.npz"
+    assert tab.export_selected(path)
+    window.store.delete_games(ids[:1])  # one of the two is new to the library, the other is in it
+    monkeypatch.setattr(QFileDialog, "getOpenFileNames", lambda *a, **k: ([str(path)], ""))
+    before = window.store.count_games()
+    qtbot.mouseClick(tab.importButton, Qt.MouseButton.LeftButton)
+    assert window.store.count_games() == before + 1
+    assert window.statusBar().currentMessage() == "1 imported, 1 already in the library"
+    (new,) = [g.id for g in window.store.list_games() if g.imported]
+    assert sorted(tab.selected_ids()) == sorted([ids[1], new])  # the file's games, shown selected
+    qtbot.mouseClick(tab.importButton, Qt.MouseButton.LeftButton)  # again: nothing new
+    assert window.store.count_games() == before + 1
+    assert window.statusBar().currentMessage() == "0 imported, 2 already in the library"
+    qtbot.waitUntil(lambda: window.db_label.text().startswith(f"{before + 1} games · "), timeout=3000)
+
+
+def test_status_words_source_column_and_one_game(qtbot, window):
+    """One vocabulary with the command line; the Source column is not cut; "1 game", not "1 games"."""
+    from engine.store import GameRecorder
+    from studio.text import game_status
+
+    rec = GameRecorder(window.store, rules=Rules(), seed=3)
+    rec.play(rec.game.legal_moves()[0])
+    rec.close()  # unfinished
+    summary = window.store.get_game(rec.game_id)
+    tab = _open_games(window)
+    model = tab.model
+    col = {k: i for i, (k, _) in enumerate(model.COLUMNS)}
+    assert model.data(model.index(0, col["status"])) == "unfinished" == game_status(summary.status)
+    statuses = [tab.statusFilter.itemText(i) for i in range(tab.statusFilter.count())]
+    assert statuses == ["any status", "playing", "finished", "unfinished"]
+    assert tab.summaryLabel.text().endswith("<br>1 move<br>1 unfinished")
+    fm = tab.table.fontMetrics()
+    for text in ("mixed (imported)", "evaluation (imported)", "unfinished"):
+        key = "status" if text == "unfinished" else "source"
+        assert fm.horizontalAdvance(text) + 12 <= tab.table.columnWidth(col[key]), text
+    window._update_db_label()
+    assert window.db_label.text().startswith("1 game · ")

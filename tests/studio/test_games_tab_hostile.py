@@ -102,12 +102,13 @@ def test_all_hostile_files_at_once_one_message(qtbot, window, tmp_path: Path, mo
     files = _hostile_files(window.store, ids, tmp_path)
     monkeypatch.setattr(exchange, "MAX_NPZ_BYTES", 1 << 20)
     good = window.store.export_npz(ids[:1], tmp_path / "one.npz")
+    window.store.delete_games(ids[:1])  # else the good file's game is in the library already
     before = window.store.count_games()
     new = tab.import_files([p for p, _ in files.values()] + [good])
     assert len(new) == 1 and window.store.count_games() == before + 1  # the good file still imports
     for path, says in files.values():
         assert path.name in tab.last_error and says in tab.last_error
-    assert "Imported 1 games from the other files." in tab.last_error
+    assert "Imported 1 game from the other files." in tab.last_error
 
 
 def test_a_bug_is_shown_with_its_type_not_swallowed(qtbot, window, tmp_path: Path, monkeypatch, caplog):
@@ -118,7 +119,7 @@ def test_a_bug_is_shown_with_its_type_not_swallowed(qtbot, window, tmp_path: Pat
     def broken(*args, **kwargs):
         raise KeyError("layouts")
 
-    monkeypatch.setattr(window.store, "import_file", broken)
+    monkeypatch.setattr(window.store, "import_games", broken)
     assert tab.import_files([path]) == []
     assert "fine.jsonl: unexpected error KeyError: 'layouts'" in tab.last_error
     assert tab.error_box is not None and tab.error_box.isVisible()
@@ -132,8 +133,11 @@ def test_a_game_without_moves_imports_through_the_tab(qtbot, window, tmp_path: P
     tab.select_ids([gid])
     for suffix in (".npz", ".jsonl"):
         assert tab.export_selected(tmp_path / f"zero{suffix}")
-        (new,) = tab.import_files([tmp_path / f"zero{suffix}"])
-        assert window.store.get_game(new).n_moves == 0
+    window.store.delete_games([gid])
+    (new,) = tab.import_files([tmp_path / "zero.npz"])
+    assert window.store.get_game(new).n_moves == 0
+    assert tab.import_files([tmp_path / "zero.jsonl"]) == []  # the same game: in the library already
+    assert tab.last_message == "0 imported, 1 already in the library"
 
 
 def _damage(path: Path, sql: str) -> None:

@@ -136,3 +136,42 @@ def test_a_ten_thousand_move_game_opens_and_scrubs_to_the_right_boards(qtbot, wi
         replay.replaySlider.setValue(int(i))
         replay.board.repaint()
     assert np.array_equal(replay.board.board, replay.board_at(int(positions[-1])))
+
+
+def _track_point(slider, value: int):
+    """Where on ``slider``'s track the handle's centre sits at ``value`` (the style's own geometry)."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtWidgets import QStyle, QStyleOptionSlider
+
+    opt = QStyleOptionSlider()
+    slider.initStyleOption(opt)
+    style = slider.style()
+    groove = style.subControlRect(
+        QStyle.ComplexControl.CC_Slider, opt, QStyle.SubControl.SC_SliderGroove, slider
+    )
+    handle = style.subControlRect(
+        QStyle.ComplexControl.CC_Slider, opt, QStyle.SubControl.SC_SliderHandle, slider
+    )
+    span = groove.width() - handle.width()
+    x = QStyle.sliderPositionFromValue(slider.minimum(), slider.maximum(), value, span)
+    return QPoint(groove.x() + x + handle.width() // 2, groove.center().y())
+
+
+def test_a_click_on_the_slider_track_jumps_to_that_move(qtbot, window):
+    """Issue #33: a click on the track paged two moves towards it instead of going there."""
+    store = window.store
+    game_id = _record_game(store, Rules(), seed=4, max_moves=57)
+    window.resize(1194, 720)
+    window.show_tab("Replay")
+    replay = window.replay
+    replay.open_game(game_id)
+    replay.board.animation_ms = 0
+    slider = replay.replaySlider
+    assert slider.maximum() == 57 and slider.pageStep() == 2
+    for target in (40, 12, 57, 0, 33):
+        handle_at = _track_point(slider, slider.value())
+        point = _track_point(slider, target)
+        assert abs(point.x() - handle_at.x()) > 10 or target == slider.value()  # on the track, off the handle
+        qtbot.mouseClick(slider, Qt.MouseButton.LeftButton, pos=point)
+        assert slider.value() == target and replay.position == target, target
+        assert replay.stepLabel.text().startswith(f"Move {target}/57" if target else "Start")
