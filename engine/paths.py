@@ -30,6 +30,8 @@ def data_dir(override: str | os.PathLike[str] | None = None) -> Path:
 
         path = Path(user_data_dir(APP_NAME, appauthor=False))
     path = path.expanduser()
+    if path.is_symlink() and not path.exists():  # mkdir would say "exists" and we "is a file"
+        raise DataDirError(f"data dir {path} is a link to {os.readlink(path)}, which does not exist")
     try:
         path.mkdir(parents=True, exist_ok=True)
     except FileExistsError:

@@ -91,11 +91,18 @@ def to_timestamp(value: TimeLike, *, end_of_day: bool = False) -> float:
             )
         except ValueError:
             raise StoreError(f"{text!r} is not a date: use YYYY-MM-DD or YYYY-MM-DDTHH:MM") from None
-    if isinstance(value, dt.datetime):
-        return value.timestamp()
-    if isinstance(value, dt.date):
-        day = dt.datetime.combine(value, dt.time.max if end_of_day else dt.time.min)
-        return day.timestamp()
+    try:
+        if isinstance(value, dt.datetime):
+            return value.timestamp()
+        if isinstance(value, dt.date):
+            day = dt.datetime.combine(value, dt.time.max if end_of_day else dt.time.min)
+            return day.timestamp()
+    except (ValueError, OverflowError, OSError):
+        # The local-time conversion of a date at the calendar's edge ("year 0 is out of range" for
+        # 0001-01-01 east of Greenwich) says nothing about what to type instead.
+        raise StoreError(
+            f"{value} is outside the dates this machine can convert: use a date from 1970 to 9998"
+        ) from None
     raise StoreError(f"{value!r} is not a time")
 
 

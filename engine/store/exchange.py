@@ -118,6 +118,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from engine import jsonsafe
 from engine.core import DIRECTIONS, MAX_SIDE, Direction, Rules, legal_mask, slide_unchecked
 from engine.fsutil import atomic_write
 from engine.npzcheck import NpzSizeError, check_npz_sizes
@@ -284,7 +285,7 @@ def write_npz(
                 if sv:
                     spawn_rows.append((int(offsets[g]) + i, int(sr) * cols + int(sc), int(sv)))
     metas = [_meta_of(r) for r in records]
-    rules_all = {json.dumps(m["rules"], sort_keys=True) for m in metas}
+    rules_all = {jsonsafe.dumps(m["rules"], sort_keys=True) for m in metas}
     arrays: dict[str, Any] = {
         "format": np.array(NPZ_FORMAT),
         "version": np.array(VERSION),
@@ -298,7 +299,7 @@ def write_npz(
         "final_boards": np.stack([r.final_board.reshape(cells) for r in records]).astype(np.int64),
         "spawns": np.array(spawn_rows, dtype=np.int64).reshape(-1, 3),
         "move_players": cat(lambda r: r.move_players, np.int64),
-        "games": np.array(json.dumps(metas)),
+        "games": np.array(jsonsafe.dumps(metas)),
     }
     if len(rules_all) == 1:
         arrays["rules"] = np.array(rules_all.pop())
@@ -310,7 +311,7 @@ def write_npz(
             review_metas.append({"game": g, **meta})
             review_values.append(values)
     if review_metas:  # a file without reviews is byte for byte what the studio wrote before them
-        arrays["reviews"] = np.array(json.dumps(review_metas))
+        arrays["reviews"] = np.array(jsonsafe.dumps(review_metas))
         arrays["review_values"] = np.concatenate(review_values).astype(np.float64)
         arrays["reviews_version"] = np.array(REVIEWS_VERSION)
     atomic_write(path, lambda fh: np.savez_compressed(fh, **arrays))
@@ -347,7 +348,8 @@ def write_jsonl(
         per_game = iter(reviews) if reviews is not None else None
         for rec in records:
             mine = next(per_game, ()) if per_game is not None else ()
-            fh.write(json.dumps(game_to_json(rec, mine), separators=(",", ":")).encode() + b"\n")
+            # null for a non-finite time or value: a bare Infinity is not JSON (the import would refuse it)
+            fh.write(jsonsafe.dumps(game_to_json(rec, mine), separators=(",", ":")).encode() + b"\n")
 
     atomic_write(path, write)
 
@@ -1154,6 +1156,7 @@ def _read_jsonl(path: Path) -> list[IncomingGame]:
             f"{name}: {_mib(size)}, more than the {_mib(MAX_JSONL_BYTES)} one import reads "
             "(export fewer games per file)"
         )
+    _prescan_jsonl(path)
     games: list[IncomingGame] = []
     moves = reviewed = 0
     with open(path, "rb") as fh:
@@ -1195,6 +1198,59 @@ def _read_jsonl(path: Path) -> list[IncomingGame]:
                 )
             games.append(game)
     return games
+
+
+def _prescan_jsonl(path: Path) -> None:
+    """The limits a ``.jsonl`` file's counts decide, checked before any game is: its games, its moves,
+    each game's reviews and its reviewed moves, read off the parsed lines without checking a single
+    board. Checking a game (replaying its moves, judging every review row) is what takes the time: a
+    56 MB file of 500 games with 64 reviews each was refused only after 242 s of it. A line that is
+    not JSON, or a field of the wrong type, is left to the full check, which names it."""
+    name = path.name
+    n_games = moves = reviewed = 0
+    with open(path, "rb") as fh:
+        ln = 0
+        while True:
+            raw = fh.readline(MAX_LINE_BYTES + 1)
+            if not raw:
+                return
+            ln += 1
+            if len(raw) > MAX_LINE_BYTES or not raw.strip():
+                if len(raw) > MAX_LINE_BYTES:
+                    return  # the full check says so, with its line
+                continue
+            try:
+                obj = json.loads(raw)
+            except (ValueError, RecursionError):
+                return  # the full check says what is wrong with this line
+            if not isinstance(obj, dict):
+                return
+            n_games += 1
+            if n_games > MAX_FILE_GAMES:
+                raise StoreError(f"{name}: more than the {MAX_FILE_GAMES:,} games one import reads")
+            n = obj.get("moves")
+            if isinstance(n, list):
+                if len(n) > MAX_GAME_MOVES:
+                    raise StoreError(
+                        f"{name} line {ln}: {len(n):,} moves, more than the {MAX_GAME_MOVES:,} a game may have"
+                    )
+                moves += len(n)
+                if moves > MAX_FILE_MOVES:
+                    raise StoreError(f"{name}: more than the {MAX_FILE_MOVES:,} moves one import reads")
+            reviews = obj.get("reviews")
+            if not isinstance(reviews, list):
+                continue
+            if len(reviews) > MAX_GAME_REVIEWS:
+                raise StoreError(
+                    f"{name} line {ln}: {len(reviews)} reviews, more than the {MAX_GAME_REVIEWS} a game may carry"
+                )
+            for r in reviews:
+                values = r.get("values") if isinstance(r, dict) else None
+                reviewed += len(values) if isinstance(values, list) else 0
+            if reviewed > MAX_FILE_REVIEW_MOVES:
+                raise StoreError(
+                    f"{name}: more than the {MAX_FILE_REVIEW_MOVES:,} reviewed moves one import reads"
+                )
 
 
 def _game_from_json(obj: dict[str, Any], label: str) -> IncomingGame:

@@ -11,8 +11,8 @@ import math
 import os
 import sqlite3
 import time
-from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +49,15 @@ class RunsMixin:
         *,
         status: str = "running",
     ) -> int:
-        """Record a new training run (status ``running`` unless told) and return its id."""
+        """Record a new training run (status ``running`` unless told) and return its id.
+
+        Inside :meth:`linking_runs_to` the run is also linked to that sweep trial, in the same
+        transaction: a kill can never leave a trial's run without its link (an orphan run that the
+        sweep's resume would not know and would train again under a new one)."""
         _check_run_status(status)
         r = rules_of(rules)
         now = time.time()
+        link = getattr(self, "_link_next_run", None)
         with self._tx(write=True) as con:
             cur = con.execute(
                 "INSERT INTO runs (agent, config, rules, budget, seed, status, created, updated, pid, host) "
@@ -70,7 +75,27 @@ class RunsMixin:
                     self._host,
                 ),
             )
-            return int(cur.lastrowid or 0)
+            run_id = int(cur.lastrowid or 0)
+            if link is not None:
+                linked = con.execute(
+                    "UPDATE sweep_trials SET run_id = ? WHERE sweep_id = ? AND trial = ? AND run_id IS NULL",
+                    (run_id, *link),
+                )
+                if linked.rowcount == 0:  # rolls the run back too
+                    raise StoreError(
+                        f"sweep {link[0]} has no trial {link[1]} waiting for a run (deleted, or run elsewhere)"
+                    )
+            return run_id
+
+    @contextmanager
+    def linking_runs_to(self, sweep_id: int, trial: int) -> Iterator[None]:
+        """Within the block, :meth:`create_run` links its run to trial ``trial`` of sweep ``sweep_id``
+        in the run's own transaction (see there). One thread of this store's process at a time."""
+        self._link_next_run: tuple[int, int] | None = (int(sweep_id), int(trial))
+        try:
+            yield
+        finally:
+            self._link_next_run = None
 
     def set_run_status(self, run_id: int, status: str, error: str | None = None) -> None:
         """Set a run's status (running / paused / stopped / finished / failed) and its error text.

@@ -273,6 +273,8 @@ def connect(path: Path, *, durable: bool = False) -> sqlite3.Connection:
         con.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         if state == "new":
             _create(con, path)
+        elif path.resolve() not in _OPEN_HERE:
+            _quick_check(con, path)
         _check_version(con, path)
         # WAL is set after the identity is written, so even the first header the file ever has is ours.
         mode = con.execute("PRAGMA journal_mode = WAL").fetchone()[0]
@@ -290,6 +292,48 @@ def connect(path: Path, *, durable: bool = False) -> sqlite3.Connection:
         key = path.resolve()
         _OPEN_HERE[key] = _OPEN_HERE.get(key, 0) + 1
     return con
+
+
+#: Seconds :func:`_quick_check` may take at open; a larger store is checked as far as it gets.
+QUICK_CHECK_S = 0.25
+
+
+def _quick_check(con: sqlite3.Connection, path: Path) -> None:
+    """Refuse a damaged file at open (StoreError saying what to do), where that is cheap.
+
+    SQLite reads a page only when a query needs it, so a file with a damaged page accepts writes (to
+    other pages) until the damaged one is read, and then every query that touches it fails. ``PRAGMA
+    quick_check`` reads every page once; it is stopped after :data:`QUICK_CHECK_S` seconds (a store of
+    tens of MB is checked whole, a huge one as far as it gets) so opening never waits on it.
+    """
+    import time
+
+    deadline = time.monotonic() + QUICK_CHECK_S
+    con.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 10_000)
+    try:
+        rows = con.execute("PRAGMA quick_check(20)").fetchall()
+    except sqlite3.OperationalError as e:
+        if "interrupt" in str(e).lower():
+            return  # out of time: not damaged as far as it read
+        rows = [(str(e),)]
+    except sqlite3.DatabaseError as e:
+        rows = [(str(e),)]
+    finally:
+        con.set_progress_handler(None, 0)
+    # A row whose values break a constraint (written straight into the file) is the rows' business:
+    # it lists as "damaged" and the rest of the library is used as before (issue 17). Only damage to
+    # the file's structure (pages, b-trees, indexes) refuses the store.
+    problems = [
+        str(r[0])
+        for r in rows
+        if str(r[0]) != "ok" and not str(r[0]).startswith(("CHECK constraint failed", "NULL value in"))
+    ]
+    if problems:
+        problem = " ".join(problems[0].replace("*** in database main ***", "").split())  # one line
+        raise StoreError(
+            f"{path} is damaged ({problem}); copy it away, then recover what it holds with "
+            f"`sqlite3 {path.name} .recover | sqlite3 recovered.sqlite3` and use that file (or restore a backup)"
+        )
 
 
 def _create(con: sqlite3.Connection, path: Path) -> None:
@@ -350,7 +394,8 @@ def _migrate(con: sqlite3.Connection, path: Path) -> None:
 
     EXCLUSIVE, and the version is read again inside it: two processes opening an old store at once
     migrate it once (the second finds it done). A failure rolls everything back, leaving the old store
-    as it was. Future migrations go here: ``if version < 6: _migrate_5_to_6(con)``.
+    as it was. Every step is safe to run again on data it has converted (a version lowered by hand, a
+    copy restored over a newer file): each adds only what is missing and rewrites nothing converted. Future migrations go here: ``if version < 6: _migrate_5_to_6(con)``.
     """
     con.execute("BEGIN EXCLUSIVE")
     try:
@@ -393,8 +438,11 @@ def _migrate_1_to_2(con: sqlite3.Connection) -> None:
         con.execute("ALTER TABLE moves ADD COLUMN player INTEGER NOT NULL DEFAULT 0")
     kinds = ("human", "agent", "evaluation", "training")
     updates = []
+    # Only games without a player list: a game that has one was converted already (or written by
+    # schema 2+), and converting it again would make a mixed game's one player "unknown" and then
+    # every move by its second player point past the list ("damaged"). Safe to re-run.
     for game_id, source, agent, checkpoint, origin in con.execute(
-        "SELECT id, source, agent, checkpoint, origin FROM games"
+        "SELECT id, source, agent, checkpoint, origin FROM games WHERE players = '[]' OR players IS NULL"
     ).fetchall():
         if source == "imported":
             original = json.loads(origin).get("source") if origin else None

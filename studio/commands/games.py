@@ -8,12 +8,12 @@ person shared with an agent is one record of source ``mixed``; ``show --moves`` 
 from __future__ import annotations
 
 import argparse
-import json
 import re
 from typing import Any
 
 import numpy as np
 
+from engine import jsonsafe
 from engine.core import DIRECTIONS
 from engine.store import SOURCE_FILTERS, GameRecord, GameStore, GameSummary, format_time
 from studio.cli import MAX_ID, CliError, record_id, whole
@@ -153,7 +153,7 @@ def run_list(args: argparse.Namespace) -> int:
         total = store.count_games(**filters)
     if args.json:
         for g in games:
-            print(json.dumps(_summary_json(g)))
+            print(jsonsafe.dumps(_summary_json(g)))
         return 0
     if not games:
         print(

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from typing import Any
 
 import numpy as np
 
+from engine.fsutil import UnsafePath
 from engine.store import RUN_STATUSES, GameStore, RunSummary, format_time
 from engine.store.model import format_size
 from studio.cli import CliError, record_id, whole
@@ -61,6 +63,8 @@ def register(subparsers: Any) -> None:
 
 
 def run_export(args: argparse.Namespace) -> int:
+    if not args.file.strip():  # "" would mean the working directory, and the hint would end in nothing
+        raise CliError("the export destination is empty: give a file (with --tensorboard: a folder)")
     if args.tensorboard:
         return _export_tensorboard(args)
     with GameStore.open(args.data_dir) as store:
@@ -80,7 +84,11 @@ def _export_tensorboard(args: argparse.Namespace) -> int:
             out = export_run_tensorboard(store, args.id, args.file)
         except OSError as e:
             raise CliError(f"cannot write {args.file}: {e.strerror or e}") from None
-    print(f"run {args.id}: {n:,} events written to {out.parent} (tensorboard --logdir {args.file})")
+        except UnsafePath as e:
+            raise CliError(str(e)) from None
+    print(
+        f"run {args.id}: {n:,} events written to {out.parent} (tensorboard --logdir {shlex.quote(args.file)})"
+    )
     return 0
 
 

@@ -51,6 +51,7 @@ from agents.runner import (
     run_training,
 )
 from engine import Rules
+from engine.fsutil import path_under
 
 __all__ = [
     "BACKENDS",
@@ -296,11 +297,12 @@ def open_run(request: RunRequest, store: Any, control: Control | None = None) ->
         agent.check_can_train(context)
     except ConfigError as e:
         raise RunError(str(e), e.field) from None
-    run = run_training(agent, resolved.budget, store, control, context, **opts)
-    if request.sweep_trial is not None:
-        # Linked at once: a driver killed from here on finds this trial's run and resumes it.
-        store.link_trial(*request.sweep_trial, run.run_id)
-    return run
+    if request.sweep_trial is None:
+        return run_training(agent, resolved.budget, store, control, context, **opts)
+    # Linked in the run's own transaction: a kill at any moment leaves either no run or a linked one,
+    # which the sweep's resume finds and resumes.
+    with store.linking_runs_to(*request.sweep_trial):
+        return run_training(agent, resolved.budget, store, control, context, **opts)
 
 
 # ------------------------------------------------------------------------------ a run's records
@@ -385,7 +387,9 @@ def export_run_tensorboard(store: Any, run_id: int, directory: str | Path) -> Pa
     What the Train tab's "Export TensorBoard…" and ``runs export ID DIR --tensorboard`` write."""
     summary = store.get_run(run_id)
     columns = store.run_metrics(run_id)
-    return write_tensorboard(columns, Path(directory) / f"run-{run_id}-{summary.agent}", summary.created)
+    # The agent's name is stored text: a hostile store's ``../../x`` must not lead out of ``directory``.
+    folder = path_under(directory, f"run-{run_id}-{summary.agent}")
+    return write_tensorboard(columns, folder, summary.created)
 
 
 def _cell(v: Any) -> str:
