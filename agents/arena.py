@@ -32,7 +32,9 @@ from typing import Any
 import numpy as np
 
 from agents.base import Agent
+from agents.ray_util import RAY_TASK_CPUS
 from agents.spec import AgentSpec
+from agents.threads import cpu_share, limit_threads
 from engine import Game, Rules
 from engine.records import GameTrace, play_recorded
 
@@ -113,6 +115,9 @@ class GameOutcome:
     max_tile: int
     seconds: float
     trace: GameTrace | None = None
+    #: The thread counts of the process that played it (:func:`agents.threads.threads_report`); None when
+    #: this process played it (it runs with whatever the caller set).
+    threads: dict[str, Any] | None = None
 
 
 def game_seeds(seed: int, index: int) -> tuple[int, np.random.Generator]:
@@ -181,6 +186,9 @@ class EvalResult:
     game_ids: tuple[int, ...] = ()
     planned: int = 0
     cancelled: bool = False
+    #: What each worker process (or Ray actor) ran with, one :func:`agents.threads.threads_report` each,
+    #: in the order they first finished a game; empty when the games played in this process.
+    worker_threads: tuple[dict[str, Any], ...] = ()
 
     @property
     def games(self) -> int:
@@ -262,6 +270,7 @@ class EvalResult:
             "max_tile_at_least": {str(k): v for k, v in self.tile_at_least().items()},
             "max_tile_exactly": {str(k): v for k, v in self.tile_exactly().items()},
             "game_ids": list(self.game_ids),
+            "worker_threads": [dict(t) for t in self.worker_threads],
         }
 
 
@@ -283,12 +292,15 @@ class _Tally:
         }
         self.outcomes: list[GameOutcome] = []
         self.game_ids: dict[int, int] = {}
+        self.threads: dict[int, dict[str, Any]] = {}  # worker pid -> its threads report
         self.t0 = time.perf_counter()
         self._snap: EvalResult | None = None
 
     def add(self, outcome: GameOutcome, game_id: int | None) -> None:
         # Keep no boards once stored: a long game's layouts would stay in memory to the end.
-        self.outcomes.append(dataclasses.replace(outcome, trace=None))
+        self.outcomes.append(dataclasses.replace(outcome, trace=None, threads=None))
+        if outcome.threads is not None:
+            self.threads.setdefault(int(outcome.threads.get("pid", 0)), dict(outcome.threads))
         if game_id is not None:
             self.game_ids[outcome.index] = game_id
         self._snap = None
@@ -308,6 +320,7 @@ class _Tally:
             wall_seconds=wall,
             game_ids=tuple(self.game_ids[i] for i in sorted(self.game_ids)),
             cancelled=cancelled,
+            worker_threads=tuple(self.threads.values()),
         )
         return self._snap
 
@@ -392,13 +405,18 @@ class EtaModel:
 _worker_agent: Agent | None = None
 _worker_error: str | None = None  # why this worker could not build its agent (said by every game)
 _worker_moves: Any = None  # a shared multiprocessing.Value("q"): moves played by all workers
+_worker_threads: dict[str, Any] | None = None  # this worker's threads report, sent with every game
 
 
-def _init_worker(spec: AgentSpec, rules: Rules, moves: Any = None) -> None:
-    global _worker_agent, _worker_error, _worker_moves
+def _init_worker(spec: AgentSpec, rules: Rules, moves: Any = None, threads: int = 1) -> None:
+    global _worker_agent, _worker_error, _worker_moves, _worker_threads
     _worker_moves = moves
+    # This process's share of the cores: set before the agent's imports (torch reads the environment
+    # when it loads), and again after them (torch's and numba's pools, now loaded).
+    limit_threads(threads)
     try:
         _worker_agent = spec.build()
+        _worker_threads = limit_threads(threads)
         warm_up(_worker_agent, rules)
     except Exception as e:
         # Kept, not raised: a failing initialiser breaks the pool without a word (multiprocessing.Pool
@@ -429,7 +447,7 @@ def _worker_play(job: tuple[Rules, int, int, bool]) -> GameOutcome:
 
     outcome = play_game(_worker_agent, rules, seed, index, record=record, on_move=on_move)
     _add_moves(pending)
-    return outcome
+    return dataclasses.replace(outcome, threads=_worker_threads)
 
 
 class _RayPlayer:
@@ -438,7 +456,9 @@ class _RayPlayer:
     (the actor runs two threads; the driver never gives it two games at once)."""
 
     def __init__(self, spec: AgentSpec, rules: Rules) -> None:
+        limit_threads(RAY_TASK_CPUS)  # the actor's share: the CPUs Ray reserved for it
         self.agent = spec.build()
+        self.threads = limit_threads(RAY_TASK_CPUS)
         self.rules = rules
         self.moves = 0
         warm_up(self.agent, rules)
@@ -448,7 +468,8 @@ class _RayPlayer:
             self.moves += 1  # one int, read by the other thread: no lock needed under the GIL
             return False  # an actor is ended by the driver, never asked
 
-        return play_game(self.agent, self.rules, seed, index, record=record, on_move=on_move)
+        outcome = play_game(self.agent, self.rules, seed, index, record=record, on_move=on_move)
+        return dataclasses.replace(outcome, threads=self.threads)
 
     def moves_played(self) -> int:
         return self.moves
@@ -456,7 +477,7 @@ class _RayPlayer:
 
 def _ray_player_class(ray: Any) -> Any:
     # Made remote here, not at import: this module must not import Ray (seconds) for local play.
-    return ray.remote(num_cpus=1, max_concurrency=2)(_RayPlayer)
+    return ray.remote(num_cpus=RAY_TASK_CPUS, max_concurrency=2)(_RayPlayer)
 
 
 def _actor_spec(spec: AgentSpec) -> AgentSpec:
@@ -615,7 +636,7 @@ def _evaluate_in_processes(
     ctx = mp.get_context("spawn")
     counter = ctx.Value("q", 0)
     pool = ProcessPoolExecutor(
-        n_proc, mp_context=ctx, initializer=_init_worker, initargs=(spec, rules, counter)
+        n_proc, mp_context=ctx, initializer=_init_worker, initargs=(spec, rules, counter, cpu_share(n_proc))
     )
     todo = iter(jobs)
     pending: set[Future[GameOutcome]] = set()

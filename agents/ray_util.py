@@ -11,6 +11,12 @@ import os
 import socket
 from typing import Any
 
+from agents.threads import thread_env
+
+#: CPUs each actor or task the studio starts on Ray reserves (arena players, self-play workers, sweep
+#: trials all ask for one): the threads their math libraries start.
+RAY_TASK_CPUS = 1
+
 #: What every front end says when the Ray backend is asked for without Ray installed.
 RAY_MISSING = (
     "the Ray backend needs Ray, an optional extra: pip install -e '.[ray]' (or pip install 'ray[default]')"
@@ -60,9 +66,13 @@ def init_ray(workers: int, address: str | None = None) -> Any:
     if not ray.is_initialized():
         # Workers on this machine import the studio from this checkout even when it is not installed;
         # on other machines it must be installed (docs/guide.md, "Scaling self-play with Ray").
+        # Their math libraries start one thread per reserved CPU, set before they load: Ray sets
+        # OMP_NUM_THREADS alone, and MKL, OpenBLAS (and torch's inter-op pool, set by the actors
+        # themselves with agents.threads.limit_threads) would take every core of the node.
         env = {
             "env_vars": {
-                "PYTHONPATH": os.pathsep.join(p for p in (_repo_root(), os.environ.get("PYTHONPATH")) if p)
+                "PYTHONPATH": os.pathsep.join(p for p in (_repo_root(), os.environ.get("PYTHONPATH")) if p),
+                **thread_env(RAY_TASK_CPUS),
             }
         }
         kwargs: dict[str, Any] = {

@@ -45,6 +45,7 @@ from typing import Any, Protocol
 
 from agents.base import Agent, Budget, Control, Counters, MetricEvent, TrainContext
 from agents.metrics import EVALUATION
+from agents.threads import limit_threads
 from engine.paths import checkpoints_dir
 from engine.records import GameTrace
 
@@ -75,6 +76,8 @@ DEFAULT_EVAL_SEED = 0
 DEFAULT_KEEP_CHECKPOINTS = 3
 #: How often (seconds) the training loop looks for a finished evaluation.
 EVAL_POLL_S = 0.2
+#: Threads of the background evaluator's math libraries: one core; training keeps the others.
+EVALUATOR_THREADS = 1
 #: The metrics of an ``"evaluation"`` event: mean score, its 95 % half-width (NaN under two games),
 #: median max tile, share of games that reached 2048, mean moves per game, games played, wall seconds.
 EVAL_METRICS: tuple[str, ...] = tuple(m.name for m in EVALUATION)
@@ -391,14 +394,18 @@ def _per_game(result: Any) -> dict[str, Any]:
 def _evaluator_main(conn: Any, path: str, games: int, seed: int, agent: str, target: str | None) -> None:
     """The evaluator process: one evaluation, its result (or its error, one line) sent back on ``conn``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle; the run ends us
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = "1"  # one core (read when torch starts): training keeps the others
+    # One core (training keeps the others): the environment before the agent's imports read it, torch's
+    # and numba's pools once they are loaded (the agent's module, imported first, loads torch).
+    limit_threads(EVALUATOR_THREADS)
     try:
-        import sys
+        from agents.registry import get_agent_class, register
 
-        if "torch" in sys.modules:  # already started (imported with this module): tell it directly
-            sys.modules["torch"].set_num_threads(1)
+        if target:
+            register(agent, target)
+        get_agent_class(agent)  # its module's imports (torch) now, so that their pools are set below
+        threads = limit_threads(EVALUATOR_THREADS)
         out: dict[str, Any] = evaluate_checkpoint(path, games, seed, agent=agent, target=target)
+        out["threads"] = threads
     except BaseException as e:  # everything goes back to the run as one line
         out = {"error": f"{type(e).__name__}: {e}".splitlines()[0]}
     try:

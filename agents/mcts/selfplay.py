@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import multiprocessing as mp
-import os
 import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -33,9 +32,11 @@ from typing import Any, cast
 
 import numpy as np
 
+from agents.ray_util import RAY_TASK_CPUS, init_ray
+
 # import_ray: re-exported for the callers that took it from here (bench mcts, tests).
 from agents.ray_util import import_ray as import_ray
-from agents.ray_util import init_ray
+from agents.threads import cpu_share, limit_threads, threads_report
 
 Weights = Mapping[str, np.ndarray]
 KeepGoing = Callable[[], bool]
@@ -46,8 +47,9 @@ class WorkerSpec:
     """How to build a worker anywhere: an importable ``"module:callable"`` and its keyword arguments.
 
     The kwargs must be picklable plain data (dicts of config values), since they travel to other
-    processes and machines. ``threads`` is passed as a keyword too: 1 in worker processes (so N
-    workers use N cores, not N x all cores), ``None`` (leave as is) in-process.
+    processes and machines. ``threads`` is passed as a keyword too: the process's share of the cores in
+    worker processes (:func:`agents.threads.cpu_share`: 1 for 2 workers on 2 cores, so N workers use N
+    cores, not N x all cores), 1 on Ray actors (one reserved CPU), ``None`` (leave as is) in-process.
     """
 
     factory: str
@@ -143,13 +145,14 @@ class InlinePool(GamePool):
 # -------------------------------------------------------------------------------------- processes
 
 
-def _process_main(conn: Connection, spec: WorkerSpec) -> None:
-    """A worker process: build the worker, then answer messages until told to stop or the pipe closes."""
-    # Before torch is imported: one BLAS / OpenMP thread per worker process.
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    os.environ.setdefault("MKL_NUM_THREADS", "1")
+def _process_main(conn: Connection, spec: WorkerSpec, threads: int = 1) -> None:
+    """A worker process: build the worker, then answer messages until told to stop or the pipe closes.
+
+    ``threads``: this process's share of the cores, for torch, numba, OpenMP and BLAS."""
+    limit_threads(threads)  # the environment first: the worker's libraries read it as they load
     try:
-        worker = spec.build(threads=1)
+        worker = spec.build(threads=threads)
+        limit_threads(threads)  # and the pools the build loaded
     except BaseException:
         conn.send(("error", -1, traceback.format_exc()))
         return
@@ -162,7 +165,9 @@ def _process_main(conn: Connection, spec: WorkerSpec) -> None:
         if kind == "close":
             return
         try:
-            if kind == "weights":
+            if kind == "threads":
+                conn.send(("threads", -1, threads_report()))
+            elif kind == "weights":
                 worker.set_weights(msg[1])
             elif kind == "play":
                 conn.send(("done", msg[1], worker.play(msg[2])))
@@ -191,7 +196,10 @@ class LocalPool(GamePool):
     def _start(self, slot: int) -> _Proc:
         parent, child = self._ctx.Pipe()
         process = self._ctx.Process(
-            target=_process_main, args=(child, self.spec), name=f"selfplay-{slot}", daemon=True
+            target=_process_main,
+            args=(child, self.spec, cpu_share(self.workers)),
+            name=f"selfplay-{slot}",
+            daemon=True,
         )
         process.start()
         child.close()
@@ -254,6 +262,20 @@ class LocalPool(GamePool):
             for slot in list(busy.values()):
                 self._kill(slot)
 
+    def threads_reports(self) -> list[dict[str, Any]]:
+        """What each worker process runs with (:func:`agents.threads.threads_report`), starting the
+        workers not started yet; call it between runs, not while games are in flight."""
+        reports = []
+        for slot in range(self.workers):
+            proc = self._procs[slot] or self._start(slot)
+            proc.conn.send(("threads",))
+            kind, _, payload = proc.conn.recv()
+            if kind == "error":
+                self._kill(slot)
+                raise WorkerError(f"self-play worker process {slot} failed:\n{payload}")
+            reports.append(payload)
+        return reports
+
     def close(self) -> None:
         for slot, proc in enumerate(self._procs):
             if proc is None:
@@ -271,8 +293,9 @@ class _RayWorker:
     """The Ray actor: the same worker as in a local process, built on the actor's node."""
 
     def __init__(self, spec: WorkerSpec) -> None:
-        os.environ.setdefault("OMP_NUM_THREADS", "1")
-        self.worker = spec.build(threads=1)
+        limit_threads(RAY_TASK_CPUS)  # the CPUs Ray reserved for this actor
+        self.worker = spec.build(threads=RAY_TASK_CPUS)
+        limit_threads(RAY_TASK_CPUS)
 
     def set_weights(self, arrays: Weights) -> None:
         self.worker.set_weights(arrays)
@@ -292,7 +315,7 @@ class RayPool(GamePool):
         super().__init__(spec, workers)
         ray = init_ray(workers, address)
         self._ray = ray
-        self._actor_cls = ray.remote(num_cpus=1)(_RayWorker)
+        self._actor_cls = ray.remote(num_cpus=RAY_TASK_CPUS)(_RayWorker)
         self._actors: list[Any] = [None] * workers
         self._versions = [0] * workers
         self._weights_ref: Any = None

@@ -46,6 +46,7 @@ from agents.runner import (
     DEFAULT_KEEP_CHECKPOINTS,
     RunError,
 )
+from agents.threads import thread_env
 from engine.core import Rules
 from studio.services.runs import BACKENDS, RunRequest, have_ray, resolve
 
@@ -594,7 +595,7 @@ def local_backend(
     # Each trial's share of the cores for its math libraries (torch, BLAS): trials side by side that
     # each start a thread per core fight over every core and all run slower.
     share = str(max(1, (os.cpu_count() or 1) // max(1, min(workers, len(jobs) or 1))))
-    threads = {"OMP_NUM_THREADS": share, "MKL_NUM_THREADS": share}
+    threads = thread_env(int(share))  # OpenMP, MKL, OpenBLAS: agents.threads
     inbox: queue.Queue[tuple[int, Any]] = queue.Queue()
     waiting = list(jobs)
     live: dict[int, TrainingProcess] = {}

@@ -14,6 +14,7 @@ import pytest
 
 from agents.arena import GameOutcome, evaluate
 from agents.spec import AgentSpec
+from agents.threads import report_matches
 from engine.store import GameStore
 from studio.cli import main
 
@@ -61,6 +62,9 @@ def test_ray_plays_the_same_games_as_local_processes(
         assert sorted(games) == sorted(on_ray.game_ids)
         assert [games[i].score for i in on_ray.game_ids] == on_ray.scores.tolist()
     assert on_ray.complete and on_ray.workers == 2 and not on_ray.cancelled
+    # Each actor runs its libraries on the one CPU Ray reserved for it (issue #35).
+    assert on_ray.worker_threads and all(report_matches(t, 1) for t in on_ray.worker_threads)
+    assert all(t["numba"] == 1 for t in on_ray.worker_threads)
     for field in ("scores", "max_tiles", "moves"):
         np.testing.assert_array_equal(getattr(on_ray, field), getattr(local_random, field))
     assert on_ray.mean_text == local_random.mean_text

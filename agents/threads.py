@@ -1,0 +1,111 @@
+"""How many threads a process's math libraries may start: one helper for every process that plays or
+trains on a share of the cores.
+
+Two worker processes on a 2-core machine that each let torch (OpenMP), MKL, OpenBLAS and numba start a
+thread per core run four or more busy threads on two cores. OpenMP threads spin at their barriers, so
+each batch-of-one forward pass then waits for a thread that is not running: on this project's 2-core
+machine two evaluation workers were 8x slower than one. Every such process calls
+:func:`limit_threads` with its share (:func:`cpu_share`) before it builds its agent and again after
+(once the agent's imports loaded torch), and :func:`threads_report` says what it runs with, so tests
+and ``eval --json`` can check it.
+
+What is set, and when it takes effect:
+
+- the environment variables of :data:`THREAD_ENV_VARS` (OpenMP, MKL, OpenBLAS, numexpr, Accelerate):
+  read by those libraries when they load, so they bind libraries loaded after the call and every
+  process started from this one; :func:`thread_env` gives the same as a dict for a child's environment
+  (set before the child imports anything, they bind everything);
+- torch, when it is loaded: ``set_num_threads`` (its OpenMP and MKL pools) and ``set_num_interop_threads``
+  (possible once per process, before any inter-op work: later calls that cannot change it are ignored);
+- numba, when it is loaded: ``set_num_threads`` (at most ``NUMBA_NUM_THREADS``, fixed at its import).
+
+numpy's OpenBLAS, if loaded before the call, keeps the thread count it started with; play and training
+here never call it (the networks are torch's, the kernels numba's), and a child given
+:func:`thread_env` starts it at its share.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from typing import Any
+
+#: Environment variables that size a math library's thread pool when it loads.
+THREAD_ENV_VARS: tuple[str, ...] = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+)
+
+
+def cpu_count() -> int:
+    """Cores this process may run on (its CPU affinity where the OS has one, else all of them)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def cpu_share(workers: int, cpus: int | None = None) -> int:
+    """Threads for each of ``workers`` processes sharing ``cpus`` cores (default: this process's): the
+    cores split evenly, at least one each."""
+    total = cpu_count() if cpus is None else int(cpus)
+    return max(1, total // max(1, int(workers)))
+
+
+def thread_env(threads: int) -> dict[str, str]:
+    """:data:`THREAD_ENV_VARS` set to ``threads``: the environment of a child process that runs on that
+    many cores (given before the child starts, it binds every library the child loads)."""
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1, got {threads}")
+    return dict.fromkeys(THREAD_ENV_VARS, str(int(threads)))
+
+
+def limit_threads(threads: int) -> dict[str, Any]:
+    """Make this process use ``threads`` threads in torch, numba, OpenMP, MKL and OpenBLAS (see the
+    module's docstring for what binds when); returns :func:`threads_report`.
+
+    Idempotent: call it first thing in a worker (the environment, before torch loads) and again once the
+    agent is built (torch's and numba's pools, now loaded). It never imports torch or numba itself: a
+    worker that plays without them does not pay their import."""
+    os.environ.update(thread_env(threads))
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "set_num_threads"):
+        torch.set_num_threads(threads)
+        if torch.get_num_interop_threads() != threads:
+            # Refused once inter-op work started in this process (or after an earlier call): kept then.
+            with contextlib.suppress(RuntimeError):
+                torch.set_num_interop_threads(threads)
+    numba = sys.modules.get("numba")
+    if numba is not None and hasattr(numba, "set_num_threads"):
+        numba.set_num_threads(max(1, min(threads, int(numba.config.NUMBA_NUM_THREADS))))
+    return threads_report()
+
+
+def threads_report() -> dict[str, Any]:
+    """The thread counts this process runs with: ``torch`` / ``interop`` (None when torch is not
+    loaded), ``numba`` (None when numba is not loaded), each of :data:`THREAD_ENV_VARS` as set (None
+    when unset), and ``pid``. Plain data: it travels back from worker processes with their results."""
+    torch: Any = sys.modules.get("torch")
+    numba: Any = sys.modules.get("numba")
+    if torch is None or not hasattr(torch, "get_num_threads"):  # absent, or half-imported
+        torch = None
+    if numba is None or not hasattr(numba, "get_num_threads"):
+        numba = None
+    return {
+        "pid": os.getpid(),
+        "torch": None if torch is None else int(torch.get_num_threads()),
+        "interop": None if torch is None else int(torch.get_num_interop_threads()),
+        "numba": None if numba is None else int(numba.get_num_threads()),
+        **{var: os.environ.get(var) for var in THREAD_ENV_VARS},
+    }
+
+
+def report_matches(report: dict[str, Any], threads: int) -> bool:
+    """Every count in a :func:`threads_report` that is known equals ``threads``."""
+    counts = [report.get(k) for k in ("torch", "interop", "numba")]
+    env = [report.get(var) for var in THREAD_ENV_VARS]
+    return all(c is None or c == threads for c in counts) and all(v == str(threads) for v in env)
