@@ -74,6 +74,11 @@ SHORTCUTS_HELP = """
 """
 
 
+#: The window's size on a fresh profile (no saved geometry): it fits a 1280x800 screen with its
+#: frame, and every tab's main controls show at it (tests/studio/test_default_size.py).
+DEFAULT_SIZE = (1194, 720)
+
+
 def make_settings() -> QSettings:
     """The app's persistent settings (window geometry, last rules, agent, speeds)."""
     return QSettings(ORGANIZATION, APPLICATION)
@@ -316,7 +321,7 @@ class MainWindow(QMainWindow):
         if geometry is not None:
             self.restoreGeometry(geometry)
         else:
-            self.resize(1060, 720)
+            self.resize(*DEFAULT_SIZE)
         state = self.settings.value("window/state")
         if state is not None:
             self.restoreState(state)

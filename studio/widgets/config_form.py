@@ -207,6 +207,9 @@ class _Field:
             combo = QComboBox()
             for c in spec.choices:
                 combo.addItem(str(c), c)
+            # As narrow as the panel needs (its longest choice made the form wider than the panel).
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(6)
             combo.currentIndexChanged.connect(on_change)
             self.editor = combo
         elif spec.kind == "bool":
@@ -435,12 +438,21 @@ class ConfigForm(QWidget):
         self._applied_description = ""
         #: what else a preset set and now differs (the Train tab's rules, budget): labels, or none
         self.extra_changes: Callable[[], list[str]] | None = None
+        #: the widget Tab leaves for the first field (None: Defaults); the Train tab puts its budget
+        #: between the preset rows and the fields, and chains it in after Defaults
+        self.chain_start: QWidget | None = None
 
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
 
         # The box has the row to itself but for Load (it was cut to "dqn-seec" beside two buttons);
-        # Defaults sits under it, beside the marker that says which preset the fields hold.
+        # Defaults sits under it, beside the marker that says which preset the fields hold. The three
+        # rows are one widget, ``presetHeader``, that a caller may place elsewhere (the Train tab
+        # keeps it on screen above its scrolled settings).
+        self.presetHeader = QWidget()
+        self.presetHeader.setObjectName("presetHeader")
+        header = QVBoxLayout(self.presetHeader)
+        header.setContentsMargins(0, 0, 0, 0)
         preset_row = QHBoxLayout()
         preset_row.addWidget(QLabel("Preset"))
         self.presetCombo = PresetCombo()
@@ -452,7 +464,7 @@ class ConfigForm(QWidget):
         self.presetButton.clicked.connect(self._load_selected_preset)
         self.presetCombo.currentIndexChanged.connect(self._enable_load)
         preset_row.addWidget(self.presetButton)
-        outer.addLayout(preset_row)
+        header.addLayout(preset_row)
         marker_row = QHBoxLayout()
         self.presetMarker = QLabel()
         self.presetMarker.setObjectName("presetMarker")
@@ -463,15 +475,18 @@ class ConfigForm(QWidget):
         self.defaultsButton.setToolTip("Reset every field to the agent's default")
         self.defaultsButton.clicked.connect(self.reset_defaults)
         marker_row.addWidget(self.defaultsButton, 0, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop)
-        outer.addLayout(marker_row)
+        header.addLayout(marker_row)
         self._notes = QVBoxLayout()
         self._notes.setContentsMargins(0, 0, 0, 0)
-        outer.addLayout(self._notes)
+        header.addLayout(self._notes)
+        outer.addWidget(self.presetHeader)
 
         self._body = QWidget()
         self._form = QFormLayout(self._body)
         self._form.setContentsMargins(0, 0, 0, 0)
         self._form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        # A narrow panel puts a long label above its field rather than cutting the field at the edge.
+        self._form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         outer.addWidget(self._body)
 
         self.advancedToggle = QToolButton()
@@ -487,6 +502,7 @@ class ConfigForm(QWidget):
         self._advanced_form = QFormLayout(self._advanced)
         self._advanced_form.setContentsMargins(12, 0, 0, 0)
         self._advanced_form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self._advanced_form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         self._advanced.hide()
         outer.addWidget(self._advanced)
 
@@ -548,7 +564,7 @@ class ConfigForm(QWidget):
         Fields built for an agent chosen later were created after every other widget of the window,
         so Qt's default order sent Tab from the last field back to the window's first widget (the
         scroll area jumped to the top) and Tab from Defaults past all the fields."""
-        previous: QWidget = self.defaultsButton
+        previous: QWidget = self.chain_start or self.defaultsButton
         basic = [f.editor for f in self._fields.values() if not f.spec.advanced]
         advanced = [f.editor for f in self._fields.values() if f.spec.advanced]
         for widget in [*basic, self.advancedToggle, *advanced]:

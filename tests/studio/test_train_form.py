@@ -189,14 +189,16 @@ def test_tab_and_shift_tab_go_field_to_field_and_keep_the_view(qtbot, tab):
     specs = [s.name for s in form.config_cls.specs() if not s.advanced]
     editors = [form.field_widget(n) for n in specs]
 
-    # The focus chain: Defaults, the shown fields in order, the fold, the rules.
+    # The focus chain, in the order shown: Defaults, the budget (its enabled boxes), the shown fields
+    # in order, the fold, the rules.
     form.defaultsButton.setFocus()
-    for expected in [*editors, form.advancedToggle, launch.rowsSpin]:
+    budget = [launch.episodesCheck, launch.episodesSpin, launch.minutesCheck, launch.stepsCheck]
+    for expected in [*budget, *editors, form.advancedToggle, launch.rowsSpin]:
         assert _press(qtbot, Qt.Key.Key_Tab) is expected
     for expected in [form.advancedToggle, editors[-1], editors[-2]]:
         assert _press(qtbot, Qt.Key.Key_Backtab) is expected
     editors[0].setFocus()
-    assert _press(qtbot, Qt.Key.Key_Backtab) is form.defaultsButton  # not the runs table
+    assert _press(qtbot, Qt.Key.Key_Backtab) is launch.stepsCheck  # the budget above, not the runs table
 
     # In the middle of the form: moving between fields in view never scrolls.
     bar.setValue(bar.maximum() // 2)
@@ -275,14 +277,15 @@ def test_imitation_says_how_much_data_and_start_warns_on_too_few_moves(qtbot, ta
     assert "#c62828" in note.styleSheet()  # red
     tab.launch.set_budget(episodes=2)
 
-    # Start with the form scrolled down: the run starts, and the warning is said again and brought into view.
+    # Start with the settings scrolled down: the run starts, and the warning is said again; the note
+    # sits under the agent, above the scrolled settings, so it stays in view.
     bar = tab.findChild(QScrollArea, "launchScroll").verticalScrollBar()
     bar.setValue(bar.maximum())
     qtbot.mouseClick(tab.startButton, CLICK)
     assert len(launched) == 1 and launched[0].agent == "imitation"
     assert said[-1] == f"training on {warning}"
-    view = tab.findChild(QScrollArea, "launchScroll").viewport()
-    assert view.rect().contains(QRect(note.mapTo(view, QPoint(0, 0)), note.size()))
+    assert note.isVisible() and not tab.findChild(QScrollArea, "launchScroll").isAncestorOf(note)
+    assert tab.rect().contains(QRect(note.mapTo(tab, QPoint(0, 0)), note.size()))
 
     # Filters that select nothing: said at once (after the pause for typing), and the run refuses itself.
     _type(qtbot, tab.launch.form.field_widget("min_score"), "99999999")

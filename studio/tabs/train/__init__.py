@@ -20,6 +20,7 @@ form; picking a sweep ticks its trials' runs, so the curves compare them (live o
 from __future__ import annotations
 
 import contextlib
+import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,7 +33,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QMessageBox,
     QProgressBar,
-    QScrollArea,
     QSizePolicy,
     QSplitter,
     QStackedWidget,
@@ -49,7 +49,13 @@ from studio.tabs.train.follow import Follower
 from studio.tabs.train.launch import LaunchForm
 from studio.tabs.train.live import LivePanel, LiveRun, is_live_key
 from studio.tabs.train.runs import RunsPanel
-from studio.tabs.train.sweep import SweepDialog, SweepPanel, SweepWorker, ask_close_with_sweep
+from studio.tabs.train.sweep import (
+    SweepDialog,
+    SweepPanel,
+    SweepWorker,
+    ask_close_with_sweep,
+    continue_headless,
+)
 from studio.text import duration
 from studio.widgets.curves import RunSeries
 from studio.worker import RunWorker
@@ -58,6 +64,11 @@ __all__ = ["TrainTab", "write_metrics_csv"]
 
 #: Live board, stats, progress and the live rows of the runs table (a glance, not a movie).
 LIVE_REFRESH_MS = 250
+#: How often the rows of runs training in other processes are read again from the store (their
+#: child writes its counters there within about a second).
+ELSEWHERE_REFRESH_MS = 1000
+#: The board's caption while a sweep trains and no run of the form does.
+SWEEP_CAPTION = "Sweep trials play in their own processes: their curves are drawn, not their boards"
 #: The tab's keys (studio.app's Help > Keyboard shortcuts lists them): none is used by the Play tab
 #: (arrows, WASD, H, Space, .) or the menus (Ctrl+N / I / E / Q, Ctrl+1..5, F1, F11).
 SHORTCUTS: tuple[tuple[str, str], ...] = (
@@ -66,6 +77,11 @@ SHORTCUTS: tuple[tuple[str, str], ...] = (
     ("Ctrl+P", "pauseButton"),
     ("Ctrl+.", "stopButton"),
 )
+
+
+def eta_text(run: LiveRun) -> str:
+    """The progress line of a run: "0:19 trained · 1:41 left" (the run's own clock, see eta_seconds)."""
+    return f"{duration(run.trained_s)} trained · {duration(run.eta_s(), '…')} left"
 
 
 class PageTabs(QWidget):
@@ -132,10 +148,17 @@ class TrainTab(QWidget):
         self.sweep: SweepWorker | None = None
         self.sweepDialog: SweepDialog | None = None
         self._sweep_runs: set[int] = set()
+        #: the process a sweep was handed to when the window closed ("Keep training"), if any
+        self.headless: subprocess.Popen[bytes] | None = None
         self._build()
         self._timer = QTimer(self)
         self._timer.setInterval(LIVE_REFRESH_MS)
         self._timer.timeout.connect(self._refresh_live)
+        # Runs that train in other processes (a terminal's train, a run left to finish headless, a
+        # sweep's trials): their rows are read again from the store while there are any.
+        self._elsewhereTimer = QTimer(self)
+        self._elsewhereTimer.setInterval(ELSEWHERE_REFRESH_MS)
+        self._elsewhereTimer.timeout.connect(self._refresh_elsewhere)
         # Closing the window while training must ask first: watch the top-level window's close.
         if parent is not None:
             parent.window().installEventFilter(self)
@@ -172,19 +195,14 @@ class TrainTab(QWidget):
         left = QWidget()
         layout = QVBoxLayout(left)
         layout.setContentsMargins(0, 0, 0, 0)
-        scroll = QScrollArea()
-        scroll.setObjectName("launchScroll")
-        scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
-        # The form follows the panel's width (fields shrink); only a long form scrolls, downwards.
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # The form keeps the agent, preset and budget on screen and scrolls the rest itself; Start
+        # and the progress line sit under it, always shown.
         self.launch = LaunchForm(self.settings, data_dir=Path(self.store.path).parent)
         self.launch.changed.connect(self._update_buttons)
         self.launch.agentChanged.connect(self._on_agent_changed)
         self.launch.fromMyGames.connect(self.train_from_my_games)
         self.launch.status.connect(self.status)
-        scroll.setWidget(self.launch)
-        layout.addWidget(scroll, 1)
+        layout.addWidget(self.launch, 1)
         row = QHBoxLayout()
         self.startButton = button("Start", "startButton", self.start, "Train with these settings (a new run)")
         self.pauseButton = button(
@@ -321,12 +339,15 @@ class TrainTab(QWidget):
         series = RunSeries(f"run {run_id} {summary.agent}", agent=summary.agent, run_id=run_id)
         with contextlib.suppress(Exception):
             series.add_columns(self.store.run_metrics(run_id))  # the curves go on from where they were
-        self._launch(request, series)
+        # Its counters go on from the checkpoint: the time left is measured from its first event.
+        self._launch(request, series, anchor=None)
         return True
 
-    def _launch(self, request: RunRequest, series: RunSeries) -> None:
+    def _launch(
+        self, request: RunRequest, series: RunSeries, anchor: tuple[float, float] | None = (0.0, 0.0)
+    ) -> None:
         worker = RunWorker(request, self.store.path, parent=self)
-        live = LiveRun(worker, series)
+        live = LiveRun(worker, series, anchor=anchor)
         worker.started.connect(lambda rid, agent, lr=live: self._on_started(lr, rid, agent))
         worker.batch.connect(lambda events, lr=live: self._on_batch(lr, events))
         worker.state.connect(lambda _s: self._update_buttons())
@@ -417,6 +438,7 @@ class TrainTab(QWidget):
             self.stop_sweep()
             self.wait_sweep(180.0)
         self._timer.stop()
+        self._elsewhereTimer.stop()
         self.sweepPanel.set_running(None)
         self.follower.shutdown()
         self.curves.timer.stop()
@@ -472,13 +494,11 @@ class TrainTab(QWidget):
             return
         lr.dirty = False
         self.livePanel.show_run(lr, len(self.live))
-        p = lr.progress
-        self.progressBar.setValue(round(1000 * p))
-        wall = time.perf_counter() - lr.started
+        self.progressBar.setValue(round(1000 * lr.progress))
         if lr.worker.paused:
             self.etaLabel.setText("Paused (checkpoint saved)")
-        elif p > 0:
-            self.etaLabel.setText(f"{duration(wall)} elapsed · ETA {duration(wall * (1 - p) / p)}")
+        elif lr.progress > 0:
+            self.etaLabel.setText(eta_text(lr))
 
     def _on_error(self, live: LiveRun, message: str) -> None:
         w = live.worker
@@ -522,6 +542,8 @@ class TrainTab(QWidget):
                 if final == "finished":
                     self.progressBar.setValue(1000)
             self.etaLabel.setText(text)
+            if self.focus is None:
+                self.livePanel.show_ended(w.run_id, final)
         self.status.emit(f"run {w.run_id} {final}" if w.run_id is not None else f"training {final}")
         if w.games_logged:
             self.gamesChanged.emit()
@@ -551,6 +573,15 @@ class TrainTab(QWidget):
         """Re-read the runs table of the store (and which runs train in other processes)."""
         own = {lr.worker.process.pid for lr in self.live if lr.worker.process is not None}
         self.runsPanel.refresh(own)
+        if self.runsPanel.elsewhere:
+            self._elsewhereTimer.start()
+        else:
+            self._elsewhereTimer.stop()
+
+    def _refresh_elsewhere(self) -> None:
+        """Timer slot: the rows of runs training elsewhere; the whole table once one of them ended."""
+        if self.runsPanel.refresh_elsewhere():
+            self.refresh_runs()
 
     def show_runs(self, run_ids: Sequence[int]) -> None:
         """Draw these stored runs beside the live ones: one re-opens, several compare; a run that
@@ -598,6 +629,10 @@ class TrainTab(QWidget):
         worker.finished.connect(self._on_sweep_finished)
         self.sweep = worker
         worker.start()
+        if not self.live:
+            # The trials play in their own processes: no board of theirs reaches this window, and a
+            # run that ended before must not pass for one of them.
+            self.livePanel.show_idle(SWEEP_CAPTION)
         self.bottomTabs.setCurrentWidget(self.sweepPanel)
         self.progressBar.setValue(0)
         self.etaLabel.setText("Sweep starting…")
@@ -721,6 +756,14 @@ class TrainTab(QWidget):
 
     # ================================================================== state, dialogs
     def _update_buttons(self) -> None:
+        # The runs table's buttons read the live rows' states: bring them up to date first (they were
+        # refreshed only with a run's next events, so Pause read "Pause" while paused, one state behind).
+        for lr in self.live:
+            if lr.run_id is not None:
+                state = lr.state_text()
+                if self.runsPanel.live.get(lr.run_id) != state:
+                    self.runsPanel.live[lr.run_id] = state
+                    self.runsPanel.update_live_row(lr.run_id, {2: state})
         focus = self.focus
         self.startButton.setEnabled(self.launch.is_ready())
         self.sweepButton.setEnabled(self.launch.is_ready() and self.sweep is None)
@@ -741,19 +784,39 @@ class TrainTab(QWidget):
         return ask_close_with_runs(self, len(self.live))
 
     def ask_close_sweep(self) -> str:
-        """Whether to stop the window's sweep as the window closes: "stop" or "cancel" (tests replace
-        this). A sweep cannot train on without the window: its driver is this process."""
+        """What to do with the window's sweep as the window closes: "stop", "detach" (keep training
+        without the window) or "cancel" (tests replace this)."""
         w = self.sweep
         left = 0 if w is None else max(0, w.total - w.finished_trials)
         return ask_close_with_sweep(self, None if w is None else w.sweep_id, left)
 
+    def detach_sweep(self) -> subprocess.Popen[bytes] | None:
+        """Let the window's sweep train on without the window: its driver (a thread of this process)
+        stops, every trial saving a checkpoint, and ``sweep --resume`` goes on in a process of its
+        own (:func:`.sweep.continue_headless`). The new process, or None when there was nothing to
+        hand over (the sweep ended meanwhile, or was never planned)."""
+        w = self.sweep
+        if w is None:
+            return None
+        self.stop_sweep()
+        self.wait_sweep(180.0)
+        sweep_id = w.sweep_id
+        if sweep_id is None or w.status == "finished":
+            return None
+        self.headless = continue_headless(Path(self.store.path).parent, sweep_id)
+        self.status.emit(f"sweep {sweep_id} trains on without the window (pid {self.headless.pid})")
+        return self.headless
+
     def confirm_close(self) -> bool:
-        """True when the window may close: asks while training, then stops or detaches the runs (and
-        stops the sweep, asked first: "Cancel" there leaves everything as it was)."""
+        """True when the window may close: asks while training, then stops or detaches the runs and
+        the sweep (the sweep is asked first: "Cancel" there leaves everything as it was)."""
         if not self.live and self.sweep is None:
             return True
-        if self.sweep is not None and self.ask_close_sweep() == "cancel":
+        sweep_choice = self.ask_close_sweep() if self.sweep is not None else ""
+        if sweep_choice == "cancel":
             return False
+        if sweep_choice == "detach":
+            self.detach_sweep()
         if self.live:
             choice = self.ask_close()
             if choice == "cancel":

@@ -14,12 +14,14 @@ learn from"), and :meth:`LaunchForm.warn_if_little_data` says it again when Star
 
 from __future__ import annotations
 
+import html
+import itertools
 import sys
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QSettings, QTimer, Signal
-from PySide6.QtGui import QShowEvent
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QFontMetrics, QResizeEvent, QShowEvent, QTextDocument
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -30,6 +32,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QScrollArea,
+    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
@@ -60,6 +63,8 @@ NOTE_STYLE = "color: #6b625a;"
 MIN_IMITATION_MOVES = 2000
 #: How long the form waits after the last change of a filter before it counts the games again.
 COUNT_DELAY_MS = 250
+#: Lines of the agent's description under the picker (the rest: "…", the whole in the tooltip).
+DESCRIPTION_LINES = 2
 
 
 def _error_label(name: str) -> QLabel:
@@ -69,6 +74,56 @@ def _error_label(name: str) -> QLabel:
     label.setStyleSheet(ERROR_STYLE)
     label.hide()
     return label
+
+
+class ElidedLabel(QLabel):
+    """Rich text wrapped to at most ``lines`` lines of its width, the last ending in "…"; the whole
+    text in the tooltip. Its height is fixed at those lines, so a longer text never moves what is
+    under it."""
+
+    def __init__(self, lines: int, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.lines = lines
+        self._full = ""
+        self.setWordWrap(False)
+        self.setTextFormat(Qt.TextFormat.RichText)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.setFixedHeight(QFontMetrics(self.font()).lineSpacing() * lines + 2)
+
+    def setText(self, text: str) -> None:
+        self._full = text
+        self.setToolTip(f"<qt>{text}</qt>" if text else "")
+        self._fit()
+
+    def full_text(self) -> str:
+        return self._full
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._fit()
+
+    def _fit(self) -> None:
+        """Greedy word wrap of the plain text to the width; past ``lines`` lines, the last elided."""
+        doc = QTextDocument()
+        doc.setHtml(self._full)
+        plain = doc.toPlainText()
+        fm = QFontMetrics(self.font())
+        width = max(40, self.width() - 4)
+        wrapped: list[str] = []
+        for word in plain.split():
+            trial = f"{wrapped[-1]} {word}" if wrapped else word
+            if wrapped and fm.horizontalAdvance(trial) <= width:
+                wrapped[-1] = trial
+            else:
+                wrapped.append(word)
+        if len(wrapped) <= self.lines:
+            self.setWordWrap(True)
+            super().setText(self._full)  # fits: the rich text as it is (its italics, its colour)
+            return
+        self.setWordWrap(False)
+        last = " ".join(wrapped[self.lines - 1 :])
+        shown = [*wrapped[: self.lines - 1], fm.elidedText(last, Qt.TextElideMode.ElideRight, width)]
+        super().setText("<br>".join(html.escape(x, quote=False) for x in shown))
 
 
 class LaunchForm(QWidget):
@@ -106,17 +161,53 @@ class LaunchForm(QWidget):
         self._count_timer.setSingleShot(True)
         self._count_timer.setInterval(COUNT_DELAY_MS)
         self._count_timer.timeout.connect(self.refresh_data_count)
+        # What a first run needs stays on screen: the agent, its preset and the budget on top; the
+        # agent's knobs, the rules, parallel play and the run's options scroll below them (at the
+        # window's default size the whole form is twice the panel's height). Start is the tab's,
+        # under this form.
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 6, 0)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(4)
         layout.addWidget(self._agent_box())
-        layout.addWidget(self._settings_box())
-        layout.addWidget(self._rules_box())
+        settings_box = self._settings_box()  # builds the form, whose preset rows go on top
+        layout.addWidget(self.form.presetHeader)
         layout.addWidget(self._budget_box())
-        layout.addWidget(self._parallel_box())
-        layout.addWidget(self._run_box())
         self.requestError = _error_label("requestError")
         layout.addWidget(self.requestError)
-        layout.addStretch(1)
+        inner = QWidget()
+        inner.setObjectName("launchDetails")
+        details = QVBoxLayout(inner)
+        details.setContentsMargins(0, 0, 4, 0)
+        details.addWidget(settings_box)
+        details.addWidget(self._rules_box())
+        details.addWidget(self._parallel_box())
+        details.addWidget(self._run_box())
+        details.addStretch(1)
+        self.detailsScroll = QScrollArea()
+        self.detailsScroll.setObjectName("launchScroll")
+        self.detailsScroll.setWidgetResizable(True)
+        self.detailsScroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        # The fields follow the panel's width (they shrink, long labels go above them); only the
+        # height scrolls.
+        self.detailsScroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.detailsScroll.setWidget(inner)
+        self.detailsScroll.setFocusPolicy(
+            Qt.FocusPolicy.NoFocus
+        )  # Tab goes from field to field, not to the frame
+        layout.addWidget(self.detailsScroll, 1)
+        # Tab follows what is shown: the preset rows, the budget, then the fields (chain_start).
+        chain: list[QWidget] = [
+            self.form.defaultsButton,
+            self.episodesCheck,
+            self.episodesSpin,
+            self.minutesCheck,
+            self.minutesSpin,
+            self.stepsCheck,
+            self.stepsSpin,
+        ]
+        for a, b in itertools.pairwise(chain):
+            QWidget.setTabOrder(a, b)
+        self.form.chain_start = self.stepsSpin
         self._fill_agents()
         self._sync_inputs()
 
@@ -124,14 +215,28 @@ class LaunchForm(QWidget):
     def _agent_box(self) -> QGroupBox:
         box = QGroupBox("Agent")
         ab = QVBoxLayout(box)
+        ab.setContentsMargins(6, 4, 6, 4)
+        row = QHBoxLayout()
         self.agentCombo = QComboBox()
         self.agentCombo.setObjectName("agentCombo")
         self.agentCombo.setToolTip("Every registered agent (agents/registry.py)")
+        self.agentCombo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.agentCombo.setMinimumContentsLength(8)
         self.agentCombo.currentIndexChanged.connect(self._on_agent_changed)
-        ab.addWidget(self.agentCombo)
-        self.agentDescription = QLabel()
+        row.addWidget(self.agentCombo, 1)
+        self.fromGamesButton = button(
+            "From my games",
+            "fromGamesButton",
+            self.fromMyGames.emit,
+            "Train from my games: imitation learning on the moves you played (the person's moves of "
+            "every game)",
+        )
+        row.addWidget(self.fromGamesButton)
+        ab.addLayout(row)
+        # Two lines at most (the longest description took five, pushing the budget off screen); the
+        # whole text is the tooltip.
+        self.agentDescription = ElidedLabel(DESCRIPTION_LINES)
         self.agentDescription.setObjectName("agentDescription")
-        self.agentDescription.setWordWrap(True)
         self.agentDescription.setStyleSheet("color: #6b625a;")
         ab.addWidget(self.agentDescription)
         self.dataNote = QLabel()
@@ -139,13 +244,6 @@ class LaunchForm(QWidget):
         self.dataNote.setWordWrap(True)
         self.dataNote.hide()
         ab.addWidget(self.dataNote)
-        self.fromGamesButton = button(
-            "Train from my games",
-            "fromGamesButton",
-            self.fromMyGames.emit,
-            "Imitation learning on the moves you played (the person's moves of every game)",
-        )
-        ab.addWidget(self.fromGamesButton)
         return box
 
     def _settings_box(self) -> QGroupBox:
@@ -169,6 +267,7 @@ class LaunchForm(QWidget):
     def _rules_box(self) -> QGroupBox:
         box = QGroupBox("Rules")
         rl = QFormLayout(box)
+        rl.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         self.rowsSpin = spin("rowsSpin", 1, 16, 4, "Board rows")
         self.colsSpin = spin("colsSpin", 1, 16, 4, "Board columns")
         self.p4Spin = QDoubleSpinBox()
@@ -199,7 +298,10 @@ class LaunchForm(QWidget):
 
     def _budget_box(self) -> QGroupBox:
         box = QGroupBox("Budget (the first limit reached ends the run)")
+        box.setObjectName("budgetBox")
         bl = QFormLayout(box)
+        bl.setContentsMargins(6, 4, 6, 4)
+        bl.setVerticalSpacing(3)
         self.episodesCheck = QCheckBox("Episodes")
         self.episodesCheck.setObjectName("episodesCheck")
         self.episodesSpin = spin("episodesSpin", 1, 2_000_000_000, 1000, "Games (or epochs) to train")
@@ -232,6 +334,7 @@ class LaunchForm(QWidget):
         box = QGroupBox("Parallel play")
         box.setObjectName("parallelBox")
         pl = QFormLayout(box)
+        pl.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         self.workersSpin = spin("workersSpin", 1, 256, 1, "Processes (or Ray actors) that play games at once")
         self.backendCombo = QComboBox()
         self.backendCombo.setObjectName("backendCombo")
@@ -258,6 +361,7 @@ class LaunchForm(QWidget):
     def _run_box(self) -> QGroupBox:
         box = QGroupBox("Run")
         rl = QFormLayout(box)
+        rl.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)  # a narrow panel: labels above
         self.seedSpin = spin("seedSpin", -1, 2**31 - 1, -1, "Seed of the agent (random: a fresh one)")
         self.seedSpin.setSpecialValueText("random")
         self.checkpointSpin = QDoubleSpinBox()

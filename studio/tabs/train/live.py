@@ -9,11 +9,13 @@ second), so the work per second is bounded whatever the learner emits.
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
@@ -22,6 +24,9 @@ from studio.widgets.curves import CurvesPanel, RunSeries
 from studio.worker import RunWorker
 
 _tokens = itertools.count(1)
+#: The board's caption while a run of this window plays, and while none does.
+PLAYING_CAPTION = "Being played now"
+IDLE_CAPTION = "No game being played"
 
 
 @dataclass
@@ -41,6 +46,9 @@ class LiveRun:
     last_eval: float | None = None  # mean score of the latest greedy evaluation
     speed: float | None = None
     dirty: bool = False
+    #: (progress, lifetime training seconds) where this call's budget began: a new run starts at
+    #: (0, 0); a resumed run's counters go on from its checkpoint, so its first event is the anchor
+    anchor: tuple[float, float] | None = (0.0, 0.0)
 
     @property
     def run_id(self) -> int | None:
@@ -58,6 +66,8 @@ class LiveRun:
             if sp is not None:
                 self.speed = float(sp)
         last = events[-1]
+        if self.anchor is None:
+            self.anchor = (events[0].progress, events[0].elapsed)
         self.episodes, self.steps, self.elapsed, self.progress = (
             last.episode,
             last.step,
@@ -65,6 +75,17 @@ class LiveRun:
             last.progress,
         )
         self.dirty = True
+
+    @property
+    def trained_s(self) -> float:
+        """Training seconds of this call so far (time paused left out, as the budget counts it)."""
+        return max(0.0, self.elapsed - (self.anchor[1] if self.anchor is not None else self.elapsed))
+
+    def eta_s(self) -> float | None:
+        """Seconds of training left: see :func:`eta_seconds`."""
+        if self.anchor is None:
+            return None
+        return eta_seconds(self.progress, self.elapsed, *self.anchor)
 
     def state_text(self) -> str:
         w = self.worker
@@ -83,6 +104,25 @@ class LiveRun:
         if self.speed is not None:
             parts.append(f"{self.speed:,.0f} moves/s")
         return parts
+
+
+def eta_seconds(
+    progress: float, elapsed: float, progress0: float = 0.0, elapsed0: float = 0.0
+) -> float | None:
+    """Seconds until the budget ends the run, from the run's own clock; None while unknown.
+
+    ``progress`` is the share of the budget used, the largest of its limits' shares (agents.base.Budget),
+    and ``elapsed`` the run's training seconds (its clock leaves out time paused), both against where
+    this call began (``progress0`` / ``elapsed0``). At the pace so far, the limit used the most is the
+    one that ends the run first, so the time left is the time so far times (1 - p) / p: with a minutes
+    limit alone that is exactly the minutes left (2 minutes, 19 s trained: 101 s). The window's own
+    clock is not used: it counts the child's start-up (seconds of imports) as training, which read
+    2:23 left after 0:19 of a 2-minute budget.
+    """
+    done, spent = progress - progress0, elapsed - elapsed0
+    if done <= 0 or spent <= 0 or not math.isfinite(spent):
+        return None
+    return max(0.0, spent * (1.0 - progress) / done)
 
 
 def is_live_key(key: object) -> bool:
@@ -107,7 +147,13 @@ class LivePanel(QWidget):
         self.liveBoard.setObjectName("liveBoard")
         self.liveBoard.animation_ms = 0
         self.liveBoard.setFixedSize(170, 170)
-        side.addWidget(QLabel("Being played now"))
+        # What the board is: a game being played now only while a run of this window trains; after
+        # that the last board of the run that ended, said so (a sweep's trials play elsewhere).
+        self.boardCaption = QLabel(IDLE_CAPTION)
+        self.boardCaption.setObjectName("boardCaption")
+        self.boardCaption.setWordWrap(True)
+        self.boardCaption.setFixedWidth(170)
+        side.addWidget(self.boardCaption)
         side.addWidget(self.liveBoard)
         self.statsLabel = QLabel("")
         self.statsLabel.setObjectName("statsLabel")
@@ -145,8 +191,20 @@ class LivePanel(QWidget):
         self.curves.set_runs(keep + loaded)
         return problems
 
+    def show_idle(self, caption: str = IDLE_CAPTION) -> None:
+        """No run of this window plays: an empty board, and ``caption`` says why."""
+        self.boardCaption.setText(caption)
+        self.liveBoard.set_board(np.zeros_like(self.liveBoard.board))
+        self.statsLabel.setText("")
+
+    def show_ended(self, run_id: int | None, status: str) -> None:
+        """The focused run ended: its last board stays, named as such (not "being played now")."""
+        who = f"run {run_id}" if run_id is not None else "the run"
+        self.boardCaption.setText(f"Last board of {who} ({status})")
+
     def show_run(self, run: LiveRun, n_live: int) -> None:
         """The focused run's board and figures (``n_live``: how many train now)."""
+        self.boardCaption.setText(PLAYING_CAPTION)
         if run.series.last_board is not None:
             self.liveBoard.set_board(run.series.last_board)
         parts = run.figures()

@@ -313,6 +313,38 @@ class RunsPanel(QWidget):
                     cell.setText(text)
             return
 
+    def refresh_elsewhere(self) -> bool:
+        """Re-read the runs that train in other processes and update their rows (moves, time, scores
+        go on growing without a click); True when one of them ended (the caller re-reads the whole
+        table then: its buttons and its status change)."""
+        from studio.tabs.train.follow import LIVE_STATUSES
+
+        ended = False
+        for rid in list(self.elsewhere):
+            try:
+                r = self.store.get_run(rid)
+            except Exception:  # deleted meanwhile, or the store is closing
+                ended = True
+                continue
+            if r.status not in LIVE_STATUSES:
+                ended = True
+                continue
+            self.elsewhere[rid] = r
+            score = r.last_metrics.get("score")
+            evaluated = r.last_metrics.get("eval_score")
+            self.update_live_row(
+                rid,
+                {
+                    2: _status_text(r, self.live, self.elsewhere, self.sweep_live),
+                    3: f"{r.episodes:,}",
+                    4: f"{r.steps:,}",
+                    5: duration(r.elapsed),
+                    6: "" if score is None else f"{score:,.0f}",
+                    7: "" if evaluated is None else f"{evaluated:,.0f}",
+                },
+            )
+        return ended
+
     def selected_run_ids(self) -> list[int]:
         rows = sorted({i.row() for i in self.runsTable.selectedIndexes()})
         out = []

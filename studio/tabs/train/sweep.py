@@ -20,6 +20,8 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -506,20 +508,62 @@ class SweepWorker(_Worker):
 
 
 def ask_close_with_sweep(parent: QWidget, sweep_id: int | None, left: int) -> str:
-    """Ask whether to stop the running sweep as the window closes: "stop" or "cancel"."""
+    """Ask what to do with the running sweep as the window closes: "stop", "detach" (keep training
+    without the window) or "cancel"."""
     box = QMessageBox(parent)
+    box.setObjectName("closeSweepBox")
     box.setIcon(QMessageBox.Icon.Question)
     box.setWindowTitle("Sweep in progress")
     name = f"Sweep {sweep_id}" if sweep_id is not None else "A sweep"
     box.setText(f"{name} is running ({left} trial{'s' if left != 1 else ''} not finished).")
     box.setInformativeText(
-        "Stop it now? Every trial saves a checkpoint; Resume in the Sweeps panel (or python main.py "
-        "sweep --resume ID) continues it later."
+        "Stop it now (every trial saves a checkpoint; Resume in the Sweeps panel continues it), or "
+        "let it train on without the window (its trials save a checkpoint and go on at once in a "
+        "process of their own; reopen the studio to see them)?"
     )
     stop = box.addButton("Stop and close", QMessageBox.ButtonRole.AcceptRole)
+    detach = box.addButton("Keep training", QMessageBox.ButtonRole.DestructiveRole)
+    detach.setEnabled(sweep_id is not None)  # not planned yet: nothing to hand over
     box.addButton(QMessageBox.StandardButton.Cancel)
     box.exec()
-    return "stop" if box.clickedButton() is stop else "cancel"
+    clicked = box.clickedButton()
+    return "stop" if clicked is stop else "detach" if clicked is detach else "cancel"
+
+
+def sweep_log_path(data_dir: str | Path, sweep_id: int) -> Path:
+    """Where a sweep handed over to a headless process writes what the CLI prints."""
+    return Path(data_dir) / "logs" / f"sweep-{sweep_id}.log"
+
+
+def continue_headless(data_dir: str | Path, sweep_id: int) -> subprocess.Popen[bytes]:
+    """Continue stopped sweep ``sweep_id`` in a process of its own that outlives the window:
+    ``python main.py --data-dir DIR sweep --resume ID`` in a new session (the window's Ctrl-C and
+    its process group are not its), its output in :func:`sweep_log_path`.
+
+    The window's sweep driver is a thread of the window's process, so it cannot go on without it;
+    the window stops it first (every trial saves a checkpoint), and the new process resumes every
+    unfinished trial from its checkpoint, as ``sweep --resume`` does in a terminal.
+    """
+    root = Path(__file__).resolve().parents[3]
+    log = sweep_log_path(data_dir, sweep_id)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                str(root / "main.py"),
+                "--data-dir",
+                str(data_dir),
+                "sweep",
+                "--resume",
+                str(sweep_id),
+            ],
+            cwd=str(root),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 # ====================================================================================== the panel
