@@ -29,7 +29,7 @@ from agents.nn.agent import TorchAgent
 from agents.nn.encoders import ENCODERS, make_encoder
 from agents.nn.masking import masked_argmax, masked_log_softmax, masked_softmax
 from agents.nn.networks import build_network
-from agents.review import BLUNDER, INACCURACY, MISTAKE, grade_move
+from agents.review import BLUNDER, INACCURACY, MISTAKE, grade_move, values_in_points
 from agents.training import TrainTracker
 from engine import Rules, to_exponents
 from engine.boards import N_ACTIONS, augment_batch, legal_masks, symmetries
@@ -160,12 +160,18 @@ def graded_keep(store: Any, record: Any, skip_graded: str) -> np.ndarray | None:
     values = store.review_values(info.id)
     if len(values) < n:  # a damaged review: trust none of it
         return None
-    kind = str(info.reviewer.get("value_kind", "rank"))
+    points = values_in_points(values[:n], info.reviewer)
+    sees_death = bool(info.reviewer.get("sees_death", False))
     keep = np.ones(n, dtype=bool)
     for i in range(n):
         before = int(record.scores[i] - record.rewards[i])
         grade = grade_move(
-            values[i], int(record.moves[i]), kind, index=i, score_before=before, board=record.layouts[i]
+            points[i],
+            int(record.moves[i]),
+            index=i,
+            score_before=before,
+            board=record.layouts[i],
+            sees_death=sees_death,
         )
         keep[i] = grade.grade not in bad
     return keep

@@ -1,49 +1,59 @@
-"""Grading a move against a reviewer's values: the loss in units a person reads, and its grade.
+"""Grading a move in one unit a player understands: the expected final score it gives up, in points.
 
 Pure functions (numpy and the engine only, no store, no Qt): the game review
-(:mod:`studio.services.review`) grades every move of a logged game with them, and a live coach can
-grade one Play move the same way. The reviewer is any agent; its move values
-(:meth:`agents.base.Agent.move_values`, in action order, NaN for an illegal move) are read according
-to its :attr:`~agents.base.Agent.value_kind`:
+(:mod:`studio.services.review`) grades every move of a logged game with them, and the live coach grades
+one Play move the same way. Every reviewer's move values are first brought to **points**, the score a
+player can still expect from the position if the reviewer played on from there:
 
-``"points"`` (expected future score: the n-tuple network, 1-ply or with search)
-    ``loss`` = best value − played value, in expected points. ``relative`` = loss / max(|best value|, 1):
-    the share of what the position is still worth (the points expected from here on) that the move
-    gives up. Grades: **best** loss 0 (a tie with the best counts); **good** loss <= 20 pts or
-    relative <= 1 %; **inaccuracy** relative <= 3 %; **mistake** relative <= 10 %; **blunder** beyond
-    (a trained network rates pulling a 1024-512-256 chain out of its corner at 11-13 % of what the
-    position is worth: a blunder).
-    The position's value (for a graph) is the expected *final* score: score so far + best value.
-``"rank"`` / ``"share"`` (heuristic sums, Q-values, probabilities: only the order means something)
-    ``loss`` = best value − played value in the reviewer's own units, ``relative`` = that gap relative
-    to the larger magnitude of the two values, clipped to 0..1 (as the hints' "3 % worse"), plus the
-    played move's ``rank`` (1 = best). Grades: **best** 0; **good** <= 2 %; **inaccuracy** <= 5 %;
-    **mistake** <= 15 %; **blunder** beyond. The position's value is the best value (a curve maker
-    normalises it over the game: :func:`normalised_curve`).
+* an n-tuple network (1-ply or with search) already gives points: reward + expected future score;
+* heuristic expectimax gives sums of board features that are not points; they go through a
+  :class:`Calibration` (a monotone map from its raw value of a move to the score still to come, fitted
+  on games it played out to the end: ``python main.py review --calibrate``);
+* a reviewer with neither (probabilities, Q-values of other learners) does not grade.
 
-Whatever the kind: a move that is the only legal move is **forced** (counts as best, and is left out
-of the accuracy); a move that may end the game with the next tile (some spawn leaves no legal move)
-when another legal move cannot is a **blunder** whatever its loss, unless the reviewer itself prefers
-it (a reviewer never blunders against itself). A position where every legal value is equal grades
-every move best.
+For one position: ``V`` = the best move's value (the expected score still to come with the best move),
+``loss`` = ``V`` − the played move's value, in points, and ``Δ`` = ``100 · loss / (score + V + FLOOR)``
+the share (in percent) of the expected *final* score that the move gave up (``score``: the score
+before the move; ``FLOOR`` keeps a position worth next to nothing from turning a few points into a
+large share). The position's value on a graph is that expected final score, ``score + V``.
 
-Accuracy of a game: the mean over the moves that were not forced of a per-move score
-``100 · (1 − min(relative / B, 1))`` with B the kind's blunder threshold (10 % for points, 15 % for
-rank): 100 for a best move, at least 99 for a good one, 0 for any blunder; 100 when every
-move was forced or there were none. A game played by the reviewer itself, at the same depth, scores
-100 %.
+Grades (from ``loss`` and ``Δ``): **forced** the only legal move (counts as best and is left out of the
+accuracy); **best** loss 0 (a tie counts); **good** loss <= 20 pts or Δ <= 1 %; **inaccuracy** Δ <= 3 %;
+**mistake** Δ <= 10 %; **blunder** beyond, and any move that may end the game with the next tile while
+another move may not (``risky``), whatever its share. A move that ends the game for sure loses the whole
+remaining expected score. Values that cannot see a game's end (a 1-ply network, depth-1 expectimax)
+are first corrected for it: a move whose afterstate dies with probability ``p`` keeps its reward and
+``1 − p`` of the rest.
+
+Accuracy of a move, and of a game::
+
+    move accuracy  = 100 · exp(−(Δ / SCALE)²)                    SCALE = 10 (percentage points)
+    game accuracy  = 100 · exp(−mean over graded moves of (Δ / SCALE)²)
+                   = the geometric mean of the graded moves' accuracies
+
+A best move scores 100, a move giving up 1 % of the expected final score 99, 3 % 91, 5 % 78, 10 % 37,
+20 % 2. The geometric mean (as chess tools mix a harmonic mean into theirs) lets one game-losing move
+weigh on a game's figure however many safe moves surround it. Graded moves are the moves that count
+(the person's, in a game shared with agents) and were not forced; with none, 100. The same formula
+gives the accuracy of one phase of a game or of one player's moves. SCALE was fitted
+(``scripts/review_calibration.py``) so that, graded by the default reviewer (an n-tuple network at
+2-ply), fixed-seed games of random play score at most 30 %, heuristic expectimax at depth 2 at least
+90 %, and the players in between in order of strength. A reviewer grading its own moves at its own
+depth scores 100 %.
 """
 
 from __future__ import annotations
 
+import itertools
+import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from agents.hints import rank_of, relative_gap, same
 from engine import DIRECTIONS, Direction
 from engine.core import legal_mask, slide_unchecked
 
@@ -58,23 +68,40 @@ GRADES: tuple[str, ...] = (FORCED, BEST, GOOD, INACCURACY, MISTAKE, BLUNDER)
 #: Grades a "next mistake" navigation stops at.
 MISTAKES: tuple[str, ...] = (INACCURACY, MISTAKE, BLUNDER)
 
-#: points reviewers: a loss up to this many expected points is "good" whatever its share
+#: a loss up to this many expected points is "good" whatever its share
 GOOD_POINTS = 20.0
-#: upper bounds of ``relative`` for good, inaccuracy, mistake (beyond: blunder), by kind of values
-THRESHOLDS: dict[str, tuple[float, float, float]] = {
-    "points": (0.01, 0.03, 0.10),
-    "rank": (0.02, 0.05, 0.15),
-}
+#: upper bounds of Δ (percent of the position's remaining expected score) for good, inaccuracy, mistake
+THRESHOLDS: tuple[float, float, float] = (1.0, 3.0, 10.0)
+#: points added to a position's expected final score before the share is taken (module docstring)
+FLOOR = 500.0
+#: the accuracy curve's scale, in percent of the expected final score (fitted:
+#: scripts/review_calibration.py): a move giving up SCALE percent scores 100 / e = 37
+SCALE = 10.0
+#: How far a probability computed from a tile spawn (0.9 / 0.1) may be from 0 to count as "may die".
+_EPS = 1e-12
+
+
+def move_accuracy(delta: float) -> float:
+    """Per-move accuracy (0..100) of a move that gave up ``delta`` percent of the position's value."""
+    return 100.0 * math.exp(-_penalty(delta))
+
+
+def _penalty(delta: float) -> float:
+    """(Δ / SCALE)², the exponent of the accuracy curve (a non-finite share: the whole curve, 0 %)."""
+    if not math.isfinite(delta):
+        return math.inf
+    return (max(delta, 0.0) / SCALE) ** 2
 
 
 @dataclass(frozen=True)
 class MoveGrade:
-    """One move judged: the reviewer's ``values`` (legal moves only), the ``played`` and ``best`` move,
-    the ``loss`` (expected points for a points reviewer, else the reviewer's units), ``relative``
-    (0..1, see the module docstring), the played move's ``rank`` among the legal ones (1 = best),
-    ``grade``, the per-move accuracy ``score`` (0..100), the position's ``value`` (expected final
-    score for points reviewers, else the best value) and ``risky`` (the move may lose the game at once
-    while another may not)."""
+    """One move judged: the reviewer's ``values`` in points (legal moves only), the ``played`` and
+    ``best`` move, the ``loss`` (expected points), ``relative`` (Δ / 100: the share of the expected
+    final score given up), the played move's ``rank`` among the legal ones (1 = best), ``grade``,
+    the per-move accuracy ``score`` (0..100), the position's ``value`` (expected final score),
+    ``risky`` (the move may lose the game at once while another may not), who made it (``player``,
+    a label such as "you" or "expectimax") and whether it counts in the accuracy (``counted``: the
+    person's moves in a game several players shared)."""
 
     index: int
     played: Direction
@@ -87,115 +114,246 @@ class MoveGrade:
     score: float
     value: float
     risky: bool = False
+    player: str = ""
+    counted: bool = True
 
     @property
     def forced(self) -> bool:
         return self.grade == FORCED
 
     @property
+    def graded(self) -> bool:
+        """True when the move counts in its player's accuracy (not forced)."""
+        return self.counted and not self.forced
+
+    @property
     def is_mistake(self) -> bool:
         return self.grade in MISTAKES
 
+    @property
+    def remaining(self) -> float:
+        """The position's remaining expected score with the best move (points)."""
+        return max(self.values.values()) if self.values else 0.0
 
-def death_risk(board: npt.NDArray[np.int64], d: Direction) -> bool:
-    """True when move ``d`` (legal on ``board``) may end the game: some tile spawned after it leaves
+
+def death_chance(board: npt.NDArray[np.int64], d: Direction, p4: float = 0.1) -> float:
+    """Probability that move ``d`` (legal on ``board``) ends the game: the tile spawned after it leaves
     no legal move. Only an afterstate with one empty cell can; checked on it alone."""
     after, _ = slide_unchecked(board, d)
     empty = np.flatnonzero(after.ravel() == 0)
     if empty.size != 1:
-        return False
-    for tile in (2, 4):
+        return 0.0
+    p = 0.0
+    for tile, chance in ((2, 1.0 - p4), (4, p4)):
         s = after.copy()
         s.flat[int(empty[0])] = tile
         if not legal_mask(s).any():
-            return True
-    return False
+            p += chance
+    return p
+
+
+def death_risk(board: npt.NDArray[np.int64], d: Direction) -> bool:
+    """True when move ``d`` (legal on ``board``) may end the game with the next tile."""
+    return death_chance(board, d) > _EPS
 
 
 def grade_move(
     values: Sequence[float] | npt.NDArray[np.float64],
     played: int,
-    kind: str,
     *,
     index: int = 0,
     score_before: float = 0.0,
     board: npt.NDArray[np.int64] | None = None,
+    sees_death: bool = True,
+    player: str = "",
+    counted: bool = True,
 ) -> MoveGrade:
-    """Grade move ``played`` given the reviewer's ``values`` in action order (NaN: illegal).
+    """Grade move ``played`` given the reviewer's ``values`` in points, in action order (NaN: illegal).
 
-    ``kind`` is the reviewer's ``value_kind``; ``score_before`` the score before the move (for the
-    expected final score); ``board`` (the position, optional) lets a move that may lose the game at
-    once be found. A played move the reviewer rated illegal or not finite is graded against the
-    worst legal value (a damaged record or a diverged network, never a crash).
+    ``score_before`` is the score before the move (for the expected final score); ``board`` (the
+    position, optional) lets a move that may lose the game at once be found, and, when the values do
+    not see a game's end (``sees_death`` False: a 1-ply network), corrects them for it. A played move
+    the reviewer rated illegal or not finite is graded against the worst legal value (a damaged record
+    or a diverged network, never a crash).
     """
-    points = kind == "points"
     vals = np.asarray(values, dtype=np.float64)
     legal = [d for d in DIRECTIONS if math.isfinite(float(vals[d]))]
     pd = DIRECTIONS[int(played)]
     if not legal:  # nothing rated: a neutral verdict
-        return MoveGrade(index, pd, pd, {}, 0.0, 0.0, 1, BEST, 100.0, float(score_before), False)
+        return MoveGrade(
+            index, pd, pd, {}, 0.0, 0.0, 1, BEST, 100.0, float(score_before), False, player, counted
+        )
     by_dir = {d: float(vals[d]) for d in legal}
+    risky = False
+    if board is not None and len(legal) > 1 and int(np.count_nonzero(board == 0)) <= 1:
+        deaths = {d: death_chance(board, d) for d in legal}
+        if not sees_death:
+            for d, p in deaths.items():
+                if p > _EPS:
+                    reward = float(slide_unchecked(board, d)[1])
+                    by_dir[d] = reward + (1.0 - p) * (by_dir[d] - reward)
+        risky = deaths.get(pd, 0.0) > _EPS and any(p <= _EPS for d, p in deaths.items() if d != pd)
     top = max(by_dir.values())
-    tied = [d for d in legal if same(by_dir[d], top)]
+    tied = [d for d in legal if _same(by_dir[d], top)]
     best = pd if pd in tied else tied[0]
     mine = by_dir.get(pd, min(by_dir.values()))
-    value = float(score_before) + top if points else top
+    value = float(score_before) + top
     if len(legal) == 1 and pd in by_dir:
-        return MoveGrade(index, pd, pd, by_dir, 0.0, 0.0, 1, FORCED, 100.0, value, False)
+        return MoveGrade(index, pd, pd, by_dir, 0.0, 0.0, 1, FORCED, 100.0, value, False, player, counted)
     loss = 0.0 if pd in tied else max(0.0, top - mine)
-    relative = loss / max(abs(top), 1.0) if points else (min(1.0, relative_gap(top, mine)) if loss else 0.0)
-    rank = rank_of(by_dir.values(), mine)
-    good, inaccurate, mistaken = THRESHOLDS["points" if points else "rank"]
+    delta = 100.0 * loss / (max(value, 0.0) + FLOOR)
+    rank = 1 + sum(1 for v in by_dir.values() if v > mine and not _same(v, mine))
+    good, inaccurate, mistaken = THRESHOLDS
     if loss == 0.0:
         grade = BEST
-    elif relative <= good or (points and loss <= GOOD_POINTS):
+    elif delta <= good or loss <= GOOD_POINTS:
         grade = GOOD
-    elif relative <= inaccurate:
+    elif delta <= inaccurate:
         grade = INACCURACY
-    elif relative <= mistaken:
+    elif delta <= mistaken:
         grade = MISTAKE
     else:
         grade = BLUNDER
-    risky = (
-        board is not None
-        and loss > 0.0
-        and int(np.count_nonzero(board == 0)) <= 1
-        and death_risk(board, pd)
-        and any(not death_risk(board, d) for d in legal if d != pd)
+    if risky and loss > 0.0:
+        grade = BLUNDER  # it may end the game while another move may not: never a small slip
+    score = 100.0 if loss == 0.0 else move_accuracy(delta)
+    return MoveGrade(
+        index, pd, best, by_dir, loss, delta / 100.0, rank, grade, score, value, risky, player, counted
     )
-    if risky:
-        grade = BLUNDER
-    if grade == BEST:
-        score = 100.0
-    elif risky:
-        score = 0.0
-    else:
-        score = 100.0 * (1.0 - min(1.0, relative / mistaken))
-        if grade == GOOD:
-            score = max(score, 99.0)  # within the "good" allowance: at most a point off
-    return MoveGrade(index, pd, best, by_dir, loss, relative, rank, grade, score, value, risky)
+
+
+def _same(a: float, b: float) -> bool:
+    """Equal up to float noise (a tie between two moves the reviewer values the same)."""
+    return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
 
 
 def accuracy(grades: Sequence[MoveGrade]) -> float:
-    """Mean per-move score over the moves that were not forced, in percent (100 with none)."""
-    scored = [g.score for g in grades if not g.forced]
-    return float(sum(scored) / len(scored)) if scored else 100.0
+    """Geometric mean of the per-move accuracies of the moves that count and were not forced, in
+    percent: ``100 · exp(−mean (Δ / SCALE)²)`` (100 with none)."""
+    penalties = [_penalty(100.0 * g.relative) for g in grades if g.graded]
+    if not penalties:
+        return 100.0
+    return float(100.0 * math.exp(-sum(penalties) / len(penalties)))
 
 
 def grade_counts(grades: Sequence[MoveGrade]) -> dict[str, int]:
-    """Moves per grade, every grade present (in :data:`GRADES` order)."""
+    """Moves per grade among those that count, every grade present (in :data:`GRADES` order)."""
     counts = dict.fromkeys(GRADES, 0)
     for g in grades:
-        counts[g.grade] += 1
+        if g.counted:
+            counts[g.grade] += 1
     return counts
 
 
-def normalised_curve(grades: Sequence[MoveGrade]) -> list[float]:
-    """The positions' values scaled to 0..1 over the game (all 0.5 when they are all equal)."""
-    vals = [g.value for g in grades]
-    if not vals:
-        return []
-    low, high = min(vals), max(vals)
-    if high - low <= 0:
-        return [0.5] * len(vals)
-    return [(v - low) / (high - low) for v in vals]
+# ------------------------------------------------------------------------------------ calibration
+
+
+def values_in_points(values: npt.ArrayLike, reviewer: Mapping[str, Any]) -> npt.NDArray[np.float64]:
+    """A stored review's raw values in points, from what its reviewer said about itself (``value_kind``
+    and, for a calibrated one, ``calibration``: its knots as JSON text). A reviewer with neither
+    grades nothing: every value NaN."""
+    raw = np.asarray(values, dtype=np.float64)
+    if reviewer.get("value_kind") == "points":
+        return raw
+    cal = reviewer.get("calibration")
+    try:
+        knots = json.loads(cal) if isinstance(cal, str) else cal
+        if not isinstance(knots, dict):
+            raise ValueError("no calibration")
+        return Calibration.from_json(knots).points(raw)
+    except ValueError:
+        return np.full(raw.shape, np.nan)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A monotone map from a reviewer's raw move value to points (the score still to come), as knots
+    ``xs`` (increasing raw values) and ``ys`` (non-decreasing points), read by linear interpolation,
+    continued past the highest knot at the fit's mean slope; ``floor``: raw values at or below it (a lost position's penalty) are worth
+    0 points. ``games`` / ``positions``: what it was fitted on."""
+
+    xs: tuple[float, ...]
+    ys: tuple[float, ...]
+    floor: float = -math.inf
+    games: int = 0
+    positions: int = 0
+
+    def points(self, raw: npt.ArrayLike) -> npt.NDArray[np.float64]:
+        """``raw`` mapped to points (NaN stays NaN)."""
+        r = np.asarray(raw, dtype=np.float64)
+        out = np.interp(r, self.xs, self.ys)
+        # past the highest knot: on at the fit's mean slope, so moves valued above every fitted
+        # position (a near-empty opening board) still differ, in order
+        slope = (self.ys[-1] - self.ys[0]) / (self.xs[-1] - self.xs[0])
+        high = r > self.xs[-1]
+        out[high] = self.ys[-1] + slope * (r[high] - self.xs[-1])
+        if math.isfinite(self.floor):
+            # between the lost-position penalty and the lowest knot: a straight line down to 0 points
+            low = (r < self.xs[0]) & (r > self.floor)
+            share = (r[low] - self.floor) / (self.xs[0] - self.floor)
+            out[low] = share * self.ys[0]
+            out[r <= self.floor] = 0.0
+        out[~np.isfinite(r)] = np.nan
+        return out
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "xs": list(self.xs),
+            "ys": list(self.ys),
+            "floor": self.floor if math.isfinite(self.floor) else None,
+            "games": self.games,
+            "positions": self.positions,
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict[str, object]) -> Calibration:
+        """The inverse of :meth:`to_json`; ValueError (one line) for anything malformed."""
+        try:
+            xs = tuple(float(x) for x in obj["xs"])  # type: ignore[attr-defined]
+            ys = tuple(float(y) for y in obj["ys"])  # type: ignore[attr-defined]
+            floor = obj.get("floor")
+            fl = -math.inf if floor is None else float(floor)  # type: ignore[arg-type]
+            games, positions = int(obj.get("games", 0)), int(obj.get("positions", 0))  # type: ignore[call-overload]
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"a calibration needs xs and ys lists of numbers ({e})") from None
+        if len(xs) < 2 or len(xs) != len(ys) or any(b <= a for a, b in itertools.pairwise(xs)):
+            raise ValueError("a calibration needs 2+ knots with increasing xs")
+        if any(b < a for a, b in itertools.pairwise(ys)) or not all(map(math.isfinite, xs + ys)):
+            raise ValueError("a calibration's ys must be finite and non-decreasing")
+        return cls(xs, ys, fl, games, positions)
+
+
+def fit_calibration(
+    raw: npt.ArrayLike, remaining: npt.ArrayLike, *, bins: int = 24, floor: float = -math.inf, games: int = 0
+) -> Calibration:
+    """Fit a :class:`Calibration`: ``raw[i]`` a reviewer's value of the move played from position ``i``
+    of games it played to the end, ``remaining[i]`` the score those games still made from there.
+
+    Positions are sorted by raw value and cut into ``bins`` equal-count bins; each bin's mean raw value
+    and mean remaining score are a knot; pooling adjacent violators (weighted by bin size) makes the
+    knots' points non-decreasing, as a move valued higher is never worth fewer expected points.
+    """
+    r = np.asarray(raw, dtype=np.float64)
+    y = np.asarray(remaining, dtype=np.float64)
+    ok = np.isfinite(r) & np.isfinite(y) & (r > floor)
+    r, y = r[ok], y[ok]
+    if r.size < 2 * bins:
+        raise ValueError(f"too few positions to calibrate: {r.size} (need {2 * bins})")
+    order = np.argsort(r, kind="stable")
+    parts = np.array_split(order, bins)
+    blocks = [[float(r[p].mean()), float(y[p].mean()), float(p.size)] for p in parts]
+    pooled: list[list[float]] = []
+    for b in blocks:  # pool adjacent violators
+        pooled.append(b)
+        while len(pooled) > 1 and pooled[-2][1] > pooled[-1][1]:
+            b2, b1 = pooled.pop(), pooled.pop()
+            n = b1[2] + b2[2]
+            pooled.append([(b1[0] * b1[2] + b2[0] * b2[2]) / n, (b1[1] * b1[2] + b2[1] * b2[2]) / n, n])
+    xs, ys = [pooled[0][0]], [pooled[0][1]]
+    for x, v, _ in pooled[1:]:
+        if x > xs[-1]:
+            xs.append(x)
+            ys.append(max(v, ys[-1]))
+    if len(xs) < 2:
+        xs, ys = [xs[0], xs[0] + 1.0], [ys[0], ys[0]]
+    return Calibration(tuple(xs), tuple(ys), floor, games, int(r.size))

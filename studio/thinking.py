@@ -1,8 +1,10 @@
 """Agent thinking off the GUI thread: hints and watched moves (training runs use ``studio.worker``).
 
-The live coach (:meth:`Thinker.request_grade`) grades one move just played the same way, with
-:func:`studio.services.review.grade_played`; the Play tab keeps a Thinker of its own for it, so a hint
-and a grade never make each other stale.
+The live coach (:meth:`Thinker.request_grade`) grades one move just played by the default reviewer
+(:func:`studio.services.review.default_reviewer`, the one the Replay tab, Progress and ``review``
+use), with :func:`studio.services.review.grade_played`: the same unit (expected points given up) and
+grades as the game's review will give; the Play tab keeps a Thinker of its own for it, so a hint and
+a grade never make each other stale.
 
 An expectimax hint at depth 3 can take hundreds of milliseconds and the first use of a learner imports
 torch, so the Play tab never calls an agent directly: it asks a :class:`Thinker`, which loads the agent
@@ -16,6 +18,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 
@@ -59,16 +62,11 @@ class ThinkResult:
     value_kind: str = "rank"
 
 
-#: The coach's agent when the chosen one does not rate moves: heuristic expectimax at depth 2.
-COACH_FALLBACK = AgentSpec(
-    name="expectimax", config={"depth": 2, "depths_policy": ()}, label="expectimax depth 2"
-)
-
-
 @dataclass(frozen=True)
 class GradeResult:
     """The coach's verdict on one move: ``grade`` (None with an ``error``) of move number ``index``
-    (the moves made before it), by ``agent_name``."""
+    (the moves made before it), by the reviewer ``agent_name`` (its label); ``fallback``: the
+    reviewer's fallback note, if any. Losses are expected points."""
 
     ticket: int
     spec: AgentSpec
@@ -77,7 +75,8 @@ class GradeResult:
     grade: MoveGrade | None
     seconds: float
     error: str | None = None
-    value_kind: str = "rank"
+    value_kind: str = "points"
+    fallback: str | None = None
 
 
 class _Emitter(QObject):
@@ -136,39 +135,44 @@ class _ThinkTask(QRunnable):
 
 
 class _GradeTask(QRunnable):
-    """Grade one move (the board before it, the move) with the spec's agent, or with
-    :data:`COACH_FALLBACK` when that agent does not rate moves."""
+    """Grade one move (the board before it, the move) with a reviewer (built once and kept)."""
 
-    def __init__(self, thinker: Thinker, ticket: int, spec: AgentSpec, game: Game, played: Direction):
+    def __init__(self, thinker: Thinker, ticket: int, reviewer: Any, game: Game, played: Direction):
         super().__init__()
-        self.thinker, self.ticket, self.spec, self.game, self.played = thinker, ticket, spec, game, played
+        self.thinker, self.ticket, self.reviewer, self.game, self.played = (
+            thinker,
+            ticket,
+            reviewer,
+            game,
+            played,
+        )
         self.setAutoDelete(True)
 
     def run(self) -> None:
         from studio.services.review import grade_played
 
         t0 = time.perf_counter()
-        spec, agent_name = self.spec, self.spec.name or "checkpoint"
+        reviewer = self.reviewer
         grade: MoveGrade | None = None
         error: str | None = None
-        kind = "rank"
         try:
             if self.ticket != self.thinker.ticket:
                 return
             g = self.game
-            for spec in (self.spec, COACH_FALLBACK):
-                agent = self.thinker.agent_for(spec, g.rules)
-                agent_name = agent.name if spec.label is None else spec.label
-                try:
-                    grade = grade_played(agent, g.rules, g.board, self.played, g.score, g.moves)
-                    kind = value_kind(agent)
-                    break
-                except NotImplementedError:  # does not rate moves: the fallback grades
-                    continue
+            agent = self.thinker.reviewer_for(reviewer, g.rules)
+            grade = grade_played(agent, g.rules, g.board, self.played, g.score, g.moves)
         except Exception as e:  # an agent bug or a bad checkpoint must not take the window down
             error = str(e) or type(e).__name__
         result = GradeResult(
-            self.ticket, spec, agent_name, self.game.moves, grade, time.perf_counter() - t0, error, kind
+            self.ticket,
+            reviewer.spec,
+            reviewer.label,
+            self.game.moves,
+            grade,
+            time.perf_counter() - t0,
+            error,
+            "points",
+            reviewer.fallback,
         )
         self.thinker.emitter.done.emit(result)
 
@@ -189,6 +193,7 @@ class Thinker(QObject):
         # Only touched from the worker thread (one at a time), so no lock is needed. A few agents are
         # kept (switching back and forth is instant) but not all: learners can hold large tables.
         self._agents: OrderedDict[tuple[AgentSpec, Rules], Agent] = OrderedDict()
+        self._reviewers: OrderedDict[tuple[AgentSpec, int | None, Rules], Agent] = OrderedDict()
 
     def agent_for(self, spec: AgentSpec, rules: Rules) -> Agent:
         key = (spec, rules)
@@ -200,6 +205,17 @@ class Thinker(QObject):
                 self._agents.popitem(last=False)
         return self._agents[key]
 
+    def reviewer_for(self, reviewer: Any, rules: Rules) -> Agent:
+        """The built reviewer (:class:`studio.services.review.Reviewer`), kept for the next move."""
+        key = (reviewer.spec, reviewer.depth, rules)
+        if key in self._reviewers:
+            self._reviewers.move_to_end(key)
+        else:
+            self._reviewers[key] = reviewer.build(rules)
+            while len(self._reviewers) > AGENT_CACHE:
+                self._reviewers.popitem(last=False)
+        return self._reviewers[key]
+
     def request(self, spec: AgentSpec, game: Game, *, want_values: bool) -> int:
         """Start thinking about (a copy of) ``game``; returns the ticket. Older requests become stale."""
         self.ticket += 1
@@ -207,12 +223,13 @@ class Thinker(QObject):
         self.pool.start(_ThinkTask(self, self.ticket, spec, game.copy(), want_values))
         return self.ticket
 
-    def request_grade(self, spec: AgentSpec, game: Game, played: Direction) -> int:
-        """Grade move ``played`` from (a copy of) ``game``, the position before it (the live coach);
-        the verdict comes with :attr:`gradeReady`. Returns the ticket; older requests become stale."""
+    def request_grade(self, reviewer: Any, game: Game, played: Direction) -> int:
+        """Grade move ``played`` from (a copy of) ``game``, the position before it (the live coach),
+        with ``reviewer`` (a :class:`studio.services.review.Reviewer`); the verdict comes with
+        :attr:`gradeReady`. Returns the ticket; older requests become stale."""
         self.ticket += 1
         self.pool.clear()
-        self.pool.start(_GradeTask(self, self.ticket, spec, game.copy(), Direction(played)))
+        self.pool.start(_GradeTask(self, self.ticket, reviewer, game.copy(), Direction(played)))
         return self.ticket
 
     def cancel(self) -> None:

@@ -186,17 +186,32 @@ def _values(con: sqlite3.Connection, review_id: int) -> np.ndarray:
     return np.concatenate(parts).astype(np.float64) if parts else np.zeros((0, 4))
 
 
+#: What an imported review's key starts with: no local reviewer's key does, so a review read from a
+#: file is never taken for the local reviewer's own (a file can say anything about itself).
+IMPORTED = "imported:"
+
+
+def imported_key(key: str) -> str:
+    """The key an imported review is stored under: always prefixed (a review imported twice over
+    gets it twice), so two distinct keys in one file stay distinct."""
+    return IMPORTED + key
+
+
 def insert_review(con: sqlite3.Connection, game_id: int, review: ReviewData) -> int:
     """Write an imported review of ``game_id`` in the caller's transaction (one chunk holds all its
-    values); returns its id. The file's checks already made its key unique for the game."""
+    values); returns its id. It is stored as imported: its key gets :data:`IMPORTED` in front and its
+    reviewer says ``"imported": true``, so it shows as a review from a file and never stands in for a
+    review by the local reviewer of the same key. The file's checks already made its key unique for
+    the game (and the prefix keeps it so)."""
     vals = np.ascontiguousarray(review.values, dtype="<f8")
+    reviewer = {**review.reviewer, "imported": True}
     cur = con.execute(
         "INSERT INTO reviews (game_id, reviewer_key, reviewer, reviewed, created, updated) "
         "VALUES (?, ?, ?, ?, ?, ?)",
         (
             game_id,
-            review.key,
-            json.dumps(review.reviewer, sort_keys=True),
+            imported_key(review.key),
+            json.dumps(reviewer, sort_keys=True),
             review.reviewed,
             review.created,
             review.updated,

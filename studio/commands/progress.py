@@ -1,8 +1,11 @@
-"""``python main.py progress [--source human|agent|all] [--since DATE] [--reviewer R] [--json]``.
+"""``python main.py progress [--source mine|human|mixed|agent|...|all] [--since DATE] [--reviewer R] [--json]``.
 
 A person's games over time, as the Progress tab shows them (:func:`studio.services.progress.progress`,
-the same call): one line per game, oldest first (date, score, highest tile, moves, accuracy of its
-stored review), the blunder share per game phase (by the highest tile on the board) and a summary line.
+the same call): one line per game, oldest first (date, score, highest tile, the person's moves, the
+accuracy of the person's moves by the default reviewer's stored review), the blunder share per game
+phase (by the highest tile on the board) and a summary line. ``--source mine`` (the default) is every
+game the person played a move in, shared games with an agent included; never an evaluation or
+training game.
 Nothing is reviewed here: ``python main.py review --source human`` reviews the games listed as
 unreviewed. ``--json``: the service's figures as one object.
 """
@@ -13,9 +16,9 @@ import argparse
 import json
 from typing import Any
 
-from engine.store import SOURCE_FILTERS, GameStore
+from engine.store import GameStore
 from studio.cli import whole
-from studio.services.progress import ALL, DEFAULT_LIMIT, PHASES, Progress, progress
+from studio.services.progress import ALL, DEFAULT_LIMIT, MINE, PHASES, SOURCES, Progress, progress
 from studio.services.review import resolve_reviewer
 
 #: The most games one call may list.
@@ -30,15 +33,16 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--source",
-        choices=(*SOURCE_FILTERS, ALL),
-        default="human",
-        help="whose games: human (default), agent, all, or any store source",
+        choices=SOURCES,
+        default=MINE,
+        help="whose games: mine (default: every game you played a move in), human (yours alone), "
+        "mixed, agent, evaluation, training, imported, or all",
     )
     p.add_argument("--since", metavar="DATE", help="games started on or after DATE (YYYY-MM-DD)")
     p.add_argument(
         "--reviewer",
         metavar="NAME|CHECKPOINT",
-        help="prefer this reviewer's stored reviews (default: each game's newest review)",
+        help="read this reviewer's stored reviews (default: the default reviewer, as review uses)",
     )
     p.add_argument("--depth", type=whole(1, 5), help="the preferred reviewer's search depth")
     p.add_argument(
@@ -66,10 +70,16 @@ def _pct(x: float | None) -> str:
 
 def render(result: Progress) -> str:
     """The per-game table, the blunder share per phase and the summary line."""
-    lines = [f"{'game':>6}  {'date':<16}  {'score':>8}  {'tile':>6}  {'moves':>6}  {'accuracy':>8}"]
+    lines = [
+        f"{'game':>6}  {'date':<16}  {'source':<10}  {'score':>8}  {'tile':>6}  {'moves':>6}  {'accuracy':>8}"
+    ]
     for g in result.games:
         acc = "-" if g.accuracy is None else f"{g.accuracy:.1f} %"
-        lines.append(f"{g.game_id:>6}  {g.date:<16}  {g.score:>8,}  {g.max_tile:>6}  {g.moves:>6,}  {acc:>8}")
+        state = " (playing)" if g.status == "playing" else ""
+        lines.append(
+            f"{g.game_id:>6}  {g.date:<16}  {g.source:<10}  {g.score:>8,}  {g.max_tile:>6}  {g.moves:>6,}  "
+            f"{acc:>8}{state}"
+        )
     lines.append("")
     lines.append(
         "blunders per phase (highest tile): "
@@ -80,8 +90,12 @@ def render(result: Progress) -> str:
     )
     lines.append(result.summary())
     if result.unreviewed:
-        # review takes a store source, not "all": every game is "every game since the epoch"
-        which = f"--source {result.source}" if result.source != ALL else ""
-        when = f"--since {result.since}" if result.since else ("" if which else "--since 1970-01-01")
-        lines.append(f"to review them: python main.py review {which} {when}".rstrip().replace("  ", " "))
+        # review takes a store source, not "all"/"mine": every game is "every game since the epoch";
+        # "mine" is the person's own games and the shared ones
+        sources = {MINE: ["human", "mixed"], ALL: [""]}.get(result.source, [result.source])
+        when = f"--since {result.since}" if result.since else ""
+        for source in sources:
+            which = f"--source {source}" if source else ""
+            since = when or ("" if which else "--since 1970-01-01")
+            lines.append(f"to review them: python main.py review {which} {since}".rstrip().replace("  ", " "))
     return "\n".join(lines)

@@ -1,11 +1,18 @@
 """``python main.py review GAME_ID [--reviewer NAME|CHECKPOINT] [--depth D] [--json]``.
 
-Every move of a logged game graded by a strong agent (see :mod:`agents.review` for the grades and
-the accuracy, :mod:`studio.services.review` for the default reviewer): a table of move number, move
-played, the reviewer's best move, the loss and the grade, then the accuracy and the moves per grade.
+Every move of a logged game graded by a strong agent in expected points given up (see
+:mod:`agents.review` for the unit, grades and accuracy, :mod:`studio.services.review` for the default
+reviewer): a header naming the game, who played, the reviewer and the moves reviewed; a table of move
+number, who played it, the move, the reviewer's best move, the loss in points, the move's accuracy and
+the grade (an agent's move in a game the person played in is marked "not counted"); then the accuracy
+(the person's moves only in such a game), per player and per phase, and the moves per grade.
 Reviews are stored: the same reviewer answers again at once, and a review that was interrupted goes
 on from where it stopped. ``review --source human --since 2024-05-01`` reviews many games (one
 summary line each; ``--json``: one object with a ``games`` list).
+
+``review --prepare-reviewer [--minutes M]`` trains an n-tuple network for M minutes (4 by default) as a
+recorded run, which then reviews as the default reviewer; ``review --calibrate`` refits heuristic
+expectimax's map from its values to points (``resources/review_calibration.json``).
 """
 
 from __future__ import annotations
@@ -19,7 +26,16 @@ from agents.review import GRADES
 from engine.store import SOURCE_FILTERS, GameStore
 from studio.cli import CliError, record_id, whole
 from studio.progress import ProgressLine
-from studio.services.review import GameReview, resolve_reviewer, review_game, review_games
+from studio.services.review import (
+    PHASES,
+    PREPARE_MINUTES,
+    GameReview,
+    calibrate,
+    prepare_reviewer,
+    resolve_reviewer,
+    review_game,
+    review_games,
+)
 
 #: The most games one ``review`` may take on.
 MAX_GAMES = 100_000
@@ -35,7 +51,8 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--reviewer",
         metavar="NAME|CHECKPOINT",
-        help="agent name or checkpoint file (default: the best n-tuple checkpoint, else expectimax)",
+        help="agent name or checkpoint file (default: the store's strongest n-tuple network at 2-ply, "
+        "else expectimax depth 2 calibrated to points)",
     )
     p.add_argument(
         "--depth", type=whole(1, 5), help="the reviewer's search depth (default 2 for the default)"
@@ -45,10 +62,41 @@ def register(subparsers: Any) -> None:
     p.add_argument("--since", metavar="DATE", help="review games started on or after DATE (YYYY-MM-DD)")
     p.add_argument("--until", metavar="DATE", help="review games started on or before DATE")
     p.add_argument("--limit", type=whole(1, MAX_GAMES), default=1000, help="most games to review (1000)")
+    p.add_argument(
+        "--prepare-reviewer",
+        action="store_true",
+        help="train an n-tuple network to review with (a recorded run; it becomes the default reviewer)",
+    )
+    p.add_argument(
+        "--minutes",
+        type=_minutes,
+        default=PREPARE_MINUTES,
+        help=f"minutes of training for --prepare-reviewer (default {PREPARE_MINUTES:g})",
+    )
+    p.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="refit expectimax's map from its values to points on games it plays out (depths 1-3)",
+    )
+    p.add_argument("--games", type=whole(2, 1000), default=12, help="games per depth for --calibrate (12)")
     p.set_defaults(func=run)
 
 
+def _minutes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value <= 1440:
+        raise argparse.ArgumentTypeError(f"minutes must be in (0, 1440], got {text}")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.prepare_reviewer or args.calibrate:
+        if args.id is not None or args.source or args.since or args.until:
+            raise CliError("--prepare-reviewer and --calibrate review no game: give no game id or filters")
+        return _calibrate(args) if args.calibrate else _prepare(args)
     many = args.source is not None or args.since is not None or args.until is not None
     if args.id is not None and many:
         raise CliError("give a game id or --source/--since/--until, not both")
@@ -58,9 +106,10 @@ def run(args: argparse.Namespace) -> int:
         if args.id is not None:
             rules = store.get_game(args.id).rules  # "no game N" before any reviewer is built
             reviewer = resolve_reviewer(store, args.reviewer, args.depth, rules)
-            with ProgressLine(f"review game {args.id}") as line:
+            n = store.get_game(args.id).n_moves
+            with ProgressLine(f"reviewing game #{args.id} with {reviewer.label}", total=max(n, 1)) as line:
                 review = review_game(
-                    store, args.id, reviewer, progress=lambda d, n: line.update(d, f"{d}/{n} moves", total=n)
+                    store, args.id, reviewer, progress=lambda d, n: line.update(d, f"{d:,}/{n:,} moves")
                 )
             print(json.dumps(review.to_json()) if args.json else render(review))
             return 0
@@ -100,27 +149,88 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _loss_text(review: GameReview, loss: float, relative: float, grade: str) -> str:
-    if grade in ("best", "forced"):
-        return "-"
-    return f"{loss:,.0f} pts" if review.points else f"{100 * relative:.1f} %"
+def _prepare(args: argparse.Namespace) -> int:
+    from agents.base import Control
+
+    control = Control()
+    with GameStore.open(args.data_dir) as store:
+        with ProgressLine(
+            f"preparing a reviewer ({args.minutes:g} min of n-tuple training)", total=1.0
+        ) as line:
+
+            def each(ev: Any) -> None:
+                mean = ev.metrics.get("mean_score")
+                text = "" if mean is None else f"mean score {mean:,.0f}"
+                line.update(ev.progress, text)
+
+            try:
+                run_id = prepare_reviewer(store, args.minutes, control=control, on_event=each)
+            except KeyboardInterrupt:
+                control.stop()
+                raise
+        chosen = resolve_reviewer(store, None)
+    out = {
+        "run": run_id,
+        "reviewer": {"label": chosen.label, "key": chosen.key(), "fallback": chosen.fallback},
+    }
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"run {run_id} trained; the default reviewer is now {chosen.label}")
+        if chosen.fallback:
+            print(f"note: {chosen.fallback}")
+    return 0
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    with ProgressLine("calibrating expectimax") as line:
+        out = calibrate(games=args.games, progress=lambda text: line.update(0, text, force=True))
+    depths = out["expectimax"]["depths"]
+    if args.json:
+        print(json.dumps(out))
+    else:
+        for d, cal in sorted(depths.items()):
+            print(
+                f"expectimax depth {d}: {len(cal['xs'])} knots over {cal['positions']:,} positions of "
+                f"{cal['games']} games, {cal['ys'][0]:,.0f} .. {cal['ys'][-1]:,.0f} points"
+            )
+    return 0
 
 
 def render(review: GameReview) -> str:
-    """The per-move table and the summary lines."""
-    lines = [f"{'move':>5}  {'played':<6}  {'best':<6}  {'loss':>10}  grade"]
+    """The header, the per-move table and the summary lines."""
+    width = max([3, *(len(g.player) for g in review.moves)])
+    lines = [review.header(), ""]
+    if review.fallback:
+        lines += [f"note: {review.fallback}", ""]
+    lines.append(
+        f"{'move':>5}  {'who':<{width}}  {'played':<6}  {'best':<6}  {'loss (pts)':>10}  {'acc':>5}  grade"
+    )
     for g in review.moves:
-        loss = _loss_text(review, g.loss, g.relative, g.grade)
+        loss = "-" if g.grade in ("best", "forced") else f"{g.loss:,.0f}"
+        acc = "-" if g.forced else f"{g.score:.0f}"
         mark = " (may lose the game)" if g.risky else ""
-        lines.append(f"{g.index + 1:>5}  {g.played.label:<6}  {g.best.label:<6}  {loss:>10}  {g.grade}{mark}")
+        counted = "" if g.counted else " (not counted)"
+        lines.append(
+            f"{g.index + 1:>5}  {g.player:<{width}}  {g.played.label:<6}  {g.best.label:<6}  {loss:>10}  "
+            f"{acc:>5}  {g.grade}{mark}{counted}"
+        )
     counts = review.counts
     lines.append("")
-    lines.append(f"accuracy: {review.accuracy:.1f} %")
+    lines.append(f"accuracy ({review.subject}): {review.accuracy:.1f} %   unit: loss of expected final score")
+    if review.mixed:
+        for who, row in review.by_player().items():
+            state = "" if row["counted"] else ", not counted"
+            lines.append(f"  {who}: {row['moves']:,} moves, accuracy {row['accuracy']:.1f} %{state}")
+    phases = review.phase_accuracy()
+    lines.append(
+        "by phase (highest tile): "
+        + "  ".join(f"{p}: {'-' if phases[p] is None else format(phases[p], '.1f') + ' %'}" for p in PHASES)
+    )
     lines.append("moves: " + ", ".join(f"{counts[g]} {g}" for g in GRADES))
     r = review.reviewer
-    depth = "" if r.get("depth") is None else f", depth {r['depth']}"
     where = f", {r['checkpoint']}" if r.get("checkpoint") else ""
-    lines.append(f"reviewer: {r.get('name')}{depth}{where} (key {r.get('key')})")
+    lines.append(f"reviewer: {review.label}{where} (key {r.get('key')})")
     if not review.complete:
         lines.append(
             f"unfinished: {len(review.moves)} of {review.n_moves} moves reviewed (run again to go on)"

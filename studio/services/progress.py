@@ -1,26 +1,34 @@
 """A person's progress over time: score, highest tile, review accuracy and blunders per game phase. Qt-free.
 
 The one call both front ends use (the Progress tab and ``python main.py progress``): :func:`progress`
-reads the chosen games from the store, oldest first, and for each one that has a stored review grades
-its moves again from the stored values (:mod:`agents.review`; grades are never stored, so a change of
-thresholds shows here at once).
+reads the chosen games from the store, oldest first, and for each one that has a stored review by the
+reviewer grades its moves again from the stored values (:mod:`agents.review`; grades are never
+stored, so a change of thresholds shows here at once).
 
-Which games: those of ``source`` (a store source: ``human`` is the games the person played alone,
-``agent`` those an agent played in the Play tab; or ``all``, evaluations and training included) started on or after ``since``, the
-newest ``limit`` of them. Left out: games still being played (the Play tab's
-current game: its review would be stale at the next move), games with no move (nothing to grade) and
-damaged rows.
+Which games (``source``): ``mine`` (the default) is every game the person played a move in: alone,
+or shared with an agent under Watch (source ``mixed``); ``human`` the games the person played alone;
+any other store source (``mixed``, ``agent``, ``evaluation``, ``training``, ``imported``) its games;
+``all`` every game. "Mine" never holds an arena, evaluation or training game. Games started on or
+after ``since``, the newest ``limit`` of them. The game being played counts once it has a move (its
+review covers the moves made when it was reviewed; reviewing again goes on from there). Left out:
+games with no move and damaged rows.
 
-Which review: a *complete* review by ``reviewer`` when one is given and stored, else the newest complete
-review of the game by anyone, else none (the game is listed in :attr:`Progress.unreviewed`, so a front
-end can offer to review it with :func:`studio.services.review.review_games`). An unfinished review is
-not used: its accuracy would be that of the opening only, and reviewing the game finishes it.
+Whose moves: in a game the person played in, only the person's moves count (their number, accuracy
+and blunders); the agents' moves of a mixed game are not the person's. A game without the person
+(``agent``, ``evaluation`` ...) counts every move.
+
+Which review: the one by ``reviewer`` (None: :func:`studio.services.review.default_reviewer`, the same
+reviewer as the Replay tab, the coach and ``review``), when it covers every move of the game; else the
+game is listed in :attr:`Progress.unreviewed`, so a front end can offer to review it with
+:func:`studio.services.review.review_games`. An unfinished review is not used: its accuracy would be
+that of the opening only, and reviewing the game finishes it.
 
 Game phases go by the highest tile on the board *before* the move (:data:`PHASES`): "< 512" (the
 opening, where little is at stake), then one phase per tile 512, 1024, 2048, and "4096+" for
 everything past (few games get there, so one bucket keeps its share readable). The blunder share of a
-phase is blunders / graded moves in that phase, where graded moves are the reviewed moves that were
-not forced (a forced move has no alternative to blunder against; the accuracy leaves them out too).
+phase is blunders / graded moves in that phase, where graded moves are the reviewed moves that count
+and were not forced (a forced move has no alternative to blunder against; the accuracy leaves them
+out too).
 """
 
 from __future__ import annotations
@@ -32,23 +40,32 @@ from typing import Any
 
 import numpy as np
 
-from agents.review import BLUNDER, FORCED, accuracy
-from engine.store import GameStore, GameSummary, ReviewInfo, format_time
-from studio.services.review import Reviewer, grades_of
+from agents.review import BLUNDER, accuracy
+from engine import Rules
+from engine.store import SOURCE_FILTERS, GameStore, GameSummary, format_time
+from studio.services.review import PHASE_FLOORS, PHASES, Reviewer, default_reviewer, grades_of, phase_of
 
-#: Phases by the highest tile on the board before the move: labels, and the least tile of each.
-PHASES: tuple[str, ...] = ("< 512", "512", "1024", "2048", "4096+")
-PHASE_FLOORS: tuple[int, ...] = (0, 512, 1024, 2048, 4096)
+__all__ = [
+    "ALL",
+    "MINE",
+    "PHASES",
+    "PHASE_FLOORS",
+    "SOURCES",
+    "GameProgress",
+    "Progress",
+    "phase_of",
+    "progress",
+]
+
 #: The ``source`` that means every game.
 ALL = "all"
+#: The ``source`` that means every game the person played a move in (the default).
+MINE = "mine"
+#: What ``source`` accepts.
+SOURCES: tuple[str, ...] = (MINE, *SOURCE_FILTERS, ALL)
 #: The most games one call reads by default (the newest): a training store holds 10^5 games and this
 #: view is about a person's own, a few hundred at most.
 DEFAULT_LIMIT = 2000
-
-
-def phase_of(max_tile: int) -> int:
-    """Index into :data:`PHASES` of a position whose highest tile is ``max_tile``."""
-    return max(i for i, floor in enumerate(PHASE_FLOORS) if max_tile >= floor)
 
 
 def _share(blunders: int, graded: int) -> float | None:
@@ -58,8 +75,10 @@ def _share(blunders: int, graded: int) -> float | None:
 @dataclass(frozen=True)
 class GameProgress:
     """One game's figures. ``accuracy`` (percent) and ``reviewer`` (its label) are None when the game
-    has no complete review; ``blunders[p]`` / ``graded[p]`` count the moves of phase ``p``
-    (:data:`PHASES`) graded blunder / graded at all (not forced); all zero without a review."""
+    has no complete review; ``moves`` counts the moves that are the subject's (the person's in a game
+    they played in); ``blunders[p]`` / ``graded[p]`` count those of phase ``p`` (:data:`PHASES`) graded
+    blunder / graded at all (not forced); all zero without a review. ``status``: the game's
+    (``playing`` for the game in progress)."""
 
     game_id: int
     started: float
@@ -71,6 +90,7 @@ class GameProgress:
     reviewer: str | None = None
     blunders: tuple[int, ...] = (0,) * len(PHASES)
     graded: tuple[int, ...] = (0,) * len(PHASES)
+    status: str = "finished"
 
     @property
     def date(self) -> str:
@@ -95,6 +115,7 @@ class GameProgress:
             "score": self.score,
             "max_tile": self.max_tile,
             "moves": self.moves,
+            "status": self.status,
             "accuracy": None if self.accuracy is None else round(self.accuracy, 2),
             "reviewer": self.reviewer,
             "blunders": dict(zip(PHASES, self.blunders)),
@@ -113,7 +134,7 @@ class Progress:
 
     source: str
     since: str | None
-    reviewer: str | None  # the preferred reviewer's key (None: the newest review of each game)
+    reviewer: str | None  # the reviewer's label
     games: list[GameProgress] = field(default_factory=list)
 
     @property
@@ -158,16 +179,20 @@ class Progress:
     def summary(self) -> str:
         """One line: games, mean score, best tile, mean accuracy, games unreviewed."""
         if not self.games:
-            return "No games yet"
+            return "No games of yours yet: play one in the Play tab" if self.source == MINE else "No games"
         acc = self.mean_accuracy
         unreviewed = len(self.unreviewed)
+        moves = sum(g.moves for g in self.games)
+        whose = "your moves" if self.source in (MINE, "human") else "moves"
         return " · ".join(
             [
                 f"{len(self.games):,} game{'s' if len(self.games) != 1 else ''}",
+                f"{moves:,} {whose}",
                 f"mean score {self.mean_score:,.0f}",
                 f"best tile {self.best_tile:,}",
                 "mean accuracy " + ("-" if acc is None else f"{acc:.1f} %"),
                 f"{unreviewed:,} unreviewed",
+                f"reviewer {self.reviewer}",
             ]
         )
 
@@ -189,81 +214,93 @@ class Progress:
         }
 
 
-def _chosen_review(reviews: Sequence[ReviewInfo], n_moves: int, key: str | None) -> ReviewInfo | None:
-    """The review to read: ``key``'s if complete, else the newest complete one (list is newest first)."""
-    complete = [r for r in reviews if r.reviewed >= n_moves]
-    preferred = [r for r in complete if r.key == key]
-    chosen = preferred or complete
-    return chosen[0] if chosen else None
-
-
-def game_progress(store: GameStore, summary: GameSummary, key: str | None = None) -> GameProgress:
-    """One game's figures (see the module docstring for the review used and the phases)."""
-    base = GameProgress(
-        summary.id, summary.started, summary.source, summary.score, summary.max_tile, summary.n_moves
-    )
-    info = _chosen_review(store.list_reviews(summary.id), summary.n_moves, key)
-    if info is None:
-        return base
+def game_progress(store: GameStore, summary: GameSummary, reviewer: Reviewer) -> GameProgress:
+    """One game's figures (see the module docstring for whose moves, the review used and the phases)."""
     rec = store.load_game(summary.id)
-    grades = grades_of(rec, store.review_values(info.id), str(info.reviewer.get("value_kind", "rank")))
+    human = [p.is_human for p in summary.players]
+    mine = rec.moves_by(kind="human") if any(human) else np.ones(rec.n_moves, dtype=bool)
+    base = GameProgress(
+        summary.id,
+        summary.started,
+        summary.source,
+        summary.score,
+        summary.max_tile,
+        int(mine.sum()),
+        status=summary.status,
+    )
+    info = store.get_review(summary.id, reviewer.key())
+    if info is None or info.reviewed < summary.n_moves:
+        return base
+    grades = grades_of(rec, store.review_values(info.id), info.reviewer)
     blunders = [0] * len(PHASES)
     graded = [0] * len(PHASES)
     for g in grades:
-        if g.grade == FORCED:
+        if not g.graded:
             continue
         p = phase_of(int(rec.layouts[g.index].max()))
         graded[p] += 1
         blunders[p] += g.grade == BLUNDER
-    label = info.reviewer.get("label") or info.reviewer.get("name") or info.key
     return GameProgress(
         summary.id,
         summary.started,
         summary.source,
         summary.score,
         summary.max_tile,
-        summary.n_moves,
+        int(mine.sum()),
         accuracy(grades),
-        str(label),
+        reviewer.label,
         tuple(blunders),
         tuple(graded),
+        summary.status,
     )
 
 
-def _shown(g: GameSummary) -> bool:
-    """Whether a game belongs in the view: over (not the one being played), with a move, sound."""
-    return g.status in ("finished", "abandoned") and g.n_moves > 0 and g.problem is None
+def _shown(g: GameSummary, source: str) -> bool:
+    """Whether a game belongs in the view: with a move (the game in progress too), sound; in "mine",
+    only games the person made a move in."""
+    if g.n_moves <= 0 or g.problem is not None or g.status not in ("finished", "abandoned", "playing"):
+        return False
+    return source != MINE or any(p.is_human for p in g.players)
 
 
 def progress(
     store: GameStore,
     *,
-    source: str = "human",
+    source: str = MINE,
     since: Any = None,
     reviewer: Reviewer | None = None,
     limit: int | None = DEFAULT_LIMIT,
 ) -> Progress:
     """The selection's games oldest first, with their figures (see the module docstring).
 
-    ``source``: a store source filter (``human``, ``agent``, ...) or ``"all"``; ``since``: a date
-    (``YYYY-MM-DD``, a datetime or Unix seconds; a bad one is a one-line StoreError); ``reviewer``: whose
-    review to prefer; ``limit``: the newest this many games (None: every one).
+    ``source``: one of :data:`SOURCES` (``mine``, a store source filter, or ``all``); ``since``: a date
+    (``YYYY-MM-DD``, a datetime or Unix seconds; a bad one is a one-line StoreError); ``reviewer``:
+    whose reviews to read (None: the default reviewer for each game's rules); ``limit``: the newest
+    this many games (None: every one).
     """
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
     shown: list[GameSummary] = []
-    where = None if source == ALL else source
+    where = None if source in (ALL, MINE) else source
+    played_by = "human" if source == MINE else None
     page = max(limit or 0, 500)
     offset = 0
     while limit is None or len(shown) < limit:  # newest first, a page at a time, until enough are kept
-        games = store.list_games(source=where, since=since, limit=page, offset=offset)
-        shown += [g for g in games if _shown(g)]
+        games = store.list_games(source=where, since=since, limit=page, offset=offset, played_by=played_by)
+        shown += [g for g in games if _shown(g, source)]
         if len(games) < page:
             break
         offset += page
     if limit is not None:
         shown = shown[:limit]
-    key = reviewer.key() if reviewer is not None else None
-    out = [game_progress(store, g, key) for g in reversed(shown)]  # the store lists newest first
-    return Progress(source, None if since is None else str(since), key, out)
+    chosen: dict[Rules, Reviewer] = {}
+    out = []
+    for g in reversed(shown):  # the store lists newest first
+        if g.rules not in chosen:
+            chosen[g.rules] = reviewer or default_reviewer(store, g.rules)
+        out.append(game_progress(store, g, chosen[g.rules]))
+    label = reviewer.label if reviewer is not None else default_reviewer(store).label
+    return Progress(source, None if since is None else str(since), label, out)
 
 
 def rolling_mean(values: Sequence[float | None], window: int = 10) -> list[float]:

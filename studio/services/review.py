@@ -1,25 +1,39 @@
 """Game review: every move of a logged game graded by a strong agent, stored, resumable. Qt-free.
 
-What a review is (grades, losses, accuracy and their thresholds) is in :mod:`agents.review`; this
-module picks the reviewer, walks a game's positions, stores the reviewer's values chunk by chunk
-(:mod:`engine.store.reviews`) and hands back a :class:`GameReview`.
+What a review is (the unit, grades, losses and accuracy) is in :mod:`agents.review`; this module picks
+the reviewer, walks a game's positions, stores the reviewer's raw values chunk by chunk
+(:mod:`engine.store.reviews`) and hands back a :class:`GameReview`. The window (Replay), the live
+coach (Play), Progress and the ``review`` / ``progress`` commands all go through the functions here, so
+the same game and reviewer give the same figures everywhere.
 
-* :func:`resolve_reviewer` / :func:`default_reviewer` — which agent reviews: a registry name or a
-  checkpoint file, at a search depth; by default the store's strongest n-tuple checkpoint with 2-ply
-  search (each n-tuple run offers its best checkpoint with its evaluation score, or, never evaluated,
-  its last checkpoint with the run's last mean score; the highest wins, a tie goes to the newer run;
-  files that are gone are skipped), else heuristic expectimax at depth 2.
+* :func:`default_reviewer` — **the one default reviewer** (the rule, as the README states it): the
+  store's strongest n-tuple network (each n-tuple run offers its best evaluated checkpoint with its
+  evaluation score, or, never evaluated, its last checkpoint with the run's last mean score; the
+  highest wins, a tie goes to the newer run) with 2-ply search; when the store has none (or the game is
+  not a 4x4 one-spawn game, which n-tuple networks do not play), heuristic expectimax at depth 2 with
+  its values mapped to points by its calibration. A fallback, or a network whose games score under
+  :data:`STRONG_SCORE`, carries a ``fallback`` note that every front end shows with the review; one
+  that :func:`prepare_reviewer` trained (``review --prepare-reviewer``, the Replay tab's "Prepare a
+  reviewer") becomes the default once it is the strongest.
+* :func:`resolve_reviewer` — a named reviewer (``--reviewer``): a registry name or a checkpoint file.
+  Only reviewers whose values are points (n-tuple networks) or that have a calibration (expectimax)
+  grade; others are refused with the reason.
 * :func:`review_game` — review one game: a stored complete review comes back without building the
   reviewer; an unfinished one goes on from where it stopped (a kill keeps every committed chunk);
   ``progress(done, total)`` and ``should_stop()`` let a worker thread report and cancel.
 * :func:`review_games` — several games with one reviewer built once (``review --since``).
-* :func:`grade_played` — one position and the move played: what a live coach badge shows after a
-  Play move (the caller keeps a built reviewer agent and runs it off the GUI thread).
+* :func:`grade_played` — one position and the move played: the live coach's badge.
 
-For the window: :meth:`GameReview.curve` is the evaluation graph of the Replay tab (expected final
-score for points reviewers, 0..1 otherwise), :meth:`GameReview.next_mistake` /
-:meth:`GameReview.previous_mistake` the mistake navigation, ``GameReview.moves[i]`` the verdict shown
-beside move ``i``.
+Whose moves: every move names its player (:attr:`agents.review.MoveGrade.player`); in a game the
+person played in (alone or with agents under Watch) only the person's moves count in the accuracy and
+the grade counts, the agents' are graded but marked not counted; a game without the person counts every
+move.
+
+Reviewer keys (the identity a stored review is reused by) name a checkpoint by the SHA-256 of its
+bytes (cached by path, size and modification time), never by its path: a copied or moved data dir
+reuses every review, and a file overwritten in place is another reviewer. Reviews imported from a
+game file carry an ``imported:`` key (:func:`engine.store.reviews.insert_review`), so they never
+stand in for a local reviewer's.
 """
 
 from __future__ import annotations
@@ -27,6 +41,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -39,11 +54,13 @@ from agents.base import Agent
 from agents.review import (
     GRADES,
     MISTAKES,
+    Calibration,
     MoveGrade,
     accuracy,
+    fit_calibration,
     grade_counts,
     grade_move,
-    normalised_curve,
+    values_in_points,
 )
 from agents.spec import AgentSpec
 from engine import Direction, Game, Rules
@@ -54,37 +71,89 @@ DEFAULT_DEPTH = 2
 #: A chunk of reviewed moves is committed after this many moves or this many seconds, whichever first.
 CHUNK_MOVES = 64
 CHUNK_SECONDS = 0.5
+#: An n-tuple reviewer whose games score less than this on average is named a weak one.
+STRONG_SCORE = 20_000.0
+#: The unit every review grades in.
+UNIT = "expected final score (points)"
+#: Where the calibrations of reviewers whose values are not points live (``review --calibrate``).
+CALIBRATION_FILE = Path(__file__).resolve().parents[2] / "resources" / "review_calibration.json"
+#: Phases of a game by the highest tile on the board before the move: labels and each one's least tile.
+PHASES: tuple[str, ...] = ("< 512", "512", "1024", "2048", "4096+")
+PHASE_FLOORS: tuple[int, ...] = (0, 512, 1024, 2048, 4096)
+#: What ``review --prepare-reviewer`` trains by default (minutes).
+PREPARE_MINUTES = 4.0
 
 Progress = Callable[[int, int], None]
 ShouldStop = Callable[[], bool]
 
 
+def phase_of(max_tile: int) -> int:
+    """Index into :data:`PHASES` of a position whose highest tile is ``max_tile``."""
+    return max(i for i, floor in enumerate(PHASE_FLOORS) if max_tile >= floor)
+
+
+# ------------------------------------------------------------------------------------ identity
+
+_DIGESTS: dict[tuple[str, int, int], str] = {}
+_DIGEST_LOCK = threading.Lock()
+
+
+def file_digest(path: str | Path) -> str | None:
+    """SHA-256 of a file's bytes (hex), cached by (path, size, mtime); None when it cannot be read."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except OSError:
+        return None
+    slot = (str(p.resolve()), st.st_size, st.st_mtime_ns)
+    with _DIGEST_LOCK:
+        if slot in _DIGESTS:
+            return _DIGESTS[slot]
+    h = hashlib.sha256()
+    try:
+        with p.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    except OSError:
+        return None
+    digest = h.hexdigest()
+    with _DIGEST_LOCK:
+        _DIGESTS[slot] = digest
+    return digest
+
+
 @dataclass(frozen=True)
 class Reviewer:
     """An agent spec (registry name or checkpoint file) and the search depth it reviews at (None: the
-    agent's own setting). :meth:`key` is its stable identity in the store."""
+    agent's own setting). :meth:`key` is its stable identity in the store; ``fallback`` (not part of
+    it) says why this is not a strong reviewer, when it is not."""
 
     spec: AgentSpec
     depth: int | None = None
+    fallback: str | None = field(default=None, compare=False)
 
     @property
     def label(self) -> str:
-        depth = "" if self.depth is None else f" depth {self.depth}"
-        return f"{self.spec.display}{depth}"
+        name = self.spec.display
+        if self.spec.name == "ntuple" or (self.spec.checkpoint and "ntuple" in name):
+            name = name.replace("ntuple", "n-tuple", 1)
+        if self.depth is None:
+            return name
+        return f"{name}, 2-ply" if self.depth == 2 and "n-tuple" in name else f"{name} depth {self.depth}"
 
     def key(self) -> str:
-        """``name@dD:hash`` — the same for the same agent, settings, checkpoint file and depth.
-
-        A checkpoint counts by its path, size and modification time: a file overwritten in place (a
-        run that saves to the same name, a copy over it) is another reviewer, whose reviews are its own.
-        """
-        ident_of: dict[str, Any] = {"spec": self.spec.key(), "depth": self.depth}
+        """``name@dD:hash`` — the same for the same agent, settings, checkpoint *content* and depth."""
+        spec = json.loads(self.spec.key())
         if self.spec.checkpoint is not None:
-            try:
-                st = Path(self.spec.checkpoint).stat()
-                ident_of["file"] = [st.st_size, st.st_mtime_ns]
-            except OSError:
-                pass  # gone: the path alone (building the reviewer will say the file is missing)
+            digest = file_digest(self.spec.checkpoint)
+            # gone: the path alone (building the reviewer will say the file is missing)
+            spec["checkpoint"] = f"sha256:{digest}" if digest else self.spec.checkpoint
+        ident_of: dict[str, Any] = {"spec": json.dumps(spec, sort_keys=True), "depth": self.depth}
+        cal = calibration_for(self.spec.name, self.depth, dict(self.spec.config))
+        if cal is not None:
+            ident_of["calibration"] = hashlib.sha1(
+                json.dumps(cal.to_json(), sort_keys=True).encode()
+            ).hexdigest()[:12]
         ident = json.dumps(ident_of, sort_keys=True)
         digest = hashlib.sha1(ident.encode()).hexdigest()[:16]
         name = self.spec.name or Path(self.spec.checkpoint or "checkpoint").stem
@@ -105,6 +174,7 @@ class Reviewer:
             if hasattr(agent.config, "depths_policy"):
                 changes["depths_policy"] = ()
             agent.config = agent.config.replace(**changes)
+        grading_info(agent)  # ValueError: its values are not points and it has no calibration
         return agent
 
     def describe(self, agent: Agent) -> dict[str, Any]:
@@ -116,7 +186,8 @@ class Reviewer:
             "checkpoint": self.spec.checkpoint,
             "depth": None if knob is None else int(getattr(agent.config, knob)),
             "label": self.label,
-            "value_kind": agent.value_kind,
+            "fallback": self.fallback,
+            **grading_info(agent),
         }
 
 
@@ -127,27 +198,170 @@ def _depth_knob(agent: Agent) -> str | None:
     return None
 
 
+# ------------------------------------------------------------------------------------ calibration
+
+
+def load_calibrations(path: Path | None = None) -> dict[str, Any]:
+    """The calibration file's contents ({} when there is none or it is unreadable)."""
+    try:
+        data = json.loads((path or CALIBRATION_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def calibration_for(
+    name: str | None, depth: int | None, config: dict[str, Any] | None = None
+) -> Calibration | None:
+    """The calibration of agent ``name`` at search ``depth`` (the nearest depth fitted), or None.
+
+    Only an agent whose settings other than the depth are its defaults is calibrated: the fit is for
+    that heuristic and those weights."""
+    if name is None:
+        return None
+    entry = load_calibrations().get(name)
+    if not isinstance(entry, dict) or not isinstance(entry.get("depths"), dict):
+        return None
+    extra = {k: v for k, v in (config or {}).items() if k not in ("depth", "depths_policy")}
+    if extra:
+        return None
+    depths = {int(k): v for k, v in entry["depths"].items() if str(k).isdigit()}
+    if not depths:
+        return None
+    want = depth if depth is not None else DEFAULT_DEPTH
+    nearest = min(depths, key=lambda d: (abs(d - want), d))
+    try:
+        return Calibration.from_json(depths[nearest])
+    except ValueError:
+        return None
+
+
+def grading_info(agent: Agent) -> dict[str, Any]:
+    """How ``agent``'s values become points: ``value_kind``, ``unit``, ``calibration`` (its knots as
+    JSON text, or None when the values are points already), ``sees_death`` (its values see a game end one move ahead).
+    ValueError (one line) when the agent cannot grade."""
+    knob = _depth_knob(agent)
+    depth = int(getattr(agent.config, knob)) if knob else 1
+    policy = getattr(agent.config, "depths_policy", ()) or ()
+    sees_death = min([depth, *policy]) >= 2
+    if agent.value_kind == "points":
+        return {"value_kind": "points", "unit": UNIT, "calibration": None, "sees_death": sees_death}
+    changed = {
+        k: getattr(agent.config, k)
+        for k in ("heuristic", "prob_cutoff")
+        if hasattr(agent.config, k) and getattr(agent.config, k) != getattr(type(agent.config)(), k)
+    }
+    cal = calibration_for(agent.name, depth, changed)
+    if cal is None:
+        raise ValueError(
+            f"{agent.name}'s move values are not points and it has no calibration, so it cannot grade "
+            "moves (review with an n-tuple checkpoint, or expectimax; review --calibrate fits one)"
+        )
+    return {
+        "value_kind": agent.value_kind,
+        "unit": UNIT,
+        # as text: a reviewer's description stays a flat object (game files carry it, engine.store.exchange)
+        "calibration": json.dumps(cal.to_json(), separators=(",", ":")),
+        "sees_death": sees_death,
+    }
+
+
+def to_points(values: np.ndarray, info: dict[str, Any]) -> np.ndarray:
+    """A reviewer's raw values (``info``: what :func:`grading_info` said) in points."""
+    return values_in_points(values, info)
+
+
+def calibrate(
+    depths: Sequence[int] = (1, 2, 3),
+    games: int = 12,
+    *,
+    seed: int = 1000,
+    path: Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Fit heuristic expectimax's calibration at each depth and write it to the calibration file.
+
+    Expectimax plays ``games`` seeded games to the end at that depth; at every position its raw value
+    of the move it played and the score the game still made from there are a pair; the pairs are fitted
+    by :func:`agents.review.fit_calibration` (a lost position's penalty counts as 0 points)."""
+    from agents.expectimax import DEFAULT_LOSS_PENALTY
+    from agents.registry import create_agent
+
+    out = load_calibrations(path)
+    entry: dict[str, Any] = {"heuristic": "nneonneo", "depths": {}}
+    if isinstance(out.get("expectimax"), dict) and isinstance(out["expectimax"].get("depths"), dict):
+        entry["depths"] = dict(out["expectimax"]["depths"])
+    for depth in depths:
+        agent = create_agent("expectimax", {"depth": depth, "depths_policy": ()})
+        raw: list[float] = []
+        remaining: list[float] = []
+        for k in range(games):
+            game = Game(seed=seed + k)
+            vals: list[float] = []
+            before: list[int] = []
+            while not game.game_over:
+                values = agent.move_values(game)
+                best = max(values, key=lambda d: values[d])
+                vals.append(values[best])
+                before.append(game.score)
+                game.step(best)
+            raw += vals
+            remaining += [game.score - s for s in before]
+            if progress is not None:
+                progress(f"depth {depth}: game {k + 1}/{games}, score {game.score:,}")
+        cal = fit_calibration(raw, remaining, floor=-DEFAULT_LOSS_PENALTY / 2, games=games)
+        entry["depths"][str(depth)] = cal.to_json()
+    out["expectimax"] = entry
+    target = path or CALIBRATION_FILE
+    tmp = target.with_suffix(".tmp")
+    tmp.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+    tmp.replace(target)
+    return out
+
+
+# ------------------------------------------------------------------------------------ choosing
+
+
+def _ntuple_candidates(store: GameStore) -> list[tuple[float, int, Path]]:
+    """(score, run id, checkpoint) of every n-tuple run's best (else last) checkpoint on disk."""
+    found: list[tuple[float, int, Path]] = []
+    for run in store.list_runs(agent="ntuple"):
+        best = store.best_checkpoint(run.id)
+        if best is not None and best.eval_score is not None and best.path.is_file():
+            found.append((best.eval_score, run.id, best.path))
+            continue
+        last = store.last_checkpoint(run.id)
+        if last is not None and last.is_file():
+            score = run.last_metrics.get("mean_score")
+            value = float(score) if isinstance(score, (int, float)) and math.isfinite(score) else -math.inf
+            found.append((value, run.id, last))
+    return found
+
+
 def default_reviewer(store: GameStore | None = None, rules: Rules | None = None) -> Reviewer:
-    """The strongest reviewer the store has: its best n-tuple checkpoint at 2-ply search, else
-    heuristic expectimax at depth 2 (also for games an n-tuple network cannot play: not 4x4)."""
-    if store is not None and (rules is None or (rules.is_classic_shape and rules.spawn_per_move == 1)):
-        found: list[tuple[float, int, Path]] = []
-        for run in store.list_runs(agent="ntuple"):
-            best = store.best_checkpoint(run.id)
-            if best is not None and best.eval_score is not None and best.path.is_file():
-                found.append((best.eval_score, run.id, best.path))
-                continue
-            last = store.last_checkpoint(run.id)
-            if last is not None and last.is_file():
-                score = run.last_metrics.get("mean_score")
-                value = (
-                    float(score) if isinstance(score, (int, float)) and math.isfinite(score) else -math.inf
-                )
-                found.append((value, run.id, last))
+    """The default reviewer for games of ``rules`` (see the module docstring for the rule)."""
+    classic = rules is None or (rules.is_classic_shape and rules.spawn_per_move == 1)
+    if store is not None and classic:
+        found = _ntuple_candidates(store)
         if found:
-            _, _, path = max(found, key=lambda f: (f[0], f[1]))
-            return Reviewer(AgentSpec.from_checkpoint(str(path.resolve()), "ntuple"), DEFAULT_DEPTH)
-    return Reviewer(AgentSpec(name="expectimax"), DEFAULT_DEPTH)
+            score, run_id, path = max(found, key=lambda f: (f[0], f[1]))
+            note = None
+            if not score >= STRONG_SCORE:
+                shown = "unknown" if not math.isfinite(score) else f"{score:,.0f}"
+                note = (
+                    f"a weak reviewer: its games score {shown} on average (under {STRONG_SCORE:,.0f}); "
+                    "prepare a stronger one"
+                )
+            spec = AgentSpec.from_checkpoint(str(path.resolve()), "ntuple", label=f"n-tuple run {run_id}")
+            return Reviewer(spec, DEFAULT_DEPTH, note)
+    why = (
+        "no n-tuple network in this store yet: prepare a reviewer for sharper grades"
+        if classic
+        else "n-tuple networks review 4x4 one-spawn games only"
+    )
+    return Reviewer(
+        AgentSpec(name="expectimax", label="expectimax (calibrated)"), DEFAULT_DEPTH, f"fallback: {why}"
+    )
 
 
 def resolve_reviewer(
@@ -159,7 +373,7 @@ def resolve_reviewer(
 
     if text is None:
         chosen = default_reviewer(store, rules)
-        return chosen if depth is None else Reviewer(chosen.spec, depth)
+        return chosen if depth is None else Reviewer(chosen.spec, depth, chosen.fallback)
     if text in agent_names():
         return Reviewer(AgentSpec(name=text), depth)
     path = Path(text).expanduser()
@@ -170,20 +384,53 @@ def resolve_reviewer(
     )
 
 
+def reviewer_choices(store: GameStore | None) -> list[tuple[str, tuple[str, int] | None]]:
+    """What a window offers: (label, None for the default | (name or checkpoint, depth)): the default,
+    each n-tuple run's best checkpoint at 2-ply (strongest first, five at most), expectimax d1-d3."""
+    out: list[tuple[str, tuple[str, int] | None]] = [("default", None)]
+    if store is not None:
+        for _score, run_id, path in sorted(_ntuple_candidates(store), key=lambda f: (-f[0], -f[1]))[:5]:
+            out.append((f"n-tuple run {run_id}, 2-ply", (str(path.resolve()), DEFAULT_DEPTH)))
+    out += [(f"expectimax d{d}", ("expectimax", d)) for d in (1, 2, 3)]
+    return out
+
+
+def reviewer_from_choice(
+    store: GameStore | None, choice: tuple[str, int] | None, rules: Rules | None = None
+) -> Reviewer:
+    """The reviewer a :func:`reviewer_choices` entry names."""
+    if choice is None:
+        return default_reviewer(store, rules)
+    text, depth = choice
+    reviewer = resolve_reviewer(store, text, depth, rules)
+    if reviewer.spec.checkpoint:  # an n-tuple run's checkpoint: named as the choices name it
+        for _score, run_id, path in _ntuple_candidates(store) if store is not None else []:
+            if str(path.resolve()) == reviewer.spec.checkpoint:
+                spec = AgentSpec.from_checkpoint(
+                    reviewer.spec.checkpoint, "ntuple", label=f"n-tuple run {run_id}"
+                )
+                return Reviewer(spec, depth)
+    return reviewer
+
+
 # ------------------------------------------------------------------------------------------ results
 
 
 @dataclass
 class GameReview:
-    """A game's review: the verdict on each reviewed move (``moves[i]`` is move ``i``), who made it,
-    and whether it covers the whole game. ``evaluated``: positions the reviewer evaluated in the call
-    that returned it (0 when it came from the store)."""
+    """A game's review: the verdict on each reviewed move (``moves[i]`` is move ``i``, with its player),
+    and whether it covers the whole game. ``subject``: whose accuracy it is ("you", or "every player"
+    in a game without the person); ``phases[i]``: the phase (:data:`PHASES`) of move ``i``;
+    ``evaluated``: positions the reviewer evaluated in the call that returned it (0 when it came from
+    the store)."""
 
     game_id: int
     reviewer: dict[str, Any]
     n_moves: int
     moves: list[MoveGrade] = field(default_factory=list)
     evaluated: int = 0
+    subject: str = "every player"
+    phases: list[int] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -191,64 +438,121 @@ class GameReview:
 
     @property
     def accuracy(self) -> float:
-        """Percent, see :func:`agents.review.accuracy`."""
+        """Percent over the subject's graded moves, see :func:`agents.review.accuracy`."""
         return accuracy(self.moves)
 
     @property
     def counts(self) -> dict[str, int]:
+        """Moves per grade, the subject's moves only."""
         return grade_counts(self.moves)
 
     @property
     def points(self) -> bool:
-        """True when losses are expected points (the reviewer's values are score-like)."""
-        return self.reviewer.get("value_kind") == "points"
+        """Losses are expected points (always, since every reviewer grades in points)."""
+        return True
+
+    @property
+    def label(self) -> str:
+        return str(self.reviewer.get("label") or self.reviewer.get("name") or "?")
+
+    @property
+    def fallback(self) -> str | None:
+        note = self.reviewer.get("fallback")
+        return str(note) if note else None
+
+    @property
+    def mixed(self) -> bool:
+        """True when several players made the reviewed moves."""
+        return len({g.player for g in self.moves}) > 1
+
+    def by_player(self) -> dict[str, dict[str, Any]]:
+        """Per player (in order of their first move): moves, graded moves, accuracy, counted or not."""
+        out: dict[str, dict[str, Any]] = {}
+        for g in self.moves:
+            out.setdefault(g.player or "?", {"moves": 0, "graded": 0, "counted": g.counted, "_s": []})
+            row = out[g.player or "?"]
+            row["moves"] += 1
+            if not g.forced:
+                row["graded"] += 1
+                row["_s"].append(g.score)
+        for row in out.values():
+            scores = row.pop("_s")
+            row["accuracy"] = round(float(np.mean(scores)), 2) if scores else 100.0
+        return out
+
+    def phase_accuracy(self) -> dict[str, float | None]:
+        """The subject's accuracy per phase (None where it made no graded move)."""
+        out: dict[str, float | None] = {}
+        for p, name in enumerate(PHASES):
+            picked = [g for g, ph in zip(self.moves, self.phases) if ph == p and g.graded]
+            out[name] = accuracy(picked) if picked else None
+        return out
 
     def curve(self) -> list[float]:
-        """The evaluation graph, one value per reviewed position: the expected final score for a points
-        reviewer, else the reviewer's value normalised to 0..1 over the game."""
-        return [g.value for g in self.moves] if self.points else normalised_curve(self.moves)
+        """The evaluation graph, one value per reviewed position: the expected final score (points)."""
+        return [g.value for g in self.moves]
 
     def next_mistake(self, after: int = -1, grades: Sequence[str] = MISTAKES) -> int | None:
-        """The first move after move ``after`` whose grade is in ``grades``, or None."""
-        return next((g.index for g in self.moves[max(after + 1, 0) :] if g.grade in grades), None)
+        """The first of the subject's moves after move ``after`` whose grade is in ``grades``, or None."""
+        return next(
+            (g.index for g in self.moves[max(after + 1, 0) :] if g.counted and g.grade in grades), None
+        )
 
     def previous_mistake(self, before: int, grades: Sequence[str] = MISTAKES) -> int | None:
-        """The last move before move ``before`` whose grade is in ``grades``, or None."""
-        return next((g.index for g in reversed(self.moves[: max(before, 0)]) if g.grade in grades), None)
+        """The last of the subject's moves before move ``before`` whose grade is in ``grades``, or None."""
+        return next(
+            (g.index for g in reversed(self.moves[: max(before, 0)]) if g.counted and g.grade in grades),
+            None,
+        )
+
+    def header(self) -> str:
+        """One line naming the game, who played, the reviewer and how much is reviewed."""
+        players = ", ".join(f"{who} ({row['moves']:,} moves)" for who, row in self.by_player().items())
+        return (
+            f"Game #{self.game_id} · played by {players or 'nobody'} · reviewer {self.label} · "
+            f"{len(self.moves):,}/{self.n_moves:,} moves reviewed"
+        )
 
     def summary(self) -> str:
-        """One line: ``game 12: accuracy 93.4 % · 2 blunders, 1 mistake, ... · by ntuple (...)``."""
+        """One line: ``game 12: accuracy 93.4 % (you) · 2 blunder, 1 mistake, ... · reviewer ...``."""
         counts = self.counts
         parts = [f"{counts[g]} {g}" for g in GRADES if counts[g]]
         done = "" if self.complete else f" (first {len(self.moves)} of {self.n_moves} moves)"
         return (
-            f"game {self.game_id}: accuracy {self.accuracy:.1f} %{done} · "
-            f"{', '.join(parts) or 'no moves'} · reviewer {self.reviewer.get('label', '?')}"
+            f"game {self.game_id}: accuracy {self.accuracy:.1f} % ({self.subject}){done} · "
+            f"{', '.join(parts) or 'no moves'} · reviewer {self.label}"
         )
 
     def to_json(self, *, moves: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {
             "game": self.game_id,
-            "reviewer": dict(self.reviewer),
+            "reviewer": {**self.reviewer, "label": self.label, "fallback": self.fallback},
+            "unit": UNIT,
+            "subject": self.subject,
             "n_moves": self.n_moves,
             "reviewed": len(self.moves),
             "complete": self.complete,
             "accuracy": round(self.accuracy, 2),
             "counts": self.counts,
-            "loss_unit": "points" if self.points else "relative",
+            "players": self.by_player(),
+            "phases": {p: _num(a) if a is not None else None for p, a in self.phase_accuracy().items()},
+            "loss_unit": "points",
         }
+        out["reviewer"].pop("calibration", None)  # knots: in the store, not needed to read a review
         if moves:
             out["moves"] = [_move_json(g) for g in self.moves]
         return out
 
 
 def _num(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None
+    return round(float(x), 2) if math.isfinite(x) else None
 
 
 def _move_json(g: MoveGrade) -> dict[str, Any]:
     return {
         "index": g.index,
+        "player": g.player,
+        "counted": g.counted,
         "played": g.played.label,
         "best": g.best.label,
         "values": {d.label: _num(v) for d, v in g.values.items()},
@@ -256,7 +560,9 @@ def _move_json(g: MoveGrade) -> dict[str, Any]:
         "relative": _num(g.relative),
         "rank": g.rank,
         "grade": g.grade,
+        "accuracy": _num(g.score),
         "value": _num(g.value),
+        "risky": g.risky,
     }
 
 
@@ -264,7 +570,7 @@ def _move_json(g: MoveGrade) -> dict[str, Any]:
 
 
 def position_values(agent: Agent, rules: Rules, board: np.ndarray, score: int = 0) -> np.ndarray:
-    """The agent's value of each move from ``board``, float64[4] in action order (NaN: illegal)."""
+    """The agent's raw value of each move from ``board``, float64[4] in action order (NaN: illegal)."""
     game = Game(rules=rules, board=board, score=score)
     out = np.full(4, np.nan)
     for d, v in agent.move_values(game).items():
@@ -275,22 +581,74 @@ def position_values(agent: Agent, rules: Rules, board: np.ndarray, score: int = 
 
 
 def grade_played(
-    agent: Agent, rules: Rules, board: np.ndarray, played: Direction | int, score: int = 0, index: int = 0
+    agent: Agent,
+    rules: Rules,
+    board: np.ndarray,
+    played: Direction | int,
+    score: int = 0,
+    index: int = 0,
+    info: dict[str, Any] | None = None,
 ) -> MoveGrade:
-    """The verdict on one move (``board``: the position before it): the live coach's badge."""
-    values = position_values(agent, rules, np.asarray(board, dtype=np.int64), score)
-    return grade_move(values, int(played), agent.value_kind, index=index, score_before=score, board=board)
+    """The verdict on one move (``board``: the position before it): the live coach's badge. ``info``:
+    what :func:`grading_info` says of ``agent`` (worked out when not given)."""
+    info = info if info is not None else grading_info(agent)
+    raw = position_values(agent, rules, np.asarray(board, dtype=np.int64), score)
+    return grade_move(
+        to_points(raw, info),
+        int(played),
+        index=index,
+        score_before=score,
+        board=np.asarray(board, dtype=np.int64),
+        sees_death=bool(info.get("sees_death", False)),
+    )
 
 
-def grades_of(rec: GameRecord, values: np.ndarray, kind: str) -> list[MoveGrade]:
-    """Each move of ``rec`` graded from a review's stored values (grades are derived, never stored)."""
+def subject_of(rec: GameRecord) -> tuple[str, np.ndarray]:
+    """Whose accuracy a review of ``rec`` is, and which moves count: the person's when the person
+    played in the game, else every move."""
+    if any(p.is_human for p in rec.summary.players):
+        return "you", rec.moves_by(kind="human")
+    return "every player", np.ones(rec.n_moves, dtype=bool)
+
+
+def grades_of(rec: GameRecord, values: np.ndarray, info: dict[str, Any]) -> list[MoveGrade]:
+    """Each move of ``rec`` graded from a review's stored raw values (``info``: the review's reviewer;
+    grades are derived, never stored)."""
+    n = min(len(values), rec.n_moves)
+    points = to_points(np.asarray(values[:n], dtype=np.float64).reshape(-1, 4), info)
+    sees_death = bool(info.get("sees_death", False))
+    _, counted = subject_of(rec)
+    labels = [p.label for p in rec.summary.players] or ["?"]
     out = []
-    for i in range(min(len(values), rec.n_moves)):
+    for i in range(n):
         before = int(rec.scores[i] - rec.rewards[i])
+        who = int(rec.move_players[i])
         out.append(
-            grade_move(values[i], int(rec.moves[i]), kind, index=i, score_before=before, board=rec.layouts[i])
+            grade_move(
+                points[i],
+                int(rec.moves[i]),
+                index=i,
+                score_before=before,
+                board=rec.layouts[i],
+                sees_death=sees_death,
+                player=labels[who] if 0 <= who < len(labels) else "?",
+                counted=bool(counted[i]),
+            )
         )
     return out
+
+
+def _game_review(
+    rec: GameRecord, info: dict[str, Any], values: np.ndarray, reviewer: Reviewer | None, evaluated: int = 0
+) -> GameReview:
+    described = dict(info)
+    if reviewer is not None:  # the label and note as they stand now (a store may have grown a network)
+        described["label"] = reviewer.label
+        described["fallback"] = reviewer.fallback
+    subject, _ = subject_of(rec)
+    grades = grades_of(rec, values, described)
+    phases = [phase_of(int(rec.layouts[g.index].max())) for g in grades]
+    return GameReview(rec.id, described, rec.n_moves, grades, evaluated, subject, phases)
 
 
 def stored_review(store: GameStore, game_id: int, reviewer: Reviewer) -> GameReview | None:
@@ -300,9 +658,19 @@ def stored_review(store: GameStore, game_id: int, reviewer: Reviewer) -> GameRev
     if info is None:
         return None
     rec = store.load_game(game_id)
-    values = store.review_values(info.id)
-    kind = str(info.reviewer.get("value_kind", "rank"))
-    return GameReview(game_id, info.reviewer, rec.n_moves, grades_of(rec, values, kind))
+    return _game_review(rec, info.reviewer, store.review_values(info.id), reviewer)
+
+
+def review_by_key(store: GameStore, game_id: int, key: str) -> GameReview | None:
+    """The stored review of a game under ``key`` as it stands (an imported one's key starts with
+    ``imported:``; its reviewer says ``"imported": true`` and its label says so), or None."""
+    info = store.get_review(game_id, key)
+    if info is None:
+        return None
+    described = dict(info.reviewer)
+    if described.get("imported"):
+        described["label"] = f"{described.get('label') or described.get('name') or '?'} (imported)"
+    return _game_review(store.load_game(game_id), described, store.review_values(info.id), None)
 
 
 def review_game(
@@ -321,9 +689,7 @@ def review_game(
     key = reviewer.key()
     info = store.get_review(game_id, key)
     if info is not None and info.reviewed >= rec.n_moves:
-        values = store.review_values(info.id)
-        kind = str(info.reviewer.get("value_kind", "rank"))
-        return GameReview(game_id, info.reviewer, rec.n_moves, grades_of(rec, values, kind))
+        return _game_review(rec, info.reviewer, store.review_values(info.id), reviewer)
     if agent is None:
         agent = reviewer.build(rec.rules)
     else:
@@ -334,8 +700,7 @@ def review_game(
     done = info.reviewed
     parts = [store.review_values(info.id)]
     evaluated = _evaluate(store, info.id, agent, rec, done, parts, progress, should_stop)
-    allv = np.concatenate(parts)
-    return GameReview(game_id, info.reviewer, rec.n_moves, grades_of(rec, allv, agent.value_kind), evaluated)
+    return _game_review(rec, info.reviewer, np.concatenate(parts), reviewer, evaluated)
 
 
 def _evaluate(
@@ -436,3 +801,46 @@ def review_games(
                 raise
             on_skip(gid, str(e))
     return out
+
+
+# ------------------------------------------------------------------------------- preparing a reviewer
+
+
+def prepare_request(minutes: float = PREPARE_MINUTES, seed: int | None = None) -> Any:
+    """The training run that prepares a reviewer: an n-tuple network (the default layout) trained for
+    ``minutes``, evaluated at the end (10 greedy games), so that its best checkpoint carries the score
+    the default-reviewer rule ranks it by. Plain data: a child process (the window's) can run it."""
+    from agents.base import Budget
+    from studio.services.runs import RunRequest
+
+    if not (isinstance(minutes, (int, float)) and math.isfinite(minutes) and 0 < minutes <= 24 * 60):
+        raise ValueError(f"minutes must be a number in (0, 1440], got {minutes!r}")
+    return RunRequest(
+        agent="ntuple",
+        budget=Budget(seconds=60.0 * float(minutes)),
+        seed=seed,
+        log_every=0,
+        eval_games=10,
+        eval_every_s=None,
+        eval_at_end=True,
+    )
+
+
+def prepare_reviewer(
+    store: GameStore,
+    minutes: float = PREPARE_MINUTES,
+    *,
+    seed: int | None = None,
+    control: Any = None,
+    on_event: Callable[[Any], None] | None = None,
+) -> int:
+    """Train a reviewer in this process as a recorded run (the same call as ``train``, see
+    :func:`prepare_request`); ``on_event(MetricEvent)`` for progress, ``control`` to stop it. Returns
+    the run's id; once it is the store's strongest n-tuple network it is the default reviewer."""
+    from studio.services.runs import open_run
+
+    run = open_run(prepare_request(minutes, seed), store, control)
+    for event in run:
+        if on_event is not None:
+            on_event(event)
+    return int(run.run_id)

@@ -15,6 +15,7 @@ BEST is your best score on this board size: the games you played in, with or wit
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,7 @@ from engine import DIRECTIONS, Direction, Rules
 from engine.store import HUMAN, GameRecorder, Player
 from studio.settings import get_bool, get_float, get_int, get_str_list
 from studio.theme import load_theme
-from studio.thinking import COACH_FALLBACK, GradeResult, Thinker, ThinkResult
+from studio.thinking import GradeResult, Thinker, ThinkResult
 from studio.widgets.board import BoardWidget
 
 ARROWS = {Direction.UP: "↑", Direction.LEFT: "←", Direction.DOWN: "↓", Direction.RIGHT: "→"}
@@ -74,12 +75,12 @@ def coach_text(grade: MoveGrade, points: bool) -> str:
         return "best" if grade.grade == BEST else "forced · the only move"
     # A figure is joined by no-break spaces: the narrow badge wrapped "(15 % worse)" before "worse)".
     nb = "\N{NO-BREAK SPACE}"
-    if grade.risky and grade.grade == BLUNDER:
-        cost = "this move may end the game"
-    elif points:
+    if points:
         cost = f"−{grade.loss:,.0f}{nb}pts"
     else:
         cost = f"<1{nb}%{nb}worse" if grade.relative < 0.005 else f"{grade.relative * 100:.0f}{nb}%{nb}worse"
+    if grade.risky and grade.grade == BLUNDER:
+        cost += ", this move may end the game"
     return f"{grade.grade} · {ARROWS[grade.best]} {grade.best.label} was better ({cost})"
 
 
@@ -392,8 +393,8 @@ class PlayTab(QWidget):
         self.coachCheck.setObjectName("coachCheck")
         self.coachCheck.setToolTip(
             "After each of your moves, a badge under the score says how good it was (best, good, "
-            "inaccuracy, mistake, blunder) and which move was better. The agent above grades when it "
-            f"rates moves, else {COACH_FALLBACK.label}."
+            "inaccuracy, mistake, blunder), which move was better and the expected points it gave up. "
+            "The default reviewer grades (the one Replay, Progress and the review command use)."
         )
         self.coachCheck.setChecked(get_bool(self.settings, "play/coach", False))
         self.coachCheck.toggled.connect(self._on_coach_toggled)
@@ -779,10 +780,19 @@ class PlayTab(QWidget):
 
     # ------------------------------------------------------------------ coach
     @property
-    def coach_spec(self) -> AgentSpec:
-        """Who grades: the chosen agent (it falls back to :data:`COACH_FALLBACK` when it does not rate
-        moves, found out on the coach's thread), or the fallback when none is chosen."""
-        return self.agent_spec or COACH_FALLBACK
+    def coach_reviewer(self) -> Any:
+        """Who grades: the default reviewer for this game's rules
+        (:func:`studio.services.review.default_reviewer`), re-read from the store at most every few
+        seconds (a reviewer prepared meanwhile takes over)."""
+        from studio.services.review import default_reviewer
+
+        rules = self.recorder.game.rules if self.recorder is not None else None
+        now = time.monotonic()
+        cached = getattr(self, "_coach_reviewer", None)
+        if cached is None or cached[0] != rules or now - cached[1] > 10.0:
+            cached = (rules, now, default_reviewer(self.store, rules))
+            self._coach_reviewer = cached
+        return cached[2]
 
     def _on_coach_toggled(self, on: bool) -> None:
         self.settings.setValue("play/coach", on)
@@ -792,7 +802,7 @@ class PlayTab(QWidget):
 
     def _ask_coach(self, position: Any, played: Direction) -> None:
         """Grade ``played`` from ``position`` off the GUI thread; the badge says so meanwhile."""
-        self.coach.request_grade(self.coach_spec, position, played)
+        self.coach.request_grade(self.coach_reviewer, position, played)
         self.last_grade = None
         self.coachBadge.setText("coach is thinking…")
         self.coachBadge.setToolTip("")
@@ -810,16 +820,18 @@ class PlayTab(QWidget):
             self.coachBadge.show()
             return
         g = result.grade
-        self.coachBadge.setText(coach_text(g, result.value_kind == "points"))
+        self.coachBadge.setText(coach_text(g, True))
         colour = GRADE_COLOURS.get(g.grade, "#8a8178")
         self.coachBadge.setStyleSheet(
             f"QLabel {{ background: {colour}; color: white; font-weight: bold; "
             "border-radius: 5px; padding: 4px 8px; }"
         )
         values = ", ".join(f"{ARROWS[d]} {v:,.6g}" for d, v in g.values.items())
+        note = f"\nReviewer: {result.fallback}" if result.fallback else ""
         self.coachBadge.setToolTip(
             f"Move {result.index + 1}, {ARROWS[g.played]} {g.played.label}, graded by "
-            f"{result.agent_name} ({result.seconds * 1000:.0f} ms). Its values: {values}"
+            f"{result.agent_name} ({result.seconds * 1000:.0f} ms), in expected final score "
+            f"(points). Its values: {values}{note}"
         )
         self.coachBadge.show()
 

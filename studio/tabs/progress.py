@@ -1,5 +1,10 @@
-"""The Progress tab: a person's games over time (score, highest tile, review accuracy) and the share of
-blunders per game phase, with a button that reviews the games not reviewed yet.
+"""The Progress tab: a person's games over time (score, highest tile, review accuracy of the person's
+moves) and the share of blunders per game phase, with a button that reviews the games not reviewed yet.
+
+The source filter defaults to "your games": every game the person played a move in (alone, or shared
+with an agent under Watch; the game being played once it has a move), never an arena, evaluation or
+training game; only the person's moves count. The reviewer defaults to the default reviewer (the one
+Replay, the coach and ``review`` use), named in the summary.
 
 Every figure comes from :func:`studio.services.progress.progress` (the ``progress`` command prints the
 same). Reading them grades every reviewed move again from the stored values, which takes a while for
@@ -32,14 +37,22 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.services.progress import ALL, PHASES, Progress, progress, rolling_mean
-from studio.services.review import Reviewer, resolve_reviewer
-from studio.tabs.common import REVIEWERS, button
+from studio.services.progress import MINE, PHASES, Progress, progress, rolling_mean
+from studio.services.review import Reviewer, reviewer_choices, reviewer_from_choice
+from studio.tabs.common import button
 from studio.widgets.curves import SIAxis, TileAxis
 from studio.widgets.review_graph import GRADE_COLOURS
 
-#: The source filter: (label, store source or "all").
-SOURCES: tuple[tuple[str, str], ...] = (("your games", "human"), ("agents", "agent"), ("all games", ALL))
+#: The source filter: (label, progress source). "your games" is the default; arena, evaluation and
+#: training games are never mixed into it.
+SOURCES: tuple[tuple[str, str], ...] = (
+    ("your games", MINE),
+    ("your games alone", "human"),
+    ("shared with an agent", "mixed"),
+    ("agents in Play", "agent"),
+    ("evaluations", "evaluation"),
+    ("imported", "imported"),
+)
 #: Games in the rolling mean drawn over each per-game series.
 ROLLING = 10
 POINT_COLOUR = "#3a7bd5"
@@ -87,11 +100,10 @@ class ProgressTab(QWidget):
         self.reviewerCombo = QComboBox()
         self.reviewerCombo.setObjectName("progressReviewer")
         self.reviewerCombo.setToolTip(
-            "Whose reviews to show (default: each game's newest) and who reviews the unreviewed games "
-            "(default: the store's best n-tuple network at 2-ply, else expectimax d2)"
+            "Whose reviews to show and who reviews the unreviewed games (default: the default reviewer, "
+            "the same as Replay, the coach and the review command)"
         )
-        for label, name, depth in REVIEWERS:
-            self.reviewerCombo.addItem(label, None if name is None else (name, depth))
+        self._fill_reviewers()
         self.refreshButton = button("Refresh", "progressRefresh", self.refresh)
         filters.addWidget(QLabel("Games:"))
         filters.addWidget(self.sourceCombo)
@@ -223,13 +235,31 @@ class ProgressTab(QWidget):
         self.sinceEdit.setEnabled(on)
         self.refresh()
 
+    def _fill_reviewers(self) -> None:
+        """The default, the store's n-tuple networks, expectimax d1-d3 (keeps the selection)."""
+        current = self.reviewerCombo.currentData() if self.reviewerCombo.count() else None
+        try:
+            entries = reviewer_choices(self.store)
+        except Exception:  # a store being migrated or damaged: the default alone
+            entries = [("default", None)]
+        if [self.reviewerCombo.itemText(i) for i in range(self.reviewerCombo.count())] == [
+            e[0] for e in entries
+        ]:
+            return
+        self.reviewerCombo.blockSignals(True)
+        self.reviewerCombo.clear()
+        for label, data in entries:
+            self.reviewerCombo.addItem(label, data)
+        found = next((i for i, (_, data) in enumerate(entries) if data == current), 0)
+        self.reviewerCombo.setCurrentIndex(found)
+        self.reviewerCombo.blockSignals(False)
+
     def reviewer(self) -> Reviewer | None:
-        """The reviewer the combo names (None: the default, chosen per game's rules when reviewing)."""
+        """The reviewer the combo names (None: the default, chosen per game's rules)."""
         data = self.reviewerCombo.currentData()
         if data is None:
             return None
-        name, depth = data
-        return resolve_reviewer(self.store, name, depth)
+        return reviewer_from_choice(self.store, tuple(data))
 
     # ------------------------------------------------------------------ loading
     @property
@@ -247,6 +277,7 @@ class ProgressTab(QWidget):
         if self._closed:
             return
         self._dirty = False
+        self._fill_reviewers()
         if self.loading:
             self._again = True
             return
@@ -362,9 +393,10 @@ class ProgressTab(QWidget):
         if g is None:
             return ""
         acc = "not reviewed" if g.accuracy is None else f"accuracy {g.accuracy:.1f} %"
+        state = " · being played" if g.status == "playing" else ""
         return (
-            f"game #{g.game_id} · {g.date}\nscore {g.score:,} · tile {g.max_tile:,} · "
-            f"{g.moves:,} moves · {acc}\nclick: open in Replay"
+            f"game #{g.game_id} · {g.date} · {g.source}{state}\nscore {g.score:,} · tile {g.max_tile:,} · "
+            f"{g.moves:,} of your moves · {acc}\nclick: open in Replay"
         )
 
     def _game(self, game_id: Any) -> Any:

@@ -7,13 +7,18 @@ what the previous move did (direction, who made it, reward, score, spawn) and, a
 about to come. A game a person shared with an agent is one record (source ``mixed``): the step label
 says for every move whether "you" or the agent (and its checkpoint file) made it.
 
-Review (button or R): a reviewer (the store's default, expectimax at depth 1-3, or any agent) grades
-every move of the shown game in a worker thread (:func:`studio.services.review.review_game`); Cancel
-keeps what was done in the store and the next Review goes on from there. A stored review by the chosen
-reviewer is shown as soon as a game opens: the summary (accuracy, moves per grade, reviewer), the
-evaluation graph under the board (:class:`studio.widgets.review_graph.ReviewGraph`; a click jumps to
-that move), the verdict on the move about to be played with the reviewer's best move as a second,
-green arrow, and Next / Previous mistake (N or ], P or [).
+Review (button or R): a reviewer (the default one, as the coach, Progress and ``review`` use it; an
+n-tuple run's network; expectimax at depth 1-3 calibrated to points) grades every move of the shown
+game in a worker thread (:func:`studio.services.review.review_game`), in expected points given up;
+Cancel keeps what was done in the store and the next Review goes on from there. A stored review by the
+chosen reviewer is shown as soon as a game opens: the summary (the person's accuracy, per player in a
+shared game, moves per grade, the reviewer and, when it is a fallback, why, with "Prepare a reviewer"
+beside it), the evaluation graph beside the board (:class:`studio.widgets.review_graph.ReviewGraph`;
+a click jumps to that move; an agent's moves greyed), the verdict on the move about to be played with
+who played it and the reviewer's best move as a second, green arrow, and Next / Previous mistake of
+the person's (N or ], P or [). "Prepare a reviewer" trains an n-tuple network for a few minutes in a
+child process (:func:`studio.services.review.prepare_request`, the Train tab's own machinery) with its
+progress on the button's bar; it then reviews as the default reviewer.
 """
 
 from __future__ import annotations
@@ -46,9 +51,15 @@ from PySide6.QtWidgets import (
 from agents.review import GRADES
 from engine import Direction
 from engine.store import SOURCE_FILTERS
-from studio.services.review import GameReview, Reviewer, default_reviewer, resolve_reviewer, stored_review
+from studio.services.review import (
+    GameReview,
+    Reviewer,
+    reviewer_choices,
+    reviewer_from_choice,
+    stored_review,
+)
 from studio.settings import get_bool, get_int
-from studio.tabs.common import REVIEWERS, button
+from studio.tabs.common import button
 from studio.text import game_status, plural
 from studio.theme import load_theme
 from studio.widgets.board import BEST_ARROW, BoardWidget
@@ -117,6 +128,8 @@ class ReplayTab(QWidget):
         self._review_game: int | None = None
         self._review_reviewer: Reviewer | None = None
         self._live_due = 0.0  # when the graph may next be redrawn from the store during a review
+        self.prepare_worker: Any = None  # CallWorker following the training run that prepares a reviewer
+        self._prepare_process: Any = None
         self.position = 0
         self._dirty = True
         self._timer = QTimer(self)
@@ -184,18 +197,22 @@ class ReplayTab(QWidget):
         self.verdictLabel.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.graph = ReviewGraph(self)
         self.graph.setObjectName("replayReviewGraph")
-        self.graph.setFixedHeight(190)
+        self.graph.setMinimumWidth(260)
         self.graph.moveClicked.connect(self.step_to)
 
         rcol.addWidget(self.titleLabel)
-        rcol.addWidget(self.board, 1)
+        # The graph stands beside the board, not under it: under it, it took the height the board
+        # needs and the board shrank to a quarter of its area when a review appeared.
+        boardRow = QHBoxLayout()
+        boardRow.addWidget(self.board, 1)
+        boardRow.addWidget(self.graph, 1)
+        rcol.addLayout(boardRow, 1)
         rcol.addWidget(self.verdictLabel)
         rcol.addWidget(self.stepLabel)
         rcol.addWidget(self.replaySlider)
         rcol.addLayout(self._build_controls())
         rcol.addLayout(self._build_review_controls())
         rcol.addWidget(self.summaryLabel)
-        rcol.addWidget(self.graph)
 
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.setObjectName("replaySplitter")
@@ -281,13 +298,16 @@ class ReplayTab(QWidget):
         buttons.addWidget(self.arrowCheck)
         return buttons
 
-    def _build_review_controls(self) -> QHBoxLayout:
-        """The reviewer, Review / Cancel with the progress, Previous / Next mistake; the summary line."""
+    def _build_review_controls(self) -> QVBoxLayout:
+        """The reviewer, Review / Cancel with the progress, Previous / Next mistake; "Prepare a
+        reviewer" with its progress under them; the summary line."""
         row = QHBoxLayout()
         self.reviewerCombo = QComboBox()
         self.reviewerCombo.setObjectName("replayReviewerCombo")
         self.reviewerCombo.setToolTip(
-            "Who grades the moves: default is the store's best n-tuple network (2-ply), else expectimax d2"
+            "Who grades the moves, in expected points given up. Default: the store's strongest n-tuple "
+            "network at 2-ply, else expectimax depth 2 calibrated to points (the same as the coach, "
+            "Progress and the review command)"
         )
         self._fill_reviewers()
         self.reviewerCombo.currentIndexChanged.connect(self._on_reviewer_changed)
@@ -323,6 +343,19 @@ class ReplayTab(QWidget):
             "Next inaccuracy, mistake or blunder (N or ])",
             takes_focus=False,
         )
+        self.prepareButton = button(
+            "Prepare a reviewer",
+            "replayPrepareButton",
+            self.prepare_reviewer,
+            "Train an n-tuple network for a few minutes in the background; it then grades as the "
+            "default reviewer (sharper than the fallback)",
+            takes_focus=False,
+        )
+        self.prepareButton.setVisible(False)
+        self.prepareProgress = QProgressBar()
+        self.prepareProgress.setObjectName("replayPrepareProgress")
+        self.prepareProgress.setRange(0, 1000)
+        self.prepareProgress.setVisible(False)
         label = QLabel("Reviewer:")
         row.addWidget(label)
         row.addWidget(self.reviewerCombo)
@@ -336,17 +369,22 @@ class ReplayTab(QWidget):
         self.summaryLabel.setObjectName("replayReviewSummary")
         self.summaryLabel.setTextFormat(Qt.TextFormat.RichText)
         self.summaryLabel.setWordWrap(True)
-        return row
+        outer = QVBoxLayout()
+        outer.addLayout(row)
+        prep = QHBoxLayout()
+        prep.addWidget(self.prepareButton)
+        prep.addWidget(self.prepareProgress, 1)
+        prep.addStretch(0)
+        outer.addLayout(prep)
+        return outer
 
     def _fill_reviewers(self) -> None:
-        """The fixed choices, then every registered agent (at its own depth); keeps the selection."""
-        from agents.registry import agent_names
-
+        """The default, the store's n-tuple networks, expectimax d1-d3; keeps the selection."""
         current = self.reviewerCombo.currentData() if self.reviewerCombo.count() else None
-        entries: list[tuple[str, Any]] = [
-            (label, None if name is None else (name, depth)) for label, name, depth in REVIEWERS
-        ]
-        entries += [(name, (name, None)) for name in agent_names() if name != "expectimax"]
+        try:
+            entries: list[tuple[str, Any]] = list(reviewer_choices(self.store))
+        except Exception:  # a store being migrated or damaged: the default alone
+            entries = [("default", None)]
         if [self.reviewerCombo.itemText(i) for i in range(self.reviewerCombo.count())] == [
             e[0] for e in entries
         ]:
@@ -610,10 +648,7 @@ class ReplayTab(QWidget):
         """The reviewer the combo names, for the shown game's rules (ValueError: it cannot be made)."""
         rules = self.record.rules if self.record is not None else None
         data = self.reviewerCombo.currentData()
-        if data is None:
-            return default_reviewer(self.store, rules)
-        name, depth = data
-        return resolve_reviewer(self.store, name, depth, rules)
+        return reviewer_from_choice(self.store, None if data is None else tuple(data), rules)
 
     def _stored_review(self) -> GameReview | None:
         if self.record is None:
@@ -733,9 +768,18 @@ class ReplayTab(QWidget):
         n = self.record.n_moves if self.record is not None else 0
         self.graph.set_review(review, n)
         self.graph.setVisible(review is not None)
-        self.summaryLabel.setText(
-            review_summary(review) if review is not None else "Not reviewed: press Review (R)"
-        )
+        if review is not None:
+            self.summaryLabel.setText(review_summary(review))
+        else:
+            note = ""
+            try:
+                fallback = self.current_reviewer().fallback if self.record is not None else None
+            except ValueError:
+                fallback = None
+            if fallback:
+                note = f"<br><span style='color:#8a8178'>Reviewer: {fallback}</span>"
+            self.summaryLabel.setText("Not reviewed: press Review (R)" + note)
+        self._update_prepare()
         if self.record is not None and self.position >= 0:
             self._show_arrow()
             self._show_verdict()
@@ -757,7 +801,7 @@ class ReplayTab(QWidget):
         if review is None or self.record is None:
             self.verdictLabel.setText("")
         elif g is not None:
-            self.verdictLabel.setText(verdict_text(g, review.points))
+            self.verdictLabel.setText(verdict_text(g, review.points, review.mixed))
         elif self.position >= self.record.n_moves:
             self.verdictLabel.setText("Final position: no move to grade")
         else:
@@ -779,12 +823,104 @@ class ReplayTab(QWidget):
                 self.pause()
                 self.step_to(move)
 
+    # ------------------------------------------------------------------ preparing a reviewer
+    @property
+    def preparing(self) -> bool:
+        return self.prepare_worker is not None and not self.prepare_worker.done
+
+    def _update_prepare(self) -> None:
+        """ "Prepare a reviewer" shows where the review (or the reviewer about to review) is a fallback."""
+        fallback = self.review.fallback if self.review is not None else None
+        if self.review is None and self.record is not None:
+            try:
+                fallback = self.current_reviewer().fallback
+            except ValueError:
+                fallback = None
+        self.prepareButton.setVisible(bool(fallback) or self.preparing)
+        self.prepareButton.setEnabled(not self.preparing)
+        self.prepareProgress.setVisible(self.preparing)
+
+    def prepare_reviewer(self, minutes: float | None = None) -> bool:
+        """Train an n-tuple network in a child process (the Train tab's machinery) with its progress on
+        the bar; when it ends, the reviewer list is re-read, so the default is the new network (when it
+        is the strongest). False when one is being prepared already."""
+        from studio.services.review import PREPARE_MINUTES, prepare_request
+        from studio.services.training_process import TrainingProcess
+        from studio.worker import CallWorker
+
+        if self.preparing:
+            return False
+        request = prepare_request(PREPARE_MINUTES if minutes is None else minutes)
+        total = float(request.budget.seconds or 1.0)
+        proc = TrainingProcess(request, self.store.path)
+        self._prepare_process = proc
+
+        def job(report: Callable[..., None]) -> str:
+            status, error = "?", ""
+            for msg in proc.messages():
+                if msg[0] == "started":
+                    report(0.0, total, f"run {msg[1]}: starting")
+                elif msg[0] == "events" and msg[1]:
+                    ev = msg[1][-1]
+                    mean = ev.metrics.get("mean_score")
+                    text = "" if mean is None else f"mean score {mean:,.0f}"
+                    report(min(ev.progress, 1.0) * total, total, text)
+                elif msg[0] == "done":
+                    status, error = str(msg[1]), str(msg[2] or "")
+                elif msg[0] == "error":
+                    status, error = "failed", str(msg[1])
+            proc.wait(30)
+            return f"{status}{': ' + error if error else ''}"
+
+        worker = CallWorker(job, parent=self)
+        worker.progress.connect(self._on_prepare_progress)
+        worker.result.connect(self._on_prepared)
+        worker.error.connect(lambda m: self.status.emit(f"Preparing a reviewer failed: {m}"))
+        worker.finished.connect(self._update_prepare)
+        self.prepare_worker = worker
+        self.prepareProgress.setValue(0)
+        self.prepareProgress.setFormat("preparing a reviewer: starting")
+        worker.start()
+        self.status.emit("Preparing a reviewer: training an n-tuple network in the background…")
+        self._update_prepare()
+        return True
+
+    def _on_prepare_progress(self, done: float, total: float, text: str) -> None:
+        self.prepareProgress.setValue(int(1000 * done / max(total, 1e-9)))
+        left = max(0.0, total - done)
+        self.prepareProgress.setFormat(
+            f"preparing a reviewer: {int(left // 60)}:{int(left % 60):02d} left {text}"
+        )
+
+    def _on_prepared(self, value: object) -> None:
+        self._fill_reviewers()
+        try:
+            label = self.current_reviewer().label
+        except ValueError:
+            label = "?"
+        self.status.emit(f"Reviewer prepared ({value}); the default reviewer is now {label}")
+        if not self.reviewing:
+            self._set_review(self._stored_review())
+
+    def wait_prepared(self, timeout_ms: int = 600_000) -> bool:
+        """Block until the reviewer is prepared (tests)."""
+        from PySide6.QtWidgets import QApplication
+
+        if self.prepare_worker is None:
+            return True
+        ok = bool(self.prepare_worker.wait(timeout_ms))
+        QApplication.processEvents()
+        return ok
+
     def shutdown(self) -> None:
         """The window is closing."""
         self._timer.stop()
         if self.reviewing:
             self.cancel_review()
             self.wait_review(30_000)
+        if self.preparing and self._prepare_process is not None:
+            self._prepare_process.send("stop")  # a clean stop: the run keeps its final checkpoint
+            self.prepare_worker.wait(30_000)
 
 
 def _review(
@@ -801,36 +937,52 @@ def _review(
     )
 
 
-def _loss_text(loss: float, relative: float, points: bool) -> str:
-    if not math.isfinite(loss):
-        return ""
-    if points:
-        return f"−{loss:,.0f} pts"
-    return f"−{100 * relative:.1f} %"
-
-
-def verdict_text(g: Any, points: bool) -> str:
-    """The verdict on one move (rich text, the arrows' colours): ``Next move 12: played ↑ up · best ← left ·
-    −1,240 pts · blunder``."""
+def verdict_text(g: Any, points: bool = True, mixed: bool = False) -> str:
+    """The verdict on one move (rich text, the arrows' colours): ``Next move 12 (you): played ↑ up ·
+    best ← left · −1,240 pts · blunder``; an agent's move in a shared game says it is not counted."""
     colour = GRADE_COLOURS.get(g.grade, "#777")
     played = f"<span style='color:{PLAYED_COLOUR}'>{ARROWS[g.played]} {g.played.label}</span>"
-    parts = [f"Next move {g.index + 1}: played {played}"]
+    who = f" ({g.player})" if mixed and g.player else ""
+    parts = [f"Next move {g.index + 1}{who}: played {played}"]
     if g.best != g.played:
         parts.append(f"best <span style='color:{BEST_ARROW}'>{ARROWS[g.best]} {g.best.label}</span>")
-        loss = _loss_text(g.loss, g.relative, points)
-        if loss:
-            parts.append(loss)
+        if math.isfinite(g.loss):
+            parts.append(f"−{g.loss:,.0f} pts ({100 * g.relative:.1f} % of the expected final score)")
     elif g.grade != "forced":
         parts.append("the best move")
     grade = g.grade + (" (may lose at once)" if g.risky else "")
-    parts.append(f"<b style='color:{colour}'>{grade}</b>")
+    if not g.counted:
+        parts.append(f"<span style='color:#999'>{grade} · not counted: not your move</span>")
+    else:
+        parts.append(f"<b style='color:{colour}'>{grade}</b>")
     return " · ".join(parts)
 
 
 def review_summary(review: GameReview) -> str:
-    """Accuracy, moves per grade and the reviewer (rich text)."""
+    """Accuracy (whose), per player in a shared game, per phase, moves per grade, the reviewer and
+    its fallback note (rich text)."""
     counts = review.counts
     partial = "" if review.complete else f" (first {len(review.moves):,} of {review.n_moves:,} moves)"
     grades = " · ".join(f"<span style='color:{GRADE_COLOURS[g]}'>{counts[g]:,} {g}</span>" for g in GRADES)
-    who = review.reviewer.get("label", "?")
-    return f"<b>Accuracy {review.accuracy:.1f} %</b>{partial} · {grades} · reviewer {who}"
+    head = f"<b>Accuracy {review.accuracy:.1f} %</b> ({review.subject}){partial} · {grades}"
+    lines = [head]
+    if review.mixed:
+        lines.append(
+            " · ".join(
+                f"{who}: {row['moves']:,} moves"
+                + (
+                    f", {row['accuracy']:.1f} %"
+                    if row["counted"]
+                    else " <span style='color:#999'>(not counted)</span>"
+                )
+                for who, row in review.by_player().items()
+            )
+        )
+    phases = [f"{p}: {a:.0f} %" for p, a in review.phase_accuracy().items() if a is not None]
+    if len(phases) > 1:
+        lines.append("by phase (highest tile): " + " · ".join(phases))
+    line = f"reviewer {review.label} · loss in expected final score (points)"
+    if review.fallback:
+        line += f" · <span style='color:#b0722a'>{review.fallback}</span>"
+    lines.append(line)
+    return "<br>".join(lines)

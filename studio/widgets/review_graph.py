@@ -1,11 +1,12 @@
 """The evaluation graph of a reviewed game (pyqtgraph): the Replay tab draws it under the board.
 
-Two panels sharing the move axis: on top the position's value after each move as the reviewer sees it
-(:meth:`studio.services.review.GameReview.curve`: the expected final score for a points reviewer,
-else 0..1 over the game), with a marker on every inaccuracy, mistake and blunder in its grade's
-colour; below, what each move gave up against the reviewer's best move (expected points for a points
-reviewer, else the percentage of the best value), as bars coloured by grade. A vertical line marks the
-position shown; a click anywhere on either panel asks for that move (:attr:`ReviewGraph.moveClicked`).
+Two panels sharing the move axis, both in the review's one unit (points): on top the expected final
+score of each position as the reviewer sees it (:meth:`studio.services.review.GameReview.curve`),
+with a marker on every inaccuracy, mistake and blunder in its grade's colour; below, the expected
+points each move gave up against the reviewer's best move, as bars coloured by grade. In a game the
+person shared with agents, the agents' stretches of moves are shaded grey and named (their markers
+and bars are grey: they are not the person's). A vertical line marks the position shown; a click
+anywhere on either panel asks for that move (:attr:`ReviewGraph.moveClicked`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,12 @@ GRADE_COLOURS: dict[str, str] = {
 #: Grades marked on the value curve, and their marker sizes.
 MARKED: dict[str, int] = {INACCURACY: 7, MISTAKE: 9, BLUNDER: 11}
 CURVE_COLOUR = "#3a7bd5"
+#: Markers and bars of moves that are not the person's (an agent's, under Watch).
+OTHER_COLOUR = "#b5b5b5"
+SHADE_COLOUR = (120, 120, 120, 40)
+#: The axes' titles: what they show, in the review's unit.
+VALUE_AXIS = "expected final score (pts)"
+LOSS_AXIS = "points given up"
 
 
 class ReviewGraph(pg.GraphicsLayoutWidget):
@@ -49,6 +56,9 @@ class ReviewGraph(pg.GraphicsLayoutWidget):
         self.values = np.zeros(0)
         self.losses = np.zeros(0)
         self.grades: list[str] = []
+        self.counted: list[bool] = []
+        self.players: list[str] = []
+        self.shades: list[Any] = []
         self.valuePlot: Any = self.addPlot(row=0, col=0)
         self.lossPlot: Any = self.addPlot(row=1, col=0)
         self.ci.layout.setRowStretchFactor(0, 3)
@@ -93,10 +103,9 @@ class ReviewGraph(pg.GraphicsLayoutWidget):
         self.points = bool(review is not None and review.points)
         self.values = np.asarray(review.curve() if review is not None else [], dtype=np.float64)
         self.grades = [g.grade for g in moves]
-        if self.points:
-            losses = [g.loss for g in moves]
-        else:
-            losses = [100.0 * g.relative for g in moves]
+        self.counted = [bool(getattr(g, "counted", True)) for g in moves]
+        self.players = [str(getattr(g, "player", "")) for g in moves]
+        losses = [g.loss for g in moves]
         self.losses = np.nan_to_num(np.asarray(losses, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
         x = np.arange(len(self.values), dtype=np.float64)
         self.valueCurve.setData(x, self.values)
@@ -105,22 +114,62 @@ class ReviewGraph(pg.GraphicsLayoutWidget):
             x=[float(i) for i in marked],
             y=[float(self.values[i]) for i in marked],
             size=[MARKED[self.grades[i]] for i in marked],
-            brush=[QBrush(QColor(GRADE_COLOURS[self.grades[i]])) for i in marked],
+            brush=[QBrush(QColor(self._colour(i))) for i in marked],
             data=marked,
         )
         self.lossBars.setOpts(
             x=x,
             height=self.losses,
             width=0.8,
-            brushes=[QBrush(QColor(GRADE_COLOURS.get(g, "#999"))) for g in self.grades],
+            brushes=[QBrush(QColor(self._colour(i))) for i in range(len(self.grades))],
         )
-        self.valuePlot.setLabel("left", "expected score" if self.points else "value (0..1)")
-        self.lossPlot.setLabel("left", "loss (pts)" if self.points else "loss (%)")
+        self._shade_others()
+        self.valuePlot.setLabel("left", VALUE_AXIS)
+        self.lossPlot.setLabel("left", LOSS_AXIS)
         span = max(self.n_moves, 1)
         self.valuePlot.setXRange(-0.5, span - 0.5, padding=0.01)
         self.valuePlot.enableAutoRange(axis="y")
         self.lossPlot.enableAutoRange(axis="y")
         self.set_position(self.position)
+
+    def _colour(self, i: int) -> str:
+        if i < len(self.counted) and not self.counted[i]:
+            return OTHER_COLOUR
+        return GRADE_COLOURS.get(self.grades[i], "#999")
+
+    def _shade_others(self) -> None:
+        """Grey bands over the stretches of moves that are not the person's, each named by its player."""
+        for item in self.shades:
+            self.valuePlot.removeItem(item)
+        self.shades = []
+        i, n = 0, len(self.counted)
+        while i < n:
+            if self.counted[i]:
+                i += 1
+                continue
+            j = i
+            while j < n and not self.counted[j] and self.players[j] == self.players[i]:
+                j += 1
+            band = pg.LinearRegionItem(
+                (i - 0.5, j - 0.5), movable=False, brush=pg.mkBrush(*SHADE_COLOUR), pen=pg.mkPen(None)
+            )
+            band.setZValue(-10)
+            label = pg.TextItem(self.players[i], color="#666", anchor=(0, 0))
+            self.valuePlot.addItem(band, ignoreBounds=True)
+            self.valuePlot.addItem(label, ignoreBounds=True)
+            top = float(np.nanmax(self.values)) if len(self.values) else 0.0
+            label.setPos(i - 0.5, top)
+            self.shades += [band, label]
+            i = j
+
+    @property
+    def shaded(self) -> list[tuple[int, int, str]]:
+        """The grey stretches drawn: (first move, last move + 1, player)."""
+        out = []
+        for band, label in zip(self.shades[::2], self.shades[1::2]):
+            lo, hi = band.getRegion()
+            out.append((round(lo + 0.5), round(hi + 0.5), label.toPlainText()))
+        return out
 
     def set_position(self, i: int) -> None:
         """Move the vertical line to position ``i`` (the board before move ``i``)."""

@@ -15,12 +15,13 @@ import pytest
 from agents.spec import AgentSpec
 from engine import Direction
 from engine.store import HUMAN, GameRecorder, GameStore, StoreError, exchange
-from studio.services.review import Reviewer, review_game, stored_review
+from engine.store.reviews import imported_key
+from studio.services.review import Reviewer, default_reviewer, review_by_key, review_game, stored_review
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 ORDER = (Direction.LEFT, Direction.UP, Direction.RIGHT, Direction.DOWN)
 FULL = Reviewer(AgentSpec(name="expectimax"), 1)  # cheap at depth 1, still a real reviewer
-PARTIAL = Reviewer(AgentSpec(name="greedy"))
+PARTIAL = Reviewer(AgentSpec(name="expectimax"), 2)
 SUFFIXES = (".npz", ".jsonl")
 
 
@@ -88,25 +89,28 @@ def test_reviews_round_trip_exactly_with_their_grades(store, reviewed, tmp_path,
     assert len(new) == 3
     for old_id, new_id in zip(reviewed, new, strict=True):
         before, after = _by_key(store, old_id), _by_key(store, new_id)
-        assert before.keys() == after.keys()
+        # imported: under their own keys, so never taken for the local reviewer's (issue 34)
+        assert {imported_key(k) for k in before} == after.keys()
         for key, (info, values) in before.items():
-            info2, values2 = after[key]
+            info2, values2 = after[imported_key(key)]
             assert values2.dtype == np.float64 and values2.shape == values.shape
             # bit for bit, NaN where NaN: the file loses nothing
             assert values2.tobytes() == values.tobytes()
             assert (info2.reviewer, info2.reviewed, info2.created, info2.updated) == (
-                info.reviewer,
+                {**info.reviewer, "imported": True},
                 info.reviewed,
                 info.created,
                 info.updated,
             )
             assert info2.game_id == new_id
         for reviewer in (FULL, PARTIAL):
-            a, b = stored_review(store, old_id, reviewer), stored_review(store, new_id, reviewer)
+            a = stored_review(store, old_id, reviewer)
+            assert stored_review(store, new_id, reviewer) is None  # an imported review stands in for none
+            b = review_by_key(store, new_id, imported_key(reviewer.key()))
             if a is None:
                 assert b is None
                 continue
-            assert b is not None
+            assert b is not None and b.label.endswith("(imported)")
             assert [(m.grade, m.best, m.loss) for m in a.moves] == [
                 (m.grade, m.best, m.loss) for m in b.moves
             ]
@@ -189,7 +193,7 @@ def test_jsonl_writes_null_for_nan_and_exports_clean_values(store, reviewed, tmp
     text = path.read_text()
     assert "NaN" not in text and "Infinity" not in text and "null" in text
     (new,) = store.import_file(path)
-    got = store.review_values(store.get_review(new, "odd").id)
+    got = store.review_values(store.get_review(new, imported_key("odd")).id)
     assert np.isnan(got[0]).all()
     from engine.core import legal_mask
 
@@ -413,3 +417,40 @@ def test_a_damaged_stored_review_stops_the_export_in_one_line(store, reviewed, t
     with pytest.raises(StoreError, match=r"game \d+: review \d+ is damaged at move 0 \(delete that review"):
         store.export_jsonl(reviewed, tmp_path / "x.jsonl")
     assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_a_forged_review_under_the_default_reviewers_key_changes_nothing(store, tmp_path, capsys):
+    """Issue 34: a .jsonl carrying a review under the default reviewer's own key, every move "best",
+    does not change what ``review ID`` says of the game: the store reviews it itself."""
+    from studio.cli import main
+
+    gid = _play(store, 5, 40)
+    path = store.export_file([gid], tmp_path / "game.jsonl")
+    line = json.loads(path.read_text())
+    rec = store.load_game(gid)
+    key = default_reviewer(store, rec.rules).key()
+    from engine.core import legal_mask
+
+    forged = [
+        [
+            (1e9 if d == int(rec.moves[i]) else 0.0) if legal_mask(rec.layouts[i])[d] else None
+            for d in range(4)
+        ]
+        for i in range(rec.n_moves)
+    ]
+    line["reviews_version"] = 1
+    line["reviews"] = [
+        {"key": key, "reviewer": {"label": "forged", "value_kind": "points"}, "created": 1.0,
+         "updated": 1.0, "reviewed": rec.n_moves, "values": forged}
+    ]  # fmt: skip
+    path.write_text(json.dumps(line) + "\n")
+    (new,) = store.import_file(path)
+    assert [r.key for r in store.list_reviews(new)] == [imported_key(key)]
+    data_dir = str(Path(store.path).parent)
+    assert main(["--data-dir", data_dir, "review", str(gid), "--json"]) == 0
+    local = json.loads(capsys.readouterr().out)
+    assert main(["--data-dir", data_dir, "review", str(new), "--json"]) == 0
+    imported = json.loads(capsys.readouterr().out)
+    assert imported["reviewer"]["label"] != "forged" and imported["reviewer"]["key"] == key
+    assert imported["accuracy"] == local["accuracy"] < 100.0
+    assert [m["grade"] for m in imported["moves"]] == [m["grade"] for m in local["moves"]]

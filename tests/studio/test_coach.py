@@ -1,6 +1,7 @@
-"""The Play tab's live coach (issue #19): with Coach on, each of the person's moves is graded off the
-GUI thread and a coloured badge under the score says how good it was and which move was better;
-with Coach off nothing is shown and nothing is computed."""
+"""The Play tab's live coach (issues #19, #32): with Coach on, each of the person's moves is graded off
+the GUI thread by the default reviewer (the same as Replay, Progress and ``review``), in expected points
+given up, and a coloured badge under the score says how good it was and which move was better; with
+Coach off nothing is shown and nothing is computed."""
 
 from __future__ import annotations
 
@@ -22,13 +23,14 @@ from studio.tabs.play import GRADE_COLOURS, PlayTab, coach_text
 pytest_plugins = ("tests.studio.gui_fixtures",)
 
 CLICK = Qt.MouseButton.LeftButton
-# A 1024-512-256-128 chain in the top row: Down pulls it out of its corner (a blunder for expectimax,
-# 28 % below Right in its heuristic), Right keeps it (the best move); Up and Left are not legal.
+# A 1024-512-256-128 chain in the top row: Down pulls it out of its corner (a blunder for the default
+# reviewer of a store without a network, expectimax depth 2 calibrated to points: about 9,100 of the
+# position's 26,400 expected points), Right keeps it (the best move); Up and Left are not legal.
 CHAIN = np.array(
     [[1024, 512, 256, 128], [64, 32, 16, 8], [2, 4, 2, 0], [0, 0, 0, 0]],
     dtype=np.int64,
 )
-BLUNDER_TEXT = "blunder · → right was better (28\N{NO-BREAK SPACE}%\N{NO-BREAK SPACE}worse)"
+DEFAULT_LABEL = "expectimax (calibrated) depth 2"
 
 
 class NoRater(Agent):
@@ -48,9 +50,9 @@ def grades_computed(monkeypatch) -> list[Direction]:
     calls: list[Direction] = []
     real = review_service.grade_played
 
-    def counting(agent, rules, board, played, score=0, index=0):
+    def counting(agent, rules, board, played, score=0, index=0, info=None):
         calls.append(Direction(played))
-        return real(agent, rules, board, played, score, index)
+        return real(agent, rules, board, played, score, index, info)
 
     monkeypatch.setattr(review_service, "grade_played", counting)
     return calls
@@ -99,11 +101,14 @@ def test_coach_names_a_blunder_and_the_better_move(qtbot, window, grades_compute
     assert play.recorder.moves == 1  # the move is made at once; the grade comes later
     qtbot.waitUntil(lambda: play.last_grade is not None, timeout=15000)
     badge = play.coachBadge
-    assert badge.isVisible() and badge.text() == BLUNDER_TEXT
-    assert GRADE_COLOURS["blunder"] in badge.styleSheet()
     grade = play.last_grade.grade
     assert grade.played is Direction.DOWN and grade.best is Direction.RIGHT and grade.grade == "blunder"
-    assert play.last_grade.index == 0 and "expectimax" in badge.toolTip()
+    nb = "\N{NO-BREAK SPACE}"
+    assert badge.isVisible() and badge.text() == f"blunder · → right was better (−{grade.loss:,.0f}{nb}pts)"
+    assert 5_000 < grade.loss < 15_000  # points, not a share of heuristic values
+    assert GRADE_COLOURS["blunder"] in badge.styleSheet()
+    assert play.last_grade.index == 0 and DEFAULT_LABEL in badge.toolTip()
+    assert "no n-tuple network" in badge.toolTip()  # the reviewer is a fallback, and says so
     assert grades_computed == [Direction.DOWN]
     # the position graded is the one before the move, as the store logged it
     record = window.store.load_game(play.recorder.game_id)
@@ -149,7 +154,7 @@ def test_coach_off_shows_nothing_and_computes_nothing(qtbot, window, grades_comp
     assert play.coachBadge.isHidden() and play.last_grade is None
 
 
-def test_an_agent_that_does_not_rate_moves_hands_the_coach_to_expectimax_depth_2(
+def test_the_coach_grades_with_the_default_reviewer_whatever_agent_is_chosen(
     qtbot, window, norater, grades_computed
 ):
     play = window.play
@@ -158,9 +163,9 @@ def test_an_agent_that_does_not_rate_moves_hands_the_coach_to_expectimax_depth_2
     _hand_drawn(play)
     qtbot.keyClick(play.board, Qt.Key.Key_Down)
     qtbot.waitUntil(lambda: play.last_grade is not None, timeout=15000)
-    assert play.last_grade.agent_name == "expectimax depth 2"
+    assert play.last_grade.agent_name == DEFAULT_LABEL == review_service.default_reviewer(window.store).label
     assert play.coachBadge.text().startswith("blunder · → right was better")
-    assert "expectimax depth 2" in play.coachBadge.toolTip()
+    assert DEFAULT_LABEL in play.coachBadge.toolTip()
 
 
 def test_agent_moves_are_not_graded(qtbot, window, rater_agent, grades_computed):
@@ -172,20 +177,20 @@ def test_agent_moves_are_not_graded(qtbot, window, rater_agent, grades_computed)
     qtbot.waitUntil(lambda: play.recorder.moves == 1, timeout=5000)
     qtbot.wait(200)
     assert play.coachBadge.isHidden() and grades_computed == []
-    # then the person moves: graded by the chosen agent (it rates moves: right 4 > down 3, a "rank" kind)
+    # then the person moves: graded by the default reviewer, not by the chosen agent
     before = play.recorder.game.copy()
     move = next(d for d in (Direction.DOWN, Direction.UP, Direction.LEFT) if before.legal_mask()[d])
     key = {Direction.DOWN: Qt.Key.Key_Down, Direction.UP: Qt.Key.Key_Up, Direction.LEFT: Qt.Key.Key_Left}
     qtbot.keyClick(play.board, key[move])
-    qtbot.waitUntil(lambda: play.last_grade is not None, timeout=5000)
-    assert grades_computed == [move] and play.last_grade.agent_name == rater_agent
+    qtbot.waitUntil(lambda: play.last_grade is not None, timeout=15000)
+    assert grades_computed == [move] and play.last_grade.agent_name == DEFAULT_LABEL
 
 
 def test_the_badge_line_for_points_and_forced_moves():
     # a points reviewer (the n-tuple network): the loss in expected points, as the issue shows it
     values = [np.nan, 20000.0, np.nan, 18760.0]  # up, left, down, right (action order)
-    g = grade_move(values, int(Direction.RIGHT), "points")
-    assert g.grade == "mistake"
+    g = grade_move(values, int(Direction.RIGHT))
+    assert g.grade == "mistake"  # 1,240 of 20,000 + 500: 6 %
     assert coach_text(g, points=True) == "mistake · ← left was better (−1,240\N{NO-BREAK SPACE}pts)"
-    forced = grade_move([np.nan, 5.0, np.nan, np.nan], int(Direction.LEFT), "points")
+    forced = grade_move([np.nan, 5.0, np.nan, np.nan], int(Direction.LEFT))
     assert coach_text(forced, points=True) == "forced · the only move"

@@ -5,6 +5,7 @@ cancelled review kept in the store and resumed by the next Review."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from PySide6.QtCore import Qt
 
 from agents.registry import create_agent
@@ -28,6 +29,22 @@ def _greedy_game(store, seed: int, moves: int, rules: Rules | None = None) -> in
         play_recorded(game, agent.act(game), trace)
     trace.final_board = game.board
     return store.record_trace(trace, source="agent", agent="greedy")
+
+
+@pytest.fixture
+def slow_reviewer(rater_agent, monkeypatch):
+    """The slow test agent offered as a reviewer, its values read as points (0.4 s a move)."""
+    import studio.tabs.replay as replay_tab
+    from tests.studio.gui_helpers import SlowAgent
+
+    monkeypatch.setattr(SlowAgent, "value_kind", "points")
+    real = replay_tab.reviewer_choices
+
+    def choices(store):
+        return [*real(store), ("test_slow", ("test_slow", None)), ("ntuple", ("ntuple", 2))]
+
+    monkeypatch.setattr(replay_tab, "reviewer_choices", choices)
+    return "test_slow"
 
 
 def _choose(replay, label: str) -> None:
@@ -122,13 +139,14 @@ def test_review_grades_the_game_and_finds_its_mistakes(qtbot, window):
     assert f"Accuracy {expected.accuracy:.1f} %" in replay.summaryLabel.text()
 
 
-def test_cancelled_review_is_kept_and_the_next_review_finishes_it(qtbot, rater_agent, window):
+def test_cancelled_review_is_kept_and_the_next_review_finishes_it(qtbot, slow_reviewer, window):
     store = window.store
     game_id = _greedy_game(store, seed=5, moves=12)
     n = store.load_game(game_id).n_moves
     assert n == 12
     replay = window.replay
     window.show_tab("Replay")
+    replay.refresh()
     replay.open_game(game_id)
     _choose(replay, "test_slow")  # 0.4 s a move: a chunk is stored every two moves
 
@@ -173,12 +191,13 @@ def test_cancelled_review_is_kept_and_the_next_review_finishes_it(qtbot, rater_a
     assert f"Accuracy {expected.accuracy:.1f} %" in replay.summaryLabel.text()
 
 
-def test_opening_another_game_stops_its_review_and_a_failing_reviewer_says_why(qtbot, rater_agent, window):
+def test_opening_another_game_stops_its_review_and_a_failing_reviewer_says_why(qtbot, slow_reviewer, window):
     store = window.store
     first = _greedy_game(store, seed=7, moves=12)
     other = _greedy_game(store, seed=4, moves=30, rules=Rules(rows=3, cols=5))
     replay = window.replay
     window.show_tab("Replay")
+    replay.refresh()
     replay.open_game(first)
     _choose(replay, "test_slow")
     qtbot.mouseClick(replay.reviewButton, LEFT)

@@ -4,13 +4,27 @@ after an interrupted review, the default reviewer, and the ``review`` command.""
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
 
 from agents.base import Budget
 from agents.registry import create_agent
-from agents.review import BEST, BLUNDER, FORCED, GRADES, accuracy, grade_move
+from agents.review import (
+    BEST,
+    BLUNDER,
+    FLOOR,
+    FORCED,
+    GRADES,
+    INACCURACY,
+    MISTAKE,
+    SCALE,
+    accuracy,
+    death_chance,
+    grade_move,
+    move_accuracy,
+)
 from agents.spec import AgentSpec
 from engine import Direction, Game, Rules
 from engine.records import GameTrace, play_recorded
@@ -26,6 +40,9 @@ RULES = Rules()
 SURVIVE = np.array([[2, 4, 2, 4], [4, 2, 4, 2], [2, 4, 2, 4], [4, 2, 8, 8]])
 # A corner chain 1024-512-256-256: left merges it in the corner, up pulls it out of the corner.
 CHAIN = np.array([[0, 0, 0, 0], [0, 0, 0, 0], [2, 0, 0, 0], [1024, 512, 256, 256]])
+# Right leaves the one empty cell at (3, 1) between 32, 4, 64... where neither a 2 nor a 4 merges: the
+# game ends for sure; down keeps it alive.
+DEATH = np.array([[8, 4, 16, 2], [4, 64, 32, 128], [64, 128, 8, 16], [32, 4, 0, 2]])
 # Only one legal move (left): the first column is empty, the rest is a checkerboard without a merge.
 FORCED_BOARD = np.array([[0, 2, 4, 2], [0, 4, 2, 4], [0, 2, 4, 2], [0, 4, 2, 4]])
 
@@ -61,52 +78,89 @@ def play(agent, seed: int, moves: int) -> GameTrace:
 
 
 # ------------------------------------------------------------------------------ grading positions
+def graders(checkpoint: str) -> list[Reviewer]:
+    """Expectimax at depths 1 and 2 (calibrated) and a trained network at 1-ply and 2-ply."""
+    net = AgentSpec.from_checkpoint(checkpoint)
+    return [*reviewers()[:2], Reviewer(net, 1), Reviewer(net, 2)]
+
+
 def test_the_move_that_keeps_the_game_alive_is_best_and_the_other_a_blunder(small_checkpoint):
-    for reviewer in reviewers():
+    # Left dies with the 2 (90 %): every reviewer, the 1-ply network too (its values are corrected for
+    # a game's end it cannot see), grades it a blunder that gives up most of the position's worth.
+    for reviewer in graders(small_checkpoint):
         agent = reviewer.build(RULES)
         right = grade_played(agent, RULES, SURVIVE, Direction.RIGHT, score=1000)
         left = grade_played(agent, RULES, SURVIVE, Direction.LEFT, score=1000)
-        if reviewer.depth == 1 and agent.name == "ntuple":
-            # 1-ply reads only the merge reward (16 both ways): it cannot see the danger, so no verdict
-            assert left.grade == BEST and left.loss == 0
-            continue
-        assert right.grade == BEST and right.best == Direction.RIGHT, reviewer.label
+        assert right.grade == BEST and right.best == Direction.RIGHT and right.score == 100.0, reviewer.label
         assert left.grade == BLUNDER and left.best == Direction.RIGHT and left.risky, reviewer.label
-        assert left.loss > 0 and left.score == 0
-    agent = reviewers(small_checkpoint)[-1].build(RULES)
-    assert grade_played(agent, RULES, SURVIVE, Direction.LEFT, score=1000).grade == BLUNDER
+        # the loss, in points, is most of what the position was still worth (all but the 4's 10 %)
+        assert left.loss >= 0.8 * (right.remaining - 16), reviewer.label
+        assert left.score < 1.0
+
+
+def test_a_move_that_ends_the_game_loses_the_whole_remaining_expected_score(small_checkpoint):
+    # Right leaves one empty cell that no tile can merge from: the game ends, whichever tile comes.
+    # Down keeps it alive. Right gives up everything the position was still worth (its reward is 0).
+    assert death_chance(DEATH, Direction.RIGHT) == 1.0 and death_chance(DEATH, Direction.DOWN) == 0.0
+    for reviewer in graders(small_checkpoint):
+        agent = reviewer.build(RULES)
+        right = grade_played(agent, RULES, DEATH, Direction.RIGHT, score=3000)
+        assert right.grade == BLUNDER and right.risky, reviewer.label
+        assert right.values[Direction.RIGHT] == pytest.approx(0.0, abs=1e-6), reviewer.label
+        assert right.loss == pytest.approx(right.remaining), reviewer.label
+        assert right.value == pytest.approx(3000 + right.remaining)
+        down = grade_played(agent, RULES, DEATH, Direction.DOWN, score=3000)
+        assert down.loss < right.loss and not down.risky
 
 
 def test_merging_the_corner_chain_is_best_and_pulling_it_out_a_blunder(small_checkpoint):
-    for reviewer in reviewers(small_checkpoint):
+    for reviewer in [*reviewers(small_checkpoint)[:2], reviewers(small_checkpoint)[-1]]:
         agent = reviewer.build(RULES)
         left = grade_played(agent, RULES, CHAIN, Direction.LEFT, score=5000)
         up = grade_played(agent, RULES, CHAIN, Direction.UP, score=5000)
         assert left.grade == BEST and left.rank == 1, reviewer.label
-        assert up.grade == BLUNDER and up.rank > 1 and up.best in (Direction.LEFT, Direction.RIGHT)
-        if agent.value_kind == "points":
-            # points reviewers: the loss is expected points, the position's value the expected final score
-            assert up.loss == pytest.approx(left.values[Direction.LEFT] - up.values[Direction.UP])
-            assert left.value == pytest.approx(5000 + left.values[Direction.LEFT])
+        assert up.grade in (MISTAKE, BLUNDER) and up.rank > 1, reviewer.label
+        assert up.best in (Direction.LEFT, Direction.RIGHT)
+        # the loss is expected points, the position's value the expected final score
+        assert up.loss == pytest.approx(left.values[Direction.LEFT] - up.values[Direction.UP])
+        assert left.value == pytest.approx(5000 + left.values[Direction.LEFT])
+        assert up.relative == pytest.approx(up.loss / (up.value + FLOOR))
 
 
 def test_a_lone_legal_move_is_forced_and_left_out_of_the_accuracy():
-    agent = create_agent("expectimax", {"depth": 1})
-    g = grade_played(agent, RULES, FORCED_BOARD, Direction.LEFT)
-    assert g.grade == FORCED and g.forced and list(g.values) == [Direction.LEFT]
-    assert accuracy([g]) == 100.0
-    blunder = grade_move([10.0, 1.0, np.nan, np.nan], 1, "rank", index=1)
-    assert blunder.grade == BLUNDER and accuracy([g, blunder]) == 0.0
+    for depth in (1, 2):
+        agent = create_agent("expectimax", {"depth": depth})
+        g = grade_played(agent, RULES, FORCED_BOARD, Direction.LEFT)
+        assert g.grade == FORCED and g.forced and list(g.values) == [Direction.LEFT]
+        assert accuracy([g]) == 100.0
+    blunder = grade_move([10_000.0, 1.0, np.nan, np.nan], 1, index=1)
+    assert blunder.grade == BLUNDER and accuracy([g, blunder]) == pytest.approx(
+        100 * math.exp(-((blunder.relative * 10) ** 2))
+    )
 
 
-def test_points_thresholds_follow_the_module_docstring():
-    # best value 10,000 expected points: 20 pts good, 300 (3 %) inaccuracy, 800 mistake, 1,500 blunder
-    cases = {0: BEST, 20: "good", 90: "good", 300: "inaccuracy", 800: "mistake", 1500: BLUNDER}
-    for loss, grade in cases.items():
-        g = grade_move([10_000.0, 10_000.0 - loss, np.nan, np.nan], 1, "points", score_before=500)
+def test_points_thresholds_and_accuracy_follow_the_module_docstring():
+    # expected final score 10,000 - FLOOR... : 500 before the move + 9,000 still to come (+ FLOOR 500)
+    cases = {0: (BEST, 100.0), 20: ("good", None), 90: ("good", None), 300: (INACCURACY, None),
+             800: (MISTAKE, None), 1500: (BLUNDER, None)}  # fmt: skip
+    for loss, (grade, score) in cases.items():
+        g = grade_move([9_000.0, 9_000.0 - loss, np.nan, np.nan], 1, score_before=500)
         assert g.grade == grade, loss
-        assert g.value == 10_500.0
-    assert grade_move([100.0, 81.0, np.nan, np.nan], 1, "points").grade == "good"  # <= 20 pts
+        assert g.value == 9_500.0
+        delta = 100 * loss / (9_500 + FLOOR)
+        assert g.relative == pytest.approx(delta / 100)
+        assert g.score == pytest.approx(
+            score if score is not None else 100 * math.exp(-((delta / SCALE) ** 2))
+        )
+    assert grade_move([100.0, 81.0, np.nan, np.nan], 1).grade == "good"  # <= 20 pts
+    # the figures the docstring quotes: 1 % -> 99, 3 % -> 91, 5 % -> 78, 10 % -> 37, 20 % -> 2
+    for delta, figure in ((1, 99), (3, 91), (5, 78), (10, 37), (20, 2)):
+        assert round(move_accuracy(delta)) == figure
+    # a game's accuracy is the geometric mean of its graded moves' accuracies
+    moves = [
+        grade_move([9_000.0, 9_000.0 - loss, np.nan, np.nan], 1, score_before=500) for loss in (0, 300, 800)
+    ]
+    assert accuracy(moves) == pytest.approx(100 * np.prod([m.score / 100 for m in moves]) ** (1 / 3))
 
 
 # ----------------------------------------------------------------------------------- whole games
@@ -225,7 +279,12 @@ def test_a_review_survives_sigkill_and_the_rerun_resumes(data_dir, tmp_path):
         "agent.move_values = slow\n"
         "svc.review_game(store, int(sys.argv[2]), r, agent=agent)\n"
     )
-    proc = subprocess.Popen([sys.executable, str(script), str(data_dir), str(gid)])
+    import os
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[2])  # this checkout's code, not an installed copy
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.Popen([sys.executable, str(script), str(data_dir), str(gid)], env=env)
     reviewer = Reviewer(AgentSpec(name="expectimax"), 2)
     try:
         deadline = time.monotonic() + 60
@@ -318,7 +377,10 @@ def test_deleting_a_game_deletes_its_reviews(data_dir):
 # -------------------------------------------------------------------------------- default reviewer
 def test_the_default_reviewer_is_the_best_ntuple_checkpoint_else_expectimax(data_dir, tmp_path):
     with GameStore.open(data_dir) as store:
-        assert default_reviewer(store) == Reviewer(AgentSpec(name="expectimax"), 2)
+        fallback = default_reviewer(store)
+        assert fallback.spec.name == "expectimax" and fallback.depth == 2 and fallback.spec.checkpoint is None
+        assert fallback.fallback and "no n-tuple network" in fallback.fallback
+        assert fallback.label == "expectimax (calibrated) depth 2"
         paths = []
         for k, score in enumerate((1000.0, 3000.0)):
             agent = create_agent("ntuple", {"layout": "4x4"})
@@ -328,7 +390,12 @@ def test_the_default_reviewer_is_the_best_ntuple_checkpoint_else_expectimax(data
             store.set_checkpoint_eval(cp, score)
         chosen = default_reviewer(store)
         assert chosen.depth == 2 and chosen.spec.checkpoint == str(paths[1].resolve())
-        assert default_reviewer(store, Rules(rows=3, cols=3)).spec.name == "expectimax"
+        assert chosen.label == f"n-tuple run {run}, 2-ply"
+        assert chosen.fallback and "weak reviewer" in chosen.fallback  # 3,000 < STRONG_SCORE
+        store.set_checkpoint_eval(cp, svc.STRONG_SCORE + 1)
+        assert default_reviewer(store).fallback is None
+        other = default_reviewer(store, Rules(rows=3, cols=3))
+        assert other.spec.name == "expectimax" and "4x4" in (other.fallback or "")
 
 
 # ------------------------------------------------------------------------------------------ CLI
@@ -348,14 +415,23 @@ def test_cli_json_shape_and_values(data_dir, capsys):
         legal = [names[d] for d in range(4) if Game(board=trace.layouts[i]).legal_mask()[d]]
         assert sorted(m["values"]) == sorted(legal)
         assert m["loss"] == 0 and m["grade"] in ("best", "forced")
+    assert out["reviewer"]["label"] == "expectimax depth 1" and out["unit"] == svc.UNIT
+    assert out["subject"] == "you" and out["players"]["you"]["moves"] == 40
     agent = create_agent("expectimax", {"depth": 1})
-    first = svc.position_values(agent, RULES, trace.layouts[0])
+    first = svc.to_points(svc.position_values(agent, RULES, trace.layouts[0]), svc.grading_info(agent))
     assert out["moves"][0]["values"] == {
-        names[d]: pytest.approx(first[d]) for d in range(4) if first[d] == first[d]
+        names[d]: pytest.approx(first[d], abs=0.01) for d in range(4) if first[d] == first[d]
     }
+    # the calibration keeps apart moves that expectimax values apart (the opening's too)
+    assert all(len(set(m["values"].values())) > 1 for m in out["moves"][1:10] if len(m["values"]) > 1)
     assert main(argv) == 0
     text = capsys.readouterr().out
-    assert "accuracy: 100.0 %" in text and "reviewer: expectimax, depth 1" in text
+    assert (
+        text.splitlines()[0]
+        == f"Game #{gid} · played by you (40 moves) · reviewer expectimax depth 1 · 40/40 moves reviewed"
+    )
+    assert "who" in text.splitlines()[2] and "accuracy (you): 100.0 %" in text
+    assert "reviewer: expectimax depth 1" in text
     assert len([ln for ln in text.splitlines() if ln.strip().endswith("best")]) >= 30
     assert main(["--data-dir", str(data_dir), "review", "--source", "human", "--since", "2000-01-01",
                  "--reviewer", "expectimax", "--depth", "1", "--json"]) == 0  # fmt: skip
