@@ -222,6 +222,7 @@ class Figure(QWidget):
             series = RunSeries(
                 f"run {run.run_id} {run.agent}", agent=run.agent, run_id=run.run_id, infos=chosen
             )
+            series.set_config(getattr(run.summary, "config", None))  # the games in its mean score
             series.add_columns(run.columns)
             shown.append((run.run_id, series))
         self.curves.set_x_axis(x_axis)

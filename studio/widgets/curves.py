@@ -51,17 +51,25 @@ from PySide6.QtWidgets import (
 )
 
 from agents.base import MetricEvent
-from agents.metrics import EPSILON, LOSS, STANDARD, MetricInfo, groups, metrics_of
+from agents.metrics import EPSILON, LOSS, MEAN_SCORE, STANDARD, MetricInfo, groups, metrics_of
 
 #: The least height a row of plots gets before the panels scroll (two runs of different agents
 #: compared make four rows, which do not fit above the runs table of a 1280x800 window).
 MIN_ROW_PX = 150
 #: Colours of runs: run N takes RUN_COLOURS[(N - 1) % 8], whatever else is shown.
 RUN_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2")
+#: Games in an agent's own mean score when its settings do not say (td-afterstate keeps 100).
+DEFAULT_MEAN_WINDOW = 100
 #: Metrics with a moving average kept (agents.metrics.STANDARD).
 SCORE, MAX_TILE, SPEED = "score", "max_tile", "steps_per_s"
 #: The x axes offered: key -> what the toolbar says.
 X_AXES = {"step": "Step (moves)", "episode": "Episode (games)", "elapsed": "Wall time"}
+#: Each panel's x-axis title, by x axis.
+X_TITLES = {"step": "moves", "episode": "games", "elapsed": "wall time"}
+#: Runs compared whose lengths on the x axis differ more than this many times are drawn on a log x
+#: axis by themselves (a DQN run of 50k moves beside an n-tuple run of 50M is a flat line at zero on
+#: a linear axis); the panel says so, and unticking Log x keeps them linear.
+AUTO_LOG_X_RATIO = 20.0
 #: What the panel says when nothing is shown.
 EMPTY_TEXT = "No run yet. Start a run or open one from the runs table."
 #: A panel's metrics when no agent said which (an agent unknown to this build).
@@ -77,6 +85,11 @@ NEUTRAL = "#a0a0a0"
 #: point: such a series is a few separate measurements (a greedy evaluation every ten minutes), and a
 #: bare line through two or three of them reads as a trend that was never measured in between.
 MARKER_POINTS = 60
+
+
+def mean_score_label(games: int | None) -> str:
+    """The one wording of a mean score, the window's own or an agent's: "Mean score (last 100 games)"."""
+    return f"Mean score (last {games:,} games)" if games else "Mean score (recent games)"
 
 
 def format_si(value: float, spacing: float | None = None) -> str:
@@ -319,6 +332,20 @@ class RunSeries:
         self._cumsum: dict[str, GrowingArray] = {SCORE: GrowingArray(), MAX_TILE: GrowingArray()}
         self.events = 0
         self.last_board: np.ndarray | None = None
+        #: games in the agent's own rolling mean score (its ``window`` knob; an agent without one
+        #: keeps its last 100), see :meth:`set_config`
+        self.mean_window: int | None = DEFAULT_MEAN_WINDOW
+
+    def set_config(self, config: Mapping[str, Any] | None) -> None:
+        """What of the run's settings the curves say: the games in the agent's mean score."""
+        window = (config or {}).get("window")
+        if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+            self.mean_window = window
+
+    @property
+    def has_own_mean(self) -> bool:
+        """Whether the run's agent reports its own mean score over its last games (``mean_score``)."""
+        return any(m.name == MEAN_SCORE.name for m in (self.infos or ()))
 
     @property
     def title(self) -> str:
@@ -555,17 +582,13 @@ def _metric_colour(run_colour: str, j: int, many_runs: bool) -> Any:
     """Colour of a run's j-th metric on a shared plot (loss + validation loss...).
 
     Solid lines only: Qt strokes a dashed pen along the whole zigzag of a noisy curve, which took
-    most of a second per repaint on a long run. One run: its colour, then other palette colours;
-    several runs: shades of the run's colour.
+    most of a second per repaint on a long run. Shades of the run's colour, alone or compared
+    (``many_runs`` no longer matters): a run's second metric took another run's palette colour
+    when it was shown alone, so its line changed colour between the single-run and the compare view.
     """
-    if many_runs:
-        # Gentle steps: past a few, darker(100 + 60 j) made every run's line near black, and the
-        # colour is what tells the runs apart.
-        return pg.mkColor(run_colour).darker(100 + 40 * min(j, 4))
-    if j == 0:
-        return pg.mkColor(run_colour)
-    others = [c for c in RUN_COLOURS if c != run_colour]
-    return pg.mkColor(others[(j - 1) % len(others)])
+    # Gentle steps: past a few, darker(100 + 60 j) made every run's line near black, and the colour
+    # is what tells the runs apart.
+    return pg.mkColor(run_colour).darker(100 + 40 * min(j, 4))
 
 
 def _unbroken(text: str) -> str:
@@ -655,7 +678,7 @@ class SIAxis(pg.AxisItem):
         span = (max(logs) - min(logs)) if logs else 0.0
         keep: tuple[float, ...] = (0.0,) if span > 1.5 else (0.0, math.log10(2), math.log10(5))
         out = []
-        if span < 0.7:  # less than a decade: every tick has room (150, 200, 300...)
+        if span < 0.7:  # less than a decade: each tick is a candidate (150, 200, 300...)
             keep = tuple(math.log10(k) for k in range(1, 10))
         for lv in logs:
             frac = lv - math.floor(lv + 1e-9)
@@ -665,7 +688,33 @@ class SIAxis(pg.AxisItem):
             with np.errstate(over="ignore"):
                 x = float(10.0**lv)
             out.append(self._text(x, None) if math.isfinite(x) else "")
-        return out
+        return self._thin(logs, out)
+
+    def _thin(self, positions: list[float], texts: list[str]) -> list[str]:
+        """Leave out labels that would overlap their neighbours at the axis's size: decades first,
+        then 2 and 5, then the rest, each kept only with a label's room to every one kept (the Loss
+        panel's log axis read "1 0.9 0.8 0.7" one on top of the other in a 100-pixel plot)."""
+        lo, hi = (float(v) for v in self.range)
+        vertical = self.orientation in ("left", "right")
+        length = self.size().height() if vertical else self.size().width()
+        if length <= 0 or not hi > lo or sum(bool(t) for t in texts) < 2:
+            return texts  # not laid out yet: nothing to measure against
+        fm = QFontMetrics(self.style.get("tickFont") or self.font())
+        need = [(fm.height() + 2) if vertical else (fm.horizontalAdvance(t) + 10) if t else 0 for t in texts]
+        px = [(v - lo) / (hi - lo) * length for v in positions]
+
+        def rank(v: float) -> int:
+            frac = v - math.floor(v + 1e-9)
+            if min(abs(frac), abs(frac - 1)) < 1e-6:
+                return 0
+            return 1 if any(abs(frac - math.log10(k)) < 1e-6 for k in (2, 5)) else 2
+
+        kept: list[int] = []
+        for i in sorted((i for i, t in enumerate(texts) if t), key=lambda i: (rank(positions[i]), i)):
+            room = all(abs(px[i] - px[j]) >= (need[i] + need[j]) / 2 for j in kept)
+            if room:
+                kept.append(i)
+        return [t if i in kept else "" for i, t in enumerate(texts)]
 
 
 def tile_label(exponent: int) -> str:
@@ -809,11 +858,25 @@ class CurvesPanel(QWidget):
         self.x_axis = x_axis if x_axis in X_AXES else "step"
         self.log_y = get_bool(s, "curves/logY", False) if s else False
         self.log_x = get_bool(s, "curves/logX", False) if s else False
+        #: log x switched on by itself for the runs shown (AUTO_LOG_X_RATIO), unless declined
+        self.auto_log_x = False
+        self._auto_declined = False
+        self._auto_key: tuple[object, ...] = ()
+        self._auto_reason = ""
+        self._log_x_drawn = self.log_x  # what the panels were last drawn with
 
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         outer.setSpacing(2)
         outer.addLayout(self._build_toolbar())
+        # Said on screen when the x axis went log by itself (runs of very different lengths).
+        self.autoLogLabel = QLabel()
+        self.autoLogLabel.setObjectName("autoLogXLabel")
+        self.autoLogLabel.setWordWrap(True)
+        self.autoLogLabel.setStyleSheet("color: #a15c00;")
+        self.autoLogLabel.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.autoLogLabel.setVisible(False)
+        outer.addWidget(self.autoLogLabel)
         # One legend for the runs when several are compared: colours say which run a line is, so the
         # panels' legends need not repeat eight run names each (they pushed the plots to a sliver).
         # Its rows are packed by hand (_pack_run_legend) to stay within RUN_LEGEND_ROWS; the Ignored
@@ -951,13 +1014,72 @@ class CurvesPanel(QWidget):
         self.fit()
 
     def set_log_x(self, on: bool) -> None:
+        """Log x on every panel (the saved choice). Unticked while it was on by itself (runs of very
+        different lengths), it stays off for these runs."""
         if self.logXCheck.isChecked() != on:
             self.logXCheck.setChecked(on)
             return
+        if not on and self.auto_log_x:
+            self._auto_declined = True
         self.log_x = bool(on)
         self._save("curves/logX", self.log_x)
+        self._update_auto_log_x()
         self._rebuild()
         self.fit()
+
+    @property
+    def log_x_on(self) -> bool:
+        """Whether the panels' x axes are log now: the user's choice, or by themselves (see
+        :data:`AUTO_LOG_X_RATIO`) unless the user unticked it for these runs."""
+        return self.log_x or (self.auto_log_x and not self._auto_declined)
+
+    @property
+    def x_title(self) -> str:
+        return X_TITLES[self.x_axis] + (" (log scale)" if self.log_x_on else "")
+
+    def run_x_extents(self) -> list[tuple[RunSeries, float]]:
+        """(run, its greatest x on the current x axis) of every shown run that has data."""
+        out = []
+        for _k, run in self.runs:
+            ends = [
+                float(len(s) - 1) if s.uses_index(self.x_axis) else float(s.x(self.x_axis)[len(s) - 1])
+                for s in run.metrics.values()
+                if len(s)
+            ]
+            if ends:
+                out.append((run, max(ends)))
+        return out
+
+    def _update_auto_log_x(self) -> bool:
+        """Switch log x on by itself when the runs compared differ in length more than
+        AUTO_LOG_X_RATIO times (once on, it stays on for these runs: a live run does not flip the
+        axis back and forth), and say so; True when the axes must be drawn again."""
+        key = tuple(k for k, _r in self.runs)
+        if key != self._auto_key:  # other runs: a fresh decision
+            self._auto_key = key
+            self.auto_log_x = self._auto_declined = False
+            self._auto_reason = ""
+        if not self.auto_log_x and len(self.runs) > 1:
+            ext = [(run, x) for run, x in self.run_x_extents() if x > 0]
+            if len(ext) > 1:
+                (short, lo), (long, hi) = min(ext, key=lambda e: e[1]), max(ext, key=lambda e: e[1])
+                if hi > AUTO_LOG_X_RATIO * lo:
+                    self.auto_log_x = True
+                    unit = X_TITLES[self.x_axis] if self.x_axis != "elapsed" else "time"
+                    self._auto_reason = (
+                        f"Log x is on by itself: {_short_name(long)} is {hi / lo:,.0f}× as long as "
+                        f"{_short_name(short)} ({unit}), so both show. Untick Log x for a linear axis."
+                    )
+        showing = self.auto_log_x and not self._auto_declined and not self.log_x
+        self.autoLogLabel.setText(self._auto_reason if showing else "")
+        self.autoLogLabel.setVisible(showing)
+        if self.logXCheck.isChecked() != self.log_x_on:
+            self.logXCheck.blockSignals(True)
+            self.logXCheck.setChecked(self.log_x_on)
+            self.logXCheck.blockSignals(False)
+        changed = self.log_x_on != self._log_x_drawn
+        self._log_x_drawn = self.log_x_on
+        return changed
 
     def set_log_y(self, on: bool) -> None:
         if self.logYCheck.isChecked() != on:
@@ -1024,6 +1146,7 @@ class CurvesPanel(QWidget):
         unit = next((m.unit for m in infos if m.unit), "")
         if unit:
             w.setLabel("left", unit)
+        w.setLabel("bottom", self.x_title)
         # Decimation is ours (PeakDecimator / peak_decimate), not pyqtgraph's: its automatic
         # downsampling picks a factor from the view range, which moves the data bounds, which moves
         # the auto range... and the plots repainted themselves continuously while training.
@@ -1232,6 +1355,7 @@ class CurvesPanel(QWidget):
                     bottom.time_axis = self.x_axis == "elapsed"
                     bottom.picture = None
                     bottom.update()
+                p.plot.setLabel("bottom", self.x_title)
         for p in self._panels.values():
             p.legend = []
         self._curves = []
@@ -1244,8 +1368,8 @@ class CurvesPanel(QWidget):
                 for info in p.infos:
                     if info.name not in declared:
                         continue  # only what this run's agent has: no "run 1 · dqn · TD error"
-                    self._add_metric(p, run, info, colour, j, many)
-                    j += 1
+                    if self._add_metric(p, run, info, colour, j, many):
+                        j += 1
         self._layout_dirty = True
         self._relayout()
         self.mark_dirty()
@@ -1253,7 +1377,8 @@ class CurvesPanel(QWidget):
 
     def _add_metric(
         self, p: _Panel, run: RunSeries, info: MetricInfo, colour: str, j: int, many: bool
-    ) -> None:
+    ) -> bool:
+        """Draw one metric of a run on a panel; False when it draws no named line (no shade used)."""
         prefix = f"{run.title} · " if many else ""
         tile = p.transform == "log2"
         mc = _metric_colour(colour, j, many)
@@ -1263,18 +1388,27 @@ class CurvesPanel(QWidget):
             if not many:
                 # Raw per-game values only for a single run: with several, they would hide each other.
                 self._add(p, run, info.name, faint, "", transform="log2" if tile else "")
-            what = f"geo. mean of {run.ma_window}" if info.name == MAX_TILE else f"mean of {run.ma_window}"
-            label = f"{info.label} ({what})"
+            if info.name == SCORE and run.has_own_mean:
+                # The agent's own mean over its last games is the mean drawn: an average of its
+                # events (each the mean of a slice of games) would be a second "mean" of other games.
+                return False
+            label = (
+                f"{info.label} (geo. mean of {run.ma_window})"
+                if info.name == MAX_TILE
+                else mean_score_label(run.ma_window)
+            )
             self._add(p, run, info.name, strong, prefix + label, moving_average=True, label=label, shade=j)
-            return
+            return True
         smooth = self.smoothing if info.smoothable else 0.0
         transform = "log2" if tile else ""
-        name, label = prefix + info.label, info.label
+        label = mean_score_label(run.mean_window) if info.name == MEAN_SCORE.name else info.label
+        name = prefix + label
         if smooth > 0:
             self._add(p, run, info.name, faint, "", transform=transform)
             self._add(p, run, info.name, strong, name, transform, smooth=smooth, label=label, shade=j)
         else:
             self._add(p, run, info.name, pg.mkPen(mc, width=1.5), name, transform, label=label, shade=j)
+        return True
 
     def _add(
         self,
@@ -1318,6 +1452,11 @@ class CurvesPanel(QWidget):
         if not self._layout_dirty:
             return
         self._layout_dirty = False
+        if self._update_auto_log_x():
+            # The x axis changed to (or from) log by itself: the curves are drawn again on it.
+            self._rebuild()
+            self.fit()
+            return
         any_events = any(run.events for _k, run in self.runs)
         constants: list[str] = []
         compared: list[tuple[str, str, str, str]] = []  # (label, note, run, value) when runs are compared
@@ -1349,9 +1488,10 @@ class CurvesPanel(QWidget):
             # No data yet counts as positive: the axis then needs no switch (a re-layout) when it comes.
             positive = all(s.lo > 0 for _c, s in with_data)
             log_y = log_pref and positive and p.transform != "log2"
-            if (log_y, self.log_x) != (p.log_y, p.log_x):
-                p.log_y, p.log_x = log_y, self.log_x
-                p.plot.getPlotItem().setLogMode(x=self.log_x, y=log_y)
+            if (log_y, self.log_x_on) != (p.log_y, p.log_x):
+                p.log_y, p.log_x = log_y, self.log_x_on
+                p.plot.getPlotItem().setLogMode(x=self.log_x_on, y=log_y)
+                p.plot.setLabel("bottom", self.x_title)
             legend: list[str] = []
             # An agent's declared series are named before their data comes, so the header keeps
             # its height then (a header that grows shrinks and repaints every plot in its row).

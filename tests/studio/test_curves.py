@@ -174,7 +174,10 @@ def test_overlaid_runs_each_get_a_line(qtbot):
         r.add_events([MetricEvent("episode", i + 1, i, 0.0, {"score": k * i}) for i in range(10)])
     panel.add_run(1, a)
     panel.add_run(2, b)
-    assert panel.legend_names("Score") == ["run 1 · Score (mean of 100)", "run 2 · Score (mean of 100)"]
+    assert panel.legend_names("Score") == [
+        "run 1 · Mean score (last 100 games)",
+        "run 2 · Mean score (last 100 games)",
+    ]
     panel.remove_run(1)
     assert [k for k, _ in panel.runs] == [2]
 

@@ -79,15 +79,16 @@ def test_eight_runs_share_one_run_legend_and_panels_name_only_metrics(panel) -> 
         if p.shown:
             assert not re.search(r"run \d", p.header.text()), p.header.text()
             assert not any(re.search(r"run \d", e) for e in p.entries)
-    assert panel.panel_legend("Score") == ["Score (mean of 100)", "Mean score (recent games)"]
+    # the agent's own mean score is the mean drawn (one wording of a mean, no second "mean of 100")
+    assert panel.panel_legend("Score") == ["Mean score (last 100 games)"]
     # an agent's declared series are listed before their data comes (the header keeps its height)
     assert panel.panel_legend("Tile rates") == [f"Reached {t}" for t in (2048, 8192, 16384, 32768)]
     # several metrics of a run on one axis are shades of its colour, and the header says so once
-    assert panel._panels["scorePlot"].header.text().count("shades") == 1
+    assert panel._panels["tileRatesPlot"].header.text().count("shades") == 1
     assert "shades" not in panel._panels["tdErrorPlot"].header.text()  # one metric: nothing to tell apart
     # the series themselves are still named by run (tests, the Train tab's compare)
     assert "run 3 · ntuple · TD error" in panel.legend_names("TD error")
-    assert len(panel.legend_names("Score")) == 16
+    assert len(panel.legend_names("Score")) == 8
 
 
 def test_notes_of_eight_runs_are_grouped_per_metric_in_three_lines_at_most(panel) -> None:
@@ -181,7 +182,7 @@ def test_one_run_keeps_its_own_legend_and_notes(panel) -> None:
     panel.set_runs([(3, _trial(3, lr=1.0))])
     panel.redraw()
     assert not panel.runLegend.isVisible() and panel.run_legend == []
-    assert panel.panel_legend("Score") == ["Score (mean of 100)", "Mean score (recent games)"]
+    assert panel.panel_legend("Score") == ["Mean score (last 100 games)"]
     assert panel.constants == [
         "Greedy evaluation: mean score = 11k (the first value)",
         "Learning rate = 1 (constant)",

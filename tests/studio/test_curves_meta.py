@@ -157,7 +157,7 @@ def test_compare_names_runs_and_shows_only_what_each_run_has(panel) -> None:
     assert "run 2 · ntuple · TD error" in names
     assert "run 1 · dqn · TD error" not in names and "run 2 · ntuple · Mean Q" not in names
     assert "run 1 · dqn · Mean Q" in names and "run 1 · dqn · Loss" in names
-    assert "run 1 · dqn · Score (mean of 100)" in panel.legend_names("Score")
+    assert "run 1 · dqn · Mean score (last 100 games)" in panel.legend_names("Score")
     # both agents' panels; the losses on their own axes
     assert {"Loss", "Mean Q", "TD error"} <= set(panel.panel_titles())
     # a run keeps its colour whatever else is shown
@@ -317,8 +317,8 @@ def test_a_finished_run_is_selected_and_ticks_compare(qtbot, tab, store) -> None
         table.item(row, 0).setCheckState(Qt.CheckState.Checked)
     assert sorted(k for k, _ in tab.curves.runs) == sorted([first, second])
     names = tab.curves.legend_names("Score")
-    assert f"run {first} · fake_learner · Score (mean of 100)" in names
-    assert f"run {second} · fake_learner · Score (mean of 100)" in names
+    assert f"run {first} · fake_learner · Mean score (last 100 games)" in names
+    assert f"run {second} · fake_learner · Mean score (last 100 games)" in names
     # untick one: it leaves the curves
     for row in range(table.rowCount()):
         if int(table.item(row, 0).data(Qt.ItemDataRole.UserRole)) == first:

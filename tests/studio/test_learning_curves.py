@@ -50,7 +50,7 @@ def test_renders_the_requested_metrics_at_the_requested_size(
     said = capsys.readouterr().out
     assert said.startswith(f"wrote {out} (900x600)")
     # The panels drawn name exactly the metrics asked for (the constant learning rate as a line of text).
-    assert "Score (Mean score (recent games))" in said
+    assert "Score (Mean score (last 1,000 games))" in said  # the n-tuple run's window, from its settings
     assert "TD error (TD error)" in said and "Speed (Moves/s)" in said
     assert "Max tile" not in said and "Tile rates" not in said
     assert "Learning rate = 1 (constant)" in said

@@ -318,7 +318,9 @@ class TrainTab(QWidget):
             self.status.emit(f"cannot start: {e}")
             self.etaLabel.setText(f"Fix {e.field}: {e}" if e.field else str(e))
             return False
-        self._launch(request, RunSeries(f"{request.agent} (new run)"))
+        series = RunSeries(f"{request.agent} (new run)")
+        series.set_config(request.config)
+        self._launch(request, series)
         self.launch.warn_if_little_data()  # imitation on too few moves: said again, in the status bar
         return True
 
@@ -337,6 +339,7 @@ class TrainTab(QWidget):
 
         request = RunRequest(resume=run_id, budget_if_used_up=fallback, target=target_of(summary.agent))
         series = RunSeries(f"run {run_id} {summary.agent}", agent=summary.agent, run_id=run_id)
+        series.set_config(summary.config)
         with contextlib.suppress(Exception):
             series.add_columns(self.store.run_metrics(run_id))  # the curves go on from where they were
         # Its counters go on from the checkpoint: the time left is measured from its first event.

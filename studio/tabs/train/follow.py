@@ -47,6 +47,7 @@ class Follower(QObject):
         summary = self.store.get_run(run_id)
         cols = self.store.run_metrics(run_id)
         series = RunSeries(f"run {run_id} {summary.agent} (elsewhere)")
+        series.set_config(summary.config)
         series.add_columns(cols)
         self.curves.add_run(("follow", run_id), series)
         self.followed[run_id] = len(cols["episode"])

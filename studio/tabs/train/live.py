@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +35,6 @@ class LiveRun:
     worker: RunWorker
     series: RunSeries
     key: tuple[str, int] = field(default_factory=lambda: ("live", next(_tokens)))
-    started: float = field(default_factory=time.perf_counter)
     progress: float = 0.0
     episodes: int = 0
     steps: int = 0
@@ -186,6 +184,7 @@ class LivePanel(QWidget):
                 problems.append(f"cannot read run {rid}: {e}")
                 continue
             series = RunSeries(f"run {rid} {summary.agent}", agent=summary.agent, run_id=rid)
+            series.set_config(summary.config)
             series.add_columns(cols)
             loaded.append((rid, series))
         self.curves.set_runs(keep + loaded)
