@@ -177,7 +177,7 @@ class RunsMixin:
                     int(block["episode"].max()),
                     int(block["step"].max()),
                     float(block["elapsed"].max()),
-                    json.dumps(_finite_or_none(last)),
+                    json.dumps(_finite_or_none(last), allow_nan=False),
                     time.time(),
                     run_id,
                 ),
@@ -211,7 +211,13 @@ class RunsMixin:
             con.execute(
                 "UPDATE runs SET n_events = ?, episodes = ?, steps = ?, elapsed = ?, last_metrics = ?, updated = ? "
                 "WHERE id = ?",
-                (keep, *last, json.dumps(_finite_or_none(metrics.last_values(head))), time.time(), run_id),
+                (
+                    keep,
+                    *last,
+                    json.dumps(_finite_or_none(metrics.last_values(head)), allow_nan=False),
+                    time.time(),
+                    run_id,
+                ),
             )
             return keep
 
