@@ -69,7 +69,20 @@ def _pid_alive(pid: int) -> bool:
         return False
     except OSError:
         return True  # EPERM: exists, belongs to someone else
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """True for a process that has ended and waits only to be reaped (Linux; False where unknown).
+    kill -9 of a driver leaves its killed trial children so until someone reaps them, and a container
+    whose first process never reaps keeps them for good: their runs were never to be resumed."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return False
+    # pid (comm) state ...: the name may hold spaces and parentheses, the state follows the last ")"
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] == b"Z"
 
 
 def to_timestamp(value: TimeLike, *, end_of_day: bool = False) -> float:
@@ -831,7 +844,7 @@ def _identity(players: Sequence[Player]) -> tuple[str, str | None, str | None, s
         source_of(players),
         None if first_agent is None else first_agent.agent,
         None if first_agent is None else first_agent.checkpoint,
-        json.dumps([p.to_json() for p in players], sort_keys=True),
+        json.dumps([p.to_json() for p in players], sort_keys=True, allow_nan=False),
     )
 
 

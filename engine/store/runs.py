@@ -177,7 +177,7 @@ class RunsMixin:
                     int(block["episode"].max()),
                     int(block["step"].max()),
                     float(block["elapsed"].max()),
-                    json.dumps(_finite_or_none(last)),
+                    json.dumps(_finite_or_none(last), allow_nan=False),
                     time.time(),
                     run_id,
                 ),
@@ -211,7 +211,13 @@ class RunsMixin:
             con.execute(
                 "UPDATE runs SET n_events = ?, episodes = ?, steps = ?, elapsed = ?, last_metrics = ?, updated = ? "
                 "WHERE id = ?",
-                (keep, *last, json.dumps(_finite_or_none(metrics.last_values(head))), time.time(), run_id),
+                (
+                    keep,
+                    *last,
+                    json.dumps(_finite_or_none(metrics.last_values(head)), allow_nan=False),
+                    time.time(),
+                    run_id,
+                ),
             )
             return keep
 
@@ -357,6 +363,11 @@ class RunsMixin:
                 gone.append(c.id)
                 continue
             kept_paths.add(c.path)  # two doomed rows of one file: unlinked once
+            if not self._owns_file(c.path):
+                # The path is text from the file (a store copied in, edited by hand): only files in
+                # the studio's own checkpoints folder are ever deleted; the store forgets the others.
+                gone.append(c.id)
+                continue
             try:
                 c.path.unlink()
                 deleted.append(c.path)
@@ -369,6 +380,13 @@ class RunsMixin:
             with self._tx(write=True) as con:
                 con.executemany("DELETE FROM run_checkpoints WHERE id = ?", [(i,) for i in gone])
         return deleted
+
+    def _owns_file(self, path: Path) -> bool:
+        """Whether ``path`` lies in this store's checkpoints folder (links followed)."""
+        try:
+            return path.resolve().is_relative_to((self._path.parent / "checkpoints").resolve())
+        except (OSError, RuntimeError):  # a loop of links
+            return False
 
     def run_disk_use(self, run_id: int) -> int:
         """Bytes the run's checkpoint files take on disk (those that still exist)."""

@@ -450,7 +450,7 @@ def _migrate_1_to_2(con: sqlite3.Connection) -> None:
         elif source not in kinds:
             source = "unknown"
         player = {"kind": source, "agent": agent, "checkpoint": checkpoint}
-        updates.append((source, json.dumps([player], sort_keys=True), game_id))
+        updates.append((source, json.dumps([player], sort_keys=True, allow_nan=False), game_id))
     con.executemany("UPDATE games SET source = ?, players = ? WHERE id = ?", updates)
 
 

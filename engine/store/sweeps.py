@@ -217,7 +217,27 @@ class SweepsMixin:
             return {int(r[0]): (int(r[1]), int(r[2])) for r in con.execute(sql, params).fetchall()}
 
     def delete_sweep(self, sweep_id: int) -> None:
-        """Delete a sweep record and its trial list (its runs stay, as ordinary runs)."""
+        """Delete a sweep record and its trial list (its runs stay, as ordinary runs).
+
+        A sweep that a live driver is running is refused (StoreError naming the driver): that driver
+        would go on launching trials of a sweep that no longer exists, each failing and leaving a run
+        behind. A driver of this machine whose process is gone does not count."""
+        from engine.store.db import _pid_alive
+
         with self._tx(write=True) as con:
-            if con.execute("DELETE FROM sweeps WHERE id = ?", (sweep_id,)).rowcount == 0:
+            row = con.execute("SELECT status, pid, host FROM sweeps WHERE id = ?", (sweep_id,)).fetchone()
+            if row is None:
                 raise StoreError(f"no sweep {sweep_id}")
+            pid, host = row["pid"], row["host"]
+            gone = pid is not None and host == self._host and not _pid_alive(pid)
+            if row["status"] == "running" and not gone:
+                where = (
+                    "this process"
+                    if pid == os.getpid() and host == self._host
+                    else f"process {pid} on {host}"
+                )
+                raise StoreError(
+                    f"sweep {sweep_id} is running in {where}: stop it first (Ctrl-C there, or Stop in the "
+                    "window), then delete it"
+                )
+            con.execute("DELETE FROM sweeps WHERE id = ?", (sweep_id,))

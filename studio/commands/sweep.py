@@ -12,7 +12,6 @@ resume from their last checkpoint.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import threading
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from typing import Any
 
 from agents.config import load_preset
 from agents.runner import DEFAULT_CHECKPOINT_EVERY_S, DEFAULT_EVAL_GAMES, DEFAULT_EVAL_SEED
+from engine import jsonsafe
 from engine.store import GameStore, format_time
 from studio.cli import MAX_MINUTES, MAX_SEED, MAX_WORKERS, CliError, ctrl_c_stops, record_id, whole
 from studio.cli import number as number_type
@@ -32,9 +32,9 @@ from studio.services.sweep import (
     SweepEvent,
     SweepRequest,
     knob_text,
-    parse_grid,
+    parse_grids,
     parse_point,
-    parse_range,
+    parse_ranges,
     rank_sweep,
     run_sweep,
     swept_knobs,
@@ -159,8 +159,8 @@ def request_from_args(args: argparse.Namespace) -> SweepRequest:
     if not name:
         raise CliError("give the agent to sweep (--agent NAME) or a preset")
     cls = flags.config_class(name)
-    grid = dict(parse_grid(g, cls) for g in args.grid)
-    ranges = tuple(parse_range(r, cls) for r in args.random)
+    grid = parse_grids(args.grid, cls)
+    ranges = parse_ranges(args.random, cls)
     points = tuple(parse_point(t, cls) for t in args.point)
     if ranges and args.samples is None:
         raise CliError("a random search needs --samples N")
@@ -235,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
         assert sweep_id is not None
         metric, points = rank_sweep(store, sweep_id)
         if args.json:
-            print(json.dumps(_as_json(store, sweep_id, metric, points)))
+            print(jsonsafe.dumps(_as_json(store, sweep_id, metric, points)))
         else:
             print(f"sweep {sweep_id} {status}: ranked by {metric}")
             print(_points_table(points))
@@ -321,7 +321,7 @@ def run_show(args: argparse.Namespace) -> int:
         info = store.get_sweep(args.id)
         metric, points = rank_sweep(store, args.id)
         if args.json:
-            print(json.dumps(_as_json(store, args.id, metric, points)))
+            print(jsonsafe.dumps(_as_json(store, args.id, metric, points)))
             return 0
         spec = info.spec
         budget = spec.get("budget") or {}

@@ -61,8 +61,10 @@ __all__ = [
     "knob_text",
     "metric_value",
     "parse_grid",
+    "parse_grids",
     "parse_point",
     "parse_range",
+    "parse_ranges",
     "plan_trials",
     "rank_sweep",
     "run_sweep",
@@ -235,8 +237,39 @@ def parse_point(text: str, config_cls: Any) -> dict[str, Any]:
         name, values = parse_grid(item, config_cls)
         if len(values) != 1:
             raise SweepError(f"a point gives each knob one value; {name} has {len(values)}", name)
+        if name in point:  # the second would silently win
+            raise SweepError(f"the point {text.strip()!r} gives {name} twice: give each knob once", name)
         point[name] = values[0]
     return point
+
+
+def parse_grids(texts: Sequence[str], config_cls: Any) -> dict[str, tuple[Any, ...]]:
+    """Several grid knobs (``--grid A=1,2 B=3``) as one grid; a knob given twice is refused (the second
+    would silently replace the first: ``lr=0.1,0.2 lr=0.3`` is a typo, not a plan)."""
+    grid: dict[str, tuple[Any, ...]] = {}
+    for text in texts:
+        name, values = parse_grid(text, config_cls)
+        if name in grid:
+            raise SweepError(
+                f"the grid gives {name} twice ({text!r}): list all its values once ({name}=V1,V2,...)", name
+            )
+        grid[name] = values
+    return grid
+
+
+def parse_ranges(texts: Sequence[str], config_cls: Any) -> tuple[KnobRange, ...]:
+    """Several random knobs; a knob given twice is refused."""
+    ranges = tuple(parse_range(t, config_cls) for t in texts)
+    _refuse_repeats([r.name for r in ranges], "random search")
+    return ranges
+
+
+def _refuse_repeats(names: Sequence[str], what: str) -> None:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise SweepError(f"the {what} gives {name} twice: give each knob once", name)
+        seen.add(name)
 
 
 def parse_range(text: str, config_cls: Any) -> KnobRange:
@@ -303,6 +336,8 @@ def plan_trials(request: SweepRequest) -> list[tuple[dict[str, Any], int]]:
         raise SweepError("give explicit points, or a grid / ranges, not both", "points")
     if not 1 <= request.seeds <= 100:
         raise SweepError(f"seeds per point must be 1 to 100, got {request.seeds}", "seeds")
+    # A knob both listed and ranged (or ranged twice) would be drawn twice, the last draw winning.
+    _refuse_repeats([*request.grid, *(r.name for r in request.ranges)], "random search")
     points: list[dict[str, Any]]
     if request.points:
         points = [dict(p) for p in request.points]
@@ -331,13 +366,12 @@ def plan_trials(request: SweepRequest) -> list[tuple[dict[str, Any], int]]:
                 p[r.name] = round(x) if cls.config_cls.spec(r.name).kind == "int" else _round(x)
             points.append(p)
     else:
+        # Counted before a single combination is built: twelve knobs of ten values are 10^12 points,
+        # which would fill the memory long before the limit below is checked.
+        _check_trial_count(math.prod(len(v) for v in request.grid.values()), request.seeds)
         names = list(request.grid)
         points = [dict(zip(names, combo, strict=True)) for combo in itertools.product(*request.grid.values())]
-    n = len(points) * request.seeds
-    if n > MAX_TRIALS:
-        raise SweepError(
-            f"the sweep plans {n:,} trials; at most {MAX_TRIALS:,}: fewer values or seeds", "grid"
-        )
+    _check_trial_count(len(points), request.seeds)
     base = dict(resolved.config.to_dict())
     for p in points:
         try:
@@ -347,6 +381,14 @@ def plan_trials(request: SweepRequest) -> list[tuple[dict[str, Any], int]]:
                 f"the point {_point_text(p)} makes no config: {e}", getattr(e, "field", "grid")
             ) from None
     return [(p, request.seed + k) for p in points for k in range(request.seeds)]
+
+
+def _check_trial_count(points: int, seeds: int) -> None:
+    n = points * seeds
+    if n > MAX_TRIALS:
+        raise SweepError(
+            f"the sweep plans {n:,} trials; at most {MAX_TRIALS:,}: fewer values or seeds", "grid"
+        )
 
 
 def _point_text(p: Mapping[str, Any]) -> str:
@@ -424,6 +466,15 @@ def trial_request(
     """The run request of one new trial."""
     base = _base_run(request)
     return replace(base, config={**base.config, **params}, seed=seed, sweep_trial=(sweep_id, trial))
+
+
+def _starts_again(store: Any, run_id: int, status: str | None) -> bool:
+    """Whether a trial's unfinished run has nothing to resume from: no checkpoint, or none of its
+    checkpoint files left. A run that a live process still trains (running / paused: the store marks
+    those of dead processes stopped when it opens) is never touched."""
+    if status in ("running", "paused"):
+        return False
+    return not any(c.path.is_file() for c in store.run_checkpoints(run_id))
 
 
 def resume_request(request: SweepRequest, run_id: int) -> RunRequest:
@@ -642,6 +693,34 @@ def local_backend(
                 proc.kill()
 
 
+def resumed_request(
+    base: SweepRequest,
+    *,
+    workers: int | None = None,
+    backend: str | None = None,
+    ray_address: str | None = None,
+) -> SweepRequest:
+    """A stored sweep with what its resume says about where it runs: flags given now win over stored
+    ones. ``backend="local"`` drops the stored Ray address (an address implies Ray); a new address
+    implies Ray; what is not given stays as stored."""
+    if ray_address is not None and not ray_address.strip():
+        raise SweepError("--ray-address is empty: give HOST:PORT (or leave it out)", "ray_address")
+    if backend == "local" and ray_address is not None:
+        raise SweepError("--ray-address runs the sweep on Ray: leave out --backend local", "backend")
+    if backend == "local":
+        address = None
+    elif ray_address is not None:
+        address = ray_address
+    else:
+        address = base.ray_address
+    return replace(
+        base,
+        workers=workers or base.workers,
+        backend=backend or ("ray" if ray_address is not None else base.backend),
+        ray_address=address,
+    )
+
+
 def _backend(name: str) -> Backend:
     if name == "ray":
         from studio.services.sweep_ray import ray_backend
@@ -672,12 +751,8 @@ def run_sweep(
             info = store.get_sweep(resume)
         except ValueError as e:
             raise SweepError(str(e), "resume") from None
-        base = sweep_request_from_spec(info.spec)
-        request = replace(
-            base,
-            workers=workers or base.workers,
-            backend=backend or base.backend,
-            ray_address=ray_address if ray_address is not None else base.ray_address,
+        request = resumed_request(
+            sweep_request_from_spec(info.spec), workers=workers, backend=backend, ray_address=ray_address
         )
         _resolved(request)
         try:
@@ -700,6 +775,12 @@ def run_sweep(
     for t in plan:
         if t.run_status in DONE:
             continue
+        if t.run_id is not None and _starts_again(store, t.run_id, t.run_status):
+            # Killed before its first checkpoint: nothing to resume from. Its run goes (it holds only
+            # the metrics of moves the new run plays again) and the trial starts afresh on its seed,
+            # so it ends as it would have without the kill.
+            store.delete_run(t.run_id)
+            t = replace(t, run_id=None, run_status=None)
         if t.run_id is not None:
             jobs.append((t.trial, resume_request(request, t.run_id)))
         else:
@@ -760,6 +841,9 @@ def run_sweep(
         stop.set()
         status, error = "stopped", "interrupted (Ctrl-C): resume continues the unfinished trials"
         raise
+    except RunError as e:  # the backend could not run trials (Ray did not start): nothing is lost
+        status, error = "stopped", str(e)
+        raise SweepError(str(e), e.field) from None
     except BaseException as e:
         error = f"{type(e).__name__}: {e}"
         raise

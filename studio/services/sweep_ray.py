@@ -51,7 +51,7 @@ from typing import Any
 
 from agents.base import Control, MetricEvent
 from agents.runner import IncompatibleCheckpoint, NoCheckpoint, RunBusy, RunError
-from engine.fsutil import atomic_write
+from engine.fsutil import atomic_write, path_under
 from engine.paths import checkpoints_dir
 from studio.services.runs import RunRequest, resolve
 
@@ -207,7 +207,7 @@ class RunSink:
     games_logged: int = 0
 
     def checkpoint_dir(self) -> Path:
-        return checkpoints_dir(Path(self.store.path).parent) / f"run-{self.run_id}"
+        return path_under(checkpoints_dir(Path(self.store.path).parent), f"run-{self.run_id}")
 
     def apply(self, ops: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         """Apply ``ops`` in order; the messages they make for the sweep (``events``, ``checkpoint``)."""
@@ -229,7 +229,7 @@ class RunSink:
             flush()
             if kind == "checkpoint":
                 _, cid, name, data, episode, step, final = op
-                path = self.checkpoint_dir() / Path(name).name
+                path = path_under(self.checkpoint_dir(), Path(name).name)  # a name a trial sent
                 _write_file(path, data)
                 self.ids[int(cid)] = self.store.add_checkpoint(self.run_id, path, episode, step, final)
                 self.last_checkpoint = path
@@ -294,9 +294,9 @@ def _seed_resume(inner: Any, job: _Job) -> int:
             rec["agent"], rec["config"], rec["rules"], rec["budget"], rec["seed"], status="stopped"
         )
     )
-    folder = checkpoints_dir(Path(inner.path).parent) / f"run-{run_id}"
+    folder = path_under(checkpoints_dir(Path(inner.path).parent), f"run-{run_id}")
     for name, data, episode, step, final, score in job.checkpoints:
-        path = folder / Path(name).name
+        path = path_under(folder, Path(name).name)  # a name the store gave
         if data is not None:
             _write_file(path, data)
         cid = inner.add_checkpoint(run_id, path, episode, step, final)
@@ -413,9 +413,25 @@ def _resume_job(store: Any, trial: int, request: RunRequest) -> _Job:
 
 
 def _init_ray(workers: int, address: str | None) -> Any:
+    """``ray``, joined or started; a Ray that does not start is one line saying what failed and what to
+    try (a RunError: exit 2 in the CLI), never a traceback from Ray's internals."""
     from agents.ray_util import init_ray
 
-    return init_ray(workers, address)
+    try:
+        return init_ray(workers, address)
+    except RunError:
+        raise
+    except Exception as e:  # RuntimeError, ConnectionError, TimeoutError ... from inside Ray
+        lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+        why = lines[-1] if lines else type(e).__name__
+        where = f"the Ray cluster at {address}" if address else f"a local Ray of {workers} CPU(s)"
+        hint = (
+            "check the address and that the cluster runs (ray status there)"
+            if address
+            else "run `ray stop` to clear a stale instance, check free memory and /tmp space, then resume; "
+            "or use --backend local"
+        )
+        raise RunError(f"Ray did not start ({where}): {why[:200]}; {hint}", "backend") from None
 
 
 @dataclass
@@ -667,9 +683,13 @@ def _open_record(store: Any, job: _Job) -> tuple[RunSink, str]:
         store.claim_run(request.resume)
         return RunSink(store, request.resume), str(job.record["agent"])
     stored = resolve(request).stored()
-    run_id = store.create_run(
-        stored["agent"], stored["config"], stored["rules"], stored["budget"], stored["seed"]
+    link = (
+        contextlib.nullcontext()
+        if request.sweep_trial is None
+        else store.linking_runs_to(*request.sweep_trial)
     )
-    if request.sweep_trial is not None:
-        store.link_trial(*request.sweep_trial, run_id)
+    with link:  # the run and its trial's link in one transaction: a kill leaves no orphan run
+        run_id = store.create_run(
+            stored["agent"], stored["config"], stored["rules"], stored["budget"], stored["seed"]
+        )
     return RunSink(store, run_id), str(stored["agent"])

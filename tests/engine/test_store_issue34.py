@@ -328,3 +328,29 @@ def test_a_page_damaged_store_is_refused_at_open_with_what_to_do(tmp_path):
     # an intact store opens as before
     with GameStore(tmp_path / "fine.sqlite3") as store:
         assert store.count_games() == 0
+
+
+def test_pruning_never_deletes_a_file_outside_the_checkpoints_folder(data_dir, tmp_path):
+    """A checkpoint's path is text in the store: pruning a run whose rows name files elsewhere (a store
+    edited by hand, an absolute ``/home/...``, a ``../`` climb) forgets those rows and deletes nothing."""
+    precious = tmp_path / "precious.npz"
+    precious.write_bytes(b"keep me")
+    with GameStore.open(data_dir) as store:
+        rid = store.create_run("dqn", {}, Rules(), {"episodes": 10})
+        ours = store.path.parent / "checkpoints" / f"run-{rid}"
+        ours.mkdir(parents=True)
+        ids = []
+        for k, path in enumerate([precious, ours / "a.npz", ours / "b.npz", ours / "c.npz"]):
+            if path.parent == ours:
+                path.write_bytes(b"x")
+            ids.append(store.add_checkpoint(rid, path, k + 1, 10 * (k + 1)))
+        con = sqlite3.connect(store.path)
+        climb = os.path.relpath(precious, store.path.parent)  # ../<the test's folder>/precious.npz
+        con.execute("UPDATE run_checkpoints SET path = ? WHERE id = ?", (climb, ids[1]))
+        con.commit()
+        con.close()
+        (ours / "a.npz").unlink()
+        deleted = store.prune_checkpoints(rid, keep_last=1)
+        assert precious.read_bytes() == b"keep me"
+        assert deleted == [ours / "b.npz"] and (ours / "c.npz").exists()
+        assert [c.path for c in store.run_checkpoints(rid)] == [ours / "c.npz"]
