@@ -32,6 +32,7 @@ from agents.base import Agent, Budget, Control, MetricEvent, TrainContext
 from agents.checkpoint import first_nonfinite, state_array, state_int, state_uint64
 from agents.config import AgentConfig, ConfigError, knob
 from agents.metrics import GAMES, LR, MEAN_SCORE, MetricInfo, counter
+from agents.ntuple.cpu import use_pext
 from agents.training import TrainTracker
 from engine import DIRECTIONS, Direction, Game, Rules
 from engine.core import seed_to_state, slide_unchecked
@@ -142,6 +143,23 @@ class TupleLayout:
         tlen = np.array([len(t) for t in self.tuples], dtype=np.int64)
         toff = np.concatenate([[0], np.cumsum([16 ** len(t) for t in self.tuples])[:-1]]).astype(np.int64)
         return runs_arr, tlen, toff, np.array(self.stage_exponents, dtype=np.int64)
+
+    def pext_masks(self) -> np.ndarray | None:
+        """The kernels' ``pext`` extraction: per tuple, the mask of its cells' nibbles (uint64), or
+        None when some tuple lists its cells out of increasing order (``pext`` gathers them in board
+        order, so only then are they the index :meth:`arrays` builds; such layouts use those runs)."""
+        if any(list(t) != sorted(t) for t in self.tuples):
+            return None
+        return np.array([sum(0xF << (4 * c) for c in t) for t in self.tuples], dtype=np.uint64)
+
+    def extraction(self, pext: bool | None = None) -> np.ndarray:
+        """What the kernels read features with: :meth:`pext_masks` where ``pext`` (default: where
+        :func:`agents.ntuple.cpu.use_pext` says this CPU has a fast one) and the layout allows it,
+        else the rotate-and-mask ``runs`` of :meth:`arrays`. Either gives the same features."""
+        if pext is None:
+            pext = use_pext()
+        masks = self.pext_masks() if pext else None
+        return masks if masks is not None else self.arrays()[0]
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -315,15 +333,16 @@ class NTupleAgent(Agent):
     ):
         super().__init__(config, rules, seed)
         self.layout = self.config.tuple_layout()
-        self._runs, self._tlen, self._toff, self._stage_thr = self.layout.arrays()
+        _, self._tlen, self._toff, self._stage_thr = self.layout.arrays()
+        self._ext = self.layout.extraction()  # pext masks or rotate-and-mask runs, by CPU
         # np.zeros maps untouched pages lazily: a fresh 4x6 network costs nothing until it learns.
         self.weights = np.zeros(self.layout.size, dtype=np.float32)
         if self.config.init_value:  # optimistic: every board's 8 x tuples features sum to init_value
             self.weights[:] = np.float32(self.config.init_value / (8 * len(self.layout.tuples)))
         self.n_live = 1  # stages reached in training so far
         self.truncated_games = 0
-        self._tc_e: np.ndarray | None = None
-        self._tc_a: np.ndarray | None = None
+        # temporal-coherence sums, [weight, 2] = (error sum, |error| sum): one cache line for both
+        self._tc: np.ndarray | None = None
         # one row per self-play worker, each with the game in progress: board, spawn rng state, restart
         # rng state (see ntuple_kernels.train_steps); worker 0 has the agent's seed, so one worker
         # plays exactly the games a single-threaded run would
@@ -350,7 +369,7 @@ class NTupleAgent(Agent):
 
     # ------------------------------------------------------------------ values
     def _net(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, int]:
-        return self._runs, self._tlen, self._toff, self.layout.stage_size, self._stage_thr, self.n_live
+        return self._ext, self._tlen, self._toff, self.layout.stage_size, self._stage_thr, self.n_live
 
     def value(self, afterstate: Any) -> float:
         """V of a 4x4 afterstate (tile values); tiles past 32768 read as 32768."""
@@ -402,14 +421,14 @@ class NTupleAgent(Agent):
         return {d: float(vals[d]) for d in DIRECTIONS if mask[d]}
 
     # ------------------------------------------------------------------ training
-    def _training_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+    def _training_arrays(self) -> np.ndarray:
+        """The TC sums as the kernels take them: flat, error sum and |error| sum of weight i at 2i, 2i+1."""
         if not self.config.tc:
-            dummy = np.zeros(1, dtype=np.float32)
-            return dummy, dummy
-        if self._tc_e is None or self._tc_a is None or self._tc_e.shape != self.weights.shape:
-            self._tc_e = np.zeros_like(self.weights)
-            self._tc_a = np.zeros_like(self.weights)
-        return self._tc_e, self._tc_a
+            return np.zeros(2, dtype=np.float32)
+        if self._tc is None or self._tc.shape[0] != self.weights.shape[0]:
+            # np.zeros, not zeros_like: the pages are mapped lazily, as the weights' are
+            self._tc = np.zeros((self.weights.shape[0], 2), dtype=np.float32)
+        return self._tc.reshape(-1)
 
     def _ensure_buffer(self, needed: int) -> None:
         old = self._buf_after.shape[1]
@@ -443,7 +462,7 @@ class NTupleAgent(Agent):
         """Self-play TD(0) in jitted slices of ~0.25 s (pause / stop are seen between slices); one
         metric event per slice, carrying the games that slice finished."""
         tracker = TrainTracker(self.counters, budget, control)
-        tc_e, tc_a = self._training_arrays()
+        tc = self._training_arrays()
         workers = self._game_u.shape[0]
         live = np.array([self.n_live], dtype=np.int64)
         self._game_i[:, 4] = 0
@@ -474,7 +493,7 @@ class NTupleAgent(Agent):
             out_restart = np.zeros((workers, cols), dtype=np.int8)
             acc = np.zeros((workers, 2))
             args = (
-                self.weights, tc_e, tc_a, self.config.tc and not otd, self._runs, self._tlen, self._toff,
+                self.weights, tc, self.config.tc and not otd, self._ext, self._tlen, self._toff,
                 self.layout.stage_size, self._stage_thr, lr, float(self.config.lam),
                 float(self.config.restart), float(self.rules.p4), int(self.rules.start_tiles), live,
             )  # fmt: skip
@@ -577,11 +596,12 @@ class NTupleAgent(Agent):
         """
         span = self.n_live * self.layout.stage_size
         live = self.weights[:span]
-        tc = self.config.save_tc and self.config.tc and self._tc_e is not None and self._tc_a is not None
+        tc = self.config.save_tc and self.config.tc and self._tc is not None
         tables = {"weights": live}
         if tc:
-            assert self._tc_e is not None and self._tc_a is not None
-            tables.update(tc_errors=self._tc_e[:span], tc_abs_errors=self._tc_a[:span])
+            assert self._tc is not None
+            # the file keeps the two sums as separate tables (the format of every earlier checkpoint)
+            tables.update(tc_errors=self._tc[:span, 0], tc_abs_errors=self._tc[:span, 1])
         used = live != 0
         if tc:
             used |= tables["tc_abs_errors"] != 0
@@ -661,12 +681,12 @@ class NTupleAgent(Agent):
             for k, row in enumerate(rows[: self._game_u.shape[0] - 1], start=1)
         ]
         weights = table("weights")
-        tc_e = tc_a = None
+        tc = None
         if "tc_errors" in arrays and "tc_abs_errors" in arrays:
-            tc_e, tc_a = table("tc_errors"), table("tc_abs_errors")
+            tc = np.stack([table("tc_errors"), table("tc_abs_errors")], axis=1)
         # everything read and checked: now the agent changes
         self.weights = weights
-        self._tc_e, self._tc_a = tc_e, tc_a
+        self._tc = tc
         self.n_live = n_live
         self.truncated_games = truncated
         self._game_i[:] = 0

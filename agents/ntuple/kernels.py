@@ -7,9 +7,13 @@ The network, as flat arrays (built by :class:`agents.ntuple.TupleLayout`):
 
 * ``w``: float32 weights, ``n_stages`` blocks of ``stage_size`` entries; tuple ``t``'s table starts at
   ``toff[t]`` inside a block and has ``16 ** tlen[t]`` entries (one per combination of exponents).
-* ``runs[t]``: how tuple ``t`` reads its cells off a board, as shift-and-mask runs of neighbouring cells
-  (:func:`tuple_index`), applied to each of the board's 8 symmetric views (:func:`symmetries`). All
-  symmetries share the tuple's table, so a pattern learnt in one corner is known in all of them.
+* ``ext``: how tuple ``t`` reads its cells off a board, applied to each of the board's 8 symmetric
+  views (:func:`symmetries`): either ``runs[t]``, shift-and-mask runs of neighbouring cells
+  (:func:`tuple_index`), or ``masks[t]``, the tuple's cells for one BMI2 ``pext`` where the CPU has a
+  fast one (:func:`_view_indices`; :mod:`agents.ntuple.cpu` decides). All symmetries share the
+  tuple's table, so a pattern learnt in one corner is known in all of them.
+* ``tc``: with temporal coherence, each weight's error sum and absolute error sum side by side
+  (``tc[2 i]``, ``tc[2 i + 1]``), so a TD update touches two cache lines per feature, not three.
 * ``stage_thr``: exponents that open the next stage (multi-stage weights); a board is in stage
   ``#{e in stage_thr : max exponent >= e}``, capped at ``n_live - 1`` (stages not reached in training yet
   use the last reached one, which is what promotion would have copied into them).
@@ -25,9 +29,13 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.core import cgutils
+from numba.core.extending import intrinsic, overload
 
 import engine.fast
 from engine.fast import count_empty, max_exponent, move, overflows, spawn, splitmix64, transpose
@@ -67,6 +75,48 @@ INF = np.inf
 
 # ------------------------------------------------------------------------------------------ features
 
+
+def _pext_intrinsic(typingctx, x, mask):
+    """BMI2 ``pext``: the bits of ``x`` under ``mask``, packed into the low bits (LLVM's intrinsic).
+
+    Compiled only into the kernels' ``pext`` specialisation (:func:`_view_indices`), which runs only
+    where :mod:`agents.ntuple.cpu` found the instruction and found it fast.
+    """
+    sig = types.uint64(types.uint64, types.uint64)
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(i64, [i64, i64]), "llvm.x86.bmi.pext.64"
+        )
+        return builder.call(fn, args)
+
+    return sig, codegen
+
+
+def _prefetch_intrinsic(typingctx, arr, i):
+    """Start loading the cache line of ``arr[i]`` (1-D, C order) without waiting for it (LLVM's
+    portable ``llvm.prefetch``: a hint, nothing on CPUs without one)."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1 and isinstance(i, types.Integer)):
+        return None
+    sig = types.void(arr, types.intp)
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), ir.IntType(8).as_pointer())
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        # read (0), high temporal locality (3: into every cache level), data cache (1)
+        builder.call(fn, [ptr, i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+# Any: mypy would read the intrinsics' typing signatures (typingctx first) as their call signatures
+_pext: Any = intrinsic(_pext_intrinsic)
+_prefetch: Any = intrinsic(_prefetch_intrinsic)
 
 _M_ROW0 = np.uint64(0x000F000F000F000F)
 _M_ROW1 = np.uint64(0x00F000F000F000F0)
@@ -142,22 +192,26 @@ def _idx3(
     return np.int64((_rotr(x, d0) & m0) | (_rotr(x, d1) & m1) | (_rotr(x, d2) & m2))
 
 
-@njit(cache=True, inline="always")
-def _view_indices(
-    bs: tuple[np.uint64, np.uint64, np.uint64, np.uint64, np.uint64, np.uint64, np.uint64, np.uint64],
-    runs: np.ndarray,
-    t: int,
-) -> tuple[np.int64, np.int64, np.int64, np.int64, np.int64, np.int64, np.int64, np.int64]:
-    """Tuple ``t``'s index in each of the 8 views: the hot path of every kernel.
+def _view_indices(bs, ext, t):
+    """Tuple ``t``'s index in each of the 8 views ``bs``: the hot path of every kernel (jitted only).
 
-    Runs are read once per tuple, not per view, and the usual tuples (1 run, or 2-3: every built-in
-    layout) take a branch-free path where unused runs have mask 0; this is about 2x the speed of the
-    general loop of :func:`tuple_index`, which serves tuples of more runs.
+    ``ext`` says how to read the features and picks the implementation when a kernel is compiled:
+    a 2-D ``runs`` array (:meth:`agents.ntuple.TupleLayout.arrays`) is read by rotate-and-mask, a
+    1-D array of cell masks (:meth:`agents.ntuple.TupleLayout.pext_masks`) by one BMI2 ``pext`` per
+    view. Both give the same indices; the caller passes the masks only where :mod:`agents.ntuple.cpu`
+    says ``pext`` is there and fast, so the ``pext`` specialisation is never compiled anywhere else.
     """
-    n = runs[t, 0]
+    raise NotImplementedError("only callable from jitted code")
+
+
+def _rotate_view_indices(bs, ext, t):
+    # Runs are read once per tuple, not per view, and the usual tuples (1 run, or 2-3: every built-in
+    # layout) take a branch-free path where unused runs have mask 0; about 2x the speed of the general
+    # loop of tuple_index, which serves tuples of more runs.
+    n = ext[t, 0]
     if n == 1:
-        d0 = runs[t, 1]
-        m0 = runs[t, 2]
+        d0 = ext[t, 1]
+        m0 = ext[t, 2]
         return (
             np.int64(_rotr(bs[0], d0) & m0),
             np.int64(_rotr(bs[1], d0) & m0),
@@ -169,7 +223,7 @@ def _view_indices(
             np.int64(_rotr(bs[7], d0) & m0),
         )
     if n <= 3:
-        d0, m0, d1, m1, d2, m2 = runs[t, 1], runs[t, 2], runs[t, 3], runs[t, 4], runs[t, 5], runs[t, 6]
+        d0, m0, d1, m1, d2, m2 = ext[t, 1], ext[t, 2], ext[t, 3], ext[t, 4], ext[t, 5], ext[t, 6]
         return (
             _idx3(bs[0], d0, m0, d1, m1, d2, m2),
             _idx3(bs[1], d0, m0, d1, m1, d2, m2),
@@ -181,26 +235,53 @@ def _view_indices(
             _idx3(bs[7], d0, m0, d1, m1, d2, m2),
         )
     return (
-        tuple_index(bs[0], runs, t),
-        tuple_index(bs[1], runs, t),
-        tuple_index(bs[2], runs, t),
-        tuple_index(bs[3], runs, t),
-        tuple_index(bs[4], runs, t),
-        tuple_index(bs[5], runs, t),
-        tuple_index(bs[6], runs, t),
-        tuple_index(bs[7], runs, t),
+        tuple_index(bs[0], ext, t),
+        tuple_index(bs[1], ext, t),
+        tuple_index(bs[2], ext, t),
+        tuple_index(bs[3], ext, t),
+        tuple_index(bs[4], ext, t),
+        tuple_index(bs[5], ext, t),
+        tuple_index(bs[6], ext, t),
+        tuple_index(bs[7], ext, t),
     )
 
 
+def _pext_view_indices(bs, ext, t):
+    # the tuple's cells in increasing order are its elements in order (pext_masks checks), so the
+    # gathered nibbles are the index as rotate-and-mask builds it
+    m = ext[t]
+    return (
+        np.int64(_pext(bs[0], m)),
+        np.int64(_pext(bs[1], m)),
+        np.int64(_pext(bs[2], m)),
+        np.int64(_pext(bs[3], m)),
+        np.int64(_pext(bs[4], m)),
+        np.int64(_pext(bs[5], m)),
+        np.int64(_pext(bs[6], m)),
+        np.int64(_pext(bs[7], m)),
+    )
+
+
+@overload(_view_indices, inline="always")
+def _view_indices_overload(bs, ext, t):
+    if isinstance(ext, types.Array) and ext.ndim == 1:
+        return _pext_view_indices
+    if isinstance(ext, types.Array) and ext.ndim == 2:
+        return _rotate_view_indices
+    return None
+
+
 @njit(cache=True)
-def features(b: np.uint64, runs: np.ndarray, tlen: np.ndarray) -> np.ndarray:
-    """All tuple indices of ``b``: int64 ``[n_tuples, 8]`` (for tests and tools, not the hot loop)."""
+def features(b: np.uint64, ext: np.ndarray, tlen: np.ndarray) -> np.ndarray:
+    """All tuple indices of ``b``: int64 ``[n_tuples, 8]`` (for tests and tools, not the hot loop);
+    ``ext`` is either extraction (:func:`_view_indices`)."""
     n_t = tlen.shape[0]
     out = np.empty((n_t, 8), dtype=np.int64)
     bs = symmetries(b)
     for t in range(n_t):
+        ix = _view_indices(bs, ext, t)
         for s in range(8):
-            out[t, s] = tuple_index(bs[s], runs, t)
+            out[t, s] = ix[s]
     return out
 
 
@@ -217,29 +298,52 @@ def stage_of(b: np.uint64, stage_thr: np.ndarray, n_live: int) -> int:
 
 
 @njit(cache=True, inline="always")
-def _views_value(
-    w: np.ndarray,
-    bs: tuple[np.uint64, np.uint64, np.uint64, np.uint64, np.uint64, np.uint64, np.uint64, np.uint64],
-    runs: np.ndarray,
+def _fill_features(
+    feat: np.ndarray,
+    b: np.uint64,
+    ext: np.ndarray,
     tlen: np.ndarray,
     toff: np.ndarray,
-    base: int,
-) -> float:
-    """The sum of the weights that the 8 views ``bs`` of a board select in the stage block at ``base``."""
-    v = 0.0
+    stage_size: int,
+    stage_thr: np.ndarray,
+    n_live: int,
+) -> None:
+    """The weight index of every (tuple, view) feature of afterstate ``b``, tuple-major, into
+    ``feat[: 8 * n_tuples]``: computed once and then read, updated and read again (a TD step), and
+    all known before the first weight is loaded, so the loads do not wait on each other."""
+    base = stage_of(b, stage_thr, n_live) * stage_size
+    bs = symmetries(b)
     for t in range(tlen.shape[0]):
         o = base + toff[t]
-        ix = _view_indices(bs, runs, t)
+        ix = _view_indices(bs, ext, t)
         for s in range(8):
-            v += w[o + ix[s]]
+            feat[8 * t + s] = o + ix[s]
+
+
+@njit(cache=True, inline="always")
+def _sum_features(w: np.ndarray, feat: np.ndarray, n: int) -> float:
+    """The sum of the weights of ``feat[:n]``, in order (float64, as every value here is summed)."""
+    v = 0.0
+    for j in range(n):
+        v += w[feat[j]]
     return v
+
+
+@njit(cache=True, inline="always")
+def _prefetch_features(w: np.ndarray, tc: np.ndarray, use_tc: bool, feat: np.ndarray, n: int) -> None:
+    """Ask for the cache lines of ``feat[:n]`` (weights, and TC sums) ahead of their use."""
+    for j in range(n):
+        _prefetch(w, feat[j])
+    if use_tc:
+        for j in range(n):
+            _prefetch(tc, 2 * feat[j])
 
 
 @njit(cache=True)
 def evaluate(
     w: np.ndarray,
     b: np.uint64,
-    runs: np.ndarray,
+    ext: np.ndarray,
     tlen: np.ndarray,
     toff: np.ndarray,
     stage_size: int,
@@ -247,7 +351,15 @@ def evaluate(
     n_live: int,
 ) -> float:
     """V(b): the sum of the weights of all (tuple, symmetry) features of afterstate ``b``."""
-    return _views_value(w, symmetries(b), runs, tlen, toff, stage_of(b, stage_thr, n_live) * stage_size)
+    base = stage_of(b, stage_thr, n_live) * stage_size
+    bs = symmetries(b)
+    v = 0.0
+    for t in range(tlen.shape[0]):
+        o = base + toff[t]
+        ix = _view_indices(bs, ext, t)
+        for s in range(8):
+            v += w[o + ix[s]]
+    return v
 
 
 @njit(cache=True)
@@ -282,16 +394,35 @@ def downgrade(b: np.uint64, from_exp: int) -> np.uint64:
     return out
 
 
+@njit(cache=True, inline="always")
+def _apply_features(
+    w: np.ndarray, tc: np.ndarray, use_tc: bool, feat: np.ndarray, n: int, delta: float, step: float
+) -> None:
+    """:func:`td_update`'s step on the weights ``feat[:n]`` (see there); ``tc`` holds each weight's
+    two temporal-coherence sums side by side (error sum at ``2 i``, absolute error sum at ``2 i + 1``),
+    so both come in one cache line."""
+    for j in range(n):
+        i = feat[j]
+        if use_tc:
+            e = tc[2 * i]
+            a = tc[2 * i + 1]
+            rate = abs(e) / a if a > 0.0 else 1.0
+            w[i] += np.float32(step * delta * rate)
+            tc[2 * i] = e + np.float32(delta)
+            tc[2 * i + 1] = a + np.float32(abs(delta))
+        else:
+            w[i] += np.float32(step * delta)
+
+
 @njit(cache=True)
 def td_update(
     w: np.ndarray,
-    tc_e: np.ndarray,
-    tc_a: np.ndarray,
+    tc: np.ndarray,
     use_tc: bool,
     b: np.uint64,
     delta: float,
     step: float,
-    runs: np.ndarray,
+    ext: np.ndarray,
     tlen: np.ndarray,
     toff: np.ndarray,
     stage_size: int,
@@ -307,66 +438,38 @@ def td_update(
     With temporal coherence (Jaśkowski et al.) each weight's step is scaled by |sum of its errors| /
     sum of |its errors|: weights whose errors keep their sign learn at full speed, weights whose errors
     cancel out (noise) slow down on their own, so no hand-tuned decay of the learning rate is needed.
+    ``tc``: the sums, interleaved (:func:`_apply_features`); unused (any array) without ``use_tc``.
     """
-    base = stage_of(b, stage_thr, n_live) * stage_size
-    bs = symmetries(b)
-    _apply(w, tc_e, tc_a, use_tc, bs, delta, step, runs, tlen, toff, base)
-    return _views_value(w, bs, runs, tlen, toff, base)
-
-
-@njit(cache=True, inline="always")
-def _apply(
-    w: np.ndarray,
-    tc_e: np.ndarray,
-    tc_a: np.ndarray,
-    use_tc: bool,
-    bs: tuple[np.uint64, np.uint64, np.uint64, np.uint64, np.uint64, np.uint64, np.uint64, np.uint64],
-    delta: float,
-    step: float,
-    runs: np.ndarray,
-    tlen: np.ndarray,
-    toff: np.ndarray,
-    base: int,
-) -> None:
-    """:func:`td_update`'s step on the weights the views ``bs`` select (see there)."""
-    for t in range(tlen.shape[0]):
-        o = base + toff[t]
-        ix = _view_indices(bs, runs, t)
-        for s in range(8):
-            i = o + ix[s]
-            if use_tc:
-                a = tc_a[i]
-                rate = abs(tc_e[i]) / a if a > 0.0 else 1.0
-                w[i] += np.float32(step * delta * rate)
-                tc_e[i] += np.float32(delta)
-                tc_a[i] += np.float32(abs(delta))
-            else:
-                w[i] += np.float32(step * delta)
+    n = 8 * tlen.shape[0]
+    feat = np.empty(n, dtype=np.int64)
+    _fill_features(feat, b, ext, tlen, toff, stage_size, stage_thr, n_live)
+    _apply_features(w, tc, use_tc, feat, n, delta, step)
+    return _sum_features(w, feat, n)
 
 
 @njit(cache=True)
 def td_toward(
     w: np.ndarray,
-    tc_e: np.ndarray,
-    tc_a: np.ndarray,
+    tc: np.ndarray,
     use_tc: bool,
     b: np.uint64,
     target: float,
     step: float,
-    runs: np.ndarray,
+    ext: np.ndarray,
     tlen: np.ndarray,
     toff: np.ndarray,
     stage_size: int,
     stage_thr: np.ndarray,
     n_live: int,
 ) -> tuple[float, float]:
-    """:func:`evaluate` then :func:`td_update` towards ``target`` with the board's views made once:
+    """:func:`evaluate` then :func:`td_update` towards ``target`` with the features found once:
     ``(V(b) before, V(b) after)``, the same numbers as the two calls (the learner's inner step)."""
-    base = stage_of(b, stage_thr, n_live) * stage_size
-    bs = symmetries(b)
-    v = _views_value(w, bs, runs, tlen, toff, base)
-    _apply(w, tc_e, tc_a, use_tc, bs, target - v, step, runs, tlen, toff, base)
-    return v, _views_value(w, bs, runs, tlen, toff, base)
+    n = 8 * tlen.shape[0]
+    feat = np.empty(n, dtype=np.int64)
+    _fill_features(feat, b, ext, tlen, toff, stage_size, stage_thr, n_live)
+    v = _sum_features(w, feat, n)
+    _apply_features(w, tc, use_tc, feat, n, target - v, step)
+    return v, _sum_features(w, feat, n)
 
 
 # ------------------------------------------------------------------------------------------ training
@@ -385,7 +488,7 @@ def _promote(w: np.ndarray, stage_size: int, n_live: int) -> None:
 def _greedy(
     w: np.ndarray,
     b: np.uint64,
-    runs: np.ndarray,
+    ext: np.ndarray,
     tlen: np.ndarray,
     toff: np.ndarray,
     stage_size: int,
@@ -404,7 +507,7 @@ def _greedy(
         nb, r = move(b, d)
         if nb == b:
             continue
-        v = r + evaluate(w, downgrade(nb, dg), runs, tlen, toff, stage_size, stage_thr, n_live)
+        v = r + evaluate(w, downgrade(nb, dg), ext, tlen, toff, stage_size, stage_thr, n_live)
         if v > best_v and v < INF:
             best_v = v
             best_d = d
@@ -420,10 +523,9 @@ def _greedy(
 @njit(cache=True, nogil=True)
 def train_steps(
     w: np.ndarray,
-    tc_e: np.ndarray,
-    tc_a: np.ndarray,
+    tc: np.ndarray,
     use_tc: bool,
-    runs: np.ndarray,
+    ext: np.ndarray,
     tlen: np.ndarray,
     toff: np.ndarray,
     stage_size: int,
@@ -466,6 +568,9 @@ def train_steps(
     [sum of |TD error|, updates] for the loss plot.
     """
     step = alpha / (8.0 * tlen.shape[0])  # the step is shared by all 8 * n_tuples features
+    n_feat = 8 * tlen.shape[0]
+    feat = np.empty(n_feat, dtype=np.int64)
+    feat_next = np.empty(n_feat, dtype=np.int64)
     n_stages = stage_thr.shape[0] + 1
     steps = 0
     done = 0
@@ -494,7 +599,7 @@ def train_steps(
                         live[0] = n_live + 1
                     n_live = live[0]
                     break
-        d, after, r = _greedy(w, b, runs, tlen, toff, stage_size, stage_thr, n_live, 0)
+        d, after, r = _greedy(w, b, ext, tlen, toff, stage_size, stage_thr, n_live, 0)
         truncated = d >= 0 and max_exponent(b) == 15 and overflows(b, d)
         if d >= 0 and not truncated:
             n = game_i[1]
@@ -516,29 +621,25 @@ def train_steps(
         if truncated and n > 0:
             # not a terminal state: its value stays; the previous afterstate learns towards it
             target = buf_reward[last] + evaluate(
-                w, buf_after[last], runs, tlen, toff, stage_size, stage_thr, n_live
+                w, buf_after[last], ext, tlen, toff, stage_size, stage_thr, n_live
             )
             last -= 1
+        if last >= 0:
+            _fill_features(feat, buf_after[last], ext, tlen, toff, stage_size, stage_thr, n_live)
         for k in range(last, -1, -1):
-            v, v_new = td_toward(
-                w,
-                tc_e,
-                tc_a,
-                use_tc,
-                buf_after[k],
-                target,
-                step,
-                runs,
-                tlen,
-                toff,
-                stage_size,
-                stage_thr,
-                n_live,
-            )
+            if k > 0:
+                # the next (earlier) afterstate's lines are on their way while this one learns
+                _fill_features(feat_next, buf_after[k - 1], ext, tlen, toff, stage_size, stage_thr, n_live)
+                _prefetch_features(w, tc, use_tc, feat_next, n_feat)
+            # evaluate, then td_update towards the target (td_toward, the features found once)
+            v = _sum_features(w, feat, n_feat)
+            _apply_features(w, tc, use_tc, feat, n_feat, target - v, step)
+            v_new = _sum_features(w, feat, n_feat)
             acc[0] += abs(target - v)
             acc[1] += 1.0
             # lambda-return of the previous afterstate: r + (1 - lam) V(s) + lam * (this target)
             target = buf_reward[k] + (1.0 - lam) * v_new + lam * target
+            feat, feat_next = feat_next, feat
         out_score[done] = game_i[0]
         out_maxexp[done] = 16 if truncated else max_exponent(b)
         out_moves[done] = n
@@ -567,10 +668,9 @@ def train_steps(
 @njit(cache=True, parallel=True, nogil=True)
 def train_steps_parallel(
     w: np.ndarray,
-    tc_e: np.ndarray,
-    tc_a: np.ndarray,
+    tc: np.ndarray,
     use_tc: bool,
-    runs: np.ndarray,
+    ext: np.ndarray,
     tlen: np.ndarray,
     toff: np.ndarray,
     stage_size: int,
@@ -608,10 +708,9 @@ def train_steps_parallel(
     for k in prange(game_u.shape[0]):
         done, steps = train_steps(
             w,
-            tc_e,
-            tc_a,
+            tc,
             use_tc,
-            runs,
+            ext,
             tlen,
             toff,
             stage_size,
@@ -653,7 +752,7 @@ def search_values(
     b: np.uint64,
     policy: np.ndarray,
     p4: float,
-    runs: np.ndarray,
+    ext: np.ndarray,
     tlen: np.ndarray,
     toff: np.ndarray,
     stage_size: int,
@@ -719,7 +818,7 @@ def search_values(
                 if max_exponent(board[k]) == 15 and overflows(board[k], d):
                     v = float(r)
                 elif k >= final[k]:
-                    v = r + evaluate(w, downgrade(nb, dg), runs, tlen, toff, stage_size, stage_thr, n_live)
+                    v = r + evaluate(w, downgrade(nb, dg), ext, tlen, toff, stage_size, stage_thr, n_live)
                 else:
                     sl = _tt_slot(nb, k, mask)
                     if tt_gen[sl] == gen and tt_key[sl] == nb and tt_level[sl] == k:
@@ -793,7 +892,7 @@ def play_games(
     p4: float,
     start_tiles: int,
     rng_states: np.ndarray,
-    runs: np.ndarray,
+    ext: np.ndarray,
     tlen: np.ndarray,
     toff: np.ndarray,
     stage_size: int,
@@ -829,7 +928,7 @@ def play_games(
         capped = False
         while True:
             if all_greedy:
-                d, after, r = _greedy(w, b, runs, tlen, toff, stage_size, stage_thr, n_live, dg)
+                d, after, r = _greedy(w, b, ext, tlen, toff, stage_size, stage_thr, n_live, dg)
             else:
                 gen += 1
                 vals = search_values(
@@ -837,7 +936,7 @@ def play_games(
                     b,
                     policy,
                     p4,
-                    runs,
+                    ext,
                     tlen,
                     toff,
                     stage_size,
@@ -890,7 +989,7 @@ def play_games_parallel(
     p4: float,
     start_tiles: int,
     rng_states: np.ndarray,
-    runs: np.ndarray,
+    ext: np.ndarray,
     tlen: np.ndarray,
     toff: np.ndarray,
     stage_size: int,
@@ -924,7 +1023,7 @@ def play_games_parallel(
             p4,
             start_tiles,
             rng_states[idx],
-            runs,
+            ext,
             tlen,
             toff,
             stage_size,

@@ -152,7 +152,7 @@ def test_td_update_by_hand_plain():
     exps[0, 0], exps[0, 3], exps[3, 3] = 1, 2, 3
     b = np.uint64(pack_exponents(exps))
     # step alpha/8 = 0.5/8; delta 8: each feature gets +0.5, each corner weight is hit twice -> 1.0
-    v_new = K.td_update(w, dummy, dummy, False, b, 8.0, 0.5 / 8, *net)
+    v_new = K.td_update(w, dummy, False, b, 8.0, 0.5 / 8, *net)
     np.testing.assert_allclose(w[[0, 1, 2, 3]], [1.0, 1.0, 1.0, 1.0])
     assert w[4:].sum() == 0.0
     assert K.evaluate(w, b, *net) == pytest.approx(8.0)
@@ -163,18 +163,18 @@ def test_td_update_by_hand_plain():
 def test_td_update_by_hand_temporal_coherence():
     _, net = _one_cell_layout()
     w = np.zeros(16, dtype=np.float32)
-    e = np.zeros(16, dtype=np.float32)
-    a = np.zeros(16, dtype=np.float32)
+    tc = np.zeros(32, dtype=np.float32)  # the kernels' layout: error sum, |error| sum side by side
+    e, a = tc[0::2], tc[1::2]
     exps = np.zeros((4, 4), dtype=np.uint8)
     exps[0, 0] = exps[0, 3] = exps[3, 0] = exps[3, 3] = 5  # all 8 views hit weight 5
     b = np.uint64(pack_exponents(exps))
     step = 1.0 / 8
     # first update, delta +4: every hit has |E|/A = 1 (A = 0 counts as 1): w += 8 * 4/8 = 4
-    K.td_update(w, e, a, True, b, 4.0, step, *net)
+    K.td_update(w, tc, True, b, 4.0, step, *net)
     assert (w[5], e[5], a[5]) == (4.0, 32.0, 32.0)
     # second, delta -4: the first hit still has rate 32/32 = 1, then E/A shrink:
     # rates 1, 28/36, 24/40, 20/44, 16/48, 12/52, 8/56, 4/60
-    K.td_update(w, e, a, True, b, -4.0, step, *net)
+    K.td_update(w, tc, True, b, -4.0, step, *net)
     rates = [1, 28 / 36, 24 / 40, 20 / 44, 16 / 48, 12 / 52, 8 / 56, 4 / 60]
     assert w[5] == pytest.approx(4.0 - 0.5 * sum(rates), rel=1e-6)
     assert (e[5], a[5]) == (0.0, 64.0)
@@ -304,12 +304,12 @@ def test_restart_one_replays_every_game_of_20_moves_or_more_from_its_middle():
     # restart = 1 is the C++ trainer's rule: no coin, every long enough game is replayed from its middle
     layout = TupleLayout("4x4", LAYOUTS["4x4"])
     sh, tlen, toff, thr = layout.arrays()
-    w, e, a = (np.zeros(layout.size, dtype=np.float32) for _ in range(3))
+    w, tc = np.zeros(layout.size, dtype=np.float32), np.zeros(2 * layout.size, dtype=np.float32)
     gu = np.array([0, seed_to_state(5), seed_to_state(6)], dtype=np.uint64)
     gi = np.zeros(7, dtype=np.int64)
     board, after, reward = (np.zeros(30_000, dtype=t) for t in (np.uint64, np.uint64, np.float32))
     score, maxexp, moves, restarted = (np.zeros(300, dtype=t) for t in (np.int64, np.int8, np.int64, np.int8))
-    head = (w, e, a, True, sh, tlen, toff, layout.stage_size, thr, 1.0, 0.5, 1.0, 0.1, 2, np.array([1]))
+    head = (w, tc, True, sh, tlen, toff, layout.stage_size, thr, 1.0, 0.5, 1.0, 0.1, 2, np.array([1]))
     done, _ = K.train_steps(
         *head, gu, gi, board, after, reward, 10**7, score, maxexp, moves, restarted, np.zeros(2)
     )
@@ -335,14 +335,14 @@ def test_parallel_kernel_with_one_worker_is_the_single_threaded_kernel():
     sh, tlen, toff, thr = layout.arrays()
     outs = []
     for parallel in (False, True):
-        w, e, a = (np.zeros(layout.size, dtype=np.float32) for _ in range(3))
+        w, tc = np.zeros(layout.size, dtype=np.float32), np.zeros(2 * layout.size, dtype=np.float32)
         gu = np.array([[0, seed_to_state(3), seed_to_state(4)]], dtype=np.uint64)
         gi = np.zeros((1, 7), dtype=np.int64)
         bufs = [np.zeros((1, 30_000), dtype=t) for t in (np.uint64, np.uint64, np.float32)]
         res = [np.zeros((1, 100), dtype=t) for t in (np.int64, np.int8, np.int64, np.int8)]
         acc = np.zeros((1, 2))
         live = np.array([1])
-        head = (w, e, a, True, sh, tlen, toff, layout.stage_size, thr, 1.0, 0.5, 0.5, 0.1, 2, live)
+        head = (w, tc, True, sh, tlen, toff, layout.stage_size, thr, 1.0, 0.5, 0.5, 0.1, 2, live)
         if parallel:
             result = np.zeros((1, 2), dtype=np.int64)
             K.train_steps_parallel(
@@ -353,7 +353,7 @@ def test_parallel_kernel_with_one_worker_is_the_single_threaded_kernel():
             done_steps = K.train_steps(
                 *head, gu[0], gi[0], *(x[0] for x in bufs), 20_000, *(x[0] for x in res), acc[0]
             )
-        outs.append((done_steps, w, e, a, gu, gi, *res, acc))
+        outs.append((done_steps, w, tc, gu, gi, *res, acc))
     assert outs[0][0][0] > 5 and outs[0][0] == outs[1][0]
     for x, y in zip(outs[0][1:], outs[1][1:]):
         np.testing.assert_array_equal(x, y)
@@ -656,8 +656,8 @@ def test_a_resumed_run_goes_on_exactly(tmp_path):
     a = NTupleAgent(NTupleConfig(layout="4x4", restart=0.0), seed=8)
     list(a.train(Budget(episodes=50)))  # ends on a finished game: nothing in progress is lost
     b = Agent.load(a.save(tmp_path / "a"))
-    assert isinstance(b, NTupleAgent) and b._tc_a is not None
-    np.testing.assert_array_equal(b._tc_a, a._tc_a)
+    assert isinstance(b, NTupleAgent) and b._tc is not None
+    np.testing.assert_array_equal(b._tc, a._tc)
     list(a.train(Budget(episodes=20)))
     list(b.train(Budget(episodes=20)))
     np.testing.assert_array_equal(a.weights, b.weights)
@@ -666,7 +666,7 @@ def test_a_resumed_run_goes_on_exactly(tmp_path):
     list(c.train(Budget(episodes=50)))
     arrays, _ = c.get_state()
     assert set(arrays) == {"index", "weights"}
-    assert Agent.load(c.save(tmp_path / "c"))._tc_a is None  # type: ignore[attr-defined]
+    assert Agent.load(c.save(tmp_path / "c"))._tc is None  # type: ignore[attr-defined]
 
 
 def test_different_tuple_layout_is_refused(tmp_path):
@@ -727,7 +727,7 @@ def test_otd_phase_is_plain_td_at_its_rate_then_temporal_coherence():
     assert otd.counters.steps == plain.counters.steps == 6000
     np.testing.assert_array_equal(otd.weights, plain.weights)
     assert set(lrs) == {0.1}
-    _, tc_a = otd._training_arrays()
+    tc_a = otd._training_arrays()[1::2]
     assert not tc_a.any()  # no coherence sums gathered during the OTD phase
     lrs = [e.metrics["lr"] for e in otd.train(Budget(steps=2000))]
     assert set(lrs) == {1.0}
