@@ -48,6 +48,8 @@ Z95 = 1.96
 LIVE_EVERY = 0.25
 #: Worker processes add their moves to the shared count in steps of this many (and at each game's end).
 _MOVES_STEP = 32
+#: Seconds a worker that built its agent in EvalPool.prepare waits for the others to have built theirs.
+PREPARE_TIMEOUT_S = 600.0
 #: Where the games play: worker processes on this machine, or Ray actors.
 BACKENDS: tuple[str, ...] = ("local", "ray")
 
@@ -402,27 +404,50 @@ class EtaModel:
 
 # --------------------------------------------------------------------------------------- workers
 
-_worker_agent: Agent | None = None
-_worker_error: str | None = None  # why this worker could not build its agent (said by every game)
 _worker_moves: Any = None  # a shared multiprocessing.Value("q"): moves played by all workers
+_worker_threads_n = 1  # this worker's share of the cores
+_worker_barrier: Any = None  # a multiprocessing.Barrier of the pool's workers (see EvalPool.prepare)
+_worker_key: str | None = None  # the spec (and rules) this worker's agent was built from
+_worker_agent: Agent | None = None
+_worker_error: str | None = None  # why this worker could not build that agent (said by every game)
 _worker_threads: dict[str, Any] | None = None  # this worker's threads report, sent with every game
 
 
-def _init_worker(spec: AgentSpec, rules: Rules, moves: Any = None, threads: int = 1) -> None:
-    global _worker_agent, _worker_error, _worker_moves, _worker_threads
-    _worker_moves = moves
-    # This process's share of the cores: set before the agent's imports (torch reads the environment
-    # when it loads), and again after them (torch's and numba's pools, now loaded).
-    limit_threads(threads)
+def _init_worker(moves: Any, threads: int, barrier: Any) -> None:
+    global _worker_moves, _worker_threads_n, _worker_barrier, _worker_threads
+    _worker_moves, _worker_threads_n, _worker_barrier = moves, threads, barrier
+    # This process's share of the cores, set before any agent's imports: torch reads the environment
+    # when it loads (and again after each build, for the pools the build loaded).
+    _worker_threads = limit_threads(threads)
+
+
+def _worker_agent_for(spec: AgentSpec, rules: Rules) -> Agent:
+    """This worker's agent for ``spec``: built (and warmed up) on its first game, kept for the next."""
+    global _worker_key, _worker_agent, _worker_error, _worker_threads
+    key = f"{spec.key()}|{rules.to_dict()}"
+    if key != _worker_key:
+        _worker_key, _worker_agent, _worker_error = key, None, None
+        try:
+            agent = spec.build()
+            _worker_threads = limit_threads(_worker_threads_n)
+            warm_up(agent, rules)
+            _worker_agent = agent
+        except Exception as e:
+            # Kept, not raised at once: every game of this spec reports it, as a one-line error.
+            _worker_error = f"{type(e).__name__}: {e}"
+    if _worker_agent is None:
+        raise WorkerError(f"a worker process could not build the agent: {_worker_error or 'not initialised'}")
+    return _worker_agent
+
+
+def _worker_prepare(spec: AgentSpec, rules: Rules) -> dict[str, Any] | None:
+    """Build the agent, then wait for every other worker to have done so (one call per worker: a worker
+    held here takes no second one); this worker's threads report."""
     try:
-        _worker_agent = spec.build()
-        _worker_threads = limit_threads(threads)
-        warm_up(_worker_agent, rules)
-    except Exception as e:
-        # Kept, not raised: a failing initialiser breaks the pool without a word (multiprocessing.Pool
-        # even restarted it forever); the first game reports it instead, as a one-line error.
-        _worker_agent = None
-        _worker_error = f"{type(e).__name__}: {e}"
+        _worker_agent_for(spec, rules)
+    finally:
+        _worker_barrier.wait(PREPARE_TIMEOUT_S)
+    return _worker_threads
 
 
 def _add_moves(n: int) -> None:
@@ -431,10 +456,9 @@ def _add_moves(n: int) -> None:
             _worker_moves.value += n
 
 
-def _worker_play(job: tuple[Rules, int, int, bool]) -> GameOutcome:
-    if _worker_agent is None:
-        raise WorkerError(f"a worker process could not build the agent: {_worker_error or 'not initialised'}")
-    rules, seed, index, record = job
+def _worker_play(job: tuple[AgentSpec, Rules, int, int, bool]) -> GameOutcome:
+    spec, rules, seed, index, record = job
+    agent = _worker_agent_for(spec, rules)
     pending = 0
 
     def on_move() -> bool:
@@ -445,9 +469,99 @@ def _worker_play(job: tuple[Rules, int, int, bool]) -> GameOutcome:
             pending = 0
         return False  # a worker is ended by the parent, never asked
 
-    outcome = play_game(_worker_agent, rules, seed, index, record=record, on_move=on_move)
+    outcome = play_game(agent, rules, seed, index, record=record, on_move=on_move)
     _add_moves(pending)
     return dataclasses.replace(outcome, threads=_worker_threads)
+
+
+class EvalPool:
+    """``workers`` spawned processes that play evaluation games, kept from one evaluation to the next.
+
+    Starting a worker costs seconds (a Python process, numpy/numba, torch for the learners, the agent
+    itself): an evaluation of several contestants (``eval --agent a --agent b``, the Arena tab) or a
+    benchmark pays that once, not once per contestant. Each worker runs its math libraries on its share
+    of the cores (:func:`agents.threads.cpu_share`), builds the agent of a spec on its first game of
+    it and keeps it for the next. :meth:`prepare` builds an agent in every worker ahead of the games.
+
+    The processes start on first use. A stopped or failed evaluation ends them (the games in flight are
+    given up); the next one starts fresh ones. :meth:`close` (or leaving a ``with`` block) ends them.
+    """
+
+    def __init__(self, workers: int) -> None:
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        self.workers = int(workers)
+        self.threads = cpu_share(self.workers)
+        self._ctx = mp.get_context("spawn")  # the same on every platform; no inherited locks or threads
+        self._moves = self._ctx.Value("q", 0)
+        self._executor: ProcessPoolExecutor | None = None
+
+    @property
+    def moves(self) -> int:
+        """Moves played by the workers since the pool was made (games in flight included)."""
+        return int(self._moves.value)
+
+    @property
+    def running(self) -> bool:
+        return self._executor is not None
+
+    def executor(self) -> ProcessPoolExecutor:
+        if self._executor is None:
+            barrier = self._ctx.Barrier(self.workers)
+            self._executor = ProcessPoolExecutor(
+                self.workers,
+                mp_context=self._ctx,
+                initializer=_init_worker,
+                initargs=(self._moves, self.threads, barrier),
+            )
+        return self._executor
+
+    def prepare(self, spec: AgentSpec, rules: Rules | None = None) -> list[dict[str, Any]]:
+        """Start every worker and build ``spec``'s agent in each (the first game of it then starts at
+        once); returns each worker's :func:`agents.threads.threads_report`. WorkerError when a worker
+        cannot build it or dies."""
+        if rules is None:
+            rules = spec.rules if spec.rules is not None else spec.build().rules
+        pool = self.executor()
+        futures = [pool.submit(_worker_prepare, spec, rules) for _ in range(self.workers)]
+        try:
+            return [r for r in (_result_of(f) for f in futures) if r is not None]
+        except BaseException:
+            self.terminate()
+            raise
+
+    def terminate(self) -> None:
+        """End the workers now, games in flight given up (the next use starts new ones)."""
+        pool, self._executor = self._executor, None
+        if pool is None:
+            return
+        # Python 3.14 has a public call for it; before, the pool's process table is the only handle.
+        terminate_workers = getattr(pool, "terminate_workers", None)
+        if terminate_workers is not None:
+            terminate_workers()
+        else:
+            for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                proc.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+    def close(self) -> None:
+        self.terminate()
+
+    def __enter__(self) -> EvalPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _result_of(future: Future[Any]) -> Any:
+    """A worker's answer; a dead worker is WorkerError (one line), not BrokenProcessPool."""
+    try:
+        return future.result()
+    except BrokenProcessPool:
+        raise WorkerError(
+            "a worker process ended in the middle of its games (killed, or out of memory?)"
+        ) from None
 
 
 class _RayPlayer:
@@ -504,8 +618,13 @@ def evaluate(
     live_every: float = LIVE_EVERY,
     backend: str = "local",
     ray_address: str | None = None,
+    pool: EvalPool | None = None,
 ) -> EvalResult:
     """Play ``games`` games of ``spec`` (seeded by ``seed``) in ``workers`` processes.
+
+    ``pool``: local play in these worker processes (its ``workers``, ``workers`` is not used), started
+    already or kept for the next evaluation (see :class:`EvalPool`); without one, ``workers`` > 1 start
+    processes for this evaluation alone.
 
     ``backend="ray"`` (implied by a ``ray_address``): on ``workers`` Ray actors instead (1 CPU each), on the
     cluster at ``ray_address``, or the Ray instance this process already started, or a local one of
@@ -542,6 +661,8 @@ def evaluate(
         # An actor with no free CPU would hold its first game forever: no more actors than CPUs.
         cpus = int(ray.cluster_resources().get("CPU", 1))
         n_proc = max(1, min(workers, games, cpus))
+    elif pool is not None:
+        n_proc = pool.workers
     else:
         n_proc = min(workers, games)
     tally = _Tally(spec, agent, rules, seed, n_proc, games)
@@ -569,7 +690,6 @@ def evaluate(
     def asked_to_stop() -> bool:
         return should_stop is not None and bool(should_stop())
 
-    jobs = ((rules, seed, i, record) for i in range(games))
     if ray is not None:
         stopped, moves_now = _evaluate_on_ray(
             ray,
@@ -586,7 +706,7 @@ def evaluate(
             asked_to_stop,
             count_moves=live is not None,
         )
-    elif n_proc == 1:
+    elif n_proc == 1 and pool is None:
         warm_up(agent, rules)
         played = 0  # moves of finished games + the game in flight
 
@@ -596,21 +716,27 @@ def evaluate(
             tick(played)
             return asked_to_stop()
 
-        for _rules, _seed, i, rec in jobs:
+        for i in range(games):
             if asked_to_stop():
                 stopped = True
                 break
             try:
-                collect(play_game(agent, rules, seed, i, record=rec, on_move=on_move))
+                collect(play_game(agent, rules, seed, i, record=record, on_move=on_move))
             except Stopped:
                 stopped = True
                 break
             tick(played)
         moves_now = played
     else:
-        stopped, moves_now = _evaluate_in_processes(
-            spec, rules, n_proc, jobs, poll, collect, tick, asked_to_stop
-        )
+        own = pool is None
+        procs = EvalPool(n_proc) if pool is None else pool
+        try:
+            stopped, moves_now = _evaluate_in_processes(
+                procs, spec, rules, seed, games, record, poll, collect, tick, asked_to_stop
+            )
+        finally:
+            if own:
+                procs.close()
     result = tally.result(cancelled=stopped)
     if live is not None:
         live(result, moves_now)
@@ -618,36 +744,38 @@ def evaluate(
 
 
 def _evaluate_in_processes(
+    pool: EvalPool,
     spec: AgentSpec,
     rules: Rules,
-    n_proc: int,
-    jobs: Iterable[tuple[Rules, int, int, bool]],
+    seed: int,
+    games: int,
+    record: bool,
     poll: float,
     collect: Callable[[GameOutcome], None],
     tick: Callable[[int], None],
     asked_to_stop: Callable[[], bool],
 ) -> tuple[bool, int]:
-    """:func:`evaluate`'s games in ``n_proc`` spawned processes; returns (stopped, moves played).
+    """:func:`evaluate`'s games in ``pool``'s processes; returns (stopped, moves played).
 
-    A process pool whose death is news: a worker that dies (killed, out of memory) raises WorkerError
-    here, where :class:`multiprocessing.Pool` lost the game and waited for it forever. Two games per
-    worker are queued at a time, so a stop or a failure does not leave thousands of jobs behind.
+    A worker that dies (killed, out of memory) raises WorkerError here, where
+    :class:`multiprocessing.Pool` lost the game and waited for it forever. Two games per worker are
+    queued at a time, so a stop or a failure does not leave thousands of jobs behind. A stop or a
+    failure ends the pool's processes: the games in flight are given up now, not after they end.
     """
-    ctx = mp.get_context("spawn")
-    counter = ctx.Value("q", 0)
-    pool = ProcessPoolExecutor(
-        n_proc, mp_context=ctx, initializer=_init_worker, initargs=(spec, rules, counter, cpu_share(n_proc))
-    )
-    todo = iter(jobs)
+    executor = pool.executor()
+    moves_before = pool.moves
+    n_proc = pool.workers
+    todo = iter(range(games))
     pending: set[Future[GameOutcome]] = set()
     stopped = False
+    finished = False
 
     def top_up() -> None:
         while len(pending) < 2 * n_proc:
-            job = next(todo, None)
-            if job is None:
+            index = next(todo, None)
+            if index is None:
                 return
-            pending.add(pool.submit(_worker_play, job))
+            pending.add(executor.submit(_worker_play, (spec, rules, seed, index, record)))
 
     try:
         top_up()
@@ -658,26 +786,14 @@ def _evaluate_in_processes(
             done, _ = wait(pending, timeout=poll, return_when=FIRST_COMPLETED)
             for future in done:
                 pending.discard(future)
-                try:
-                    outcome = future.result()
-                except BrokenProcessPool:
-                    raise WorkerError(
-                        "a worker process ended in the middle of its games (killed, or out of memory?)"
-                    ) from None
-                collect(outcome)
+                collect(_result_of(future))
             top_up()
-            tick(int(counter.value))
-        return stopped, int(counter.value)
+            tick(pool.moves - moves_before)
+        finished = not stopped
+        return stopped, pool.moves - moves_before
     finally:
-        # The games in flight are given up: the workers end now, not after their current game.
-        # Python 3.14 has a public call for it; before, the pool's process table is the only handle.
-        terminate_workers = getattr(pool, "terminate_workers", None)
-        if terminate_workers is not None:
-            terminate_workers()
-        else:
-            for proc in list((getattr(pool, "_processes", None) or {}).values()):
-                proc.terminate()
-        pool.shutdown(wait=True, cancel_futures=True)
+        if not finished:
+            pool.terminate()
 
 
 def _evaluate_on_ray(

@@ -7,19 +7,30 @@ column per contestant: the mean score with its 95 % interval ("12,345 ± 678", n
 median and max score, moves per game, seconds per move, and the share of games whose max tile
 reached at least 32, 64, ... (seed 004's table). The figures are :class:`agents.arena.EvalResult`'s,
 the same the Arena tab shows. ``--json`` prints the same as one JSON object (``mean_score_ci95`` is
-the interval's half-width).
+the interval's half-width) and ``worker_threads``: the thread counts each worker process ran its
+math libraries with (its share of the cores, :mod:`agents.threads`). With ``--workers`` K > 1 the
+same K processes play every contestant's games, one after another.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import threading
 from collections.abc import Callable
 from typing import Any
 
-from agents.arena import BACKENDS, MAX_GAMES, EvalResult, GameOutcome, evaluate, tile_thresholds
+from agents.arena import (
+    BACKENDS,
+    MAX_GAMES,
+    EvalPool,
+    EvalResult,
+    GameOutcome,
+    evaluate,
+    tile_thresholds,
+)
 from agents.checkpoint import read_checkpoint
 from agents.config import load_preset
 from agents.ray_util import RAY_MISSING
@@ -173,7 +184,15 @@ def run(args: argparse.Namespace) -> int:
     results: list[EvalResult] = []
     stop = threading.Event()
     stopping = "stopping: the games in flight are given up, the finished ones are kept and summed up"
-    with GameStore.open(args.data_dir) as store, ctrl_c_stops(stop.set, stop.is_set, stopping):
+    # One set of worker processes for every contestant: each start costs seconds (torch's import,
+    # the agent), paid once here instead of once per contestant.
+    local_pool = backend == "local" and min(args.workers, args.games) > 1
+    pool = EvalPool(min(args.workers, args.games)) if local_pool else None
+    with (
+        GameStore.open(args.data_dir) as store,
+        ctrl_c_stops(stop.set, stop.is_set, stopping),
+        pool if pool is not None else contextlib.nullcontext(),
+    ):
         for spec in specs:
             with ProgressLine(f"eval {spec.display}", total=args.games) as line:
                 result = evaluate(
@@ -186,6 +205,7 @@ def run(args: argparse.Namespace) -> int:
                     should_stop=stop.is_set,
                     backend=backend,
                     ray_address=args.ray_address,
+                    pool=pool,
                 )
             if result.games:
                 results.append(result)

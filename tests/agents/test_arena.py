@@ -265,3 +265,46 @@ def _result(scores: list[int], tiles: list[int]) -> EvalResult:
         wall_seconds=1.0,
         planned=n,
     )
+
+
+def test_a_pool_is_kept_from_one_evaluation_to_the_next() -> None:
+    from agents.arena import EvalPool
+    from agents.threads import cpu_share, report_matches
+
+    greedy, rnd = AgentSpec("greedy"), AgentSpec("random")
+    with EvalPool(2) as pool:
+        assert not pool.running
+        reports = pool.prepare(greedy)  # both workers started, the agent built in each
+        assert pool.running and len({r["pid"] for r in reports}) == 2
+        assert all(report_matches(r, cpu_share(2)) for r in reports)
+        pids = {r["pid"] for r in reports}
+        a = evaluate(greedy, games=6, seed=42, pool=pool)
+        b = evaluate(rnd, games=6, seed=42, pool=pool)  # another agent, the same processes
+        assert a.workers == b.workers == 2
+        assert {t["pid"] for t in (*a.worker_threads, *b.worker_threads)} <= pids
+        # A stop ends the processes (the games in flight are given up); the next evaluation starts new ones.
+        stopped = evaluate(rnd, games=500, seed=1, pool=pool, should_stop=lambda: True)
+        assert stopped.cancelled and not pool.running
+        c = evaluate(greedy, games=6, seed=42, pool=pool)
+        assert not {t["pid"] for t in c.worker_threads} & pids
+    assert not pool.running
+    for pooled, spec in ((a, greedy), (b, rnd), (c, greedy)):
+        alone = evaluate(spec, games=6, seed=42, workers=1)
+        for field in ("scores", "moves", "max_tiles"):
+            np.testing.assert_array_equal(getattr(pooled, field), getattr(alone, field))
+
+
+def test_a_pool_worker_that_cannot_build_says_why_and_the_pool_restarts() -> None:
+    from agents.arena import EvalPool
+
+    spec = AgentSpec(BuildsOnlyInTheParent.name, target=f"{__name__}:{BuildsOnlyInTheParent.__name__}")
+    with EvalPool(2) as pool:
+        with pytest.raises(
+            WorkerError, match="could not build the agent: RuntimeError: no agent in a worker"
+        ):
+            pool.prepare(spec, Rules())
+        assert not pool.running
+        with pytest.raises(WorkerError, match="no agent in a worker"):
+            evaluate(spec, games=4, seed=1, pool=pool)
+        ok = evaluate(AgentSpec("random"), games=4, seed=1, pool=pool)
+        assert ok.complete and len(ok.worker_threads) >= 1
