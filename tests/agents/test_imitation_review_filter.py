@@ -76,8 +76,7 @@ def test_moves_graded_mistake_or_worse_are_left_out(store, data_dir):
     _review(store, reviewed, "reviewer-a", values)
     rec = store.load_game(reviewed)
     grades = [
-        grade_move(values[i], int(rec.moves[i]), board=rec.layouts[i]).grade
-        for i in range(rec.n_moves)
+        grade_move(values[i], int(rec.moves[i]), board=rec.layouts[i]).grade for i in range(rec.n_moves)
     ]
     assert [grades[i] for i in bad] == [BLUNDER, BLUNDER, MISTAKE, INACCURACY]
     assert sum(g in (MISTAKE, BLUNDER) for g in grades) == 3

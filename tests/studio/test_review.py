@@ -362,7 +362,7 @@ def test_a_checkpoint_overwritten_in_place_is_another_reviewer(small_checkpoint,
     create_agent("ntuple", {"layout": "4x4"}, seed=9).save(path)  # the same name, other weights
     after = reviewer.key()
     assert after != before
-    assert after.split(":")[0] == before.split(":")[0] == "net@d2"
+    assert after.split(":")[0] == before.split(":")[0] == "checkpoint@d2"
 
 
 def test_deleting_a_game_deletes_its_reviews(data_dir):
