@@ -210,3 +210,24 @@ def test_prepare_reviewer_trains_a_network_that_becomes_the_default(data_dir, ca
     with pytest.raises(SystemExit) as e:
         main(["--data-dir", str(data_dir), "review", "--prepare-reviewer", "--minutes", "0"])
     assert e.value.code == 2
+
+
+def test_the_prepare_button_trains_a_reviewer_in_the_background(qtbot, window):
+    gid, _ = shared_game(window.store, seed=6)
+    replay = window.replay
+    window.show_tab("Replay")
+    replay.open_game(gid)
+    assert replay.prepareButton.isVisible()  # no network in the store: the fallback says so
+    assert "no n-tuple network" in replay.summaryLabel.text()
+    said: list[str] = []
+    replay.status.connect(said.append)
+    assert replay.prepare_reviewer(minutes=0.05)
+    assert replay.preparing and replay.prepareProgress.isVisible() and not replay.prepareButton.isEnabled()
+    assert not replay.prepare_reviewer()  # one at a time
+    assert replay.wait_prepared(180_000)
+    qtbot.waitUntil(lambda: not replay.preparing, timeout=10_000)
+    chosen = default_reviewer(window.store)
+    assert chosen.spec.checkpoint is not None and chosen.label.startswith("n-tuple run ")
+    assert any(f"the default reviewer is now {chosen.label}" in s for s in said)
+    assert replay.current_reviewer().label == chosen.label
+    assert replay.reviewerCombo.findText(chosen.label) >= 0  # the run's network is offered by name
