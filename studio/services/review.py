@@ -156,7 +156,7 @@ class Reviewer:
             ).hexdigest()[:12]
         ident = json.dumps(ident_of, sort_keys=True)
         digest = hashlib.sha1(ident.encode()).hexdigest()[:16]
-        name = self.spec.name or Path(self.spec.checkpoint or "checkpoint").stem
+        name = self.spec.name or "checkpoint"  # never the file's name: a copy elsewhere is the same reviewer
         return f"{name}@d{self.depth if self.depth is not None else '-'}:{digest}"
 
     def build(self, rules: Rules | None = None) -> Agent:
@@ -544,8 +544,8 @@ class GameReview:
         return out
 
 
-def _num(x: float) -> float | None:
-    return round(float(x), 2) if math.isfinite(x) else None
+def _num(x: float, digits: int = 2) -> float | None:
+    return round(float(x), digits) if math.isfinite(x) else None
 
 
 def _move_json(g: MoveGrade) -> dict[str, Any]:
@@ -557,7 +557,7 @@ def _move_json(g: MoveGrade) -> dict[str, Any]:
         "best": g.best.label,
         "values": {d.label: _num(v) for d, v in g.values.items()},
         "loss": _num(g.loss),
-        "relative": _num(g.relative),
+        "relative": _num(g.relative, 6),
         "rank": g.rank,
         "grade": g.grade,
         "accuracy": _num(g.score),

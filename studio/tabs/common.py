@@ -14,15 +14,6 @@ from typing import Any, Protocol, runtime_checkable
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QMessageBox, QPushButton, QSpinBox, QSplitter, QWidget
 
-#: The reviewer choices of the Replay and Progress tabs: (label, agent name, depth); "default" is the
-#: store's strongest reviewer (:func:`studio.services.review.default_reviewer`).
-REVIEWERS: tuple[tuple[str, str | None, int | None], ...] = (
-    ("default", None, None),
-    ("expectimax d1", "expectimax", 1),
-    ("expectimax d2", "expectimax", 2),
-    ("expectimax d3", "expectimax", 3),
-)
-
 #: Signals a tab may declare, which the main window routes (signal name -> what it means).
 ROUTED = {
     "gamesChanged": "records were written: other tabs re-read the store when next shown",

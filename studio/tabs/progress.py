@@ -396,7 +396,7 @@ class ProgressTab(QWidget):
         state = " · being played" if g.status == "playing" else ""
         return (
             f"game #{g.game_id} · {g.date} · {g.source}{state}\nscore {g.score:,} · tile {g.max_tile:,} · "
-            f"{g.moves:,} of your moves · {acc}\nclick: open in Replay"
+            f"{g.moves:,} moves counted · {acc}\nclick: open in Replay"
         )
 
     def _game(self, game_id: Any) -> Any:

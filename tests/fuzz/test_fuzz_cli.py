@@ -254,7 +254,7 @@ VALID = [
     "runs export 1 out.csv",
     "runs list --status finished",
     "play --text --rows 2 --cols 2 --seed 1",
-    "review 1 --reviewer greedy --json",
+    "review 1 --reviewer expectimax --depth 2 --json",
     "review 2 --reviewer expectimax --depth 1",
     "progress --source all --json",
     "progress --source evaluation --since 2020-01-01 --reviewer greedy",

@@ -30,7 +30,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agents.review import grade_move
+from agents.review import grade_move, values_in_points
 from agents.spec import AgentSpec
 from engine import Direction, Game, Rules
 from engine.store import HUMAN, GameRecorder, GameStore, Player, StoreError
@@ -89,7 +89,10 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
                 rec.play(rec.game.legal_moves()[0])
         ids.append(rec.game_id)
         assert store.get_game(ids[4]).status == "finished"
-        greedy, expectimax = Reviewer(AgentSpec(name="greedy")), Reviewer(AgentSpec(name="expectimax"), 1)
+        greedy, expectimax = (
+            Reviewer(AgentSpec(name="expectimax"), 2),
+            Reviewer(AgentSpec(name="expectimax"), 1),
+        )
         review_game(store, ids[0], greedy)
         review_game(store, ids[3], greedy)
         stops = iter([False] * 4 + [True] * 99)  # a partial review: the first 4 moves
@@ -133,10 +136,9 @@ def _check_reviews(store: GameStore, gid: int) -> None:
         values = store.review_values(info.id)
         assert values.shape == (info.reviewed, 4) and info.reviewed <= rec.n_moves
         assert not np.isinf(values).any()
-        for i, row in enumerate(values):
-            grade_move(
-                row, int(rec.moves[i]), str(info.reviewer.get("value_kind", "rank")), board=rec.layouts[i]
-            )
+        points = values_in_points(values, info.reviewer)
+        for i, row in enumerate(points):
+            grade_move(row, int(rec.moves[i]), board=rec.layouts[i])
 
 
 def check_import(base: Path, file: Path) -> str:

@@ -362,7 +362,7 @@ def test_a_checkpoint_overwritten_in_place_is_another_reviewer(small_checkpoint,
     create_agent("ntuple", {"layout": "4x4"}, seed=9).save(path)  # the same name, other weights
     after = reviewer.key()
     assert after != before
-    assert after.split(":")[0] == before.split(":")[0] == "net@d2"
+    assert after.split(":")[0] == before.split(":")[0] == "checkpoint@d2"
 
 
 def test_deleting_a_game_deletes_its_reviews(data_dir):
@@ -480,3 +480,41 @@ def test_bench_review_reports_both_reviewers(capsys):
     assert "s per 60-move game" in report.render_text()
     with pytest.raises(ValueError, match="no option 'nope'"):
         review_benchmark(BenchOptions(extra={"nope": "1"}), ProgressLine("x", stream=io.StringIO()))
+
+
+# -------------------------------------------------------------------------------------- calibration
+def test_the_calibration_fit_is_monotone_and_maps_as_documented():
+    from agents.review import Calibration, fit_calibration
+
+    # raw values 0..99 with remaining scores that dip at 40-59: pooling makes them one level
+    raw = np.repeat(np.arange(100.0), 2)
+    remaining = np.where((raw >= 40) & (raw < 60), 100.0, raw * 10)
+    cal = fit_calibration(raw, remaining, bins=10, floor=-1000.0, games=3)
+    assert list(cal.ys) == sorted(cal.ys) and list(cal.xs) == sorted(set(cal.xs))
+    assert cal.positions == 200 and cal.games == 3
+    assert cal.points([cal.xs[0]])[0] == pytest.approx(cal.ys[0])
+    assert cal.points([-1000.0, -5000.0])[0] == 0.0 == cal.points([-5000.0])[0]  # at or below the floor
+    assert cal.points([(cal.xs[0] - 1000) / 2])[0] == pytest.approx(cal.ys[0] / 2)  # half-way to 0
+    above = cal.points([cal.xs[-1] + 10, cal.xs[-1] + 20])
+    assert cal.ys[-1] < above[0] < above[1]  # moves valued past every fitted one still differ
+    assert np.isnan(cal.points([np.nan])[0])
+    assert Calibration.from_json(cal.to_json()) == cal
+    with pytest.raises(ValueError, match="2\\+ knots"):
+        Calibration.from_json({"xs": [1.0], "ys": [2.0]})
+
+
+def test_calibrate_fits_expectimax_on_games_it_plays_out(tmp_path):
+    path = tmp_path / "cal.json"
+    out = svc.calibrate(depths=(1,), games=2, path=path)
+    saved = json.loads(path.read_text())
+    assert saved == json.loads(json.dumps(out))
+    knots = saved["expectimax"]["depths"]["1"]
+    assert knots["games"] == 2 and knots["positions"] > 100
+    assert knots["ys"] == sorted(knots["ys"]) and knots["ys"][-1] > knots["ys"][0] > 0
+    # the shipped calibration covers the depths the window offers
+    shipped = svc.load_calibrations()["expectimax"]["depths"]
+    assert {"1", "2", "3"} <= set(shipped)
+    assert svc.calibration_for("expectimax", 2) is not None
+    assert svc.calibration_for("expectimax", 2, {"heuristic": "seed004"}) is None  # other weights
+    with pytest.raises(ValueError, match="not points and it has no calibration"):
+        Reviewer(AgentSpec(name="greedy")).build(RULES)
