@@ -275,7 +275,9 @@ def test_the_progress_lines_show_whole_at_the_default_size(qtbot, window, size):
     for name in ("random", "greedy", "expectimax"):
         arena.add_agent(name)
     label = arena.progressLabel
-    label.setText("9 / 16 games · ETA 0:24\nPlaying ntuple (run-12-best-of-sweep-3.npz) (2 of 3) · 12,191 moves/s")
+    label.setText(
+        "9 / 16 games · ETA 0:24\nPlaying ntuple (run-12-best-of-sweep-3.npz) (2 of 3) · 12,191 moves/s"
+    )
     qtbot.wait(50)
     assert label.height() >= label.heightForWidth(label.width()), (label.height(), label.width())
     assert label.geometry().bottom() <= label.parentWidget().height()
