@@ -270,6 +270,7 @@ class ArenaTab(QWidget):
         self.entryList = QListWidget()
         self.entryList.setObjectName("entryList")
         self.entryList.setToolTip("Ticked entries play; untick to leave one out")
+        self.entryList.setMinimumHeight(60)
         self.entryList.itemSelectionChanged.connect(self._update_buttons)
         self.entryList.itemChanged.connect(self._on_entry_changed)
         bl.addWidget(self.entryList)
@@ -350,6 +351,10 @@ class ArenaTab(QWidget):
         self.progressLabel = QLabel("")
         self.progressLabel.setObjectName("arenaProgressLabel")
         self.progressLabel.setWordWrap(True)
+        # Room for its three lines (games · ETA, who plays, moves/s wrapped) at the default window
+        # size: the contestants list gives up the height, not the progress.
+        self.progressLabel.setMinimumHeight(3 * self.progressLabel.fontMetrics().lineSpacing() + 4)
+        self.progressLabel.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         ll.addWidget(self.progressLabel)
         left.setMinimumWidth(280)
         return left
