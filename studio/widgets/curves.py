@@ -628,8 +628,19 @@ def _panel_header(title: str, curves: Sequence[_Curve], many_runs: bool) -> tupl
         return entries, f"{head}{sep}<span style='color:#555'>{_unbroken(rest)}</span>"
     # A first word all entries share is said once ("Reached ■ 2048 ■ 8192"): four tile rates and the
     # hint then fit one line of a half-width panel, and every line of header is a line less of plot.
-    first = entries[0].split(" ", 1)[0] + " "
-    common = first if all(e.startswith(first) and len(e) > len(first) for e in entries) else ""
+    # The leading words all entries share are said once: "Mean score (last 1,000 games) · (last 100
+    # games)", two runs' means of different windows, not "Mean ■ score (last 1,000...)".
+    words = [e.split(" ") for e in entries]
+    k = 0
+    # (up to a parenthesis: "(last 100 games)" stays whole)
+    while all(len(w) > k + 1 for w in words) and len({w[k] for w in words}) == 1 and words[0][k][:1] != "(":
+        k += 1
+    common = " ".join(words[0][:k]) + " " if k else ""
+    if len(set(shade.values())) == 1:
+        # One shade for all (each run's first metric of this axis): swatches would tell nothing apart.
+        rest = " · ".join(_unbroken(e.removeprefix(common)) for e in entries)
+        body = f"<span style='color:#555'>{_unbroken(common.strip())}&nbsp;{rest}</span>"
+        return entries, sep.join([head, body])
     parts = [
         f"<span style='color:{_metric_colour(NEUTRAL, j, True).name()}'>&#9632;</span>"
         f"&nbsp;{_unbroken(e.removeprefix(common))}"
@@ -1067,8 +1078,8 @@ class CurvesPanel(QWidget):
                     self.auto_log_x = True
                     unit = X_TITLES[self.x_axis] if self.x_axis != "elapsed" else "time"
                     self._auto_reason = (
-                        f"Log x is on by itself: {_short_name(long)} is {hi / lo:,.0f}× as long as "
-                        f"{_short_name(short)} ({unit}), so both show. Untick Log x for a linear axis."
+                        f"Log x turned on: {_short_name(long)} is {hi / lo:,.0f}× as long as "
+                        f"{_short_name(short)} in {unit} (untick it for a linear axis)"
                     )
         showing = self.auto_log_x and not self._auto_declined and not self.log_x
         self.autoLogLabel.setText(self._auto_reason if showing else "")

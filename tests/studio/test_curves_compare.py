@@ -67,7 +67,7 @@ def test_runs_of_very_different_lengths_go_on_a_log_x_axis_and_say_so(qtbot, pan
     assert panel.scorePlot.getPlotItem().ctrl.logXCheck.isChecked()  # the plots themselves
     text = panel.autoLogLabel.text()
     assert panel.autoLogLabel.isVisible()
-    assert text.startswith("Log x is on by itself: run 2 is 1,500× as long as run 1 (moves)")
+    assert text == "Log x turned on: run 2 is 1,500× as long as run 1 in moves (untick it for a linear axis)"
     # On the log axis (the plot's x are log10 of the moves) the DQN run spans a decade of the four
     # and a half shown, not 1/1500 of the width.
     dqn_x = panel.curve("scorePlot", "run 1 · dqn · Mean score (last 100 games)").item.getData()[0]
@@ -181,3 +181,7 @@ def test_a_mean_score_has_one_wording(panel) -> None:
         "run 1 · dqn · Mean score (last 100 games)",
         "run 2 · ntuple · Mean score (last 1,000 games)",
     }
+    # Compared, the header says the shared words once: "Mean score (last 1,000 games) · (last 100 games)".
+    header = panel._panels["scorePlot"].header.text()
+    assert header.count("Mean&nbsp;score") == 1 and "(last&nbsp;1,000&nbsp;games)" in header
+    assert "shades" not in header  # both runs' lines of it are their first shade

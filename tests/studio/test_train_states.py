@@ -250,3 +250,24 @@ def test_closing_during_a_sweep_can_keep_it_training_without_the_window(qtbot, t
         if proc.poll() is None:
             proc.terminate()
             proc.wait(30)
+
+
+def test_the_close_question_offers_keep_training_for_a_sweep(qtbot, tab):
+    """The question itself: Stop and close, Keep training, Cancel; each click says which."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication, QMessageBox
+
+    from studio.tabs.train.sweep import ask_close_with_sweep
+
+    def click(text: str) -> None:
+        box = next(
+            w for w in QApplication.topLevelWidgets() if w.objectName() == "closeSweepBox" and w.isVisible()
+        )
+        assert isinstance(box, QMessageBox)
+        labels = [b.text() for b in box.buttons()]
+        assert {"Stop and close", "Keep training"} <= set(labels)
+        qtbot.mouseClick(next(b for b in box.buttons() if b.text() == text), CLICK)
+
+    for text, answer in (("Keep training", "detach"), ("Stop and close", "stop")):
+        QTimer.singleShot(300, lambda text=text: click(text))
+        assert ask_close_with_sweep(tab, 7, 3) == answer

@@ -12,7 +12,9 @@ batches only append to the curves' buffers, the curves redraw on their own timer
 progress line and the live rows of the runs table refresh a few times a second.
 
 Sweeps (:mod:`.sweep`): "Sweep…" beside Start opens a dialog that varies knobs of the form; the sweep's
-driver runs in a worker thread, its trials in child processes like any run. The Sweeps page beside the
+driver runs in a worker thread, its trials in child processes like any run. Closing the window during
+a sweep offers "Keep training" as for a run: the driver stops (each trial saves a checkpoint) and
+``sweep --resume`` goes on in a process of its own (:func:`.sweep.continue_headless`). The Sweeps page beside the
 runs table ranks a sweep's points, plots its metric against a knob and applies the best point to the
 form; picking a sweep ticks its trials' runs, so the curves compare them (live ones are followed).
 """
