@@ -242,7 +242,7 @@ def _mutate_array(data: st.DataObject, arr: np.ndarray) -> np.ndarray:
         )
         try:
             return arr.astype(dtype)
-        except (TypeError, ValueError):  # text that is no number: an array of that dtype instead
+        except (TypeError, ValueError, OverflowError):  # no number, or "256" as int8: zeros of that dtype
             return np.zeros(arr.shape, dtype=dtype)
     if how == "value" and arr.size:
         kind = data.draw(st.sampled_from(["int", "uint", "float"]))
