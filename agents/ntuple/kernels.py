@@ -285,6 +285,13 @@ def features(b: np.uint64, ext: np.ndarray, tlen: np.ndarray) -> np.ndarray:
     return out
 
 
+@njit(cache=True, inline="always")
+def _has15(b: np.uint64) -> bool:
+    """Some cell holds 32768 (nibble 15): the only boards where a move may overflow."""
+    x = b & (b >> np.uint64(1)) & (b >> np.uint64(2)) & (b >> np.uint64(3))
+    return (x & np.uint64(0x1111111111111111)) != np.uint64(0)
+
+
 @njit(cache=True)
 def stage_of(b: np.uint64, stage_thr: np.ndarray, n_live: int) -> int:
     if stage_thr.shape[0] == 0:
@@ -600,7 +607,7 @@ def train_steps(
                     n_live = live[0]
                     break
         d, after, r = _greedy(w, b, ext, tlen, toff, stage_size, stage_thr, n_live, 0)
-        truncated = d >= 0 and max_exponent(b) == 15 and overflows(b, d)
+        truncated = d >= 0 and _has15(b) and overflows(b, d)
         if d >= 0 and not truncated:
             n = game_i[1]
             buf_board[n] = b
@@ -800,6 +807,10 @@ def search_values(
     acc = np.zeros(size)
     n_empty = np.zeros(size, dtype=np.int64)
     child_final = np.zeros(size, dtype=np.int64)
+    n_feat = 8 * tlen.shape[0]
+    leaf_feat = np.empty((4, n_feat), dtype=np.int64)  # a leaf max node's afterstates' features
+    leaf_v = np.zeros(4)
+    leaf_kind = np.zeros(4, dtype=np.int64)  # 0 illegal, 1 valued by the network, 2 a 32768 merge
 
     k = 1
     board[1] = b
@@ -808,6 +819,36 @@ def search_values(
     ret = 0.0
     while True:
         if phase == 0:
+            if k >= final[k] and dnext[k] == 0:
+                # a max node whose afterstates are leaves (most nodes): the features of all its moves
+                # first, then the sums, so the loads of the four lookups overlap; values taken in
+                # move order, as below
+                bk = board[k]
+                top = _has15(bk)
+                for d in range(4):
+                    nb, r = move(bk, d)
+                    if nb == bk:
+                        leaf_kind[d] = 0
+                    elif top and overflows(bk, d):
+                        leaf_kind[d] = 2
+                        leaf_v[d] = float(r)
+                    else:
+                        leaf_kind[d] = 1
+                        leaf_v[d] = float(r)
+                        _fill_features(
+                            leaf_feat[d], downgrade(nb, dg), ext, tlen, toff, stage_size, stage_thr, n_live
+                        )
+                for d in range(4):
+                    if leaf_kind[d] == 0:
+                        continue
+                    v = leaf_v[d]
+                    if leaf_kind[d] == 1:
+                        v += _sum_features(w, leaf_feat[d], n_feat)
+                    if k == 1:
+                        out[d] = v
+                    if v > best[k]:
+                        best[k] = v
+                dnext[k] = 4
             opened = False
             while dnext[k] < 4:
                 d = dnext[k]
@@ -815,7 +856,7 @@ def search_values(
                 nb, r = move(board[k], d)
                 if nb == board[k]:
                     continue
-                if max_exponent(board[k]) == 15 and overflows(board[k], d):
+                if _has15(board[k]) and overflows(board[k], d):
                     v = float(r)
                 elif k >= final[k]:
                     v = r + evaluate(w, downgrade(nb, dg), ext, tlen, toff, stage_size, stage_thr, n_live)
@@ -968,7 +1009,7 @@ def play_games(
                     r = int(merged)
             if d < 0:
                 break
-            if max_exponent(b) == 15 and overflows(b, d):
+            if _has15(b) and overflows(b, d):
                 capped = True
                 score += r
                 moves += 1
