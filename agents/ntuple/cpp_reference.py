@@ -22,6 +22,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 #: (file, [(text to find, text to put instead)]) of the measuring copy
 PATCHES: dict[str, list[tuple[str, str]]] = {
     "src/network/learning.h": [
@@ -191,3 +193,35 @@ def cpu_model() -> str:
     import platform
 
     return platform.processor() or platform.machine()
+
+
+#: the C++ trainer's 4x6 network (``nw4x6`` in its tuplenet.h): the studio's "4x6" tuples, same order
+CPP_4X6 = ((0, 1, 2, 3, 4, 5), (4, 5, 6, 7, 8, 9), (0, 1, 2, 4, 5, 6), (4, 5, 6, 8, 9, 10))
+
+
+def cpp_index_order(n: int) -> np.ndarray:
+    """``perm`` with ``cpp_table[perm] = studio_table`` for a tuple of ``n`` cells: the C++ program keeps
+    cell ``T`` in nibble ``15 - T`` and ``pext`` packs the highest nibble last, so its index holds the
+    tuple's last cell in the lowest nibble, the studio's its first: the nibbles reversed."""
+    idx = np.arange(16**n, dtype=np.int64)
+    out = np.zeros_like(idx)
+    for k in range(n):
+        out |= ((idx >> (4 * k)) & 0xF) << (4 * (n - 1 - k))
+    return out
+
+
+def export_weights(weights: np.ndarray, tuples: tuple[tuple[int, ...], ...], path: Path) -> None:
+    """Write the studio's 4x6 weights (one stage) as the C++ program's ``nw4x6/weights.bin``, so its
+    ``agent`` command plays the studio's network: the same values, the same moves (up to float
+    rounding: it sums in float32), the same boards, which makes its search time comparable."""
+    if tuple(tuple(t) for t in tuples) != CPP_4X6:
+        raise ValueError("only the 4x6 layout has a C++ twin (nw4x6)")
+    size = 16**6
+    if weights.shape[0] < 4 * size:
+        raise ValueError(f"4x6 weights need {4 * size:,} entries, got {weights.shape[0]:,}")
+    perm = cpp_index_order(6)
+    out = np.empty(4 * size, dtype=np.float32)
+    for t in range(4):
+        out[t * size + perm] = weights[t * size : (t + 1) * size]
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    out.tofile(path)
