@@ -38,7 +38,18 @@ from numba.core import cgutils
 from numba.core.extending import intrinsic, overload
 
 import engine.fast
-from engine.fast import count_empty, max_exponent, move, overflows, spawn, splitmix64, transpose
+from engine.fast import (
+    ROW_LEFT,
+    ROW_RIGHT,
+    ROW_SCORE,
+    count_empty,
+    max_exponent,
+    move,
+    overflows,
+    spawn,
+    splitmix64,
+    transpose,
+)
 
 
 def _drop_stale_cache() -> None:
@@ -285,6 +296,49 @@ def features(b: np.uint64, ext: np.ndarray, tlen: np.ndarray) -> np.ndarray:
     return out
 
 
+_ROW_MASK = np.uint64(0xFFFF)
+
+
+@njit(cache=True, inline="always")
+def moves4(b: np.uint64, gb: np.ndarray, gr: np.ndarray) -> None:
+    """All four :func:`engine.fast.move` results of ``b`` at once into ``gb`` (boards) and ``gr``
+    (rewards), direction ``d`` at ``[d]``: one transpose serves up and down, and left and right share
+    the row reads (the same tables, so the same bits as four calls)."""
+    b = np.uint64(b)
+    t = transpose(b)
+    left = np.uint64(0)
+    right = np.uint64(0)
+    up = np.uint64(0)
+    down = np.uint64(0)
+    rows = np.int64(0)
+    cols = np.int64(0)
+    for i in range(4):
+        shift = np.uint64(16 * i)
+        row = np.intp((b >> shift) & _ROW_MASK)
+        col = np.intp((t >> shift) & _ROW_MASK)
+        left |= np.uint64(ROW_LEFT[row]) << shift
+        right |= np.uint64(ROW_RIGHT[row]) << shift
+        up |= np.uint64(ROW_LEFT[col]) << shift
+        down |= np.uint64(ROW_RIGHT[col]) << shift
+        rows += np.int64(ROW_SCORE[row])  # a row scores the same slid either way
+        cols += np.int64(ROW_SCORE[col])
+    gb[0] = transpose(up)
+    gb[1] = left
+    gb[2] = transpose(down)
+    gb[3] = right
+    gr[0] = cols
+    gr[1] = rows
+    gr[2] = cols
+    gr[3] = rows
+
+
+@njit(cache=True, inline="always")
+def _has15(b: np.uint64) -> bool:
+    """Some cell holds 32768 (nibble 15): the only boards where a move may overflow."""
+    x = b & (b >> np.uint64(1)) & (b >> np.uint64(2)) & (b >> np.uint64(3))
+    return (x & np.uint64(0x1111111111111111)) != np.uint64(0)
+
+
 @njit(cache=True)
 def stage_of(b: np.uint64, stage_thr: np.ndarray, n_live: int) -> int:
     if stage_thr.shape[0] == 0:
@@ -495,19 +549,34 @@ def _greedy(
     stage_thr: np.ndarray,
     n_live: int,
     dg: int,
+    gfeat: np.ndarray,
+    gb: np.ndarray,
+    gr: np.ndarray,
 ) -> tuple[int, np.uint64, int]:
     """The 1-ply move: argmax over legal moves of reward + V(afterstate) (read through
     :func:`downgrade` with ``dg``), ties to the first; values that are not finite never win, and the
-    first legal move is played when no value is finite; (-1, b, 0) when none is legal."""
+    first legal move is played when no value is finite; (-1, b, 0) when none is legal.
+
+    The features of all legal afterstates are found before the first weight is read, so the loads
+    of the four lookups overlap. Scratch (the caller's, so nothing is allocated per move):
+    ``gfeat`` int64 [4, 8 * n_tuples], ``gb`` uint64 [4], ``gr`` int64 [4].
+    """
+    n_feat = gfeat.shape[1]
+    moves4(b, gb, gr)
+    for d in range(4):
+        nb = gb[d]
+        if nb != b:
+            _fill_features(gfeat[d], downgrade(nb, dg), ext, tlen, toff, stage_size, stage_thr, n_live)
     best_v = NEG_INF
     best_d = -1
     best_b = b
     best_r = 0
     for d in range(4):
-        nb, r = move(b, d)
+        nb = gb[d]
         if nb == b:
             continue
-        v = r + evaluate(w, downgrade(nb, dg), ext, tlen, toff, stage_size, stage_thr, n_live)
+        r = gr[d]
+        v = r + _sum_features(w, gfeat[d], n_feat)
         if v > best_v and v < INF:
             best_v = v
             best_d = d
@@ -571,6 +640,9 @@ def train_steps(
     n_feat = 8 * tlen.shape[0]
     feat = np.empty(n_feat, dtype=np.int64)
     feat_next = np.empty(n_feat, dtype=np.int64)
+    gfeat = np.empty((4, n_feat), dtype=np.int64)  # _greedy's scratch
+    gb = np.empty(4, dtype=np.uint64)
+    gr = np.empty(4, dtype=np.int64)
     n_stages = stage_thr.shape[0] + 1
     steps = 0
     done = 0
@@ -599,8 +671,8 @@ def train_steps(
                         live[0] = n_live + 1
                     n_live = live[0]
                     break
-        d, after, r = _greedy(w, b, ext, tlen, toff, stage_size, stage_thr, n_live, 0)
-        truncated = d >= 0 and max_exponent(b) == 15 and overflows(b, d)
+        d, after, r = _greedy(w, b, ext, tlen, toff, stage_size, stage_thr, n_live, 0, gfeat, gb, gr)
+        truncated = d >= 0 and _has15(b) and overflows(b, d)
         if d >= 0 and not truncated:
             n = game_i[1]
             buf_board[n] = b
@@ -800,6 +872,12 @@ def search_values(
     acc = np.zeros(size)
     n_empty = np.zeros(size, dtype=np.int64)
     child_final = np.zeros(size, dtype=np.int64)
+    n_feat = 8 * tlen.shape[0]
+    leaf_feat = np.empty((4, n_feat), dtype=np.int64)  # a leaf max node's afterstates' features
+    leaf_v = np.zeros(4)
+    leaf_kind = np.zeros(4, dtype=np.int64)  # 0 illegal, 1 valued by the network, 2 a 32768 merge
+    leaf_b = np.zeros(4, dtype=np.uint64)
+    leaf_r = np.zeros(4, dtype=np.int64)
 
     k = 1
     board[1] = b
@@ -808,6 +886,38 @@ def search_values(
     ret = 0.0
     while True:
         if phase == 0:
+            if k >= final[k] and dnext[k] == 0:
+                # a max node whose afterstates are leaves (most nodes): the features of all its moves
+                # first, then the sums, so the loads of the four lookups overlap; values taken in
+                # move order, as below
+                bk = board[k]
+                top = _has15(bk)
+                moves4(bk, leaf_b, leaf_r)
+                for d in range(4):
+                    nb = leaf_b[d]
+                    r = leaf_r[d]
+                    if nb == bk:
+                        leaf_kind[d] = 0
+                    elif top and overflows(bk, d):
+                        leaf_kind[d] = 2
+                        leaf_v[d] = float(r)
+                    else:
+                        leaf_kind[d] = 1
+                        leaf_v[d] = float(r)
+                        _fill_features(
+                            leaf_feat[d], downgrade(nb, dg), ext, tlen, toff, stage_size, stage_thr, n_live
+                        )
+                for d in range(4):
+                    if leaf_kind[d] == 0:
+                        continue
+                    v = leaf_v[d]
+                    if leaf_kind[d] == 1:
+                        v += _sum_features(w, leaf_feat[d], n_feat)
+                    if k == 1:
+                        out[d] = v
+                    if v > best[k]:
+                        best[k] = v
+                dnext[k] = 4
             opened = False
             while dnext[k] < 4:
                 d = dnext[k]
@@ -815,7 +925,7 @@ def search_values(
                 nb, r = move(board[k], d)
                 if nb == board[k]:
                     continue
-                if max_exponent(board[k]) == 15 and overflows(board[k], d):
+                if _has15(board[k]) and overflows(board[k], d):
                     v = float(r)
                 elif k >= final[k]:
                     v = r + evaluate(w, downgrade(nb, dg), ext, tlen, toff, stage_size, stage_thr, n_live)
@@ -914,6 +1024,10 @@ def play_games(
     65536 merge the packed board cannot hold. ``gen``: the last transposition-table stamp used
     (returned updated, so the table never needs clearing).
     """
+    n_feat = 8 * tlen.shape[0]
+    gfeat = np.empty((4, n_feat), dtype=np.int64)  # _greedy's scratch
+    gb = np.empty(4, dtype=np.uint64)
+    gr = np.empty(4, dtype=np.int64)
     all_greedy = True
     for k in range(policy.shape[0]):
         if policy[k] > 1:
@@ -928,7 +1042,7 @@ def play_games(
         capped = False
         while True:
             if all_greedy:
-                d, after, r = _greedy(w, b, ext, tlen, toff, stage_size, stage_thr, n_live, dg)
+                d, after, r = _greedy(w, b, ext, tlen, toff, stage_size, stage_thr, n_live, dg, gfeat, gb, gr)
             else:
                 gen += 1
                 vals = search_values(
@@ -968,7 +1082,7 @@ def play_games(
                     r = int(merged)
             if d < 0:
                 break
-            if max_exponent(b) == 15 and overflows(b, d):
+            if _has15(b) and overflows(b, d):
                 capped = True
                 score += r
                 moves += 1

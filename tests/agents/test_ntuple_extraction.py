@@ -210,3 +210,20 @@ def test_a_checkpoint_written_before_the_interleaved_layout_loads_and_trains_on(
     np.testing.assert_array_equal(fresh._tc, old._tc)
     list(old.train(Budget(episodes=5)))
     assert old.counters.episodes == 10
+
+
+def test_moves4_is_four_moves():
+    # the search's and the greedy player's all-directions move against engine.fast.move
+    from engine.fast import move
+
+    rng = np.random.default_rng(8)
+    gb, gr = np.zeros(4, dtype=np.uint64), np.zeros(4, dtype=np.int64)
+    boards = [np.uint64(pack_exponents(random_exps(rng))) for _ in range(500)]
+    boards += [np.uint64(0), np.uint64(0x1111), np.uint64(0x1111111111111111)]
+    for b in boards:
+        K.moves4(b, gb, gr)
+        for d in range(4):
+            nb, r = move(b, d)
+            assert (int(gb[d]), int(gr[d])) == (int(nb), int(r)), (hex(int(b)), d)
+    K.moves4(np.uint64(0x1111), gb, gr)
+    assert int(gb[1]) == 0x0022 and int(gr[1]) == 8  # [2 2 2 2] left: [4 4 0 0], 8 points
