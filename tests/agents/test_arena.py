@@ -308,3 +308,27 @@ def test_a_pool_worker_that_cannot_build_says_why_and_the_pool_restarts() -> Non
             evaluate(spec, games=4, seed=1, pool=pool)
         ok = evaluate(AgentSpec("random"), games=4, seed=1, pool=pool)
         assert ok.complete and len(ok.worker_threads) >= 1
+
+
+def test_chunker_hands_out_short_games_in_jobs_of_about_job_seconds_and_shrinks_at_the_end() -> None:
+    from agents.arena import JOB_SECONDS, MAX_JOB_GAMES, Chunker
+
+    c = Chunker(workers=2, games=1000)
+    assert [c.next_size() for _ in range(4)] == [1, 1, 1, 1]  # nothing known: a game per job
+    c.played(4, 4 * 0.002)  # 2 ms games: 25 of them make a 50 ms job
+    assert JOB_SECONDS == 0.05 and c.next_size() == 25 and c.left == 996 - 25
+    c.played(100, 100 * 10.0)  # now they seem to take 10 s each: one per job
+    assert c.next_size() == 1
+    fast = Chunker(workers=2, games=100_000)
+    fast.played(1, 1e-7)
+    assert fast.next_size() == MAX_JOB_GAMES
+    # Near the end no job is more than a quarter of what is left (2 workers): the last jobs are short.
+    end = Chunker(workers=2, games=40)
+    end.played(10, 10 * 1e-4)
+    sizes = []
+    while end.left:
+        sizes.append(end.next_size())
+    assert sum(sizes) == 40 and sizes[0] == 10 and sizes == sorted(sizes, reverse=True) and sizes[-1] == 1
+    slow = Chunker(workers=4, games=3)
+    slow.played(1, 1e-4)
+    assert [slow.next_size() for _ in range(3)] == [1, 1, 1] and slow.left == 0
