@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import math
 import multiprocessing as mp
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -597,6 +598,19 @@ class EvalPool:
         self.close()
 
 
+def _same_agent_spec(spec: AgentSpec, agent: Agent, folder: Path) -> AgentSpec:
+    """The spec worker processes build: ``spec`` itself, or for a fresh agent with weights (a learner's
+    untrained network, drawn at random when built) this process's ``agent`` saved in ``folder``, so that
+    every worker plays the very network this one built, not one each of its own."""
+    if spec.checkpoint is not None:
+        return spec
+    arrays, _ = agent.get_state()
+    if not any(a.size for a in arrays.values()):  # no weights yet (search, baselines, an empty n-tuple net)
+        return spec
+    path = agent.save(folder / "agent.npz")
+    return AgentSpec(spec.name, checkpoint=str(path), rules=spec.rules, target=spec.target, play=spec.play)
+
+
 def _result_of(future: Future[Any]) -> Any:
     """A worker's answer; a dead worker is WorkerError (one line), not BrokenProcessPool."""
     try:
@@ -773,13 +787,23 @@ def evaluate(
     else:
         own = pool is None
         procs = EvalPool(n_proc) if pool is None else pool
-        try:
-            stopped, moves_now = _evaluate_in_processes(
-                procs, spec, rules, seed, games, record, poll, collect, tick, asked_to_stop
-            )
-        finally:
-            if own:
-                procs.close()
+        with tempfile.TemporaryDirectory(prefix="eval-agent-") as tmp:
+            try:
+                stopped, moves_now = _evaluate_in_processes(
+                    procs,
+                    _same_agent_spec(spec, agent, Path(tmp)),
+                    rules,
+                    seed,
+                    games,
+                    record,
+                    poll,
+                    collect,
+                    tick,
+                    asked_to_stop,
+                )
+            finally:
+                if own:
+                    procs.close()
     result = tally.result(cancelled=stopped)
     if live is not None:
         live(result, moves_now)

@@ -332,3 +332,33 @@ def test_chunker_hands_out_short_games_in_jobs_of_about_job_seconds_and_shrinks_
     slow = Chunker(workers=4, games=3)
     slow.played(1, 1e-4)
     assert [slow.next_size() for _ in range(3)] == [1, 1, 1] and slow.left == 0
+
+
+def test_workers_play_the_fresh_network_this_process_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fresh learner draws its network when built: each worker building its own played two other
+    # networks than this process's (issue #35's bench saw other scores with 2 workers). They now
+    # load the network built here, so the games are those of that one network.
+    import shutil
+
+    import agents.arena as arena
+
+    kept: list[AgentSpec] = []
+
+    def keep(spec: AgentSpec, agent: object, folder: Path) -> AgentSpec:
+        shared = original(spec, agent, folder)
+        if shared.checkpoint is not None:  # a copy outlives the evaluation's temporary folder
+            kept.append(AgentSpec(checkpoint=shutil.copy(shared.checkpoint, tmp_path / "net.npz")))
+        return shared
+
+    original = arena._same_agent_spec
+    monkeypatch.setattr(arena, "_same_agent_spec", keep)
+    spec = AgentSpec("policy", {"hidden": (8,)})
+    two = evaluate(spec, games=6, seed=5, workers=2)
+    assert two.workers == 2 and two.complete and len(kept) == 1
+    alone = evaluate(kept[0], games=6, seed=5, workers=1)
+    np.testing.assert_array_equal(two.scores, alone.scores)
+    np.testing.assert_array_equal(two.moves, alone.moves)
+    # Agents without weights go as they are: every process builds the same one.
+    assert original(AgentSpec("greedy"), GreedyAgent(), tmp_path) == AgentSpec("greedy")
