@@ -6,7 +6,12 @@ processes (an :class:`agents.arena.EvalPool`). The table shows games/s of each a
 of issue #35: two workers at least 1.7x one on a 2-core machine), and the pool's start-up: the seconds
 to start its processes and build the agent in each (Python, numpy/numba, torch for the learners),
 measured on its own before the clock runs, as ``eval --workers 2`` pays it once per run. The same scores
-from both are checked (``same games``).
+from both are checked (``same games``). ``cores used`` (CPU-seconds per wall second, of this process
+for one worker, of the workers and this process for two) says how much of the machine the run got:
+on a machine shared with other work, two workers cannot be twice as fast when they get no more CPU
+than one (with autogroup scheduling, as on the team machine, Linux shares the CPU out per session
+first, then among its processes). ``per CPU-s`` compares the games per CPU-second of the workers with
+one worker's: 1.00x means that parallel play costs nothing extra.
 
 Every path is warm: this process built the agent and played a game before the clock, the pool's
 workers too. This process runs its math libraries on one thread (:func:`agents.threads.limit_threads`),
@@ -15,9 +20,12 @@ oversubscription costs the first. The learners (td-afterstate, dqn, policy, imit
 fresh network of seed ``--seed`` saved as a checkpoint, so that every worker plays the same network;
 search settings that make a game take seconds are lowered (expectimax depth 2, MCTS 4 simulations).
 
-Options (``-o KEY=VALUE``): ``games`` per agent and round (default 16: 8 per worker), ``agents``
-(comma-separated registry names; default all), ``workers`` (the parallel count, default 2).
-``--rounds`` R plays each agent's games R times, 1 and 2 workers in turn, and keeps each one's best.
+Each agent plays at least ``-o games=16`` games and at least ``--seconds`` of one worker's play (its
+game length is measured on two untimed games first): a random agent's 16 games last a fifth of a
+second, too short a run to measure (the CPU clock ticks in 10 ms; the pool's first and last games
+leave a worker idle). Options (``-o KEY=VALUE``): ``games`` (default 16), ``agents`` (comma-separated
+registry names; default all), ``workers`` (the parallel count, default 2). ``--rounds`` R plays each
+agent's games R times, 1 and 2 workers in turn, and keeps each one's best.
 """
 
 from __future__ import annotations
@@ -34,6 +42,10 @@ from studio.commands.bench import BenchOptions, BenchReport, Measurement, _machi
 from studio.progress import ProgressLine
 
 _KNOWN = {"games", "agents", "workers"}
+#: Games played (one worker, untimed) to learn how long a game of the agent takes.
+CALIBRATION_GAMES = 2
+#: The most games one measurement plays (a random agent plays a few hundred a second).
+MAX_GAMES = 20_000
 
 #: Play settings that keep a game under a second or two (the ratio, not the strength, is measured).
 PLAY: dict[str, dict[str, Any]] = {
@@ -50,13 +62,13 @@ class EvalBenchReport(BenchReport):
         workers = self.info.get("workers", 2)
         rows = [m for m in self.measurements if m.key.endswith(f"_{workers}")]
         head = (
-            f"bench eval (games/s, best of {self.info.get('rounds', 1)} rounds, "
-            f"{self.info.get('games_per_round')} games per agent and round)"
+            f"bench eval (games/s, best of {self.info.get('rounds', 1)} rounds; per agent and round at "
+            f"least {self.info.get('min_games')} games and {self.info.get('seconds')} s of one worker's play)"
         )
         lines = [
             head,
             f"  {'agent':<14} {'1 worker':>9} {f'{workers} workers':>10} {'ratio':>6} {'cores used':>11} "
-            f"{'per CPU-s':>9} {'start-up':>8} {'moves/game':>10}  same games",
+            f"{'per CPU-s':>9} {'start-up':>8} {'games':>6} {'moves/game':>10}  same games",
         ]
         for m in rows:
             d = m.detail
@@ -65,7 +77,7 @@ class EvalBenchReport(BenchReport):
                 f"  {d['agent']:<14} {d['one_worker_games_per_s']:>9.2f} {m.value:>10.2f} {m.ratio:>5.2f}x "
                 f"{d['one_worker_cores_used']:>4.2f} / {d['cores_used']:<4.2f} "
                 f"{'-' if eff is None or math.isnan(eff) else f'{eff:.2f}x':>9} {d['startup_s']:>7.1f}s "
-                f"{d['moves_per_game']:>10.0f}  {'yes' if d['same_games'] else 'NO'}"
+                f"{d['games']:>6} {d['moves_per_game']:>10.0f}  {'yes' if d['same_games'] else 'NO'}"
             )
         ratios = [m.ratio for m in rows if m.ratio is not None]
         if ratios:
@@ -151,6 +163,12 @@ def eval_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchReport
             spec = _spec(name, options.seed, Path(tmp))
             evaluate(spec, 1, options.seed + 1, workers=1)  # warm: imports, kernels, the agent
             limit_threads(1)  # the pools the agent's imports just loaded
+            # Enough games for --seconds of one worker's play: a short run measures the clock's ticks
+            # and the first and last games' imbalance (the pool's tail), not the play.
+            t0 = time.perf_counter()
+            evaluate(spec, CALIBRATION_GAMES, options.seed + 2, workers=1)
+            per_game = (time.perf_counter() - t0) / CALIBRATION_GAMES
+            n_games = min(MAX_GAMES, max(games, math.ceil(options.seconds / per_game)))
             with EvalPool(workers) as pool:
                 progress.update(done, f"{name}: starting {workers} workers", force=True)
                 t0 = time.perf_counter()
@@ -162,13 +180,13 @@ def eval_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchReport
                 moves = 0.0
                 for _ in range(options.rounds):
                     t0, c0 = time.perf_counter(), time.process_time()
-                    one = evaluate(spec, games, options.seed, workers=1)
+                    one = evaluate(spec, n_games, options.seed, workers=1)
                     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-                    rate1 = games / wall
+                    rate1 = n_games / wall
                     if rate1 > best1:
-                        best1, cores1, cpu1 = rate1, cpu / wall, games / max(cpu, 1e-9)
+                        best1, cores1, cpu1 = rate1, cpu / wall, n_games / max(cpu, 1e-9)
                     t0, c0, w0 = time.perf_counter(), time.process_time(), _cpu_seconds(pids)
-                    two = evaluate(spec, games, options.seed, pool=pool)
+                    two = evaluate(spec, n_games, options.seed, pool=pool)
                     wall, w1 = time.perf_counter() - t0, _cpu_seconds(pids)
                     # the workers' CPU and this process's (it hands out games and collects results)
                     cpu = (
@@ -176,9 +194,9 @@ def eval_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchReport
                         - c0
                         + (w1 - w0 if w0 is not None and w1 is not None else math.nan)
                     )
-                    rate2 = games / wall
+                    rate2 = n_games / wall
                     if rate2 > best2:
-                        best2, cores2, cpu2 = rate2, cpu / wall, games / max(cpu, 1e-9)
+                        best2, cores2, cpu2 = rate2, cpu / wall, n_games / max(cpu, 1e-9)
                     same = same and one.scores.tolist() == two.scores.tolist()
                     moves = float(one.moves.mean())
                     done += 1
@@ -186,7 +204,7 @@ def eval_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchReport
                 worker_threads = [dict(t) for t in two.worker_threads]
             detail = {
                 "agent": name,
-                "games": games,
+                "games": n_games,
                 "moves_per_game": round(moves, 1),
                 "play": PLAY.get(name, {}),
             }
@@ -216,7 +234,8 @@ def eval_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchReport
     threads = limit_threads(1)
     info: dict[str, Any] = {
         "rounds": options.rounds,
-        "games_per_round": games,
+        "min_games": games,
+        "seconds": options.seconds,
         "workers": workers,
         "seed": options.seed,
         "threads": {k: threads[k] for k in ("torch", "interop", "numba", "OMP_NUM_THREADS")},
