@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import math
 import multiprocessing as mp
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -48,6 +49,10 @@ Z95 = 1.96
 LIVE_EVERY = 0.25
 #: Worker processes add their moves to the shared count in steps of this many (and at each game's end).
 _MOVES_STEP = 32
+#: Seconds of games a job hands a worker at most, once their length is known (see Chunker).
+JOB_SECONDS = 0.05
+#: Games a job hands a worker at most.
+MAX_JOB_GAMES = 256
 #: Seconds a worker that built its agent in EvalPool.prepare waits for the others to have built theirs.
 PREPARE_TIMEOUT_S = 600.0
 #: Where the games play: worker processes on this machine, or Ray actors.
@@ -456,9 +461,11 @@ def _add_moves(n: int) -> None:
             _worker_moves.value += n
 
 
-def _worker_play(job: tuple[AgentSpec, Rules, int, int, bool]) -> GameOutcome:
-    spec, rules, seed, index, record = job
+def _worker_play(job: tuple[AgentSpec, Rules, int, Sequence[int], bool]) -> tuple[list[GameOutcome], float]:
+    """Play games ``indices`` of an evaluation, one after another: their outcomes and the wall seconds."""
+    spec, rules, seed, indices, record = job
     agent = _worker_agent_for(spec, rules)
+    t0 = time.perf_counter()
     pending = 0
 
     def on_move() -> bool:
@@ -469,9 +476,46 @@ def _worker_play(job: tuple[AgentSpec, Rules, int, int, bool]) -> GameOutcome:
             pending = 0
         return False  # a worker is ended by the parent, never asked
 
-    outcome = play_game(agent, rules, seed, index, record=record, on_move=on_move)
-    _add_moves(pending)
-    return dataclasses.replace(outcome, threads=_worker_threads)
+    outcomes = []
+    for index in indices:
+        outcome = play_game(agent, rules, seed, index, record=record, on_move=on_move)
+        _add_moves(pending)
+        pending = 0
+        outcomes.append(dataclasses.replace(outcome, threads=_worker_threads))
+    return outcomes, time.perf_counter() - t0
+
+
+class Chunker:
+    """How many games each job hands a worker: one while games take long, more while they are short.
+
+    A job costs the parent and the worker a fixed round trip (the games pickled both ways, a wake-up of
+    each): a few hundred microseconds, as much as a whole random-agent game. Games are handed out in
+    jobs of about :data:`JOB_SECONDS` each, from the seconds per game seen so far, so that the round
+    trips cost a few percent at most; and never more than a share of what is left
+    (``left / (2 * workers)``), so that the last jobs are short and no worker idles long while another
+    plays out a large one at the end.
+    """
+
+    def __init__(self, workers: int, games: int) -> None:
+        self.workers = workers
+        self.left = games
+        self.games_seen = 0
+        self.seconds_seen = 0.0
+
+    def played(self, games: int, seconds: float) -> None:
+        self.games_seen += games
+        self.seconds_seen += seconds
+
+    def next_size(self) -> int:
+        if self.games_seen == 0:
+            size = 1  # nothing known yet: a game each (a slow agent's first games are not held back)
+        else:
+            per_game = max(self.seconds_seen / self.games_seen, 1e-6)
+            size = max(1, int(JOB_SECONDS / per_game))
+        size = max(1, min(size, self.left // (2 * self.workers), MAX_JOB_GAMES))
+        size = min(size, self.left)
+        self.left -= size
+        return size
 
 
 class EvalPool:
@@ -552,6 +596,19 @@ class EvalPool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _same_agent_spec(spec: AgentSpec, agent: Agent, folder: Path) -> AgentSpec:
+    """The spec worker processes build: ``spec`` itself, or for a fresh agent with weights (a learner's
+    untrained network, drawn at random when built) this process's ``agent`` saved in ``folder``, so that
+    every worker plays the very network this one built, not one each of its own."""
+    if spec.checkpoint is not None:
+        return spec
+    arrays, _ = agent.get_state()
+    if not any(a.size for a in arrays.values()):  # no weights yet (search, baselines, an empty n-tuple net)
+        return spec
+    path = agent.save(folder / "agent.npz")
+    return AgentSpec(spec.name, checkpoint=str(path), rules=spec.rules, target=spec.target, play=spec.play)
 
 
 def _result_of(future: Future[Any]) -> Any:
@@ -730,13 +787,23 @@ def evaluate(
     else:
         own = pool is None
         procs = EvalPool(n_proc) if pool is None else pool
-        try:
-            stopped, moves_now = _evaluate_in_processes(
-                procs, spec, rules, seed, games, record, poll, collect, tick, asked_to_stop
-            )
-        finally:
-            if own:
-                procs.close()
+        with tempfile.TemporaryDirectory(prefix="eval-agent-") as tmp:
+            try:
+                stopped, moves_now = _evaluate_in_processes(
+                    procs,
+                    _same_agent_spec(spec, agent, Path(tmp)),
+                    rules,
+                    seed,
+                    games,
+                    record,
+                    poll,
+                    collect,
+                    tick,
+                    asked_to_stop,
+                )
+            finally:
+                if own:
+                    procs.close()
     result = tally.result(cancelled=stopped)
     if live is not None:
         live(result, moves_now)
@@ -759,23 +826,26 @@ def _evaluate_in_processes(
 
     A worker that dies (killed, out of memory) raises WorkerError here, where
     :class:`multiprocessing.Pool` lost the game and waited for it forever. Two games per worker are
-    queued at a time, so a stop or a failure does not leave thousands of jobs behind. A stop or a
-    failure ends the pool's processes: the games in flight are given up now, not after they end.
+    queued at a time (jobs of one game, or of several short ones: :class:`Chunker`), so a stop or a
+    failure does not leave thousands of jobs behind. A stop or a failure ends the pool's processes:
+    the games in flight are given up now, not after they end.
     """
     executor = pool.executor()
     moves_before = pool.moves
     n_proc = pool.workers
-    todo = iter(range(games))
-    pending: set[Future[GameOutcome]] = set()
+    chunker = Chunker(n_proc, games)
+    next_index = 0
+    pending: set[Future[tuple[list[GameOutcome], float]]] = set()
     stopped = False
     finished = False
 
     def top_up() -> None:
-        while len(pending) < 2 * n_proc:
-            index = next(todo, None)
-            if index is None:
-                return
-            pending.add(executor.submit(_worker_play, (spec, rules, seed, index, record)))
+        nonlocal next_index
+        while len(pending) < 2 * n_proc and next_index < games:
+            size = chunker.next_size()
+            indices = range(next_index, next_index + size)
+            next_index += size
+            pending.add(executor.submit(_worker_play, (spec, rules, seed, indices, record)))
 
     try:
         top_up()
@@ -786,7 +856,10 @@ def _evaluate_in_processes(
             done, _ = wait(pending, timeout=poll, return_when=FIRST_COMPLETED)
             for future in done:
                 pending.discard(future)
-                collect(_result_of(future))
+                outcomes, seconds = _result_of(future)
+                chunker.played(len(outcomes), seconds)
+                for outcome in outcomes:
+                    collect(outcome)
             top_up()
             tick(pool.moves - moves_before)
         finished = not stopped

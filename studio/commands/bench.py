@@ -41,6 +41,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "studio.commands.bench:engine_benchmark",
         "random-play steps/s: plain Python vs Game vs jitted vs batched (-o sizes=1,64,1024,8192 -o clock=cpu|wall)",
     ),
+    "eval": (
+        "studio.commands.bench_eval:eval_benchmark",
+        "evaluation games/s of every agent: 1 worker and 2 worker processes, ratio, start-up (-o games=16 -o agents=a,b)",
+    ),
     "mcts": (
         "studio.commands.bench_mcts:mcts_benchmark",
         "MCTS self-play games/s: 1 and 2 local workers, Ray",

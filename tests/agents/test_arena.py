@@ -308,3 +308,57 @@ def test_a_pool_worker_that_cannot_build_says_why_and_the_pool_restarts() -> Non
             evaluate(spec, games=4, seed=1, pool=pool)
         ok = evaluate(AgentSpec("random"), games=4, seed=1, pool=pool)
         assert ok.complete and len(ok.worker_threads) >= 1
+
+
+def test_chunker_hands_out_short_games_in_jobs_of_about_job_seconds_and_shrinks_at_the_end() -> None:
+    from agents.arena import JOB_SECONDS, MAX_JOB_GAMES, Chunker
+
+    c = Chunker(workers=2, games=1000)
+    assert [c.next_size() for _ in range(4)] == [1, 1, 1, 1]  # nothing known: a game per job
+    c.played(4, 4 * 0.002)  # 2 ms games: 25 of them make a 50 ms job
+    assert JOB_SECONDS == 0.05 and c.next_size() == 25 and c.left == 996 - 25
+    c.played(100, 100 * 10.0)  # now they seem to take 10 s each: one per job
+    assert c.next_size() == 1
+    fast = Chunker(workers=2, games=100_000)
+    fast.played(1, 1e-7)
+    assert fast.next_size() == MAX_JOB_GAMES
+    # Near the end no job is more than a quarter of what is left (2 workers): the last jobs are short.
+    end = Chunker(workers=2, games=40)
+    end.played(10, 10 * 1e-4)
+    sizes = []
+    while end.left:
+        sizes.append(end.next_size())
+    assert sum(sizes) == 40 and sizes[0] == 10 and sizes == sorted(sizes, reverse=True) and sizes[-1] == 1
+    slow = Chunker(workers=4, games=3)
+    slow.played(1, 1e-4)
+    assert [slow.next_size() for _ in range(3)] == [1, 1, 1] and slow.left == 0
+
+
+def test_workers_play_the_fresh_network_this_process_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fresh learner draws its network when built: each worker building its own played two other
+    # networks than this process's (issue #35's bench saw other scores with 2 workers). They now
+    # load the network built here, so the games are those of that one network.
+    import shutil
+
+    import agents.arena as arena
+
+    kept: list[AgentSpec] = []
+
+    def keep(spec: AgentSpec, agent: object, folder: Path) -> AgentSpec:
+        shared = original(spec, agent, folder)
+        if shared.checkpoint is not None:  # a copy outlives the evaluation's temporary folder
+            kept.append(AgentSpec(checkpoint=shutil.copy(shared.checkpoint, tmp_path / "net.npz")))
+        return shared
+
+    original = arena._same_agent_spec
+    monkeypatch.setattr(arena, "_same_agent_spec", keep)
+    spec = AgentSpec("policy", {"hidden": (8,)})
+    two = evaluate(spec, games=6, seed=5, workers=2)
+    assert two.workers == 2 and two.complete and len(kept) == 1
+    alone = evaluate(kept[0], games=6, seed=5, workers=1)
+    np.testing.assert_array_equal(two.scores, alone.scores)
+    np.testing.assert_array_equal(two.moves, alone.moves)
+    # Agents without weights go as they are: every process builds the same one.
+    assert original(AgentSpec("greedy"), GreedyAgent(), tmp_path) == AgentSpec("greedy")
