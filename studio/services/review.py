@@ -322,16 +322,42 @@ def calibrate(
 # ------------------------------------------------------------------------------------ choosing
 
 
+#: (path, size, mtime) -> whether the checkpoint's archive and metadata read: a run's files are read
+#: once per window, not at every review
+_READABLE: dict[tuple[str, int, int], bool] = {}
+
+
+def _readable(path: Path) -> bool:
+    """True when ``path`` is a checkpoint whose archive and metadata read (the arrays are not
+    inflated): a damaged or truncated best checkpoint is passed over, so the default reviewer falls
+    back to the next one instead of refusing to review."""
+    from agents.checkpoint import CheckpointError, read_checkpoint
+
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key not in _READABLE:
+        try:
+            read_checkpoint(path, arrays=False)
+            _READABLE[key] = True
+        except CheckpointError:
+            _READABLE[key] = False
+    return _READABLE[key]
+
+
 def _ntuple_candidates(store: GameStore) -> list[tuple[float, int, Path]]:
-    """(score, run id, checkpoint) of every n-tuple run's best (else last) checkpoint on disk."""
+    """(score, run id, checkpoint) of every n-tuple run's best (else last) checkpoint on disk that
+    reads (:func:`_readable`)."""
     found: list[tuple[float, int, Path]] = []
     for run in store.list_runs(agent="ntuple"):
         best = store.best_checkpoint(run.id)
-        if best is not None and best.eval_score is not None and best.path.is_file():
+        if best is not None and best.eval_score is not None and best.path.is_file() and _readable(best.path):
             found.append((best.eval_score, run.id, best.path))
             continue
         last = store.last_checkpoint(run.id)
-        if last is not None and last.is_file():
+        if last is not None and last.is_file() and _readable(last):
             score = run.last_metrics.get("mean_score")
             value = float(score) if isinstance(score, (int, float)) and math.isfinite(score) else -math.inf
             found.append((value, run.id, last))

@@ -398,6 +398,26 @@ def test_the_default_reviewer_is_the_best_ntuple_checkpoint_else_expectimax(data
         assert other.spec.name == "expectimax" and "4x4" in (other.fallback or "")
 
 
+def test_a_damaged_best_checkpoint_is_passed_over_not_a_refusal(data_dir, tmp_path):
+    """#34 minor: the strongest run's checkpoint truncated on disk: the default reviewer is the next
+    network that reads (then expectimax), and the review goes on."""
+    with GameStore.open(data_dir) as store:
+        paths = []
+        for k, score in enumerate((30_000.0, 60_000.0)):
+            paths.append(create_agent("ntuple", {"layout": "4x4"}).save(tmp_path / f"net{k}.npz"))
+            run = store.create_run("ntuple", {"layout": "4x4"}, RULES, {"episodes": 1})
+            store.set_checkpoint_eval(store.add_checkpoint(run, paths[-1], 1, 1), score)
+        assert default_reviewer(store).spec.checkpoint == str(paths[1].resolve())
+        data = paths[1].read_bytes()
+        paths[1].write_bytes(data[: len(data) // 2])  # truncated: the zip's directory is gone
+        assert default_reviewer(store).spec.checkpoint == str(paths[0].resolve())
+        paths[0].write_bytes(b"not a checkpoint at all")
+        chosen = default_reviewer(store)
+        assert chosen.spec.name == "expectimax" and chosen.fallback
+        gid = store.record_trace(play(create_agent("greedy"), seed=2, moves=6), "human")
+        assert review_game(store, gid, chosen).complete
+
+
 # ------------------------------------------------------------------------------------------ CLI
 def test_cli_json_shape_and_values(data_dir, capsys):
     trace = play(create_agent("expectimax", {"depth": 1}), seed=8, moves=40)
