@@ -91,6 +91,7 @@ def shared_game(store, seed: int) -> int:
         move = legal[int(rng.integers(len(legal)))] if rng.random() < 1 / 6 else person.act(rec.game)
         rec.play(move, HUMAN)
     rec.close()
+    assert rec.game_id is not None  # the game has moves, so its record exists
     return rec.game_id
 
 
