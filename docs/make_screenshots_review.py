@@ -2,10 +2,11 @@
 
 Builds the real main window on a throw-away data dir and uses it as a person would:
 
-- **review**: a greedy game (a real mix of grades) reviewed by expectimax at depth 2 through the Replay
+- **review**: a game a person shared with an agent (the person plays, then lets greedy play on under
+  Watch for a stretch, then takes over again) reviewed by expectimax at depth 2 through the Replay
   tab's own Review action (in the background, with its progress bar), then stepped with "Mistake ▶" to
-  a mistake past the middle of the game, so the board shows the played and the best move as arrows and
-  the evaluation graph its marker;
+  one of the person's mistakes past the middle of the game, so the board shows the played and the best
+  move as arrows, the evaluation graph beside it its marker, and greedy's stretch greyed (not counted);
 - **coach**: the Play tab with "Coach: grade my moves" on, after a person's moves the last of which
   the coach grades worse than the best (the badge under the score names the better move);
 - **progress**: the Progress tab over twenty games a person played (seeded moves: expectimax at depth
@@ -38,8 +39,10 @@ import numpy as np  # noqa: E402
 from PySide6.QtCore import QSettings  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-#: The replayed game: greedy, seed 1 (341 moves, highest tile 256).
+#: The replayed game: a person's (seeded moves, see shared_game), seed 1; greedy plays the moves in
+#: AGENT_STRETCH under Watch.
 REVIEW_SEED = 1
+AGENT_STRETCH = range(120, 200)
 #: The person's games in the Progress tab, oldest first; the newest UNREVIEWED of them are not reviewed.
 PROGRESS_GAMES = 20
 UNREVIEWED = 3
@@ -65,19 +68,31 @@ def wait_for(app: QApplication, done, timeout: float, what: str) -> None:
         settle(app, 0.05)
 
 
-def greedy_game(store, seed: int) -> int:
-    """A whole game of the greedy agent, stored as an evaluation game; its id."""
+def shared_game(store, seed: int) -> int:
+    """A game a person shares with greedy (one record, source "mixed"): the person's moves are
+    expectimax depth 1's choice or, one time in six, a random legal move; greedy plays the moves in
+    ``AGENT_STRETCH`` (Watch); its id."""
     from agents.registry import create_agent
-    from engine import Game, Rules
-    from engine.records import GameTrace, play_recorded
+    from agents.spec import AgentSpec
+    from engine import Rules
+    from engine.store import HUMAN, GameRecorder, Player
+    from studio.services.review import Reviewer
 
-    agent = create_agent("greedy", seed=seed)
-    game = Game(rules=Rules(), seed=seed)
-    trace = GameTrace.start(game)
-    while not game.game_over:
-        play_recorded(game, agent.act(game), trace)
-    trace.final_board = game.board
-    return store.record_trace(trace, source="evaluation", agent="greedy")
+    rng = np.random.default_rng(seed)
+    person = Reviewer(AgentSpec(name="expectimax"), 1).build(Rules())
+    greedy = create_agent("greedy", seed=seed)
+    watched = Player("agent", "greedy")
+    rec = GameRecorder(store, rules=Rules(), seed=seed, lazy=True)
+    while not rec.game_over:
+        if rec.moves in AGENT_STRETCH:
+            rec.play(greedy.act(rec.game), watched)
+            continue
+        legal = rec.game.legal_moves()
+        move = legal[int(rng.integers(len(legal)))] if rng.random() < 1 / 6 else person.act(rec.game)
+        rec.play(move, HUMAN)
+    rec.close()
+    assert rec.game_id is not None  # the game has moves, so its record exists
+    return rec.game_id
 
 
 def human_games(store) -> list[int]:
@@ -154,7 +169,7 @@ def main(size: tuple[int, int] = (1280, 800), out_dir: Path = ROOT / "docs") -> 
         mine = human_games(store)
         for game_id in mine[: len(mine) - UNREVIEWED]:
             review_game(store, game_id, reviewer)
-        replay_id = greedy_game(store, REVIEW_SEED)
+        replay_id = shared_game(store, REVIEW_SEED)
     print(f"games played and reviewed in {time.monotonic() - started:.0f} s")
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
@@ -176,7 +191,7 @@ def main(size: tuple[int, int] = (1280, 800), out_dir: Path = ROOT / "docs") -> 
             window.grab().save(str(out_dir / name))
             written.append(name)
 
-    # Review: the greedy game, reviewed by expectimax d2 with the tab's Review button.
+    # Review: the shared game, reviewed by expectimax d2 with the tab's Review button.
     window.show_tab("Replay")
     replay = window.replay
     replay.open_game(replay_id)
