@@ -227,10 +227,12 @@ def _same(a: float, b: float) -> bool:
     return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
 
 
-def accuracy(grades: Sequence[MoveGrade]) -> float:
+def accuracy(grades: Sequence[MoveGrade], *, uncounted: bool = False) -> float:
     """Geometric mean of the per-move accuracies of the moves that count and were not forced, in
-    percent: ``100 · exp(−mean (Δ / SCALE)²)`` (100 with none)."""
-    penalties = [_penalty(100.0 * g.relative) for g in grades if g.graded]
+    percent: ``100 · exp(−mean (Δ / SCALE)²)`` (100 with none). ``uncounted``: every move that was
+    not forced, whoever played it (one player's figure in a shared game, where only the subject's
+    moves count)."""
+    penalties = [_penalty(100.0 * g.relative) for g in grades if not g.forced and (uncounted or g.counted)]
     if not penalties:
         return 100.0
     return float(100.0 * math.exp(-sum(penalties) / len(penalties)))

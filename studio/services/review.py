@@ -495,15 +495,14 @@ class GameReview:
         """Per player (in order of their first move): moves, graded moves, accuracy, counted or not."""
         out: dict[str, dict[str, Any]] = {}
         for g in self.moves:
-            out.setdefault(g.player or "?", {"moves": 0, "graded": 0, "counted": g.counted, "_s": []})
+            out.setdefault(g.player or "?", {"moves": 0, "graded": 0, "counted": g.counted, "_g": []})
             row = out[g.player or "?"]
             row["moves"] += 1
-            if not g.forced:
-                row["graded"] += 1
-                row["_s"].append(g.score)
+            row["graded"] += not g.forced
+            row["_g"].append(g)
         for row in out.values():
-            scores = row.pop("_s")
-            row["accuracy"] = round(float(np.mean(scores)), 2) if scores else 100.0
+            # the same geometric mean as the game's figure, so the subject's row and the headline agree
+            row["accuracy"] = round(accuracy(row.pop("_g"), uncounted=True), 2)
         return out
 
     def phase_accuracy(self) -> dict[str, float | None]:

@@ -72,6 +72,11 @@ def test_a_shared_game_grades_only_your_moves_as_yours(data_dir, capsys):
     assert out["accuracy"] == pytest.approx(twin, abs=0.02)
     # expectimax at depth 2 grading its own depth-1 moves: they are graded, shown, not counted
     assert out["players"]["expectimax"]["accuracy"] <= 100.0
+    # the person's row is the headline figure (one mean, not an arithmetic one beside a geometric one)
+    assert out["players"]["you"]["accuracy"] == pytest.approx(out["accuracy"], abs=0.01)
+    theirs = [m for m in moves if not m["counted"] and m["grade"] != "forced"]
+    twin = 100 * math.exp(-sum((100 * m["relative"] / SCALE) ** 2 for m in theirs) / len(theirs))
+    assert out["players"]["expectimax"]["accuracy"] == pytest.approx(twin, abs=0.02)
     assert main(argv) == 0
     text = capsys.readouterr().out.splitlines()
     assert text[0].startswith(f"Game #{gid} · played by you (35 moves), expectimax (15 moves) · reviewer ")
