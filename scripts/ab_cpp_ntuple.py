@@ -7,12 +7,10 @@ coherence, lambda 0.5, restarts: the C++ README's settings, and the studio's def
 ``--moves`` moves, then plays ``--eval-games`` 1-ply games with each network (the C++ one with its own
 ``agent`` command). Prints one JSON line per pair and a summary.
 
-Why a patched copy of the C++ trainer: its progress lines count only the first game of every restart
-chain (``stat.add`` runs before the restarts from mid-game), so "moves" and "m/s" there leave out most
-of the moves it actually learns from (3x or more once games are long). The script builds a copy with
-two measurement-only changes: a counter of every move, printed at the end, and an optional stop once
-``TDL_MAX_MOVES`` moves are reached (checked between games, so it overshoots by at most one chain).
-The learning code itself is untouched. Needs g++ with BMI2 (any x86-64 from 2013 on).
+The C++ trainer runs as a measuring copy (:mod:`agents.ntuple.cpp_reference` builds it: a counter
+of every move, including the restart segments its own progress lines leave out, and a stop at
+``TDL_MAX_MOVES``); its learning code is untouched. Speed side by side (moves per CPU-second, play
+time per move): ``python main.py bench ntuple -o vs_cpp=PATH``.
 """
 
 from __future__ import annotations
@@ -21,7 +19,6 @@ import argparse
 import json
 import os
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -30,62 +27,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
-_PATCHES = {
-    "src/network/learning.h": [
-        (
-            '#include "tuplenet.h"\n',
-            '#include "tuplenet.h"\n#include <atomic>\n#include <cstdlib>\n'
-            "inline std::atomic<unsigned long long> g_all_moves{0};\n",
-        ),
-        (
-            "    for (auto i = 1u; i <= n; i++) {\n",
-            '    static const unsigned long long limit = getenv("TDL_MAX_MOVES") '
-            '? std::stoull(getenv("TDL_MAX_MOVES")) : 0ull;\n'
-            "    for (auto i = 1u; i <= n; i++) {\n"
-            "      if (limit && g_all_moves >= limit) break;\n",
-        ),
-        (
-            "          update_stat = false;\n        }\n      }\n",
-            "          update_stat = false;\n        }\n      }\n      g_all_moves += moves;\n",
-        ),
-    ],
-    "src/train.h": [
-        (
-            "  result.print();\n",
-            '  result.print();\n  std::cout << "all moves (restart segments included): " '
-            '<< g_all_moves.load() << "\\n";\n',
-        )
-    ],
-}
-
-
-def build_cpp(repo: Path, work: Path) -> Path:
-    """Copy ``repo``'s sources to ``work``, apply the measurement patch, compile; the binary's path."""
-    src = work / "src"
-    shutil.copytree(repo / "src", src)
-    for name, edits in _PATCHES.items():
-        path = work / name
-        text = path.read_text()
-        for old, new in edits:
-            if old not in text:
-                raise SystemExit(f"{name}: this version of the C++ trainer is not the one the patch knows")
-            text = text.replace(old, new, 1)
-        path.write_text(text)
-    binary = work / "2048"
-    flags = ["-O3", "-march=native", "-std=c++17", "-mbmi", "-mbmi2", "-pthread"]
-    defines = ["-DSTRUCTURE=nw4x6", '-DFILE_NAME="nw4x6/weights.bin"', "-DGUI=false"]
-    subprocess.run(["g++", *defines, *flags, "-o", str(binary), str(src / "2048.cpp")], check=True)
-    return binary
-
-
-def parse_cpp_eval(text: str) -> dict[str, float]:
-    """Mean score and tile rates from the C++ ``agent`` command's final summary."""
-    final = text[text.rindex("avg:") :]
-    out: dict[str, float] = {"mean_score": float(re.search(r"avg:\s+(\d+)", final).group(1))}  # type: ignore[union-attr]
-    for tile, pct in re.findall(r"^\s+(\d+)\s+([\d.]+)%$", final, flags=re.M):
-        out[tile] = float(pct) / 100.0
-    return out
+from agents.ntuple import cpp_reference as cref  # noqa: E402
 
 
 def run_pair(binary: Path, moves: int, seed: int, games: int, work: Path) -> dict[str, object]:
@@ -95,7 +39,7 @@ def run_pair(binary: Path, moves: int, seed: int, games: int, work: Path) -> dic
     env = dict(os.environ, TDL_MAX_MOVES=str(moves), OMP_NUM_THREADS="1")
     t0 = time.perf_counter()
     cpp = subprocess.Popen(
-        [str(binary), "train", "-e", "100000", "-a", "1.0", "-l", "0.5", "-c", "-r", "-o"],
+        [str(binary), *cref.TRAIN_ARGS],
         cwd=cpp_dir,
         env=env,
         stdout=subprocess.PIPE,
@@ -134,7 +78,7 @@ def run_pair(binary: Path, moves: int, seed: int, games: int, work: Path) -> dic
     cpp_eval = subprocess.run(
         [str(binary), "agent", "-e", str(games)], cwd=cpp_dir, capture_output=True, text=True, check=True
     ).stdout
-    theirs = parse_cpp_eval(cpp_eval)
+    theirs = cref.parse_eval(cpp_eval)
     return {
         "seed": seed,
         "wall_seconds": round(wall, 1),
@@ -167,12 +111,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1, help="the studio's seed of pair k is seed + k")
     parser.add_argument("--keep", type=Path, help="keep the networks and logs here (default: a temp dir)")
     args = parser.parse_args(argv)
-    if not (args.cpp_repo / "src" / "network" / "learning.h").exists():
+    if not cref.is_checkout(args.cpp_repo):
         parser.error(f"{args.cpp_repo} is not a checkout of ziap/2048-tdl (no src/network/learning.h)")
     with tempfile.TemporaryDirectory(prefix="ab-cpp-") as tmp:
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        binary = build_cpp(args.cpp_repo, work / "cpp-build")
+        binary = cref.build(args.cpp_repo, work / "cpp-build")
         rows = []
         for k in range(args.pairs):
             row = run_pair(binary, args.moves, args.seed + k, args.eval_games, work)

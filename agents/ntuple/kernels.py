@@ -1032,6 +1032,12 @@ def play_games(
     for k in range(policy.shape[0]):
         if policy[k] > 1:
             all_greedy = False
+    # One stamp for the whole call, not one per move: a chance node's value depends only on its
+    # afterstate and its level (the depth limits below it come from the policy and the boards, the
+    # root always has level 1), and the weights do not change during the call, so what one move's
+    # search stored is exact for every later search of this call; consecutive moves share many
+    # chance nodes. A new call (new weights or settings, perhaps) starts a new stamp.
+    gen += 1
     for g in range(rng_states.shape[0]):
         rng = np.uint64(rng_states[g])
         b = np.uint64(0)
@@ -1044,7 +1050,6 @@ def play_games(
             if all_greedy:
                 d, after, r = _greedy(w, b, ext, tlen, toff, stage_size, stage_thr, n_live, dg, gfeat, gb, gr)
             else:
-                gen += 1
                 vals = search_values(
                     w,
                     b,

@@ -16,8 +16,9 @@ per move; ``play_threads`` plays them on that many threads), ``games`` (default 
 checkout of ziap/2048-tdl: builds its measuring copy, :mod:`agents.ntuple.cpp_reference`, and runs it
 beside the studio, one core each (``taskset``), for the same CPU time per round (a fresh network on
 both sides every round), then plays the ``search`` depths with both networks (the C++ ``agent -d
-depth-1``); the studio's rows carry the ratio studio / C++ in moves per CPU-second), ``cores`` (the
-two cores of ``vs_cpp``, default ``0,1``: C++ on the first, the studio on the second).
+depth-1``, by default with the studio's trained network exported to it, ``-o cpp_net=own`` for its
+own; the studio's rows carry the ratio studio / C++ in moves per CPU-second), ``cores`` (the two
+cores of ``vs_cpp``, default ``0,1``: C++ on the first, the studio on the second).
 """
 
 from __future__ import annotations
@@ -90,6 +91,8 @@ def ntuple_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchRepo
         raise ValueError(f"{cpp_repo} is not a checkout of ziap/2048-tdl (no src/network/learning.h)")
     if cpp_repo is not None and ("checkpoint" in extra or extra.get("threads", "1") != "1"):
         raise ValueError("vs_cpp trains a fresh one-thread network on each side (no checkpoint, threads 1)")
+    if cpp_repo is not None and (extra.get("layout", "4x6") != "4x6" or extra.get("tc", "1") != "1"):
+        raise ValueError("vs_cpp compares the C++ trainer's 4x6 network with TC: layout 4x6, tc 1")
     cores = _cores(extra.get("cores", "0,1")) if cpp_repo is not None else None
 
     def fresh_agent() -> NTupleAgent:
@@ -180,6 +183,15 @@ def ntuple_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchRepo
         studio_rounds = [m for m in measurements if m.key.startswith("round_")]
         best = max(studio_rounds, key=lambda m: m.value)
         measurements.append(Measurement(key="best", label="best round", value=best.value, ratio=best.ratio))
+        cpp_net = extra.get("cpp_net", "studio")
+        if cpp_net not in ("studio", "own"):
+            raise ValueError(f"cpp_net must be studio or own, got {cpp_net!r}")
+        if binary is not None and cpp_dir is not None and depths:
+            if cpp_net == "studio":
+                # both play the same network (the same values, so the same kind of boards): the time
+                # per move compares the searches, not two networks' games
+                cpp.export_weights(agent.weights, agent.layout.tuples, cpp_dir / "nw4x6" / "weights.bin")
+            info["cpp_plays"] = "the studio's network" if cpp_net == "studio" else "its own network"
         for depth in depths:
             progress.update(options.rounds, f"playing {games} games at {depth}-ply", force=True)
             measurements.extend(
@@ -245,7 +257,7 @@ def _play(
         rows.append(
             Measurement(
                 key=f"cpp_play_{depth}ply",
-                label=f"C++ agent -d {depth - 1} ({us:,.1f} µs/move, {run.moves:,} moves, mean {mean:,.0f})",
+                label=f"C++ agent -d {depth - 1} ({us:,.2f} µs/move, {run.moves:,} moves, mean {mean:,.0f})",
                 value=run.moves_per_cpu_s,
                 detail={"us_per_move": us, "moves": run.moves, "mean_score": mean},
             )
@@ -255,7 +267,7 @@ def _play(
         Measurement(
             key=f"play_{depth}ply",
             label=(
-                f"{depth}-ply play{f' on {threads} threads' if threads > 1 else ''} ({us:,.1f} µs/move, "
+                f"{depth}-ply play{f' on {threads} threads' if threads > 1 else ''} ({us:,.2f} µs/move, "
                 f"{moves:,} moves, mean {float(out['score'].mean()):,.0f})"
             ),
             value=rate,

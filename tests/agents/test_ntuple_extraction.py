@@ -227,3 +227,16 @@ def test_moves4_is_four_moves():
             assert (int(gb[d]), int(gr[d])) == (int(nb), int(r)), (hex(int(b)), d)
     K.moves4(np.uint64(0x1111), gb, gr)
     assert int(gb[1]) == 0x0022 and int(gr[1]) == 8  # [2 2 2 2] left: [4 4 0 0], 8 points
+
+
+def test_transposition_table_entry_is_one_32_byte_row():
+    from agents.ntuple.agent import transposition_table
+
+    key, level, gen, val = transposition_table(8)
+    assert [a.strides for a in (key, level, gen, val)] == [(32,)] * 4
+    base = key.ctypes.data
+    assert [a.ctypes.data - base for a in (level, gen, val)] == [8, 16, 24]
+    key[3], level[3], gen[3], val[3] = 0xFFFFFFFFFFFFFFFF, 2, 7, -1.5
+    assert (int(key[3]), int(level[3]), int(gen[3]), float(val[3])) == (2**64 - 1, 2, 7, -1.5)
+    rows = transposition_table(8, threads=3)
+    assert [a.shape for a in rows] == [(3, 8)] * 4 and rows[3].strides == (256, 32)
