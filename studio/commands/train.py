@@ -258,7 +258,11 @@ def run(args: argparse.Namespace) -> int:
         training = open_run(request_from_args(args), store, control)
         live = _Live(training)
         try:
-            with ProgressLine(f"train {training.agent.name} run {training.run_id}", total=1.0) as line:
+            from agents.nn.device import describe_device
+
+            device = getattr(training.agent, "device", None)  # torch learners: where they train
+            where = f" on {describe_device(device)}" if device is not None else ""
+            with ProgressLine(f"train {training.agent.name} run {training.run_id}{where}", total=1.0) as line:
                 for ev in _events_with_ctrl_c(training):
                     line.update(ev.progress, live.add(ev))
                 if live.event is not None:
