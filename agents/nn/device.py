@@ -78,8 +78,8 @@ def describe_device(device: torch.device) -> str:
 
 def module_device(module: torch.nn.Module) -> torch.device:
     """The device of a module's first parameter or buffer (CPU for a module with neither)."""
-    for t in module.parameters():
-        return t.device
-    for t in module.buffers():
-        return t.device
+    for param in module.parameters():
+        return param.device
+    for buf in module.buffers():
+        return buf.device
     return torch.device("cpu")

@@ -163,7 +163,7 @@ def torch_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchRepor
         for name in agents:
             cls = get_agent_class(name)
             for d in devices:  # interleaved: each round measures every device once
-                agent = cls(cls.config_cls(device=d, **changes[name]), seed=options.seed)
+                agent = cls(cls.config_cls.from_dict({**changes[name], "device": d}), seed=options.seed)
                 progress.update(done, f"{name} on {d}: training", force=True)
                 moves, updates, elapsed = _train_run(agent, warmup, options.seconds)
                 rate = moves / elapsed
