@@ -329,12 +329,17 @@ def load_checkpoint(
     expect_agent: str | None = None,
     expect_rules: Rules | None = None,
     allow_nonfinite: bool = False,
+    device: str | None = None,
 ) -> Agent:
     """Rebuild the agent a checkpoint was made from (its registered class, config, rules and state).
 
     CheckpointError (one line, naming the file) for any checkpoint that cannot be used, including one
     whose float arrays hold NaN or an infinity (:class:`NonFiniteWeights`: the run diverged) unless
     ``allow_nonfinite``.
+
+    ``device`` (torch learners): where the rebuilt agent's networks go. Weights are stored as CPU arrays,
+    so any checkpoint loads on any device; without ``device`` the saved ``device`` knob is kept where
+    this machine has that device, else ``auto`` is used (a run trained on a GPU resumes on a laptop).
     """
     path = Path(path)
     meta, arrays = read_checkpoint(path)
@@ -356,6 +361,7 @@ def load_checkpoint(
     try:
         rules = Rules.from_dict(meta["rules"])
         config = cls.config_cls.from_dict(meta["config"])
+        config = _on_device(config, device)
     except (ConfigError, ValueError, TypeError, OverflowError) as e:
         raise CheckpointError(f"{path.name} has settings this version cannot use: {e}") from None
     if expect_rules is not None and rules != expect_rules:
@@ -384,6 +390,21 @@ def load_checkpoint(
         # crafted file that it did not check itself
         raise CheckpointError(f"{path.name} does not fit agent {name!r}: {_reason(e)}") from None
     return agent
+
+
+def _on_device(config: Any, device: str | None) -> Any:
+    """``config`` with its ``device`` knob set to ``device``, or to ``auto`` where the saved one is missing."""
+    if not hasattr(config, "device"):
+        return config
+    from agents.nn.device import resolve_device  # torch: only for configs that have the knob
+
+    if device is None:
+        try:
+            resolve_device(config.device)
+            return config
+        except ValueError:
+            device = "auto"
+    return config.replace(device=device)
 
 
 def _reason(error: BaseException) -> str:

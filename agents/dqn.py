@@ -46,6 +46,7 @@ from agents.checkpoint import state_array, state_int
 from agents.config import AgentConfig, ConfigError, knob
 from agents.metrics import EPSILON, LOSS, LR, MetricInfo
 from agents.nn.agent import TorchAgent, afterstate_values
+from agents.nn.device import device_knob
 from agents.nn.encoders import ENCODERS, make_encoder
 from agents.nn.masking import masked_argmax, masked_max
 from agents.nn.networks import build_network, has_dropout
@@ -144,6 +145,7 @@ class DQNConfig(AgentConfig):
     checkpoint_buffer: bool = knob(
         True, "save the replay buffer in checkpoints (exact resume; capacity x 42 bytes)", advanced=True
     )
+    device: str = device_knob()
 
     def validate(self) -> None:
         if self.head == "afterstate" and self.n_step != 1:
@@ -206,6 +208,7 @@ class DQNAgent(TorchAgent):
             self.target_net.requires_grad_(False)
             self.target_net.eval()
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=cfg.lr)
+        self.place_on_device()
         self.epsilon_schedule = Schedule(
             cfg.eps_schedule, start=cfg.eps_start, end=cfg.eps_end, steps=cfg.eps_steps, rate=cfg.eps_rate
         )
@@ -255,7 +258,7 @@ class DQNAgent(TorchAgent):
         self, v_BA: torch.Tensor, value_BA: np.ndarray, merges_BA: np.ndarray
     ) -> torch.Tensor:
         # Q(s, a) = r(s, a) + gamma V(after(s, a))
-        return torch.from_numpy(self._rewards(value_BA, merges_BA)) + self.config.gamma * v_BA
+        return self.tensor(self._rewards(value_BA, merges_BA)) + self.config.gamma * v_BA
 
     def _afterstate_q(
         self, exps_BRC: np.ndarray, net: nn.Module, moves: tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -293,7 +296,7 @@ class DQNAgent(TorchAgent):
         moves_N = np.empty(n, dtype=np.int64)
         if greedy_N.any():
             out_GA = self.network_output(exps_NRC[greedy_N])
-            moves_N[greedy_N] = masked_argmax(out_GA, torch.from_numpy(masks_NA[greedy_N])).numpy()
+            moves_N[greedy_N] = masked_argmax(out_GA, self.tensor(masks_NA[greedy_N])).cpu().numpy()
         for i in np.flatnonzero(~greedy_N):
             legal = np.flatnonzero(masks_NA[i])
             moves_N[i] = legal[self.rng.integers(len(legal))]
@@ -333,10 +336,10 @@ class DQNAgent(TorchAgent):
         batch = self.buffer.sample(cfg.batch_size, self.rng)
         if cfg.augment and len(self._syms) > 1:
             batch = self._augment(batch)
-        actions_B = torch.from_numpy(batch.actions_B)
-        rewards_B = torch.from_numpy(batch.rewards_B)
-        dones_B = torch.from_numpy(batch.dones_B)
-        next_mask_BA = torch.from_numpy(batch.next_masks_BA)
+        actions_B = self.tensor(batch.actions_B)
+        rewards_B = self.tensor(batch.rewards_B)
+        dones_B = self.tensor(batch.dones_B)
+        next_mask_BA = self.tensor(batch.next_masks_BA)
         if not cfg.mask_targets:
             next_mask_BA = torch.ones_like(next_mask_BA)
         # Terminal boards have no legal move: their future value is 0 whatever the mask says.

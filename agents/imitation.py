@@ -26,6 +26,7 @@ from agents.checkpoint import state_ints
 from agents.config import AgentConfig, ConfigError, knob
 from agents.metrics import GAMES, LOSS, LR, VAL_LOSS, MetricInfo, counter
 from agents.nn.agent import TorchAgent
+from agents.nn.device import device_knob
 from agents.nn.encoders import ENCODERS, make_encoder
 from agents.nn.masking import masked_argmax, masked_log_softmax, masked_softmax
 from agents.nn.networks import build_network
@@ -89,6 +90,7 @@ class ImitationConfig(AgentConfig):
         False,
         "train on random board symmetries too (for symmetric teachers such as expectimax; a human's corner habit would be blurred)",
     )
+    device: str = device_knob()
 
     def validate(self) -> None:
         if self.network == "cnn" and self.encoder != "onehot":
@@ -315,6 +317,7 @@ class ImitationAgent(TorchAgent):
         n_out = 1 if self.afterstate_head else N_ACTIONS
         self.net = build_network(cfg.network, self.encoder.shape(*self.rules.shape), n_out, cfg.hidden)
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.place_on_device()
         self.val_game_ids: list[int] | None = None  # fixed at the first train call, kept in checkpoints
 
     def output_to_values(self, out_BA: torch.Tensor, mask_BA: torch.Tensor) -> torch.Tensor:
@@ -340,8 +343,8 @@ class ImitationAgent(TorchAgent):
         self, exps_BRC: np.ndarray, moves_B: np.ndarray, masks_BA: np.ndarray
     ) -> tuple[torch.Tensor, int]:
         logits_BA = self.head_outputs(exps_BRC)
-        mask_BA = torch.from_numpy(masks_BA)
-        moves_t = torch.from_numpy(moves_B)
+        mask_BA = self.tensor(masks_BA)
+        moves_t = self.tensor(moves_B)
         loss = F.nll_loss(masked_log_softmax(logits_BA, mask_BA), moves_t)
         correct = int((masked_argmax(logits_BA.detach(), mask_BA) == moves_t).sum())
         return loss, correct

@@ -30,6 +30,7 @@ from agents.checkpoint import state_int
 from agents.config import AgentConfig, ConfigError, knob
 from agents.metrics import LOSS, LR, MetricInfo, counter
 from agents.nn.agent import TorchAgent
+from agents.nn.device import device_knob
 from agents.nn.encoders import ENCODERS, make_encoder
 from agents.nn.masking import masked_softmax, sample_from_probs
 from agents.nn.networks import build_network
@@ -85,6 +86,7 @@ class PolicyConfig(AgentConfig):
     log_every_game: bool = knob(
         False, "an episode event for every game (default: the first game of each epoch)", advanced=True
     )
+    device: str = device_knob()
 
     def validate(self) -> None:
         if self.network == "cnn" and self.encoder != "onehot":
@@ -171,6 +173,7 @@ class PolicyAgent(TorchAgent):
         self.encoder = make_encoder(cfg.encoder, cfg.planes)
         self.net = build_network(cfg.network, self.encoder.shape(*self.rules.shape), N_ACTIONS, cfg.hidden)
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=cfg.lr)
+        self.place_on_device()
         self.window: deque[list[PlayedGame]] = deque()
         self.epochs = 0
 
@@ -196,7 +199,7 @@ class PolicyAgent(TorchAgent):
             if uniform:
                 probs_AA = masks_AA.astype(np.float64)
             else:
-                probs_AA = masked_softmax(self.network_output(exps_ARC), torch.from_numpy(masks_AA)).numpy()
+                probs_AA = masked_softmax(self.network_output(exps_ARC), self.tensor(masks_AA)).cpu().numpy()
                 if cfg.random_frac > 0:
                     rand_A = self.rng.random(len(active)) < cfg.random_frac
                     probs_AA[rand_A] = masks_AA[rand_A]
@@ -248,8 +251,8 @@ class PolicyAgent(TorchAgent):
     def _step(self, exps_NRC: np.ndarray, y_NA: np.ndarray, w_N: np.ndarray) -> float:
         self.net.train()
         yhat_NA = torch.softmax(self.net(self.encoder.tensor(exps_NRC)), dim=1)
-        w_N1 = torch.from_numpy(w_N)[:, None]
-        loss = nn.functional.l1_loss(w_N1 * yhat_NA, w_N1 * torch.from_numpy(y_NA))
+        w_N1 = self.tensor(w_N)[:, None]
+        loss = nn.functional.l1_loss(w_N1 * yhat_NA, w_N1 * self.tensor(y_NA))
         self.optimizer.zero_grad()
         loss.backward()
         self.optimizer.step()

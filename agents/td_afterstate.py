@@ -36,6 +36,7 @@ from agents.checkpoint import state_array, state_int, state_ints
 from agents.config import AgentConfig, ConfigError, knob
 from agents.metrics import EPSILON, GAMMA, LOSS, LR, MEAN_SCORE, counter
 from agents.nn.agent import TorchAgent
+from agents.nn.device import device_knob
 from agents.nn.encoders import make_encoder
 from agents.nn.networks import build_network
 from agents.nn.schedules import Schedule
@@ -100,6 +101,7 @@ class TDAfterstateConfig(AgentConfig):
         high=256,
         advanced=True,
     )
+    device: str = device_knob()
 
     def validate(self) -> None:
         if self.network == "cnn" and self.planes < 2:
@@ -223,6 +225,7 @@ class TDAfterstateAgent(TorchAgent):
         in_shape = self.encoder.shape(self.rules.rows, self.rules.cols)
         self.net = build_network(cfg.network, in_shape, 1, cfg.hidden)
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=cfg.lr)
+        self.place_on_device()
         self.lr_schedule = Schedule("exponential", start=cfg.lr, end=cfg.lr_end, rate=cfg.lr_decay)
         self.gamma_schedule = Schedule("linear", start=cfg.gamma, end=cfg.gamma_end, steps=cfg.gamma_rounds)
         self.epsilon_schedule = Schedule(
@@ -260,7 +263,7 @@ class TDAfterstateAgent(TorchAgent):
             out = self.net(self.encoder.tensor(np.asarray(afters_NRC)))
         finally:
             self.net.train(was)
-        return out.reshape(-1).double().numpy()
+        return out.reshape(-1).double().cpu().numpy()
 
     def _rewards(self, raw: np.ndarray, merges: np.ndarray) -> np.ndarray:
         return transform_reward(self.config.reward, raw, merges)
@@ -413,7 +416,7 @@ class TDAfterstateAgent(TorchAgent):
         target = expectimax_targets(batch, self.values, self.gamma, float(self.rules.p4), cfg.reward)
         self.net.train()
         pred = self.net(self.encoder.tensor(batch)).reshape(-1)
-        loss = F.mse_loss(pred, torch.from_numpy(target).float())
+        loss = F.mse_loss(pred, self.tensor(target).float())
         self.optimizer.zero_grad()
         loss.backward()
         self.optimizer.step()

@@ -37,6 +37,7 @@ A game cut at ``max_moves`` adds the network's value of its last board to every 
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -55,6 +56,7 @@ from agents.mcts.search import Evaluator, FastOps, Node, Search, board_ops
 from agents.mcts.selfplay import WorkerSpec, make_pool
 from agents.metrics import LR, MetricInfo, counter
 from agents.nn.agent import TorchAgent
+from agents.nn.device import device_knob, module_device
 from agents.nn.encoders import Encoder, make_encoder
 from agents.nn.masking import masked_log_softmax
 from agents.nn.state import draw_seed, load_module_arrays, module_arrays
@@ -140,6 +142,7 @@ class MCTSConfig(AgentConfig):
     augment: bool = knob(
         True, "train on a random board symmetry of each position (8 on square boards, 4 otherwise)"
     )
+    device: str = device_knob()
 
     def validate(self) -> None:
         if self.eval_simulations == 0 and self.simulations < 1:
@@ -163,6 +166,9 @@ def make_evaluator(net: nn.Module, encoder: Encoder, rows: int, cols: int) -> Ev
     Plays through :func:`~agents.mcts.nets.inference_copy`, whose small convs are single matrix
     products: the search evaluates a few states at a time, where CPU conv kernels are mostly overhead.
     """
+    if module_device(net).type != "cpu":
+        # play stays on the CPU (see MCTSAgent.__init__): snapshot the weights there
+        net = copy.deepcopy(net).cpu()
     net = inference_copy(net, rows, cols)
 
     def evaluate(exps_NRC: npt.NDArray[np.uint8]) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float64]]:
@@ -446,6 +452,9 @@ class MCTSAgent(TorchAgent):
             self.net.parameters(), lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay
         )
         self.scheduler = torch.optim.lr_scheduler.StepLR(self.optimizer, cfg.lr_step_epochs, cfg.lr_gamma)
+        # Only the gradient steps run on the device: the search evaluates a few boards at a time, where a
+        # GPU's per-call latency loses to the CPU, so make_evaluator plays from a CPU copy of the weights.
+        self.net.to(self.device)
         self.window = PositionWindow(cfg.replay_size, self.rules.shape)
         self.generation = 0
         self._evaluator: Evaluator | None = None  # built on first play after the weights changed
@@ -595,10 +604,10 @@ class MCTSAgent(TorchAgent):
                     policy_B4[sel] = sym.apply_masks(w.policy[idx[sel]])  # moves follow the board
                     masks_B4[sel] = sym.apply_masks(w.masks[idx[sel]])
         return (
-            self.encoder.tensor(exps_BRC),
-            torch.from_numpy(policy_B4),
-            torch.from_numpy(masks_B4),
-            torch.from_numpy(w.targets[idx]),
+            self.tensor(self.encoder.encode(exps_BRC)),
+            self.tensor(policy_B4),
+            self.tensor(masks_B4),
+            self.tensor(w.targets[idx]),
         )
 
     def _losses(

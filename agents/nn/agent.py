@@ -8,6 +8,7 @@ Playing is the same for all: encode the board, run the network, pick the best **
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,6 +18,7 @@ from torch import nn
 
 from agents.base import Agent, legal_values
 from agents.config import AgentConfig
+from agents.nn.device import resolve_device
 from agents.nn.encoders import Encoder
 from agents.nn.masking import masked_argmax
 from agents.nn.state import (
@@ -64,9 +66,26 @@ class TorchAgent(Agent):
         self, config: AgentConfig | None = None, rules: Rules | None = None, seed: int | None = None
     ):
         super().__init__(config, rules, seed)
+        #: where the networks train (the config's ``device`` knob; configs without one: the CPU)
+        self.device = resolve_device(getattr(self.config, "device", "cpu"))
         # Weight initialisation draws from torch's global generator: seed it from the agent's own
         # generator so that one agent seed fixes the initial network too.
         seed_torch(draw_seed(self.rng))
+
+    def place_on_device(self) -> None:
+        """Move the checkpointed modules and the encoder's output to :attr:`device`.
+
+        Subclasses call it at the end of ``__init__``, after building their networks on the CPU (so that
+        the same seed gives the same initial weights on every device) and before any optimiser step.
+        """
+        for module in self._state_modules().values():
+            module.to(self.device)
+        if self.device.type != "cpu":
+            self.encoder = dataclasses.replace(self.encoder, device=self.device)
+
+    def tensor(self, array: np.ndarray) -> torch.Tensor:
+        """A numpy array as a tensor on :attr:`device` (on the CPU: sharing its memory)."""
+        return torch.from_numpy(array).to(self.device)
 
     def seed_training(self) -> None:
         """Seed torch (dropout masks) at the start of a train call, from the agent's generator.
@@ -139,15 +158,15 @@ class TorchAgent(Agent):
     def move_values(self, game: Game) -> dict[Direction, float]:
         mask_A = game.legal_mask()
         out_1A = self.network_output(game_exponents(game)[None])
-        values_1A = self.output_to_values(out_1A, torch.from_numpy(mask_A)[None])
-        return legal_values(game, values_1A[0].numpy())
+        values_1A = self.output_to_values(out_1A, self.tensor(mask_A)[None])
+        return legal_values(game, values_1A[0].cpu().numpy())
 
     def act(self, game: Game) -> Direction:
         mask_A = game.legal_mask()
         if not mask_A.any():
             raise ValueError("no legal move: the game is over")
         out_1A = self.network_output(game_exponents(game)[None])
-        return DIRECTIONS[int(masked_argmax(out_1A, torch.from_numpy(mask_A)[None])[0])]
+        return DIRECTIONS[int(masked_argmax(out_1A, self.tensor(mask_A)[None])[0])]
 
     # ------------------------------------------------------------------ state
     def _state_modules(self) -> dict[str, nn.Module]:

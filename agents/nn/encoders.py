@@ -29,6 +29,8 @@ class Encoder:
     planes: int = 1  # output channels (only ``onehot`` has more than one)
     scale: float = 1.0
     shift: float = 0.0
+    #: where :meth:`tensor` puts its result (None: the CPU, sharing memory with the numpy array)
+    device: torch.device | None = None
 
     def shape(self, rows: int, cols: int) -> tuple[int, int, int]:
         """The per-board output shape ``(C, rows, cols)``."""
@@ -50,8 +52,9 @@ class Encoder:
         return x_BRC[:, None, :, :]
 
     def tensor(self, exps_BRC: np.ndarray) -> torch.Tensor:
-        """:meth:`encode` as a torch tensor (shares memory with the numpy result)."""
-        return torch.from_numpy(self.encode(exps_BRC))
+        """:meth:`encode` as a torch tensor on :attr:`device` (on the CPU it shares the numpy result's memory)."""
+        x = torch.from_numpy(self.encode(exps_BRC))
+        return x if self.device is None else x.to(self.device)
 
 
 def make_encoder(name: str, planes: int = 18) -> Encoder:

@@ -58,6 +58,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "studio.commands.bench_sweep:sweep_benchmark",
         "sweep overhead per trial (s) and trials/hour: local 1 and 2 workers, Ray Tune (-o trials=4 -o episodes=200)",
     ),
+    "torch": (
+        "studio.commands.bench_torch:torch_benchmark",
+        "DQN and MCTS training moves/s and gradient updates/s on each torch device (cpu, cuda), ratio to the CPU",
+    ),
     "gui": (
         "studio.commands.bench_gui:gui_benchmark",
         "window stalls and key-to-paint latency (ms) while agents train, with a competing process",

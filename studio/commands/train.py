@@ -252,13 +252,24 @@ def _save_traceback(data_dir: Path, run_id: int) -> Path:
     return path
 
 
+def _device_name(device: Any) -> str:
+    """``cpu``, ``cuda (NVIDIA H100 80GB HBM3)``: the torch device a learner trains on, for the header."""
+    from agents.nn.device import describe_device  # imports torch: only for torch learners
+
+    return describe_device(device)
+
+
 def run(args: argparse.Namespace) -> int:
     control = Control()
     with GameStore.open(args.data_dir) as store:
         training = open_run(request_from_args(args), store, control)
         live = _Live(training)
+        device = getattr(training.agent, "device", None)  # torch learners: where they train
+        on_device = f" on {_device_name(device)}" if device is not None else ""
         try:
-            with ProgressLine(f"train {training.agent.name} run {training.run_id}", total=1.0) as line:
+            with ProgressLine(
+                f"train {training.agent.name} run {training.run_id}{on_device}", total=1.0
+            ) as line:
                 for ev in _events_with_ctrl_c(training):
                     line.update(ev.progress, live.add(ev))
                 if live.event is not None:

@@ -1,0 +1,225 @@
+"""``python main.py bench torch``: DQN and MCTS training speed on every torch device here (CPU, CUDA, MPS).
+
+For each agent and device, two figures, measured side by side in one run:
+
+* ``train``: the whole training loop (``agent.train``) for ``--seconds``: moves played per second (the
+  table's figure) and gradient updates per second (``--json``: ``updates_per_s``). DQN plays its
+  batched self-play games with the network on the device; MCTS searches on the CPU (a few boards per
+  network call: a GPU's per-call latency loses there) and only its learning phase uses the device.
+* ``updates``: gradient steps alone for ``--seconds`` on the replay data the ``train`` run gathered
+  (DQN: ``_update`` on sampled batches; MCTS: minibatches of its position window).
+
+Ratios divide by the CPU row of the same agent and kind. Devices torch does not see are skipped with a
+note. Counting starts at the first training event after a warm-up (worker start-up, CUDA context,
+cuBLAS handles), within the same ``train`` call.
+Options (``-o KEY=VALUE``): ``agents`` (``dqn,mcts``), ``devices`` (default: all available),
+``warmup`` seconds (5), and any config knob as ``dqn.KNOB=VALUE`` / ``mcts.KNOB=VALUE``
+(``-o dqn.hidden=1024,1024 -o dqn.batch_size=1024``: bigger nets favour the GPU). MCTS runs with
+``games_per_generation=1`` and ``max_moves=200`` unless told otherwise, so that short runs learn too.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from typing import Any
+
+from studio.commands.bench import BenchOptions, BenchReport, Measurement, _machine
+from studio.progress import ProgressLine
+
+_KNOWN = {"agents", "devices", "warmup"}
+_DEFAULTS: dict[str, dict[str, Any]] = {"dqn": {}, "mcts": {"games_per_generation": 1, "max_moves": 200}}
+
+
+def cpu_model() -> str:
+    """The CPU's marketing name (``/proc/cpuinfo``), else what :mod:`platform` knows."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _config_changes(extra: dict[str, str], agent: str) -> dict[str, Any]:
+    from agents.registry import get_agent_class
+
+    specs = {s.name: s for s in get_agent_class(agent).config_cls.specs()}
+    changes = dict(_DEFAULTS[agent])
+    for key, text in extra.items():
+        prefix, dot, knob = key.partition(".")
+        if not dot or prefix != agent:
+            continue
+        if knob == "device" or knob not in specs:
+            raise ValueError(f"bench torch: {agent} has no setting {knob!r}")
+        changes[knob] = specs[knob].parse(text)
+    return changes
+
+
+def _sync(device: Any) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _train_run(agent: Any, warmup: float, seconds: float) -> tuple[int, int, float]:
+    """(moves, updates, seconds) of one ``agent.train`` call, counted from the first event after ``warmup``
+    seconds (worker start-up, CUDA context, first kernels) to its end ``seconds`` later."""
+    from agents.base import Budget
+
+    t0 = time.perf_counter()
+    start: tuple[int, int, float] | None = None
+    for _ in agent.train(Budget(seconds=warmup + seconds)):
+        if start is None and time.perf_counter() - t0 >= warmup:
+            _sync(agent.device)
+            start = (agent.counters.steps, agent.counters.updates, time.perf_counter())
+    _sync(agent.device)
+    if start is None:  # no event after the warm-up: count the whole call
+        start = (0, 0, t0)
+    return agent.counters.steps - start[0], agent.counters.updates - start[1], time.perf_counter() - start[2]
+
+
+def _update_run(agent: Any, name: str, seconds: float) -> tuple[int, float]:
+    """(gradient steps, seconds) of updates alone on the data the training run gathered."""
+    import numpy as np
+
+    if name == "dqn":
+        if agent._buffer is None or len(agent._buffer) < agent.config.batch_size:
+            return 0, 0.0
+
+        def step() -> None:
+            agent._update()
+
+    else:
+        train_idx, _ = agent.window.split()
+        if len(train_idx) == 0:
+            return 0, 0.0
+        cfg = agent.config
+        agent.net.train()
+
+        def step() -> None:
+            idx = agent.rng.choice(train_idx, size=min(cfg.batch_size, len(train_idx)), replace=False)
+            policy_loss, value_loss = agent._losses(*agent._batch(np.sort(idx), cfg.augment))
+            loss = policy_loss + cfg.value_loss_weight * value_loss
+            agent.optimizer.zero_grad()
+            loss.backward()
+            agent.optimizer.step()
+            loss.item()  # what training does every step (and a sync point on a GPU)
+
+    n = 0
+    t0 = time.perf_counter()
+    while True:
+        step()
+        n += 1
+        if n % 8 == 0 and time.perf_counter() - t0 >= seconds:
+            break
+    _sync(agent.device)
+    return n, time.perf_counter() - t0
+
+
+def torch_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchReport:
+    import torch
+
+    from agents.nn.device import available_devices, describe_device, resolve_device
+    from agents.registry import get_agent_class
+
+    extra = options.extra
+    unknown = {k for k in extra if k not in _KNOWN and k.partition(".")[0] not in _DEFAULTS}
+    if unknown:
+        raise ValueError(
+            f"bench torch has no option {sorted(unknown)[0]!r} "
+            f"(known: {', '.join(sorted(_KNOWN))}, dqn.KNOB, mcts.KNOB)"
+        )
+    agents = [a.strip() for a in extra.get("agents", "dqn,mcts").split(",") if a.strip()]
+    if not agents or any(a not in _DEFAULTS for a in agents):
+        raise ValueError(f"bench torch: agents must be among {', '.join(_DEFAULTS)}")
+    here = available_devices()
+    asked = [d.strip() for d in extra.get("devices", ",".join(here)).split(",") if d.strip()]
+    notes = []
+    devices = []
+    for d in asked:
+        try:
+            resolve_device(d)
+        except ValueError as e:
+            notes.append(f"{d} skipped: {e}")
+            continue
+        devices.append(d)
+    for d in ("cuda", "mps"):
+        if d not in here and d not in asked:
+            notes.append(f"{d} skipped: torch {torch.__version__} sees no {d.upper()} device")
+    if not devices:
+        raise ValueError("bench torch: none of the asked devices is available")
+    warmup = float(extra.get("warmup", 5.0))
+    changes = {a: _config_changes(extra, a) for a in agents}
+
+    progress.total = len(agents) * len(devices) * options.rounds
+    best: dict[tuple[str, str, str], tuple[float, dict[str, Any]]] = {}
+    done = 0
+    for _round in range(options.rounds):
+        for name in agents:
+            cls = get_agent_class(name)
+            for d in devices:  # interleaved: each round measures every device once
+                agent = cls(cls.config_cls.from_dict({**changes[name], "device": d}), seed=options.seed)
+                progress.update(done, f"{name} on {d}: training", force=True)
+                moves, updates, elapsed = _train_run(agent, warmup, options.seconds)
+                rate = moves / elapsed
+                detail = {
+                    "moves_per_s": round(rate, 1),
+                    "updates_per_s": round(updates / elapsed, 2),
+                    "moves": moves,
+                    "updates": updates,
+                    "elapsed_s": round(elapsed, 2),
+                }
+                key = (name, d, "train")
+                if key not in best or rate > best[key][0]:
+                    best[key] = (rate, detail)
+                progress.update(
+                    done, f"{name} on {d}: {rate:,.0f} moves/s, {updates / elapsed:,.1f} updates/s"
+                )
+                n, el = _update_run(agent, name, options.seconds)
+                if n:
+                    urate = n / el
+                    key = (name, d, "updates")
+                    if key not in best or urate > best[key][0]:
+                        best[key] = (
+                            urate,
+                            {"updates_per_s": round(urate, 2), "updates": n, "elapsed_s": round(el, 2)},
+                        )
+                done += 1
+                progress.update(done, f"{name} on {d}: updates alone {n / max(el, 1e-9):,.1f}/s")
+    measurements: list[Measurement] = []
+    for name in agents:
+        for kind, what in (("train", "training moves/s"), ("updates", "gradient updates/s alone")):
+            base = best.get((name, "cpu", kind))
+            for d in devices:
+                got = best.get((name, d, kind))
+                if got is None:
+                    continue
+                ratio = round(got[0] / base[0], 2) if base is not None and base[0] > 0 else None
+                label = f"{name} {what} on {d}"
+                measurements.append(Measurement(f"{name}_{kind}_{d}", label, round(got[0], 2), ratio, got[1]))
+    if not measurements:
+        raise ValueError("bench torch: nothing was measured (budget too short for any update?)")
+    machine = {
+        **_machine(),
+        "cpu_model": cpu_model(),
+        "torch": torch.__version__,
+        "torch_cuda": torch.version.cuda,
+        "torch_threads": torch.get_num_threads(),
+        "devices": {d: describe_device(resolve_device(d)) for d in devices},
+        "notes": notes,
+    }
+    info: dict[str, Any] = {
+        "rounds": options.rounds,
+        "seconds_per_round": options.seconds,
+        "warmup_s": warmup,
+        "config": {a: changes[a] for a in agents},
+        "machine": machine,
+    }
+    if hasattr(os, "getloadavg"):
+        info["load_average"] = [round(x, 2) for x in os.getloadavg()]
+    return BenchReport("torch", "per_s", measurements, baseline=None, info=info)
