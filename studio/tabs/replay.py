@@ -199,6 +199,7 @@ class ReplayTab(QWidget):
         self.graph.setObjectName("replayReviewGraph")
         self.graph.setMinimumWidth(260)
         self.graph.moveClicked.connect(self.step_to)
+        self.graph.setVisible(False)  # shown with a review: empty, its axes read "move (x0.001)"
 
         rcol.addWidget(self.titleLabel)
         # The graph stands beside the board, not under it: under it, it took the height the board

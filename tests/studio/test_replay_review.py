@@ -53,6 +53,13 @@ def _choose(replay, label: str) -> None:
     replay.reviewerCombo.setCurrentIndex(index)
 
 
+def test_no_empty_graph_before_a_game_is_picked(qtbot, window):
+    """A fresh Replay tab showed an empty graph whose axes read "move (x0.001)" from -400 to 400."""
+    _greedy_game(window.store, seed=3, moves=5)
+    window.show_tab("Replay")
+    assert window.replay.isVisible() and not window.replay.graph.isVisible()
+
+
 def test_review_grades_the_game_and_finds_its_mistakes(qtbot, window):
     store = window.store
     game_id = _greedy_game(store, seed=3, moves=80)
