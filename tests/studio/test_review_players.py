@@ -20,7 +20,7 @@ from agents.spec import AgentSpec
 from engine import Direction
 from engine.store import HUMAN, GameRecorder, GameStore, Player
 from studio.cli import main
-from studio.services.review import Reviewer, default_reviewer, review_game
+from studio.services.review import STRONG_SCORE, Reviewer, default_reviewer, review_game
 
 pytest_plugins = ("tests.studio.gui_fixtures",)
 
@@ -207,11 +207,16 @@ def test_prepare_reviewer_trains_a_network_that_becomes_the_default(data_dir, ca
     with GameStore.open(data_dir) as store:
         chosen = default_reviewer(store)
         run = store.get_run(out["run"])
-        assert run.agent == "ntuple" and store.best_checkpoint(run.id) is not None
+        best = store.best_checkpoint(run.id)
+        assert run.agent == "ntuple" and best is not None and best.eval_score is not None
     assert chosen.spec.checkpoint is not None and chosen.label == f"n-tuple run {out['run']}, 2-ply"
     assert out["reviewer"]["label"] == chosen.label
-    # a few seconds of training make a weak network: the review says so
-    assert chosen.fallback is not None and "weak reviewer" in out["reviewer"]["fallback"]
+    # a few seconds of training make a network that is weak on a slow or busy machine and may pass the
+    # bar on a quick one (2 M moves in 3 s): the review says "weak" exactly when it is under the bar
+    if best.eval_score < STRONG_SCORE:
+        assert chosen.fallback is not None and "weak reviewer" in out["reviewer"]["fallback"]
+    else:
+        assert chosen.fallback is None and out["reviewer"].get("fallback") is None
     with pytest.raises(SystemExit) as e:
         main(["--data-dir", str(data_dir), "review", "--prepare-reviewer", "--minutes", "0"])
     assert e.value.code == 2
