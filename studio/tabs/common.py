@@ -12,7 +12,15 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHBoxLayout, QMessageBox, QPushButton, QSpinBox, QSplitter, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QMessageBox,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QWidget,
+)
 
 #: Signals a tab may declare, which the main window routes (signal name -> what it means).
 ROUTED = {
@@ -107,3 +115,24 @@ def ask_close_with_runs(parent: QWidget, n_runs: int) -> str:
     box.exec()
     clicked = box.clickedButton()
     return "stop" if clicked is stop else "detach" if clicked is detach else "cancel"
+
+
+def fill_reviewer_combo(combo: QComboBox, store: Any) -> None:
+    """Fill ``combo`` with the reviewers a window offers
+    (:func:`studio.services.review.reviewer_choices`: the default, the store's n-tuple networks,
+    expectimax d1-d3), keeping the selection; unchanged lists are left alone (no signal)."""
+    from studio.services.review import reviewer_choices
+
+    current = combo.currentData() if combo.count() else None
+    try:
+        entries: list[tuple[str, Any]] = list(reviewer_choices(store))
+    except Exception:  # a store being migrated or damaged: the default alone
+        entries = [("default", None)]
+    if [combo.itemText(i) for i in range(combo.count())] == [label for label, _ in entries]:
+        return
+    combo.blockSignals(True)
+    combo.clear()
+    for label, data in entries:
+        combo.addItem(label, data)
+    combo.setCurrentIndex(next((i for i, (_, data) in enumerate(entries) if data == current), 0))
+    combo.blockSignals(False)

@@ -38,8 +38,8 @@ from PySide6.QtWidgets import (
 )
 
 from studio.services.progress import MINE, PHASES, Progress, progress, rolling_mean
-from studio.services.review import Reviewer, reviewer_choices, reviewer_from_choice
-from studio.tabs.common import button
+from studio.services.review import Reviewer, reviewer_from_choice
+from studio.tabs.common import button, fill_reviewer_combo
 from studio.widgets.curves import SIAxis, TileAxis
 from studio.widgets.review_graph import GRADE_COLOURS
 
@@ -236,23 +236,7 @@ class ProgressTab(QWidget):
         self.refresh()
 
     def _fill_reviewers(self) -> None:
-        """The default, the store's n-tuple networks, expectimax d1-d3 (keeps the selection)."""
-        current = self.reviewerCombo.currentData() if self.reviewerCombo.count() else None
-        try:
-            entries = reviewer_choices(self.store)
-        except Exception:  # a store being migrated or damaged: the default alone
-            entries = [("default", None)]
-        if [self.reviewerCombo.itemText(i) for i in range(self.reviewerCombo.count())] == [
-            e[0] for e in entries
-        ]:
-            return
-        self.reviewerCombo.blockSignals(True)
-        self.reviewerCombo.clear()
-        for label, data in entries:
-            self.reviewerCombo.addItem(label, data)
-        found = next((i for i, (_, data) in enumerate(entries) if data == current), 0)
-        self.reviewerCombo.setCurrentIndex(found)
-        self.reviewerCombo.blockSignals(False)
+        fill_reviewer_combo(self.reviewerCombo, self.store)
 
     def reviewer(self) -> Reviewer | None:
         """The reviewer the combo names (None: the default, chosen per game's rules)."""

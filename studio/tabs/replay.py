@@ -54,12 +54,11 @@ from engine.store import SOURCE_FILTERS
 from studio.services.review import (
     GameReview,
     Reviewer,
-    reviewer_choices,
     reviewer_from_choice,
     stored_review,
 )
 from studio.settings import get_bool, get_int
-from studio.tabs.common import button
+from studio.tabs.common import button, fill_reviewer_combo
 from studio.text import game_status, plural
 from studio.theme import load_theme
 from studio.widgets.board import BEST_ARROW, BoardWidget
@@ -380,25 +379,7 @@ class ReplayTab(QWidget):
         return outer
 
     def _fill_reviewers(self) -> None:
-        """The default, the store's n-tuple networks, expectimax d1-d3; keeps the selection."""
-        current = self.reviewerCombo.currentData() if self.reviewerCombo.count() else None
-        try:
-            entries: list[tuple[str, Any]] = list(reviewer_choices(self.store))
-        except Exception:  # a store being migrated or damaged: the default alone
-            entries = [("default", None)]
-        if [self.reviewerCombo.itemText(i) for i in range(self.reviewerCombo.count())] == [
-            e[0] for e in entries
-        ]:
-            return
-        self.reviewerCombo.blockSignals(True)
-        self.reviewerCombo.clear()
-        for label, data in entries:
-            self.reviewerCombo.addItem(label, data)
-        found = self.reviewerCombo.findText(
-            next((label for label, data in entries if data == current), entries[0][0])
-        )
-        self.reviewerCombo.setCurrentIndex(max(found, 0))
-        self.reviewerCombo.blockSignals(False)
+        fill_reviewer_combo(self.reviewerCombo, self.store)
 
     # ------------------------------------------------------------------ list
     def mark_dirty(self) -> None:

@@ -34,16 +34,16 @@ def _greedy_game(store, seed: int, moves: int, rules: Rules | None = None) -> in
 @pytest.fixture
 def slow_reviewer(rater_agent, monkeypatch):
     """The slow test agent offered as a reviewer, its values read as points (0.4 s a move)."""
-    import studio.tabs.replay as replay_tab
+    import studio.services.review as review_service
     from tests.studio.gui_helpers import SlowAgent
 
     monkeypatch.setattr(SlowAgent, "value_kind", "points")
-    real = replay_tab.reviewer_choices
+    real = review_service.reviewer_choices
 
     def choices(store):
         return [*real(store), ("test_slow", ("test_slow", None)), ("ntuple", ("ntuple", 2))]
 
-    monkeypatch.setattr(replay_tab, "reviewer_choices", choices)
+    monkeypatch.setattr(review_service, "reviewer_choices", choices)  # what the tabs' combo offers
     return "test_slow"
 
 
