@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -240,18 +240,12 @@ def game_progress(store: GameStore, summary: GameSummary, reviewer: Reviewer) ->
         p = phase_of(int(rec.layouts[g.index].max()))
         graded[p] += 1
         blunders[p] += g.grade == BLUNDER
-    return GameProgress(
-        summary.id,
-        summary.started,
-        summary.source,
-        summary.score,
-        summary.max_tile,
-        int(mine.sum()),
-        accuracy(grades),
-        reviewer.label,
-        tuple(blunders),
-        tuple(graded),
-        summary.status,
+    return replace(
+        base,
+        accuracy=accuracy(grades),
+        reviewer=reviewer.label,
+        blunders=tuple(blunders),
+        graded=tuple(graded),
     )
 
 
