@@ -13,7 +13,7 @@ from studio.widgets.curves.decimate import PeakDecimator, peak_decimate, points_
 from studio.widgets.curves.series import MetricSeries, RunSeries, declared_metrics
 from studio.widgets.curves.xaxis import AUTO_LOG_X_RATIO, auto_log_x_reason, data_x_extent, plot_x_range
 
-QT_FREE = ("series", "decimate", "xaxis", "ticks", "names")
+QT_FREE = ("series", "decimate", "xaxis", "ticks", "names", "lines")
 PACKAGE = Path(__file__).resolve().parents[2] / "studio" / "widgets" / "curves"
 
 # The package's __init__ gathers the Qt parts too, so the modules are loaded under a bare package
@@ -92,3 +92,78 @@ def test_an_agent_this_build_lacks_declares_nothing() -> None:
     infos = declared_metrics("dqn")
     assert infos is not None and "loss" in {m.name for m in infos}
     assert RunSeries("run 4 no-such-agent").infos is None
+
+
+def test_an_agent_whose_class_fails_to_load_is_logged_once(monkeypatch, caplog) -> None:
+    from agents import registry
+
+    monkeypatch.setitem(registry._AGENTS, "broken-plugin", "no_such_module_for_curves:Agent")
+    with caplog.at_level("ERROR", logger="studio.widgets.curves.series"):
+        assert declared_metrics("broken-plugin") is None
+        assert RunSeries("run 9 broken-plugin").infos is None  # the curves still draw the standard panels
+    logged = [r for r in caplog.records if "broken-plugin" in r.getMessage()]
+    assert len(logged) == 1 and logged[0].exc_info is not None
+    assert logged[0].exc_info[0] is ModuleNotFoundError
+
+
+def test_auto_log_x_stays_for_these_runs_and_is_declined_for_them() -> None:
+    from studio.widgets.curves.xaxis import AutoLogX
+
+    short, long = _run(1, np.linspace(0, 100, 5)), _run(2, np.linspace(0, 100_000, 5))
+    auto = AutoLogX()
+    auto.update((1, 2), [short, long], "step")
+    assert auto.active and "run 2 is 1,000× as long as run 1" in auto.reason
+    auto.decline()
+    auto.update((1, 2), [short, long], "step")
+    assert auto.on and not auto.active  # declined for these runs
+    auto.update((1,), [short], "step")
+    assert not auto.on and auto.reason == ""  # other runs: a fresh decision
+    auto.decline()
+    assert not auto.declined  # nothing to decline while off
+
+
+def test_the_lines_a_metric_draws() -> None:
+    from agents.metrics import LOSS, LR, MAX_TILE, SCORE
+    from studio.widgets.curves.lines import Line, metric_lines
+
+    run = RunSeries("run 3 dqn", agent="dqn", run_id=3)
+    assert metric_lines(run, SCORE, 0, many=False, smoothing=0.5) == [
+        Line("score", "faint"),
+        Line(
+            "score",
+            "strong",
+            "Mean score (last 100 games)",
+            "Mean score (last 100 games)",
+            moving_average=True,
+        ),
+    ]
+    # compared: no raw games (they would hide each other), the run named, its shade kept
+    assert metric_lines(run, MAX_TILE, 1, many=True, smoothing=0.0, transform="log2") == [
+        Line(
+            "max_tile",
+            "strong",
+            "run 3 · dqn · Max tile (geo. mean of 100)",
+            "Max tile (geo. mean of 100)",
+            True,
+            shade=1,
+        )
+    ]
+    assert metric_lines(run, LOSS, 2, many=False, smoothing=0.6) == [
+        Line("loss", "faint"),
+        Line("loss", "strong", "Loss", "Loss", smooth=0.6, shade=2),
+    ]
+    assert metric_lines(run, LR, 0, many=False, smoothing=0.6) == [
+        Line("lr", "plain", "Learning rate", "Learning rate")
+    ]
+    own = RunSeries("run 4 ntuple", agent="ntuple", run_id=4)
+    assert own.has_own_mean and metric_lines(own, SCORE, 0, many=True, smoothing=0.0) == []
+
+
+def test_tile_labels_of_the_curves_and_of_the_games_histogram() -> None:
+    from studio.widgets.curves.ticks import tile_label
+
+    assert [tile_label(e) for e in (1, 11, 12, 13, 14, 17, 20, 21)] == [
+        "2", "2048", "4096", "8k", "16k", "128k", "1M", "2M"
+    ]  # fmt: skip
+    # the Games tab's bars have room for 8192 whole
+    assert [tile_label(e, whole_below=14) for e in (5, 13, 14, 17)] == ["32", "8192", "16k", "128k"]

@@ -16,21 +16,21 @@ from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from agents.base import MetricEvent
-from agents.metrics import EPSILON, LOSS, MEAN_SCORE, STANDARD, MetricInfo, groups, metrics_of
+from agents.metrics import EPSILON, LOSS, STANDARD, MetricInfo, groups, metrics_of
 from studio.widgets.curves.decimate import points_to_draw
 from studio.widgets.curves.legend import ConstantsLabel, RunLegend, _metric_colour, _panel_header
+from studio.widgets.curves.lines import metric_lines
 from studio.widgets.curves.names import (
     EMPTY_TEXT,
     _compared_constants,
     _short_name,
-    mean_score_label,
     run_colour,
 )
 from studio.widgets.curves.plots import MARKER_POINTS, _Curve, _Panel, make_panel
-from studio.widgets.curves.series import MAX_TILE, SCORE, RunSeries, declared_metrics
+from studio.widgets.curves.series import RunSeries, declared_metrics
 from studio.widgets.curves.ticks import format_si
 from studio.widgets.curves.toolbar import CurvesToolbar, PanelGrid, set_quietly
-from studio.widgets.curves.xaxis import X_AXES, auto_log_x_reason, data_x_extent, x_title
+from studio.widgets.curves.xaxis import X_AXES, AutoLogX, data_x_extent, x_title
 
 #: A panel's metrics when no agent said which (an agent unknown to this build).
 DEFAULT_AGENT_METRICS: tuple[MetricInfo, ...] = (LOSS, EPSILON)
@@ -67,10 +67,7 @@ class CurvesPanel(QWidget):
         self.constants: list[str] = []  # "Learning rate = 1 (constant)" lines
         self._load_settings()
         #: log x switched on by itself for the runs shown (AUTO_LOG_X_RATIO), unless declined
-        self.auto_log_x = False
-        self._auto_declined = False
-        self._auto_key: tuple[object, ...] = ()
-        self._auto_reason = ""
+        self.auto_log_x = AutoLogX()
         self._log_x_drawn = self.log_x  # what the panels were last drawn with
         self._build()
         # One dirty plot per tick, in turn: a tick's work (and the repaint after it) is one plot, so
@@ -166,8 +163,8 @@ class CurvesPanel(QWidget):
         if self.logXCheck.isChecked() != on:
             self.logXCheck.setChecked(on)
             return
-        if not on and self.auto_log_x:
-            self._auto_declined = True
+        if not on:
+            self.auto_log_x.decline()
         self.log_x = bool(on)
         self._save("curves/logX", self.log_x)
         self._update_auto_log_x()
@@ -178,7 +175,7 @@ class CurvesPanel(QWidget):
     def log_x_on(self) -> bool:
         """Whether the panels' x axes are log now: the user's choice, or by themselves (see
         :data:`AUTO_LOG_X_RATIO`) unless the user unticked it for these runs."""
-        return self.log_x or (self.auto_log_x and not self._auto_declined)
+        return self.log_x or self.auto_log_x.active
 
     @property
     def x_title(self) -> str:
@@ -188,17 +185,9 @@ class CurvesPanel(QWidget):
         """Switch log x on by itself when the runs compared differ in length more than
         AUTO_LOG_X_RATIO times (once on, it stays on for these runs: a live run does not flip the
         axis back and forth), and say so; True when the axes must be drawn again."""
-        key = tuple(k for k, _r in self.runs)
-        if key != self._auto_key:  # other runs: a fresh decision
-            self._auto_key = key
-            self.auto_log_x = self._auto_declined = False
-            self._auto_reason = ""
-        if not self.auto_log_x:
-            reason = auto_log_x_reason([r for _k, r in self.runs], self.x_axis)
-            if reason:
-                self.auto_log_x, self._auto_reason = True, reason
-        showing = self.auto_log_x and not self._auto_declined and not self.log_x
-        self.autoLogLabel.setText(self._auto_reason if showing else "")
+        self.auto_log_x.update(tuple(k for k, _r in self.runs), [r for _k, r in self.runs], self.x_axis)
+        showing = self.auto_log_x.active and not self.log_x
+        self.autoLogLabel.setText(self.auto_log_x.reason if showing else "")
         self.autoLogLabel.setVisible(showing)
         if self.logXCheck.isChecked() != self.log_x_on:
             set_quietly(self.logXCheck, "setChecked", self.log_x_on)
@@ -384,70 +373,37 @@ class CurvesPanel(QWidget):
         self, p: _Panel, run: RunSeries, info: MetricInfo, colour: str, j: int, many: bool
     ) -> bool:
         """Draw one metric of a run on a panel; False when it draws no named line (no shade used)."""
-        prefix = f"{run.title} · " if many else ""
         transform = "log2" if p.transform == "log2" else ""
+        lines = metric_lines(run, info, j, many, self.smoothing, transform)
         mc = _metric_colour(colour, j, many)
-        faint = pg.mkPen(pg.mkColor(mc).lighter(175), width=1)
-        strong = pg.mkPen(mc, width=2)
-        if info.name in (SCORE, MAX_TILE):
-            if not many:
-                # Raw per-game values only for a single run: with several, they would hide each other.
-                self._add(p, run, info.name, faint, "", transform=transform)
-            if info.name == SCORE and run.has_own_mean:
-                # The agent's own mean over its last games is the mean drawn: an average of its
-                # events (each the mean of a slice of games) would be a second "mean" of other games.
-                return False
-            label = (
-                f"{info.label} (geo. mean of {run.ma_window})"
-                if info.name == MAX_TILE
-                else mean_score_label(run.ma_window)
+        pens = {
+            "faint": pg.mkPen(pg.mkColor(mc).lighter(175), width=1),
+            "strong": pg.mkPen(mc, width=2),
+            "plain": pg.mkPen(mc, width=1.5),
+        }
+        for line in lines:
+            item = pg.PlotDataItem(pen=pens[line.pen])
+            # addItem applies the plot's downsampling / clip settings (set in make_panel) to the item.
+            p.plot.addItem(item)
+            line_colour = pens[line.pen].color().name()
+            self._curves.append(
+                _Curve(
+                    item,
+                    p.plot,
+                    p.name,
+                    run,
+                    line.metric,
+                    self.x_axis,
+                    line.name,
+                    line_colour,
+                    line.moving_average,
+                    line.smooth,
+                    line.transform,
+                    label=line.label,
+                    shade=line.shade,
+                )
             )
-            self._add(p, run, info.name, strong, prefix + label, moving_average=True, label=label, shade=j)
-            return True
-        smooth = self.smoothing if info.smoothable else 0.0
-        label = mean_score_label(run.mean_window) if info.name == MEAN_SCORE.name else info.label
-        name = prefix + label
-        if smooth > 0:
-            self._add(p, run, info.name, faint, "", transform=transform)
-            self._add(p, run, info.name, strong, name, transform, smooth=smooth, label=label, shade=j)
-        else:
-            self._add(p, run, info.name, pg.mkPen(mc, width=1.5), name, transform, label=label, shade=j)
-        return True
-
-    def _add(
-        self,
-        p: _Panel,
-        run: RunSeries,
-        metric: str,
-        pen: Any,
-        name: str,
-        transform: str = "",
-        moving_average: bool = False,
-        smooth: float = 0.0,
-        label: str = "",
-        shade: int = 0,
-    ) -> None:
-        item = pg.PlotDataItem(pen=pen)
-        # addItem applies the plot's downsampling / clip settings (set in make_panel) to the item.
-        p.plot.addItem(item)
-        colour = pen.color().name()
-        self._curves.append(
-            _Curve(
-                item,
-                p.plot,
-                p.name,
-                run,
-                metric,
-                self.x_axis,
-                name,
-                colour,
-                moving_average,
-                smooth,
-                transform,
-                label=label,
-                shade=shade,
-            )
-        )
+        return any(line.name for line in lines)
 
     # ------------------------------------------------------------------ layout: constants, log axes
     def _relayout(self) -> None:

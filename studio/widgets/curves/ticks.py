@@ -94,12 +94,13 @@ def time_tick_spacing(decimal_major: float) -> list[tuple[float, float]]:
     return levels
 
 
-def tile_label(exponent: int) -> str:
-    """A tile as players name it on an axis: 2048 and 4096 in full, then 8k, 16k, 32k, 64k, 128k.
+def tile_label(exponent: int, whole_below: int = 13) -> str:
+    """A tile (2 ** ``exponent``) as players name it on an axis: 2048 and 4096 in full, then 8k, 16k,
+    32k, 64k, 128k, 1M; tiles below 2 ** ``whole_below`` in full (the Games tab's bars keep 8192).
 
     Binary thousands, so a power of two reads as one: an SI prefix made 8192 "8.19k" and 16384 "16.4k".
     """
-    if exponent < 13:
+    if exponent < whole_below:
         return str(2**exponent)
     if exponent < 20:
         return f"{2 ** (exponent - 10)}k"

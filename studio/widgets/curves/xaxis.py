@@ -92,3 +92,37 @@ def plot_x_range(extent: tuple[float, float, float], log_x: bool) -> tuple[float
     if math.isfinite(lo_pos) and hi > 0:
         return math.log10(lo_pos), math.log10(hi)
     return math.nan, math.nan
+
+
+class AutoLogX:
+    """Log x switched on by itself for the runs shown (see :func:`auto_log_x_reason`).
+
+    Once on, it stays on for these runs (a live run growing does not flip the axis back and forth);
+    unticked by the user while on, it stays off for these runs; other runs shown: a fresh decision.
+    """
+
+    def __init__(self) -> None:
+        self.on = False
+        self.declined = False
+        self.reason = ""
+        self._key: tuple[object, ...] = ()
+
+    @property
+    def active(self) -> bool:
+        """On, and not declined."""
+        return self.on and not self.declined
+
+    def decline(self) -> None:
+        """The user unticked Log x: while on by itself, it stays off for these runs."""
+        if self.on:
+            self.declined = True
+
+    def update(self, key: tuple[object, ...], runs: Sequence[RunSeries], axis: str) -> None:
+        """Decide for the runs of ``key`` (their keys, in order) as they are now."""
+        if key != self._key:  # other runs: a fresh decision
+            self._key = key
+            self.on = self.declined = False
+            self.reason = ""
+        if not self.on:
+            self.reason = auto_log_x_reason(runs, axis)
+            self.on = bool(self.reason)
