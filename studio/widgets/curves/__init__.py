@@ -28,12 +28,11 @@ from studio.widgets.curves.legend import (
     CONSTANT_LINES,
     NEUTRAL,
     RUN_LEGEND_ROWS,
-    _metric_colour,
     _panel_header,
 )
 from studio.widgets.curves.names import EMPTY_TEXT, RUN_COLOURS, mean_score_label, run_colour
 from studio.widgets.curves.panel import DEFAULT_AGENT_METRICS, CurvesPanel
-from studio.widgets.curves.plots import MARKER_POINTS, _slug
+from studio.widgets.curves.plots import MARKER_POINTS
 from studio.widgets.curves.series import (
     DEFAULT_MEAN_WINDOW,
     MAX_TILE,
@@ -72,9 +71,7 @@ __all__ = [
     "SIAxis",
     "TileAxis",
     "XExtent",
-    "_metric_colour",
     "_panel_header",
-    "_slug",
     "ema",
     "format_duration_tick",
     "format_si",
