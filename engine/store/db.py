@@ -42,10 +42,14 @@ from engine.store.model import (
     StoreError,
     source_of,
 )
+from engine.store.process import pid_alive
 from engine.store.reviews import ReviewData, ReviewsMixin, insert_review
 from engine.store.runs import RunsMixin
 from engine.store.sweeps import SweepsMixin
 from engine.store.values import rules_of, seed_text, seed_value, to_json
+
+# The old private name (tests/studio/test_sweep_issue34.py imports it from here).
+_pid_alive = pid_alive
 
 TimeLike = Any  # Unix seconds (float), ISO text, datetime.datetime or datetime.date
 
@@ -55,34 +59,6 @@ _GAME_COLUMNS = (
 )
 # A mixed game's agents are listed only in its players column (the agent column holds the first).
 _ANY_PLAYER = "EXISTS (SELECT 1 FROM json_each(games.players) WHERE json_extract(value, '$.{key}') = ?)"
-
-
-def _pid_alive(pid: int) -> bool:
-    """True unless the process certainly does not exist (unknown counts as alive: never abandon a live game)."""
-    if pid == os.getpid():
-        return True
-    if os.name != "posix":
-        return True  # os.kill(pid, 0) would *terminate* the process on Windows
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # EPERM: exists, belongs to someone else
-    return not _zombie(pid)
-
-
-def _zombie(pid: int) -> bool:
-    """True for a process that has ended and waits only to be reaped (Linux; False where unknown).
-    kill -9 of a driver leaves its killed trial children so until someone reaps them, and a container
-    whose first process never reaps keeps them for good: their runs were never to be resumed."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-    except OSError:
-        return False
-    # pid (comm) state ...: the name may hold spaces and parentheses, the state follows the last ")"
-    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] == b"Z"
 
 
 def to_timestamp(value: TimeLike, *, end_of_day: bool = False) -> float:
@@ -200,10 +176,10 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
             sweeps = con.execute(
                 "SELECT id, pid FROM sweeps WHERE status = 'running' AND host = ?", (self._host,)
             ).fetchall()
-        dead_games = [r["id"] for r in games if r["pid"] is not None and not _pid_alive(r["pid"])]
-        dead_runs = [(r["id"], r["pid"]) for r in runs if r["pid"] is not None and not _pid_alive(r["pid"])]
+        dead_games = [r["id"] for r in games if r["pid"] is not None and not pid_alive(r["pid"])]
+        dead_runs = [(r["id"], r["pid"]) for r in runs if r["pid"] is not None and not pid_alive(r["pid"])]
         dead_sweeps = [
-            (r["id"], r["pid"]) for r in sweeps if r["pid"] is not None and not _pid_alive(r["pid"])
+            (r["id"], r["pid"]) for r in sweeps if r["pid"] is not None and not pid_alive(r["pid"])
         ]
         if not dead_games and not dead_runs and not dead_sweeps:
             return
