@@ -23,7 +23,7 @@ import sys
 from typing import Any
 
 from agents.review import GRADES
-from engine.store import SOURCE_FILTERS, GameStore
+from engine.store import SOURCE_FILTERS, GameFilter, GameStore
 from studio.cli import CliError, record_id, whole
 from studio.progress import ProgressLine
 from studio.services.review import (
@@ -114,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps(review.to_json()) if args.json else render(review))
             return 0
         named = None if args.reviewer is None else resolve_reviewer(store, args.reviewer, args.depth)
-        games = store.list_games(source=args.source, since=args.since, until=args.until, limit=args.limit)
+        match = GameFilter(source=args.source, since=args.since, until=args.until)
+        games = store.list_games(match, limit=args.limit)
         ids = [g.id for g in reversed(games)]  # oldest first
         with ProgressLine("review") as line:
 

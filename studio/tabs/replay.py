@@ -50,7 +50,6 @@ from PySide6.QtWidgets import (
 
 from agents.review import GRADES
 from engine import Direction
-from engine.store import SOURCE_FILTERS
 from studio.services.review import (
     GameReview,
     Reviewer,
@@ -62,6 +61,7 @@ from studio.tabs.common import button, fill_reviewer_combo
 from studio.text import game_status, plural
 from studio.theme import load_theme
 from studio.widgets.board import BEST_ARROW, BoardWidget
+from studio.widgets.filter_bar import FilterBar
 from studio.widgets.review_graph import GRADE_COLOURS, ReviewGraph
 from studio.widgets.slider import JumpSlider
 
@@ -137,41 +137,7 @@ class ReplayTab(QWidget):
 
     # ------------------------------------------------------------------ layout
     def _build(self) -> None:
-        left = QWidget()
-        lcol = QVBoxLayout(left)
-        lcol.setContentsMargins(0, 0, 0, 0)
-        filters = QHBoxLayout()
-        self.sourceFilter = QComboBox()
-        self.sourceFilter.setObjectName("replaySourceFilter")
-        self.sourceFilter.addItem("all sources", None)
-        for s in SOURCE_FILTERS:
-            self.sourceFilter.addItem(s, s)
-        self.textFilter = QLineEdit()
-        self.textFilter.setObjectName("replayTextFilter")
-        self.textFilter.setPlaceholderText("filter: agent, #id, 4x4…")
-        self.textFilter.setClearButtonEnabled(True)
-        self.sourceFilter.currentIndexChanged.connect(self.refresh)
-        self.textFilter.textChanged.connect(self._apply_text_filter)
-        filters.addWidget(self.sourceFilter)
-        filters.addWidget(self.textFilter, 1)
-        self.refreshButton = QPushButton("⟳")
-        self.refreshButton.setObjectName("replayRefreshButton")
-        self.refreshButton.setToolTip("Re-read the list of games")
-        self.refreshButton.setFixedWidth(32)
-        self.refreshButton.clicked.connect(self.refresh)
-        filters.addWidget(self.refreshButton)
-        self.replayList = QListWidget()
-        self.replayList.setObjectName("replayList")
-        self.replayList.setUniformItemSizes(True)  # keeps thousands of rows cheap to lay out
-        self.replayList.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.replayList.setTextElideMode(Qt.TextElideMode.ElideRight)
-        self.replayList.currentItemChanged.connect(self._on_current_item)
-        self.listInfo = QLabel()
-        self.listInfo.setStyleSheet("color: #8a8178;")
-        lcol.addLayout(filters)
-        lcol.addWidget(self.replayList, 1)
-        lcol.addWidget(self.listInfo)
-
+        left = self._build_list()
         right = QWidget()
         rcol = QVBoxLayout(right)
         rcol.setContentsMargins(6, 0, 0, 0)
@@ -246,6 +212,40 @@ class ReplayTab(QWidget):
             sc.setContext(ctx)
             sc.activated.connect(slot)
         self._update_controls()
+
+    def _build_list(self) -> QWidget:
+        """The games on the left: the source filter, a text box narrowing the list, the list."""
+        left = QWidget()
+        lcol = QVBoxLayout(left)
+        lcol.setContentsMargins(0, 0, 0, 0)
+        filters = QHBoxLayout()
+        self.filterBar = FilterBar("replay", ("source",))
+        self.filterBar.changed.connect(lambda _filter: self.refresh())
+        self.textFilter = QLineEdit()
+        self.textFilter.setObjectName("replayTextFilter")
+        self.textFilter.setPlaceholderText("filter: agent, #id, 4x4…")
+        self.textFilter.setClearButtonEnabled(True)
+        self.textFilter.textChanged.connect(self._apply_text_filter)
+        filters.addWidget(self.filterBar)
+        filters.addWidget(self.textFilter, 1)
+        self.refreshButton = QPushButton("⟳")
+        self.refreshButton.setObjectName("replayRefreshButton")
+        self.refreshButton.setToolTip("Re-read the list of games")
+        self.refreshButton.setFixedWidth(32)
+        self.refreshButton.clicked.connect(self.refresh)
+        filters.addWidget(self.refreshButton)
+        self.replayList = QListWidget()
+        self.replayList.setObjectName("replayList")
+        self.replayList.setUniformItemSizes(True)  # keeps thousands of rows cheap to lay out
+        self.replayList.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.replayList.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.replayList.currentItemChanged.connect(self._on_current_item)
+        self.listInfo = QLabel()
+        self.listInfo.setStyleSheet("color: #8a8178;")
+        lcol.addLayout(filters)
+        lcol.addWidget(self.replayList, 1)
+        lcol.addWidget(self.listInfo)
+        return left
 
     def _build_controls(self) -> QHBoxLayout:
         """First / back / play / forward / last, the speed, a jump to a move, the next-move arrow."""
@@ -396,7 +396,7 @@ class ReplayTab(QWidget):
         self._dirty = False
         self._fill_reviewers()
         current = self.record.id if self.record is not None else None
-        games = self.store.list_games(source=self.sourceFilter.currentData(), limit=LIST_LIMIT)
+        games = self.store.list_games(self.filterBar.game_filter(), limit=LIST_LIMIT)
         games = sorted(games, key=lambda g: g.id, reverse=True)
         self.replayList.blockSignals(True)
         self.replayList.clear()
@@ -437,7 +437,7 @@ class ReplayTab(QWidget):
         item = self._find_item(game_id)
         if item is None or item.isHidden():
             self.textFilter.clear()
-            self.sourceFilter.setCurrentIndex(0)
+            self.filterBar.reset()
             self.refresh()
             item = self._find_item(game_id)
         if item is not None:
