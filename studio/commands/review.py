@@ -27,6 +27,7 @@ from engine.store import SOURCE_FILTERS, GameFilter, GameStore
 from studio.cli import CliError, record_id, whole
 from studio.progress import ProgressLine
 from studio.services.review import (
+    DEFAULT_RULE,
     PHASES,
     PREPARE_MINUTES,
     GameReview,
@@ -51,8 +52,7 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--reviewer",
         metavar="NAME|CHECKPOINT",
-        help="agent name or checkpoint file (default: the store's strongest n-tuple network at 2-ply, "
-        "else expectimax depth 2 calibrated to points)",
+        help=f"agent name or checkpoint file (default: {DEFAULT_RULE})",
     )
     p.add_argument(
         "--depth", type=whole(1, 5), help="the reviewer's search depth (default 2 for the default)"

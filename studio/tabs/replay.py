@@ -51,9 +51,10 @@ from PySide6.QtWidgets import (
 from agents.review import GRADES
 from engine import Direction
 from studio.services.review import (
+    DEFAULT_RULE,
     GameReview,
     Reviewer,
-    reviewer_from_choice,
+    resolve_reviewer,
     stored_review,
 )
 from studio.settings import get_bool, get_int
@@ -305,9 +306,8 @@ class ReplayTab(QWidget):
         self.reviewerCombo = QComboBox()
         self.reviewerCombo.setObjectName("replayReviewerCombo")
         self.reviewerCombo.setToolTip(
-            "Who grades the moves, in expected points given up. Default: the store's strongest n-tuple "
-            "network at 2-ply, else expectimax depth 2 calibrated to points (the same as the coach, "
-            "Progress and the review command)"
+            f"Who grades the moves, in expected points given up. Default: {DEFAULT_RULE} (the same as "
+            "the coach, Progress and the review command)"
         )
         self._fill_reviewers()
         self.reviewerCombo.currentIndexChanged.connect(self._on_reviewer_changed)
@@ -629,8 +629,8 @@ class ReplayTab(QWidget):
     def current_reviewer(self) -> Reviewer:
         """The reviewer the combo names, for the shown game's rules (ValueError: it cannot be made)."""
         rules = self.record.rules if self.record is not None else None
-        data = self.reviewerCombo.currentData()
-        return reviewer_from_choice(self.store, None if data is None else tuple(data), rules)
+        text, depth = self.reviewerCombo.currentData() or (None, None)
+        return resolve_reviewer(self.store, text, depth, rules)
 
     def _stored_review(self) -> GameReview | None:
         if self.record is None:
