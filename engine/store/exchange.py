@@ -106,11 +106,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import os
 import reprlib
+import struct
 import time
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,6 +128,8 @@ from engine.npzcheck import NpzSizeError, check_npz_sizes
 from engine.store.codec import MAX_EXPONENT, tile_problem
 from engine.store.model import GAME_STATUSES, MAX_TIME, PLAYER_KINDS, GameRecord, Player, StoreError
 from engine.store.reviews import ReviewData
+
+log = logging.getLogger(__name__)
 
 NPZ_FORMAT = "2048-studio-games"
 JSONL_FORMAT = "2048-studio-game"
@@ -832,9 +837,36 @@ def _load_npz(path: Path) -> dict[str, np.ndarray]:
             return data
     except StoreError:
         raise
-    except Exception as e:  # zip, zlib and .npy format refusals of a damaged file all mean the same
-        why = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise StoreError(f"{name}: not a readable .npz file ({why})") from None
+    except _NPZ_REFUSALS as e:  # zip, zlib and .npy format refusals of a damaged file all mean the same
+        raise StoreError(f"{name}: not a readable .npz file ({_first_line(e)})") from None
+    except Exception as e:  # none of those: still a file that does not read, but say so in the log
+        log.exception("reading %s: an error no damaged .npz was known to raise", name)
+        raise StoreError(f"{name}: not a readable .npz file ({_first_line(e)})") from None
+
+
+#: What zipfile, zlib and numpy's .npy reader raise for a damaged or hostile file: a bad zip or member
+#: (BadZipFile, a missing member's KeyError, an encrypted member's RuntimeError, an unknown compression's
+#: NotImplementedError), a cut stream (EOFError, zlib.error), a bad header (ValueError, SyntaxError of
+#: its literal, struct.error) or an absurd size (OverflowError, MemoryError), or the disk (OSError).
+_NPZ_REFUSALS: tuple[type[BaseException], ...] = (
+    zipfile.BadZipFile,
+    zlib.error,
+    struct.error,
+    KeyError,
+    RuntimeError,
+    NotImplementedError,
+    EOFError,
+    ValueError,
+    SyntaxError,
+    TypeError,
+    OverflowError,
+    MemoryError,
+    OSError,
+)
+
+
+def _first_line(e: BaseException) -> str:
+    return str(e).splitlines()[0] if str(e) else type(e).__name__
 
 
 def _mib(n: int) -> str:

@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.store import SOURCES, format_time
+from engine.store import SOURCES, GameStore, format_time
 from studio.tabs.common import button
 from studio.text import GAME_STATUS_WORDS, game_status, plural
 from studio.widgets.filter_bar import FilterBar
@@ -183,7 +183,7 @@ class GamesTab(QWidget):
     gamesChanged = Signal()
     status = Signal(str)
 
-    def __init__(self, store: Any, settings: QSettings, parent: QWidget | None = None) -> None:
+    def __init__(self, store: GameStore, settings: QSettings, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("gamesTab")
         self.store = store

@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.store import GameStore
 from studio.services.progress import MINE, PHASES, Progress, progress, rolling_mean
 from studio.services.review import Reviewer, resolve_reviewer
 from studio.tabs.common import button, fill_reviewer_combo
@@ -66,7 +67,7 @@ class ProgressTab(QWidget):
     status = Signal(str)
     openInReplay = Signal(int)
 
-    def __init__(self, store: Any, settings: QSettings, parent: QWidget | None = None) -> None:
+    def __init__(self, store: GameStore, settings: QSettings, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("progressTab")
         self.store = store
@@ -275,8 +276,6 @@ class ProgressTab(QWidget):
         source, since, reviewer = self.source, self.since, self.reviewer()
 
         def job(_report: Callable[..., None]) -> Progress:
-            from engine.store import GameStore
-
             with GameStore(db_path) as store:  # the worker thread's own connection
                 return progress(store, source=source, since=since, reviewer=reviewer)
 
@@ -431,7 +430,6 @@ class ProgressTab(QWidget):
         stop = threading.Event()
 
         def job(report: Callable[..., None]) -> tuple[int, list[tuple[int, str]]]:
-            from engine.store import GameStore
             from studio.services.review import review_games
 
             def each(k: int, total: int, done: int, moves: int) -> None:

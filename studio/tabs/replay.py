@@ -23,6 +23,7 @@ progress on the button's bar; it then reviews as the default reviewer.
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -50,6 +51,7 @@ from PySide6.QtWidgets import (
 
 from agents.review import GRADES
 from engine import Direction
+from engine.store import GameStore
 from studio.services.review import (
     DEFAULT_RULE,
     GameReview,
@@ -69,6 +71,8 @@ from studio.widgets.slider import JumpSlider
 SPEEDS = (1, 2, 5, 10, 20, 50, 100, 500)  # steps per second
 LIST_LIMIT = 5000  # newest games listed; the Games tab's table holds the rest
 ARROWS = {Direction.UP: "↑", Direction.LEFT: "←", Direction.DOWN: "↓", Direction.RIGHT: "→"}
+log = logging.getLogger(__name__)
+
 PLAYED_COLOUR = load_theme().hint_arrow  # the played move's arrow (the best move's: BEST_ARROW)
 
 
@@ -116,7 +120,7 @@ class ReplayTab(QWidget):
     #: a background review ended with this (maybe unfinished) :class:`GameReview`
     reviewed = Signal(object)
 
-    def __init__(self, store: Any, settings: QSettings, parent: QWidget | None = None) -> None:
+    def __init__(self, store: GameStore, settings: QSettings, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("replayTab")
         self.store = store
@@ -637,7 +641,13 @@ class ReplayTab(QWidget):
             return None
         try:
             return stored_review(self.store, self.record.id, self.current_reviewer())
-        except Exception:  # a damaged stored review or a reviewer that cannot be made: not reviewed
+        except (
+            ValueError,
+            OSError,
+        ):  # a damaged stored review (a StoreError) or a reviewer that cannot be made
+            return None
+        except Exception:  # none of those: shown as not reviewed, its traceback in the log
+            log.exception("reading the stored review of game %s", self.record.id)
             return None
 
     def _on_reviewer_changed(self) -> None:
@@ -666,8 +676,6 @@ class ReplayTab(QWidget):
         stop = threading.Event()
 
         def job(report: Callable[..., None]) -> GameReview:
-            from engine.store import GameStore
-
             with GameStore(db_path) as store:  # the worker thread's own connection
                 return _review(store, game_id, reviewer, report, stop)
 
@@ -721,7 +729,10 @@ class ReplayTab(QWidget):
             return
         try:
             review = stored_review(self.store, self.record.id, self._review_reviewer)
-        except Exception:  # a chunk being written: try again at the next report
+        except (ValueError, OSError):  # a chunk being written (a busy store's StoreError): the next report
+            review = None
+        except Exception:
+            log.exception("reading the review of game %s while it runs", self.record.id)
             review = None
         if review is not None and (self.review is None or len(review.moves) > len(self.review.moves)):
             self._set_review(review)
@@ -906,7 +917,7 @@ class ReplayTab(QWidget):
 
 
 def _review(
-    store: Any, game_id: int, reviewer: Reviewer, report: Callable[..., None], stop: threading.Event
+    store: GameStore, game_id: int, reviewer: Reviewer, report: Callable[..., None], stop: threading.Event
 ) -> GameReview:
     from studio.services.review import review_game
 
