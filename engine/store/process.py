@@ -24,6 +24,12 @@ def pid_alive(pid: int) -> bool:
     return not _zombie(pid)
 
 
+def owner_gone(pid: int | None, host: str | None, this_host: str) -> bool:
+    """True when a row's writer (its ``pid`` on ``host``) certainly no longer runs: a process of this
+    machine (``this_host``) that has ended. Another machine's process is never taken for gone."""
+    return pid is not None and host == this_host and not pid_alive(pid)
+
+
 def _zombie(pid: int) -> bool:
     """True for a process that has ended and waits only to be reaped (Linux; False where unknown).
     kill -9 of a driver leaves its killed trial children so until someone reaps them, and a container

@@ -21,7 +21,7 @@ import numpy as np
 from engine.core import Rules
 from engine.store import metrics
 from engine.store.model import RUN_STATUSES, CheckpointInfo, RunMessage, RunSummary, StoreError
-from engine.store.process import pid_alive
+from engine.store.process import owner_gone
 from engine.store.values import rules_of, seed_text, seed_value, to_json
 
 _CHECKPOINT_COLUMNS = "id, run_id, path, episode, step, final, created, eval_score, best"
@@ -127,7 +127,7 @@ class RunsMixin:
             if row is None:
                 raise StoreError(f"no run {run_id}")
             pid, host = row["pid"], row["host"]
-            dead = pid is not None and host == self._host and not pid_alive(pid)
+            dead = owner_gone(pid, host, self._host)
             if row["status"] in ("running", "paused") and pid != os.getpid() and not dead:
                 raise StoreError(
                     f"run {run_id} is {row['status']} in process {pid} on {host}: stop it there first"
