@@ -6,8 +6,8 @@ Modules only ever do ``log = logging.getLogger(__name__)`` and ``log.warning(...
 * the window (:func:`studio.app.create_window`) and each headless command (:func:`studio.cli.main`):
   :func:`setup_logging` with ``stderr=True``: records of INFO and above to the file, WARNING and above
   also to standard error as one tidy line each (a traceback stays in the file);
-* a training child (``studio.services.training_process``, which also runs the local sweep's trials):
-  :func:`setup_logging` with ``stderr=False``, to the same file.
+* a training child (``studio.services.training_process``, which also runs the local sweep's trials)
+  and any other worker process of ours: :func:`setup_logging` with ``stderr=False``, to the same file.
 
 One file for all processes, so "Help > Show log" shows a child's error beside the window's. Several
 processes appending to one file with the standard library's ``RotatingFileHandler`` is unsafe: at a
@@ -16,8 +16,10 @@ at once, and on Windows the rename fails). A ``QueueHandler`` would need a liste
 but a child trains on when the window closes ("Keep training") and ``train`` in a terminal has no
 window at all. So the file is written with ``concurrent-log-handler``'s
 ``ConcurrentRotatingFileHandler``: the same rotation (:data:`MAX_BYTES` x :data:`BACKUPS`), with an
-OS file lock around each write and rollover. Each record names its process (``gui``, ``train``,
-``child``...) and pid.
+OS file lock around each write and rollover. Each record names its process (``gui``,
+``cli train``, ``train child``...) and pid::
+
+    2026-11-26 03:37:28,096 WARNING [gui 7716] studio.app: cannot count the games of /home/me/...
 """
 
 from __future__ import annotations
@@ -156,6 +158,10 @@ class _TidyStderr(logging.StreamHandler):
     @property
     def stream(self) -> TextIO:
         return sys.stderr
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if sys.stderr is not None:  # None: a window started without a console (pythonw, a desktop icon)
+            super().emit(record)
 
     def filter(self, record: logging.LogRecord) -> bool:
         if not super().filter(record) or self.written >= STDERR_MAX:
