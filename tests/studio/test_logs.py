@@ -130,7 +130,7 @@ def test_the_tail_is_whole_lines_and_reaches_into_the_rotated_copy(data_dir: Pat
 
 def test_processes_writing_at_once_through_rotations_lose_no_record(tmp_path: Path) -> None:
     """Two processes, 400 records each, into a log rotating every 8 kB: every record is in one of the
-    files exactly once (the standard library's rotating handler, shared, would lose or split them)."""
+    files exactly once, and each line is one whole record."""
     code = textwrap.dedent(
         """
         import logging, sys
