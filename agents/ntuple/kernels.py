@@ -829,6 +829,63 @@ def _tt_slot(b: np.uint64, level: int, mask: int) -> np.int64:
     return np.int64(h >> np.uint64(32)) & mask
 
 
+@njit(cache=True, inline="always")
+def _leaf_chance(
+    w: np.ndarray,
+    a: np.uint64,
+    p4: float,
+    ext: np.ndarray,
+    tlen: np.ndarray,
+    toff: np.ndarray,
+    stage_size: int,
+    stage_thr: np.ndarray,
+    n_live: int,
+    dg: int,
+    leaf_feat: np.ndarray,
+    leaf_b: np.ndarray,
+    leaf_r: np.ndarray,
+) -> float:
+    """The value of chance node ``a`` whose spawns lead to leaf max nodes (every chance node of a 2-ply
+    search, the deepest ones of any search): the mean over the spawns of the best reward + V(afterstate),
+    in the order and with the sums :func:`search_values`' general walk uses, so the values are the same
+    bit for bit. Most of a search's time is spent here, so it is a plain loop without the walk's stack.
+    """
+    n_feat = 8 * tlen.shape[0]
+    acc = 0.0
+    n_empty = 0
+    for i in range(16):
+        shift = np.uint64(4 * i)
+        if (a >> shift) & _NIBBLE != np.uint64(0):
+            continue
+        n_empty += 1
+        for tile in range(1, 3):
+            p = 1.0 - p4 if tile == 1 else p4
+            if p <= 0.0:
+                continue
+            s = a | (np.uint64(tile) << shift)
+            top = _has15(s)
+            moves4(s, leaf_b, leaf_r)
+            # the features of all legal moves first, then the sums, so the weight loads overlap
+            for d in range(4):
+                if leaf_b[d] != s and not (top and overflows(s, d)):
+                    _fill_features(
+                        leaf_feat[d], downgrade(leaf_b[d], dg), ext, tlen, toff, stage_size, stage_thr, n_live
+                    )
+                    for j in range(n_feat):
+                        _prefetch(w, leaf_feat[d, j])
+            best = NEG_INF
+            for d in range(4):
+                if leaf_b[d] == s:
+                    continue
+                v = float(leaf_r[d])
+                if not (top and overflows(s, d)):
+                    v += _sum_features(w, leaf_feat[d], n_feat)
+                if v > best:
+                    best = v
+            acc += p * (best if best > NEG_INF else 0.0)
+    return acc / n_empty if n_empty > 0 else 0.0
+
+
 @njit(cache=True, nogil=True)
 def search_values(
     w: np.ndarray,
@@ -945,11 +1002,26 @@ def search_values(
                     if tt_gen[sl] == gen and tt_key[sl] == nb and tt_level[sl] == k:
                         v = r + tt_val[sl]
                     else:
+                        n_empty[k] = np.int64(count_empty(nb))
+                        child_final[k] = policy[min(n_empty[k], n_pol - 1)]
+                        if k + 1 >= child_final[k]:  # its spawns are leaf max nodes: valued in one loop
+                            ev = _leaf_chance(
+                                w, nb, p4, ext, tlen, toff, stage_size, stage_thr, n_live, dg,
+                                leaf_feat, leaf_b, leaf_r,
+                            )  # fmt: skip
+                            tt_key[sl] = nb
+                            tt_level[sl] = k
+                            tt_gen[sl] = gen
+                            tt_val[sl] = ev
+                            v = r + ev
+                            if k == 1:
+                                out[d] = v
+                            if v > best[k]:
+                                best[k] = v
+                            continue
                         after[k] = nb
                         rew[k] = r
                         slot[k] = sl
-                        n_empty[k] = np.int64(count_empty(nb))
-                        child_final[k] = policy[min(n_empty[k], n_pol - 1)]
                         cell[k] = -1
                         tile[k] = 2
                         acc[k] = 0.0
