@@ -9,13 +9,15 @@ reached at least 32, 64, ... (seed 004's table). The figures are :class:`agents.
 the same the Arena tab shows. ``--json`` prints the same as one JSON object (``mean_score_ci95`` is
 the interval's half-width) and ``worker_threads``: the thread counts each worker process ran its
 math libraries with (its share of the cores, :mod:`agents.threads`). With ``--workers`` K > 1 the
-same K processes play every contestant's games, one after another.
+same K processes play every contestant's games, one after another; with one worker the games play in
+this process, pinned to its share (all the cores) the same way, and ``worker_threads`` is its report.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import sys
 import threading
@@ -35,6 +37,7 @@ from agents.checkpoint import read_checkpoint
 from agents.config import load_preset
 from agents.ray_util import RAY_MISSING
 from agents.spec import AgentSpec
+from agents.threads import cpu_share, limit_threads, threads_report
 from engine.store import GameStore
 from studio.cli import MAX_SEED, MAX_WORKERS, CliError, ctrl_c_stops, whole
 from studio.commands import _agent_flags as flags
@@ -173,6 +176,16 @@ def _progress(line: ProgressLine) -> Callable[[int, int, GameOutcome], None]:
     return progress
 
 
+def _pin_threads(specs: list[AgentSpec]) -> None:
+    """One worker playing in this process: its math libraries get its share of the cores, as each
+    :class:`agents.arena.EvalPool` worker does. The agents' modules are imported first (torch with the
+    learners), so the limit binds torch's pools and not only the environment."""
+    for spec in specs:
+        if spec.name is not None:
+            flags.config_class(spec.name)
+    limit_threads(cpu_share(1))
+
+
 def run(args: argparse.Namespace) -> int:
     from studio.services.runs import have_ray  # here: the commands' module imports stay light
 
@@ -181,6 +194,9 @@ def run(args: argparse.Namespace) -> int:
         # Before any contestant is built or game played: one line says what to install.
         raise CliError(RAY_MISSING)
     specs = contestants(args)
+    in_process = backend == "local" and min(args.workers, args.games) == 1
+    if in_process:
+        _pin_threads(specs)
     results: list[EvalResult] = []
     stop = threading.Event()
     stopping = "stopping: the games in flight are given up, the finished ones are kept and summed up"
@@ -208,6 +224,8 @@ def run(args: argparse.Namespace) -> int:
                     pool=pool,
                 )
             if result.games:
+                if in_process:  # what this process played with, as a worker process reports it
+                    result = dataclasses.replace(result, worker_threads=(threads_report(),))
                 results.append(result)
             if stop.is_set():
                 break
