@@ -20,6 +20,7 @@ training child's (``VmRSS``), the machine's load. Goals (issue 16): stall p99 <=
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -33,6 +34,8 @@ import numpy as np
 
 from studio.commands.bench import BenchOptions, BenchReport, Measurement
 from studio.progress import ProgressLine
+
+log = logging.getLogger(__name__)
 
 HEARTBEAT_MS = 5
 KEY_EVERY_MS = 100
@@ -68,7 +71,8 @@ def trainable_agents(wanted: str | None) -> list[str]:
         try:
             if get_agent_class(name).trainable:
                 out.append(name)
-        except Exception:  # an agent that cannot be imported here is skipped
+        except ImportError:  # an agent whose libraries are missing here is skipped
+            log.warning("bench gui: agent %s cannot be imported here, skipped", name, exc_info=True)
             continue
     return out
 

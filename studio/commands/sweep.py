@@ -244,7 +244,7 @@ def run(args: argparse.Namespace) -> int:
     return 0 if status in ("finished", "stopped") else 1
 
 
-def _as_json(store: Any, sweep_id: int, metric: str, points: list[PointResult]) -> dict[str, Any]:
+def _as_json(store: GameStore, sweep_id: int, metric: str, points: list[PointResult]) -> dict[str, Any]:
     info = store.get_sweep(sweep_id)
     best = next((p for p in points if p.rank == 1), None)
     return {

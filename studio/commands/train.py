@@ -8,6 +8,7 @@ and the checkpoint path printed at the end. ``train --agent NAME --help`` lists 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import time
 import traceback
@@ -38,6 +39,7 @@ from studio.progress import ProgressLine
 from studio.services.runs import RunRequest, open_run
 from studio.text import duration, number
 
+log = logging.getLogger(__name__)
 DESCRIPTION = """Train an agent as a recorded run (see: python main.py runs list).
 
 The run's settings come from the agent's defaults, then --preset, then the flags given here.
@@ -283,6 +285,7 @@ def run(args: argparse.Namespace) -> int:
             # A bug in the agent: its traceback helps whoever fixes it, so it goes to a file beside the
             # store; the terminal gets one line and the run is recorded as failed.
             where = _save_traceback(Path(store.path).parent, training.run_id)
+            log.exception("run %s failed (traceback also in %s)", training.run_id, where)
             print(
                 f"run {training.run_id} failed: {type(e).__name__}: {e} (traceback: {where})", file=sys.stderr
             )
