@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,10 +45,26 @@ def check_fast(agent: type[Agent] | Agent, threads: int = 1) -> None:
         raise ValueError(f"{agent.name}'s jitted loop plays on one thread (threads are n-tuple's)")
 
 
-def evaluate_fast(spec: AgentSpec, games: int, seed: int, threads: int = 1) -> FastEval:
+#: Seconds of play between two looks at ``should_stop`` (a jitted loop cannot be interrupted inside).
+CHUNK_SECONDS = 2.0
+
+
+def evaluate_fast(
+    spec: AgentSpec,
+    games: int,
+    seed: int,
+    threads: int = 1,
+    *,
+    should_stop: Callable[[], bool] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> FastEval:
     """Play ``games`` games of ``spec`` in its jitted loop, ``threads`` threads sharing them (the same
     games, the same results). ValueError, one line, when the agent has no such loop or cannot share it,
-    or the counts are out of range."""
+    or the counts are out of range.
+
+    The games are played in chunks of about :data:`CHUNK_SECONDS` (game ``i`` is the same in any
+    chunk: its board comes from ``seed + i``): ``progress(done, games)`` is called after each, and
+    when ``should_stop()`` returns True the result holds the finished games, ``cancelled``."""
     if not 1 <= games <= MAX_GAMES:
         raise ValueError(f"games must be between 1 and {MAX_GAMES:,}, got {games:,}")
     if threads < 1:
@@ -57,10 +74,27 @@ def evaluate_fast(spec: AgentSpec, games: int, seed: int, threads: int = 1) -> F
     kw: dict[str, Any] = {"threads": threads} if threads > 1 else {}
     play = agent.play_fast  # type: ignore[attr-defined]
     play(1, seed=seed, **kw)  # compile or load the kernels outside the clock
+    parts: list[dict[str, np.ndarray]] = []
+    done, size, cancelled = 0, 4 * threads, False
     c0, w0 = time.process_time(), time.perf_counter()
-    out = play(games, seed=seed, **kw)
+    while done < games:
+        if should_stop is not None and should_stop():
+            cancelled = True
+            break
+        n = min(size, games - done)
+        t0 = time.perf_counter()
+        parts.append(play(n, seed=seed + done, **kw))
+        per_game = (time.perf_counter() - t0) / n
+        done += n
+        size = max(4 * threads, int(CHUNK_SECONDS / max(per_game, 1e-9)))
+        if progress is not None:
+            progress(done, games)
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
-    moves = np.asarray(out["moves"], dtype=np.int64)
+
+    def joined(key: str) -> np.ndarray:
+        return np.concatenate([np.asarray(p[key], dtype=np.int64) for p in parts] or [np.zeros(0, np.int64)])
+
+    moves = joined("moves")
     result = EvalResult(
         label=spec.display,
         agent=agent.name,
@@ -69,11 +103,12 @@ def evaluate_fast(spec: AgentSpec, games: int, seed: int, threads: int = 1) -> F
         rules=agent.rules,
         seed=seed,
         workers=1,
-        scores=np.asarray(out["score"], dtype=np.int64),
+        scores=joined("score"),
         moves=moves,
-        max_tiles=np.asarray(out["max_tile"], dtype=np.int64),
+        max_tiles=joined("max_tile"),
         seconds=wall * moves / max(1, int(moves.sum())),
         wall_seconds=wall,
         planned=games,
+        cancelled=cancelled,
     )
     return FastEval(result, cpu, threads)

@@ -369,18 +369,26 @@ def _play(
 def _play_fast(
     args: argparse.Namespace, specs: list[AgentSpec], stop: threading.Event
 ) -> tuple[list[EvalResult], dict[int, dict[str, Any]]]:
-    """Every contestant's games in its jitted loop (a Ctrl-C stops between contestants: a loop cannot
-    be given up halfway); with each result's CPU seconds and threads for the JSON."""
+    """Every contestant's games in its jitted loop (a Ctrl-C stops after the chunk of games in play, about
+    two seconds: a jitted loop cannot be given up halfway); with each result's CPU seconds and threads
+    for the JSON."""
     results: list[EvalResult] = []
     extra: dict[int, dict[str, Any]] = {}
     with _stopping(stop):
-        for i, spec in enumerate(specs):
+        for spec in specs:
             label = f"eval {spec.display} ({args.games:,} games in the jitted loop, {args.threads} thread(s))"
-            with ProgressLine(label, total=1.0) as line:
-                fast = evaluate_fast(spec, args.games, args.seed, args.threads)
-                line.update(1.0, f"mean score {fast.result.mean_score:,.0f}", force=True)
-            results.append(fast.result)
-            extra[i] = {"cpu_seconds": fast.cpu_seconds, "threads": fast.threads}
+            with ProgressLine(label, total=args.games) as line:
+                fast = evaluate_fast(
+                    spec,
+                    args.games,
+                    args.seed,
+                    args.threads,
+                    should_stop=stop.is_set,
+                    progress=lambda done, total: line.update(done, f"{done:,} games", force=done == total),
+                )
+            if fast.result.games:
+                extra[len(results)] = {"cpu_seconds": fast.cpu_seconds, "threads": fast.threads}
+                results.append(fast.result)
             if stop.is_set():
                 break
     return results, extra

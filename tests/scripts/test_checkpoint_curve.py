@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from agents.base import Budget
+from agents.base import Agent, Budget
 from agents.checkpoint import read_checkpoint
 from agents.ntuple import NTupleAgent, NTupleConfig
+from tests.agents.act_games import act_games
 from tests.scripts import load_script
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -33,23 +34,6 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
-def _act_games(path: str, games: int, seed: int) -> tuple[list[int], list[int]]:
-    """The slow road: game ``i`` on ``Game(seed=seed + i)`` through ``agent.act``, 1-ply. Scores, tiles."""
-    from agents.base import Agent
-    from engine import Game
-
-    agent = Agent.load(path)
-    agent.config = agent.config.replace(search_depth=1, depths_policy=(), downgrade_from=0)
-    scores, tiles = [], []
-    for i in range(games):
-        g = Game(seed=seed + i, rules=agent.rules)
-        while not g.game_over:
-            g.step(agent.act(g))
-        scores.append(g.score)
-        tiles.append(g.max_tile)
-    return scores, tiles
-
-
 def test_rows_equal_the_games_act_plays_and_eval_fast_per_checkpoint_in_training_order(
     run_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -63,7 +47,8 @@ def test_rows_equal_the_games_act_plays_and_eval_fast_per_checkpoint_in_training
     assert [r["minutes"] for r in run.rows] == pytest.approx(MINUTES)
     assert [r["moves"] for r in run.rows] == [4000, 8000, 12000, 16000, 20000]
     for row in run.rows:
-        scores, tiles = _act_games(row["checkpoint"], 4, 123)
+        agent = Agent.load(row["checkpoint"])  # saved at 1-ply, no downgrading: the search asked for
+        scores, tiles = act_games(agent, 4, 123)
         assert row["mean_score"] == sum(scores) / 4
         assert row["rate_16384"] == sum(t >= 16384 for t in tiles) / 4
         assert (

@@ -14,9 +14,9 @@ from agents.base import Agent
 from agents.checkpoint import read_checkpoint
 from agents.spec import AgentSpec
 from agents.threads import THREAD_ENV_VARS
-from engine import Game
 from engine.store import GameStore
 from studio.cli import main
+from tests.agents.act_games import act_games
 
 
 def test_one_worker_pins_this_process_to_its_share(
@@ -52,18 +52,6 @@ def ntuple_ck(tmp_path_factory: pytest.TempPathFactory) -> Path:
     agent = NTupleAgent(NTupleConfig(layout="4x4"), seed=11)
     list(agent.train(Budget(steps=6000)))
     return agent.save(tmp_path_factory.mktemp("ck") / "tiny.npz")
-
-
-def _act_games(agent: Agent, games: int, seed: int) -> tuple[list[int], list[int]]:
-    """The slow road: game ``i`` on ``Game(seed=seed + i)`` through ``agent.act``; scores and max tiles."""
-    scores, tiles = [], []
-    for i in range(games):
-        g = Game(seed=seed + i, rules=agent.rules)
-        while not g.game_over:
-            g.step(agent.act(g))
-        scores.append(g.score)
-        tiles.append(g.max_tile)
-    return scores, tiles
 
 
 def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
@@ -106,7 +94,7 @@ def test_fast_plays_the_games_act_plays_on_consecutive_seeds(
     (r,) = out["results"]
     agent = Agent.load(ntuple_ck)
     agent.config = agent.config.replace(search_depth=2)
-    scores, tiles = _act_games(agent, 4, 1_000_000)
+    scores, tiles = act_games(agent, 4, 1_000_000)
     assert r["mean_score"] == sum(scores) / 4 and r["max_score"] == max(scores)
     assert r["max_tile_at_least"]["256"] == sum(t >= 256 for t in tiles) / 4
     assert r["moves_per_game"] > 0 and r["cpu_seconds"] > 0 and r["threads"] == 1
@@ -126,7 +114,7 @@ def test_fast_expectimax_is_act_on_consecutive_seeds(capsys: pytest.CaptureFixtu
     r = _json(capsys, "--agent", "expectimax", "--depth", "1", "--fast", "--games", "2", "--seed", "5")[
         "results"
     ][0]
-    scores, _ = _act_games(AgentSpec("expectimax", {"depth": 1}).build(), 2, 5)
+    scores, _ = act_games(AgentSpec("expectimax", {"depth": 1}).build(), 2, 5)
     assert r["mean_score"] == sum(scores) / 2
 
 
