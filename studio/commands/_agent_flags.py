@@ -15,7 +15,7 @@ import argparse
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from agents.base import Budget
+from agents.base import Agent, Budget
 from agents.config import AgentConfig, add_config_arguments, config_overrides, load_preset
 from agents.registry import agent_names, get_agent_class, unknown_agent_message
 from engine import Rules
@@ -70,11 +70,15 @@ def new_parser(command: str, description: str, epilog: str | None = None) -> arg
     )
 
 
-def config_class(name: str) -> type[AgentConfig]:
+def agent_class(name: str) -> type[Agent]:
     try:
-        return get_agent_class(name).config_cls
+        return get_agent_class(name)
     except KeyError:
         raise CliError(unknown_agent_message(name)) from None
+
+
+def config_class(name: str) -> type[AgentConfig]:
+    return agent_class(name).config_cls
 
 
 def preset_agents(presets: Iterable[str]) -> list[str]:

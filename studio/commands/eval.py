@@ -46,7 +46,6 @@ from agents.checkpoint import read_checkpoint
 from agents.config import ConfigError, load_preset
 from agents.fast_eval import check_fast, evaluate_fast
 from agents.ray_util import RAY_MISSING
-from agents.registry import get_agent_class
 from agents.spec import AgentSpec
 from agents.threads import cpu_share, limit_threads, threads_report
 from engine.store import GameStore
@@ -288,7 +287,7 @@ def run(args: argparse.Namespace) -> int:
     specs = contestants(args)
     if args.fast:
         for spec in specs:  # every contestant, before any plays
-            check_fast(get_agent_class(str(spec.name)), args.threads)
+            check_fast(flags.agent_class(str(spec.name)), args.threads)
     stop = threading.Event()
     if args.fast:
         results, extra = _play_fast(args, specs, stop)
