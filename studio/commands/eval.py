@@ -15,7 +15,7 @@ this process, pinned to its share (all the cores) the same way, and ``worker_thr
 ``--set KNOB=VALUE`` changes a play setting of every contestant that has it after it is built or
 loaded, checkpoints included (a deeper search for a trained network). ``--fast`` plays the contestants
 that have a jitted game loop (n-tuple, expectimax) in it (:mod:`agents.fast_eval`: game ``i`` on
-``Game(seed=--seed + i)``, shared by ``--threads`` threads, not recorded). A ``--checkpoint`` folder
+``Game(seed=--seed + i)``, shared by ``--fast-threads`` threads, not recorded). A ``--checkpoint`` folder
 stands for every checkpoint in it, in the order they were trained (a strength curve along a run).
 With ``--json``, a checkpoint's result carries its training counters (``trained``) and a fast one the
 loop's ``cpu_seconds``.
@@ -65,10 +65,10 @@ it, checkpoints included. A --checkpoint folder (DATA/checkpoints/run-N) stands 
 it, oldest first. Give --agent NAME with --help to list its settings.
 
   python main.py eval --checkpoint CK --set search_depth=2 --games 100
-  python main.py eval --checkpoint DATA/checkpoints/run-3 --fast --threads 2 --games 300 --json
+  python main.py eval --checkpoint DATA/checkpoints/run-3 --fast --fast-threads 2 --games 300 --json
 
 --fast plays n-tuple and expectimax contestants in their jitted game loop: game i on the board of
-Game(seed=SEED + i) (not the games plain eval plays for that seed), --threads threads sharing them,
+Game(seed=SEED + i) (not the games plain eval plays for that seed), --fast-threads threads sharing them,
 no game recorded; hundreds of deep-search games in minutes."""
 
 
@@ -117,7 +117,8 @@ def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
         help="play in the agents' jitted game loop (ntuple, expectimax): game i on Game(seed=SEED + i), not recorded",
     )
     p.add_argument(
-        "--threads",
+        # not --threads: the n-tuple and td-afterstate agents have a "threads" setting (their training's)
+        "--fast-threads",
         type=whole(1, MAX_WORKERS),
         default=1,
         help="with --fast: threads sharing the games (n-tuple; the same games, the same results)",
@@ -281,13 +282,15 @@ def run(args: argparse.Namespace) -> int:
         # Before any contestant is built or game played: one line says what to install.
         raise CliError(RAY_MISSING)
     if args.fast and (args.workers > 1 or backend != "local"):
-        raise CliError("--fast plays in this process: share its games with --threads, not --workers or Ray")
-    if args.threads > 1 and not args.fast:
-        raise CliError("--threads goes with --fast (without it, --workers processes share the games)")
+        raise CliError(
+            "--fast plays in this process: share its games with --fast-threads, not --workers or Ray"
+        )
+    if args.fast_threads > 1 and not args.fast:
+        raise CliError("--fast-threads goes with --fast (without it, --workers processes share the games)")
     specs = contestants(args)
     if args.fast:
         for spec in specs:  # every contestant, before any plays
-            check_fast(flags.agent_class(str(spec.name)), args.threads)
+            check_fast(flags.agent_class(str(spec.name)), args.fast_threads)
     stop = threading.Event()
     if args.fast:
         results, extra = _play_fast(args, specs, stop)
@@ -375,13 +378,13 @@ def _play_fast(
     extra: dict[int, dict[str, Any]] = {}
     with _stopping(stop):
         for spec in specs:
-            label = f"eval {spec.display} ({args.games:,} games in the jitted loop, {args.threads} thread(s))"
+            label = f"eval {spec.display} ({args.games:,} games in the jitted loop, {args.fast_threads} thread(s))"
             with ProgressLine(label, total=args.games) as line:
                 fast = evaluate_fast(
                     spec,
                     args.games,
                     args.seed,
-                    args.threads,
+                    args.fast_threads,
                     should_stop=stop.is_set,
                     progress=lambda done, total: line.update(done, f"{done:,} games", force=done == total),
                 )

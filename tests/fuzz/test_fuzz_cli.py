@@ -109,7 +109,7 @@ SUBCOMMANDS: dict[str, list[str]] = {
         "--ray-address",
         "--set",
         "--fast",
-        "--threads",
+        "--fast-threads",
     ],
     "train": [
         "--agent",

@@ -1,5 +1,5 @@
 """``python main.py eval``: threads of the in-process worker, play settings (``--set``), the jitted loop
-(``--fast``, ``--threads``) and the rest of what scripts/eval_checkpoint.py and eval_ntuple.py did."""
+(``--fast``, ``--fast-threads``) and the rest of what scripts/eval_checkpoint.py and eval_ntuple.py did."""
 
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ def test_fast_plays_the_games_act_plays_on_consecutive_seeds(
     assert r["moves_per_game"] > 0 and r["cpu_seconds"] > 0 and r["threads"] == 1
     assert r["game_ids"] == [] and r["config"]["search_depth"] == 2
     # two threads share the same games: the same figures
-    two = _json(capsys, *argv, "--set", "search_depth=2", "--threads", "2")["results"][0]
+    two = _json(capsys, *argv, "--set", "search_depth=2", "--fast-threads", "2")["results"][0]
     assert two["mean_score"] == r["mean_score"] and two["threads"] == 2
     # the table, and nothing recorded
     assert main(["eval", *argv]) == 0
@@ -141,11 +141,11 @@ def test_a_checkpoint_folder_is_each_checkpoint_oldest_first(
         (["--agent", "expectimax", "--set", "depth=x"], "--set: depth: cannot read 'x'"),
         (["--agent", "dqn", "--fast"], "dqn has no jitted game loop"),
         (
-            ["--agent", "expectimax", "--fast", "--threads", "2"],
+            ["--agent", "expectimax", "--fast", "--fast-threads", "2"],
             "expectimax's jitted loop plays on one thread",
         ),
         (["--agent", "expectimax", "--fast", "--workers", "2"], "--fast plays in this process"),
-        (["--agent", "expectimax", "--threads", "2"], "--threads goes with --fast"),
+        (["--agent", "expectimax", "--fast-threads", "2"], "--fast-threads goes with --fast"),
         (["--checkpoint", "{empty}"], "holds no checkpoint"),
     ],
 )

@@ -63,3 +63,23 @@ def test_main_py_help_runs_as_a_program() -> None:
         timeout=120,
     )
     assert done.returncode == 0 and "train" in done.stdout and "eval" in done.stdout, done.stderr
+
+
+@pytest.mark.parametrize("command", ["train", "eval", "sweep"])
+def test_no_agent_setting_shadows_a_flag_of_the_command(command: str) -> None:
+    # The agents' setting flags are added with conflict_handler="resolve": one named like a flag of the
+    # command itself would silently take its place (eval's --fast-threads is not --threads for this).
+    import importlib
+
+    from agents.registry import agent_names
+    from studio.commands import _agent_flags as flags
+
+    module = importlib.import_module(f"studio.commands.{command}")
+
+    def dests(argv: list[str]) -> set[str]:
+        parser = module.build_parser(flags.first_stage(argv))
+        return {a.dest for a in parser._actions}
+
+    own = dests([])
+    for name in agent_names():
+        assert own <= dests(["--agent", name]), name
