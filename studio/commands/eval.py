@@ -121,6 +121,7 @@ def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
         "--fast-threads",
         type=whole(1, MAX_WORKERS),
         default=1,
+        metavar="T",
         help="with --fast: threads sharing the games (n-tuple; the same games, the same results)",
     )
     flags.add_json_flag(p)
