@@ -378,25 +378,14 @@ def run_training(
     store: RunStore,
     control: Control | None = None,
     context: TrainContext | None = None,
-    *,
-    checkpoint_every_s: float = DEFAULT_CHECKPOINT_EVERY_S,
-    log_every: int = DEFAULT_LOG_EVERY,
-    **evaluation: Any,
+    **options: Any,
 ) -> TrainingRun:
     """Start a recorded training run of ``agent`` (iterate the result to train).
 
-    ``evaluation``: ``eval_games``, ``eval_every_s``, ``eval_every_episodes``, ``eval_seed``,
-    ``keep_checkpoints``, ``eval_at_end`` (see :class:`TrainingRun`)."""
-    return TrainingRun(
-        agent,
-        budget,
-        store,
-        control,
-        context,
-        checkpoint_every_s=checkpoint_every_s,
-        log_every=log_every,
-        **evaluation,
-    )
+    ``options``: ``checkpoint_every_s``, ``log_every``, and the evaluation settings ``eval_games``,
+    ``eval_every_s``, ``eval_every_episodes``, ``eval_seed``, ``keep_checkpoints``, ``eval_at_end``
+    (see :class:`TrainingRun`)."""
+    return TrainingRun(agent, budget, store, control, context, **options)
 
 
 def resume_run(
@@ -406,16 +395,14 @@ def resume_run(
     control: Control | None = None,
     context: TrainContext | None = None,
     *,
-    checkpoint_every_s: float = DEFAULT_CHECKPOINT_EVERY_S,
-    log_every: int = DEFAULT_LOG_EVERY,
     budget_if_used_up: Budget | None = None,
-    **evaluation: Any,
+    **options: Any,
 ) -> TrainingRun:
     """Continue run ``run_id`` from its last checkpoint, with what is left of its budget (or ``budget``).
 
     ``budget_if_used_up``: what to train when the run has used its whole budget and ``budget`` is None
-    (the window's Budget box); without it that case raises :class:`BudgetUsedUp`. ``evaluation``: as
-    for :func:`run_training`; the run's best checkpoint so far stays the one to beat.
+    (the window's Budget box); without it that case raises :class:`BudgetUsedUp`. ``options``: as for
+    :func:`run_training`; the run's best checkpoint so far stays the one to beat.
 
     Metric events logged after that checkpoint (a run killed between two checkpoints) are dropped
     from the history: the resumed run plays those steps again, and its curves show each step once.
@@ -430,17 +417,7 @@ def resume_run(
                 "budget",
             )
     store.truncate_metrics(run_id, agent.counters.steps)
-    return TrainingRun(
-        agent,
-        budget,
-        store,
-        control,
-        context,
-        checkpoint_every_s=checkpoint_every_s,
-        log_every=log_every,
-        run_id=run_id,
-        **evaluation,
-    )
+    return TrainingRun(agent, budget, store, control, context, run_id=run_id, **options)
 
 
 def _last_checkpoint_of(run_id: int, store: GameStore) -> tuple[Agent, Mapping[str, Any], str]:
