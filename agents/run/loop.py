@@ -16,22 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.base import Agent, Budget, Control, MetricEvent, TrainContext
+from agents.run import settings
 from agents.run.errors import BudgetUsedUp, Diverged, IncompatibleCheckpoint, NoCheckpoint, RunBusy, RunError
 from agents.run.evaluator import EvalJob, EvalOutput, EvalSchedule, Evaluator, evaluation_metrics
 from agents.run.health import HealthWatch
 from agents.run.metrics_writer import MetricWriter
 from agents.run.retention import RunCheckpoints
-from agents.run.settings import (
-    DEFAULT_CHECKPOINT_EVERY_S,
-    DEFAULT_EVAL_EVERY_S,
-    DEFAULT_EVAL_GAMES,
-    DEFAULT_EVAL_SEED,
-    DEFAULT_KEEP_CHECKPOINTS,
-    DEFAULT_LOG_EVERY,
-    budget_to_dict,
-    check_eval_options,
-    remaining_budget,
-)
+from agents.run.settings import budget_to_dict, check_eval_options, remaining_budget
 from agents.run.store import RunStore
 
 if TYPE_CHECKING:
@@ -101,14 +92,14 @@ class TrainingRun(Iterator[MetricEvent]):
         control: Control | None = None,
         context: TrainContext | None = None,
         *,
-        checkpoint_every_s: float = DEFAULT_CHECKPOINT_EVERY_S,
-        log_every: int = DEFAULT_LOG_EVERY,
+        checkpoint_every_s: float = settings.DEFAULT_CHECKPOINT_EVERY_S,
+        log_every: int = settings.DEFAULT_LOG_EVERY,
         run_id: int | None = None,
-        eval_games: int = DEFAULT_EVAL_GAMES,
-        eval_every_s: float | None = DEFAULT_EVAL_EVERY_S,
+        eval_games: int = settings.DEFAULT_EVAL_GAMES,
+        eval_every_s: float | None = settings.DEFAULT_EVAL_EVERY_S,
         eval_every_episodes: int | None = None,
-        eval_seed: int = DEFAULT_EVAL_SEED,
-        keep_checkpoints: int = DEFAULT_KEEP_CHECKPOINTS,
+        eval_seed: int = settings.DEFAULT_EVAL_SEED,
+        keep_checkpoints: int = settings.DEFAULT_KEEP_CHECKPOINTS,
         eval_at_end: bool = False,
     ) -> None:
         if not agent.trainable:
