@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from agents.base import Agent
+from agents.play_only import set_play_only
 from agents.ray_util import RAY_TASK_CPUS
 from agents.spec import AgentSpec
 from agents.threads import cpu_share, limit_threads
@@ -428,6 +429,7 @@ _worker_threads: dict[str, Any] | None = None  # this worker's threads report, s
 def _init_worker(moves: Any, threads: int, barrier: Any) -> None:
     global _worker_moves, _worker_threads_n, _worker_barrier, _worker_threads
     _worker_moves, _worker_threads_n, _worker_barrier = moves, threads, barrier
+    set_play_only()  # its agents only play: torch learners skip their optimiser (a CPU-second of start)
     # This process's share of the cores, set before any agent's imports: torch reads the environment
     # when it loads (and again after each build, for the pools the build loaded).
     _worker_threads = limit_threads(threads)
@@ -637,6 +639,7 @@ class _RayPlayer:
 
     def __init__(self, spec: AgentSpec, rules: Rules) -> None:
         limit_threads(RAY_TASK_CPUS)  # the actor's share: the CPUs Ray reserved for it
+        set_play_only()  # an actor only plays: torch learners skip their optimiser
         self.agent = spec.build()
         self.threads = limit_threads(RAY_TASK_CPUS)
         self.rules = rules

@@ -312,9 +312,12 @@ class ImitationAgent(TorchAgent):
         self.symmetric_play = cfg.symmetric_play
         n_out = 1 if self.afterstate_head else N_ACTIONS
         self.net = build_network(cfg.network, self.encoder.shape(*self.rules.shape), n_out, cfg.hidden)
-        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         self.place_on_device()
         self.val_game_ids: list[int] | None = None  # fixed at the first train call, kept in checkpoints
+
+    def _build_optimizer(self) -> torch.optim.Optimizer:
+        cfg = self.config
+        return torch.optim.Adam(self.net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
 
     def output_to_values(self, out_BA: torch.Tensor, mask_BA: torch.Tensor) -> torch.Tensor:
         return masked_softmax(out_BA, mask_BA)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.base import Counters, MetricEvent
 from agents.metrics import EVALUATION
+from agents.play_only import set_play_only
 from agents.run.settings import DEFAULT_EVAL_SEED
 from agents.threads import limit_threads
 
@@ -108,6 +109,7 @@ def _evaluator_main(
     # One core (training keeps the others): the environment before the agent's imports read it, torch's
     # and numba's pools once they are loaded (the agent's module, imported first, loads torch).
     limit_threads(EVALUATOR_THREADS)
+    set_play_only()  # it only plays the checkpoint: torch learners skip their optimiser (a CPU-second)
     try:
         from agents.registry import get_agent_class, register
 
