@@ -64,6 +64,8 @@ from agents.review import (
     grade_move,
     values_in_points,
 )
+from agents.review import grade_record as grades_of
+from agents.review import review_subject as subject_of
 from agents.spec import AgentSpec
 from engine import Direction, Game, Rules
 from engine.store import GameRecord, GameStore
@@ -631,41 +633,6 @@ def grade_played(
         board=np.asarray(board, dtype=np.int64),
         sees_death=bool(info.get("sees_death", False)),
     )
-
-
-def subject_of(rec: GameRecord) -> tuple[str, np.ndarray]:
-    """Whose accuracy a review of ``rec`` is, and which moves count: the person's when the person
-    played in the game, else every move."""
-    if any(p.is_human for p in rec.summary.players):
-        return "you", rec.moves_by(kind="human")
-    return "every player", np.ones(rec.n_moves, dtype=bool)
-
-
-def grades_of(rec: GameRecord, values: np.ndarray, info: dict[str, Any]) -> list[MoveGrade]:
-    """Each move of ``rec`` graded from a review's stored raw values (``info``: the review's reviewer;
-    grades are derived, never stored)."""
-    n = min(len(values), rec.n_moves)
-    points = to_points(np.asarray(values[:n], dtype=np.float64).reshape(-1, 4), info)
-    sees_death = bool(info.get("sees_death", False))
-    _, counted = subject_of(rec)
-    labels = [p.label for p in rec.summary.players] or ["?"]
-    out = []
-    for i in range(n):
-        before = int(rec.scores[i] - rec.rewards[i])
-        who = int(rec.move_players[i])
-        out.append(
-            grade_move(
-                points[i],
-                int(rec.moves[i]),
-                index=i,
-                score_before=before,
-                board=rec.layouts[i],
-                sees_death=sees_death,
-                player=labels[who] if 0 <= who < len(labels) else "?",
-                counted=bool(counted[i]),
-            )
-        )
-    return out
 
 
 def _game_review(
