@@ -18,6 +18,7 @@ write to the child's pipe; they never wait.
 
 from __future__ import annotations
 
+import logging
 import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
     from studio.services.runs import RunRequest
     from studio.services.training_process import TrainingProcess
 
+log = logging.getLogger(__name__)
+
 
 class _Loop(QObject):
     """The part that runs in the worker thread: calls ``body(self)``, reports errors, always ends with ``done``."""
@@ -60,7 +63,8 @@ class _Loop(QObject):
     def run(self) -> None:
         try:
             self._body(self)
-        except Exception as e:  # any failure goes to the GUI; the app must live on
+        except Exception as e:  # any failure goes to the GUI (and the log); the app must live on
+            log.exception("a worker thread's job failed")
             self.error.emit(f"{type(e).__name__}: {e}", traceback.format_exc())
         finally:
             self.done.emit()

@@ -469,6 +469,7 @@ def _init_ray(workers: int, address: str | None) -> Any:
     except RunError:
         raise
     except Exception as e:  # RuntimeError, ConnectionError, TimeoutError ... from inside Ray
+        log.warning("Ray did not start", exc_info=True)  # the user gets one line; the log keeps it all
         lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
         why = lines[-1] if lines else type(e).__name__
         where = f"the Ray cluster at {address}" if address else f"a local Ray of {workers} CPU(s)"
