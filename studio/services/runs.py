@@ -390,7 +390,7 @@ def write_tensorboard(columns: dict[str, np.ndarray], directory: str | Path, sta
     return max(directory.glob("events.out.tfevents.*"), key=lambda p: p.stat().st_mtime)
 
 
-def export_run_tensorboard(store: Any, run_id: int, directory: str | Path) -> Path:
+def export_run_tensorboard(store: GameStore, run_id: int, directory: str | Path) -> Path:
     """Run ``run_id`` of ``store`` as TensorBoard event files in ``directory/run-ID-AGENT`` (the folder
     to give ``tensorboard --logdir``: every run exported there is a run to compare); the event file.
 
