@@ -4,13 +4,13 @@ Three conversations, each over a pipe or a queue, each decoded by type (``match`
 never by position:
 
 * **A training child and its parent** (:mod:`studio.services.training_process`): the parent sends an
-  :class:`Opening`, then :data:`Command` words; the child answers :data:`ChildMessage`\\ s: one
+  :class:`Opening`, then :data:`Command` words; the child answers with :data:`ChildMessage` values: one
   :class:`Started`, :class:`Events` batches and :class:`CheckpointSaved`, and its last word, a
   :class:`Done` or a :class:`Failed` (or :class:`Detached` when the window let it go). The window's
   :class:`studio.worker.RunWorker` and a sweep's local backend read these, and a sweep's Ray backend
   says the same to the sweep (:func:`studio.services.sweep.run_sweep` reads one language).
 * **A Ray trial and the sweep's driver** (:mod:`studio.services.sweep_ray`): the trial's relay store
-  records :data:`RelayOp`\\ s (the store writes the driver must make, and the trial's own word:
+  records :data:`RelayOp` values (the store writes the driver must make, and the trial's own word:
   :class:`TrialBegan`, :class:`TrialEnded`, :class:`Failed`), pickled into its Tune reports.
 * **Ray Tune's callbacks and the driver's loop** (same process, a queue): :data:`TuneNews`.
 
@@ -51,6 +51,7 @@ __all__ = [
     "TrialEnded",
     "TrialGone",
     "TrialReport",
+    "TrialWord",
     "TruncateOp",
     "TuneEnded",
     "TuneNews",

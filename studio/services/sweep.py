@@ -697,7 +697,7 @@ class SweepProgress:
 #: What a backend yields: a trial and what its run says (the messages of a training child).
 TrialMessage = tuple[int, ChildMessage]
 #: A backend runs trial jobs and reports what each trial's run says: it gets the jobs (trial index and
-#: run request), the store, the number of workers and a stop flag, and yields :data:`TrialMessage`\ s
+#: run request), the store, the number of workers and a stop flag, and yields :data:`TrialMessage` pairs
 #: (``Started`` / ``Events`` / ``CheckpointSaved`` / ``Done`` / ``Failed``), whatever runs the trials.
 Backend = Callable[[list[tuple[int, RunRequest]], GameStore, int, threading.Event], Iterator[TrialMessage]]
 

@@ -398,9 +398,8 @@ def _trial_main(config: dict[str, Any], jobs: dict[int, _Job], hub: Any) -> None
             request = replace(request, sweep_trial=None)  # the driver links its own record
         try:
             run = open_run(request, relay, control)
-            relay.note(
-                TrialBegan()
-            )  # the driver makes (or claims) the run's record now, as a local trial does
+            # The driver makes (or claims) the run's record now, as a local trial does.
+            relay.note(TrialBegan())
             report()
             due = time.monotonic() + REPORT_EVERY_S
             for event in run:
