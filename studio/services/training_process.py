@@ -319,6 +319,9 @@ def child_main() -> int:
     if not isinstance(opening, Opening):
         return 2
     request, db_path, no_progress_s = opening.request, opening.db_path, opening.no_progress_s
+    from studio.logs import setup_logging
+
+    setup_logging(Path(db_path).parent, "train child", stderr=False)  # the window's DATA/logs/studio.log
     if hasattr(os, "nice"):
         with contextlib.suppress(OSError):
             os.nice(CHILD_NICENESS)
