@@ -18,13 +18,32 @@ write to the child's pipe; they never wait.
 
 from __future__ import annotations
 
+import logging
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from agents.base import MetricEvent
+from studio.services.messages import (
+    CheckpointSaved,
+    ChildMessage,
+    Detached,
+    Done,
+    Events,
+    Failed,
+    Started,
+    is_last_word,
+)
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from studio.services.runs import RunRequest
+    from studio.services.training_process import TrainingProcess
+
+log = logging.getLogger(__name__)
 
 
 class _Loop(QObject):
@@ -44,7 +63,8 @@ class _Loop(QObject):
     def run(self) -> None:
         try:
             self._body(self)
-        except Exception as e:  # any failure goes to the GUI; the app must live on
+        except Exception as e:  # any failure goes to the GUI (and the log); the app must live on
+            log.exception("a worker thread's job failed")
             self.error.emit(f"{type(e).__name__}: {e}", traceback.format_exc())
         finally:
             self.done.emit()
@@ -188,11 +208,11 @@ class RunWorker(_Worker):
     checkpointSaved = Signal(str)
     state = Signal(str)
 
-    def __init__(self, request: Any, db_path: Any, parent: QObject | None = None) -> None:
+    def __init__(self, request: RunRequest, db_path: str | Path, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.request = request
         self.db_path = db_path
-        self.process: Any = None
+        self.process: TrainingProcess | None = None
         self.run_id: int | None = None
         self.agent = getattr(request, "agent", None) or ""
         self.status = "starting"
@@ -250,12 +270,13 @@ class RunWorker(_Worker):
         from studio.services.training_process import exit_reason
 
         proc = self.process
-        last_word = None
+        assert proc is not None  # start() made it
+        ended = False
         for msg in proc.messages():
-            if msg[0] == "events":
-                loop.batch.emit(msg[1])
+            if isinstance(msg, Events):
+                loop.batch.emit(msg.events)
             else:
-                last_word = msg[0]
+                ended = is_last_word(msg)
                 loop.result.emit(msg)
         if proc.detached:
             return  # the run trains on without this window: nothing to wait for
@@ -263,7 +284,7 @@ class RunWorker(_Worker):
         if code is None:  # it said its last word but does not exit (a stuck library thread): end it
             proc.kill()
             code = proc.wait(10)
-        if last_word not in ("done", "error"):
+        if not ended:
             raise RuntimeError(
                 f"the training process died ({exit_reason(code)}); resume continues from its last checkpoint"
             )
@@ -272,19 +293,19 @@ class RunWorker(_Worker):
         self.batch.emit(events)
 
     def _handle_result(self, value: object) -> None:
-        msg: tuple[Any, ...] = value  # type: ignore[assignment]
-        kind = msg[0]
-        if kind == "started":
-            self.run_id, self.agent, self.status = int(msg[1]), str(msg[2]), "running"
-            self.started.emit(self.run_id, self.agent)
-        elif kind == "checkpoint":
-            self.last_checkpoint = str(msg[1])
-            self.checkpointSaved.emit(self.last_checkpoint)
-        elif kind == "detached":
-            self.status = "detached"
-        elif kind == "done":
-            _, self.status, _error, self.last_checkpoint, self.games_logged = msg
-        elif kind == "error":
-            _, message, self.error_field, tb = msg
-            self.status = "failed"
-            self._on_error(message, tb)
+        msg: ChildMessage = value  # type: ignore[assignment]  # what _body emits: a child's message
+        match msg:
+            case Started():
+                self.run_id, self.agent, self.status = msg.run_id, msg.agent, "running"
+                self.started.emit(msg.run_id, msg.agent)
+            case CheckpointSaved():
+                self.last_checkpoint = msg.path
+                self.checkpointSaved.emit(msg.path)
+            case Detached():
+                self.status = "detached"
+            case Done():
+                self.status, self.last_checkpoint = msg.status, msg.last_checkpoint
+                self.games_logged = msg.games_logged
+            case Failed():
+                self.error_field, self.status = msg.field, "failed"
+                self._on_error(msg.message, msg.traceback)

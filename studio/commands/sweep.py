@@ -27,6 +27,7 @@ from studio.services.sweep import (
     AUTO,
     PointResult,
     SweepEvent,
+    SweepProgress,
     SweepRequest,
     knob_text,
     parse_grids,
@@ -185,27 +186,17 @@ def run(args: argparse.Namespace) -> int:
             )
         else:
             events = run_sweep(request_from_args(args), store, stop=stop)
-        sweep_id, status, failures = None, "failed", []
-        running: dict[int, float] = {}  # trial -> its run's progress
+        progress, failures = SweepProgress(), []
         with ProgressLine("sweep", total=1.0) as line:
             for ev in _with_ctrl_c(events, stop):
-                sweep_id = ev.sweep_id
-                line.label = f"sweep {sweep_id}"
-                if ev.kind == "started" and ev.trial is not None:
-                    running[ev.trial] = 0.0
-                elif ev.kind == "progress" and ev.trial is not None and ev.events:
-                    running[ev.trial] = float(ev.events[-1].progress)
-                elif ev.kind == "done":
-                    running.pop(ev.trial if ev.trial is not None else -1, None)
-                    if ev.error:
-                        failures.append(f"trial {ev.trial} (run {ev.run_id}) failed: {ev.error}")
-                elif ev.kind == "finished":
-                    status = ev.status or status
-                done = ev.finished_trials + sum(running.values())
-                text = f"{ev.finished_trials}/{ev.total} trials done, {len(running)} running"
-                line.update(done / max(1, ev.total), text, force=ev.kind != "progress")
+                progress.update(ev)
+                if ev.failure:
+                    failures.append(ev.failure)
+                line.label = f"sweep {ev.sweep_id}"
+                line.update(progress.fraction, progress.text(), force=ev.kind != "progress")
         for f in failures:
             print(f, file=sys.stderr)
+        sweep_id, status = progress.sweep_id, progress.final_status
         assert sweep_id is not None
         metric, points = rank_sweep(store, sweep_id)
         if args.json:

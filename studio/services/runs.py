@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import logging
+import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -53,6 +55,9 @@ from agents.runner import (
 from engine import Rules
 from engine.fsutil import path_under
 
+if TYPE_CHECKING:
+    from engine.store import GameStore
+
 __all__ = [
     "BACKENDS",
     "BudgetUsedUp",
@@ -60,17 +65,22 @@ __all__ = [
     "NoCheckpoint",
     "ResolvedRun",
     "RunBusy",
+    "RunEnd",
     "RunError",
     "RunRequest",
     "TensorBoardMissing",
     "export_run_tensorboard",
+    "mark_failed",
     "open_run",
     "preset_budget",
     "resolve",
+    "run_end",
     "stop_elsewhere",
     "write_metrics_csv",
     "write_tensorboard",
 ]
+
+log = logging.getLogger(__name__)
 
 #: Where the parallel games of an agent that plays them (MCTS self-play) run.
 BACKENDS: tuple[str, ...] = ("local", "ray")
@@ -380,7 +390,7 @@ def write_tensorboard(columns: dict[str, np.ndarray], directory: str | Path, sta
     return max(directory.glob("events.out.tfevents.*"), key=lambda p: p.stat().st_mtime)
 
 
-def export_run_tensorboard(store: Any, run_id: int, directory: str | Path) -> Path:
+def export_run_tensorboard(store: GameStore, run_id: int, directory: str | Path) -> Path:
     """Run ``run_id`` of ``store`` as TensorBoard event files in ``directory/run-ID-AGENT`` (the folder
     to give ``tensorboard --logdir``: every run exported there is a run to compare); the event file.
 
@@ -421,3 +431,53 @@ def stop_elsewhere(summary: Any) -> str:
     except PermissionError:
         raise RunError(f"run {summary.id} belongs to another user: stop it there", "run") from None
     return f"run {summary.id}: asked process {summary.pid} to stop (it saves a checkpoint first)"
+
+
+# ------------------------------------------------------------------------------ a run's end
+
+#: How a run the window started may end, in the window's words.
+END_WORDS: dict[str, str] = {
+    "finished": "Finished",
+    "stopped": "Stopped",
+    "failed": "Failed",
+    "detached": "Training on without the window",
+}
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """How a run supervised from the window ended: ``status`` (a key of :data:`END_WORDS`) and the
+    file name of its last checkpoint when that one is worth using (None after a failure)."""
+
+    status: str
+    checkpoint: str | None = None
+
+    @property
+    def text(self) -> str:
+        """``Finished · checkpoint run-3-final.pt``."""
+        words = END_WORDS[self.status]
+        return words if self.checkpoint is None else f"{words} · checkpoint {self.checkpoint}"
+
+    @property
+    def complete(self) -> bool:
+        """The whole budget was trained and a checkpoint holds it (the progress bar shows it full)."""
+        return self.status == "finished" and self.checkpoint is not None
+
+
+def run_end(status: str, failed: bool, last_checkpoint: str | None) -> RunEnd:
+    """How a run ended from its supervisor's last word: ``status`` as the child said it, ``failed``
+    when an error was reported (it could not start, raised, or its process died). A run that said
+    nothing of its end (its process went away quietly) was stopped."""
+    final = "failed" if failed else status if status in END_WORDS else "stopped"
+    keep = last_checkpoint and final != "failed"
+    return RunEnd(final, Path(last_checkpoint).name if keep and last_checkpoint else None)
+
+
+def mark_failed(store: GameStore, run_id: int, message: str) -> None:
+    """Run ``run_id`` failed with ``message``: marked so in the store unless it already ended. The
+    runner marks its run failed before its child reports; a child that died could not."""
+    try:
+        if store.get_run(run_id).status in ("running", "paused"):
+            store.set_run_status(run_id, "failed", message)
+    except (sqlite3.Error, ValueError):  # the store is unreadable or the run gone: the window says why
+        log.exception("cannot mark run %s failed", run_id)

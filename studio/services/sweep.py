@@ -25,11 +25,12 @@ stay, a trial with a run that did not finish resumes from its last checkpoint, t
 
 from __future__ import annotations
 
-import contextlib
 import itertools
+import logging
 import math
 import os
 import queue
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -48,7 +49,10 @@ from agents.runner import (
 )
 from agents.threads import thread_env
 from engine.core import Rules
+from engine.store import GameStore, TrialInfo
+from studio.services.messages import ChildMessage, Done, Events, Failed, Started, is_last_word
 from studio.services.runs import BACKENDS, RunRequest, have_ray, resolve
+from studio.services.training_process import TrainingProcess, exit_reason
 
 __all__ = [
     "AUTO",
@@ -57,6 +61,7 @@ __all__ = [
     "PointResult",
     "SweepError",
     "SweepEvent",
+    "SweepProgress",
     "SweepRequest",
     "knob_text",
     "metric_value",
@@ -71,6 +76,8 @@ __all__ = [
     "sweep_request_from_spec",
     "swept_knobs",
 ]
+
+log = logging.getLogger(__name__)
 
 AUTO = "auto"
 #: Trials one sweep may plan (a grid's product grows fast; thousands of runs is a typo, not a plan).
@@ -455,7 +462,10 @@ def _have_tune() -> bool:
     """Whether Ray Tune can be imported (Ray installed without its ``tune`` extra lacks pandas)."""
     try:
         import ray.tune  # noqa: F401  (seconds: only asked when the Ray backend is)
-    except Exception:  # ImportError, or a broken dependency of Tune
+    except ImportError:  # Ray without its tune extra
+        return False
+    except Exception:  # a broken dependency of Tune fails in its own way: the log keeps how
+        log.exception("Ray Tune cannot be imported")
         return False
     return True
 
@@ -468,7 +478,7 @@ def trial_request(
     return replace(base, config={**base.config, **params}, seed=seed, sweep_trial=(sweep_id, trial))
 
 
-def _starts_again(store: Any, run_id: int, status: str | None) -> bool:
+def _starts_again(store: GameStore, run_id: int, status: str | None) -> bool:
     """Whether a trial's unfinished run has nothing to resume from: no checkpoint, or none of its
     checkpoint files left. A run that a live process still trains (running / paused: the store marks
     those of dead processes stopped when it opens) is never touched."""
@@ -513,7 +523,7 @@ def lower_is_better(metric: str, agent: str | None = None) -> bool:
     return any(m.name == metric and m.kind == "loss" for m in infos)
 
 
-def metric_value(store: Any, run_id: int, metric: str) -> float | None:
+def metric_value(store: GameStore, run_id: int, metric: str) -> float | None:
     """A run's figure for ``metric``: its last evaluation's ``eval_*`` figure, else the mean of the
     metric's last :data:`SMOOTH_LAST` values; None when it has none (yet)."""
     if metric.startswith("eval_"):
@@ -574,7 +584,7 @@ class PointResult:
         }
 
 
-def rank_sweep(store: Any, sweep_id: int) -> tuple[str, list[PointResult]]:
+def rank_sweep(store: GameStore, sweep_id: int) -> tuple[str, list[PointResult]]:
     """The sweep's metric and its points, best first (points without a figure yet last, unranked)."""
     info = store.get_sweep(sweep_id)
     request = sweep_request_from_spec(info.spec)
@@ -628,69 +638,150 @@ class SweepEvent:
     total: int = 0
     finished_trials: int = 0
 
+    @property
+    def failure(self) -> str | None:
+        """A failed trial in one line (``trial 3 (run 12) failed: ...``); None for any other event."""
+        if self.kind != "done" or not self.error:
+            return None
+        return f"trial {self.trial} (run {self.run_id}) failed: {self.error}"
 
+
+@dataclass
+class SweepProgress:
+    """How far a running sweep is, from its events: what the CLI's progress line and the Train tab show.
+
+    ``running`` holds each running trial's own progress (0..1), so the sweep's :attr:`fraction` grows
+    while its trials train, not only as they end. ``status``: ``starting``, ``running`` once a trial
+    started, ``stopping`` after :meth:`stopping`, then the sweep's own end (``finished`` / ``stopped``).
+    """
+
+    sweep_id: int | None = None
+    total: int = 0
+    finished_trials: int = 0
+    status: str = "starting"
+    running: dict[int, float] = field(default_factory=dict)
+
+    def update(self, ev: SweepEvent) -> None:
+        self.sweep_id, self.total, self.finished_trials = ev.sweep_id, ev.total, ev.finished_trials
+        if ev.kind == "started" and ev.trial is not None:
+            self.running[ev.trial] = 0.0
+            if self.status == "starting":
+                self.status = "running"
+        elif ev.kind == "progress" and ev.trial is not None and ev.events:
+            self.running[ev.trial] = float(getattr(ev.events[-1], "progress", 0.0))
+        elif ev.kind == "done" and ev.trial is not None:
+            self.running.pop(ev.trial, None)
+        elif ev.kind == "finished":
+            self.status = ev.status or "finished"
+
+    def stopping(self) -> None:
+        """The user asked the sweep to stop (its trials stop after their step and save)."""
+        if self.status in ("starting", "running"):
+            self.status = "stopping"
+
+    @property
+    def fraction(self) -> float:
+        """The sweep's share done (running trials count by their own progress)."""
+        return (self.finished_trials + sum(self.running.values())) / max(1, self.total)
+
+    @property
+    def final_status(self) -> str:
+        """How the sweep ended: ``finished``, ``stopped`` (it resumes), else ``failed``."""
+        return self.status if self.status in ("finished", "stopped") else "failed"
+
+    def text(self) -> str:
+        """``3/8 trials done, 2 running``."""
+        return f"{self.finished_trials}/{self.total} trials done, {len(self.running)} running"
+
+
+#: What a backend yields: a trial and what its run says (the messages of a training child).
+TrialMessage = tuple[int, ChildMessage]
 #: A backend runs trial jobs and reports what each trial's run says: it gets the jobs (trial index and
-#: run request), the store, the number of workers and a stop flag, and yields (trial, message) with the
-#: messages of :mod:`studio.services.training_process` (``started`` / ``events`` / ``done`` / ``error``).
-Backend = Callable[
-    [list[tuple[int, RunRequest]], Any, int, threading.Event], Iterator[tuple[int, tuple[Any, ...]]]
-]
+#: run request), the store, the number of workers and a stop flag, and yields :data:`TrialMessage` pairs
+#: (``Started`` / ``Events`` / ``CheckpointSaved`` / ``Done`` / ``Failed``), whatever runs the trials.
+Backend = Callable[[list[tuple[int, RunRequest]], GameStore, int, threading.Event], Iterator[TrialMessage]]
+
+
+class LocalTrials:
+    """The ``local`` backend: up to ``workers`` trials at once, each in a training child process (see
+    the module's docstring). :meth:`run` yields what the children say; a child that dies before its
+    last word (killed, crashed) is reported as a failed trial."""
+
+    def __init__(
+        self, jobs: list[tuple[int, RunRequest]], store: GameStore, workers: int, stop: threading.Event
+    ) -> None:
+        self.store, self.workers, self.stop = store, workers, stop
+        # Each trial's share of the cores for its math libraries (torch, BLAS): trials side by side that
+        # each start a thread per core fight over every core and all run slower.
+        share = max(1, (os.cpu_count() or 1) // max(1, min(workers, len(jobs) or 1)))
+        self.threads = thread_env(share)  # OpenMP, MKL, OpenBLAS: agents.threads
+        #: what the children say, and None when a child's output ends
+        self.inbox: queue.Queue[tuple[int, ChildMessage | None]] = queue.Queue()
+        self.waiting = list(jobs)
+        self.live: dict[int, TrainingProcess] = {}
+        self.ended: set[int] = set()  # trials whose child said how their run ended
+        self.stopping = False
+
+    def run(self) -> Iterator[TrialMessage]:
+        try:
+            while self.waiting or self.live:
+                self._start_more()
+                try:
+                    trial, msg = self.inbox.get(timeout=0.2)
+                except queue.Empty:
+                    continue
+                said = self._take(trial, msg)
+                if said is not None:
+                    yield trial, said
+        finally:
+            self._close()
+
+    def _start_more(self) -> None:
+        if self.stop.is_set() and not self.stopping:
+            self.stopping = True
+            self.waiting.clear()
+            for proc in self.live.values():
+                proc.send("stop")
+        while self.waiting and len(self.live) < self.workers and not self.stopping:
+            trial, req = self.waiting.pop(0)
+            proc = TrainingProcess(req, self.store.path, env=self.threads)
+            self.live[trial] = proc
+            threading.Thread(
+                target=self._pump, args=(trial, proc), name=f"trial-{trial}", daemon=True
+            ).start()
+
+    def _pump(self, trial: int, proc: TrainingProcess) -> None:
+        """A reading thread per child: its messages into the inbox, then None."""
+        try:
+            for msg in proc.messages():
+                self.inbox.put((trial, msg))
+        finally:
+            self.inbox.put((trial, None))
+
+    def _take(self, trial: int, msg: ChildMessage | None) -> ChildMessage | None:
+        if msg is not None:
+            if is_last_word(msg):
+                self.ended.add(trial)
+            return msg
+        # The child's output ended.
+        code = self.live.pop(trial).wait(30)
+        if trial in self.ended:
+            return None
+        return Failed(f"the trial's process ended ({exit_reason(code)})")  # killed, crashed
+
+    def _close(self) -> None:
+        for proc in self.live.values():
+            proc.send("stop")
+        for proc in self.live.values():
+            if proc.wait(60) is None:
+                proc.kill()
 
 
 def local_backend(
-    jobs: list[tuple[int, RunRequest]], store: Any, workers: int, stop: threading.Event
-) -> Iterator[tuple[int, tuple[Any, ...]]]:
-    """Up to ``workers`` trials at once, each in a training child process (see the module's docstring)."""
-    from studio.services.training_process import TrainingProcess, exit_reason
-
-    # Each trial's share of the cores for its math libraries (torch, BLAS): trials side by side that
-    # each start a thread per core fight over every core and all run slower.
-    share = str(max(1, (os.cpu_count() or 1) // max(1, min(workers, len(jobs) or 1))))
-    threads = thread_env(int(share))  # OpenMP, MKL, OpenBLAS: agents.threads
-    inbox: queue.Queue[tuple[int, Any]] = queue.Queue()
-    waiting = list(jobs)
-    live: dict[int, TrainingProcess] = {}
-    ended: set[int] = set()  # trials whose child said how their run ended
-    stopping = False
-
-    def pump(trial: int, proc: TrainingProcess) -> None:
-        try:
-            for msg in proc.messages():
-                inbox.put((trial, msg))
-        finally:
-            inbox.put((trial, None))
-
-    try:
-        while waiting or live:
-            if stop.is_set() and not stopping:
-                stopping = True
-                waiting.clear()
-                for proc in live.values():
-                    proc.send("stop")
-            while waiting and len(live) < workers and not stopping:
-                trial, req = waiting.pop(0)
-                proc = TrainingProcess(req, store.path, env=threads)
-                live[trial] = proc
-                threading.Thread(target=pump, args=(trial, proc), name=f"trial-{trial}", daemon=True).start()
-            try:
-                trial, msg = inbox.get(timeout=0.2)
-            except queue.Empty:
-                continue
-            if msg is None:  # the child's output ended
-                proc = live.pop(trial)
-                code = proc.wait(30)
-                if trial not in ended:  # it died before saying how its run ended (killed, crashed)
-                    yield trial, ("error", f"the trial's process ended ({exit_reason(code)})", None, "")
-                continue
-            if msg[0] in ("done", "error"):
-                ended.add(trial)
-            yield trial, msg
-    finally:
-        for proc in live.values():
-            proc.send("stop")
-        for proc in live.values():
-            if proc.wait(60) is None:
-                proc.kill()
+    jobs: list[tuple[int, RunRequest]], store: GameStore, workers: int, stop: threading.Event
+) -> Iterator[TrialMessage]:
+    """Run the trials in local child processes (:class:`LocalTrials`)."""
+    return LocalTrials(jobs, store, workers, stop).run()
 
 
 def resumed_request(
@@ -729,9 +820,38 @@ def _backend(name: str) -> Backend:
     return local_backend
 
 
+class _TrialNews:
+    """A sweep's events from what its trials' runs say (counting the trials that ended)."""
+
+    def __init__(self, sweep_id: int, total: int, finished: int) -> None:
+        self.sweep_id, self.total, self.finished = sweep_id, total, finished
+        self.runs: dict[int, int] = {}  # trial -> its run
+
+    def event(self, kind: str, trial: int | None = None, **more: Any) -> SweepEvent:
+        run_id = None if trial is None else self.runs.get(trial)
+        return SweepEvent(
+            kind, self.sweep_id, trial, run_id, total=self.total, finished_trials=self.finished, **more
+        )
+
+    def of(self, trial: int, msg: ChildMessage) -> SweepEvent | None:
+        """The sweep's event for ``msg`` of ``trial`` (None: nothing the sweep reports)."""
+        if isinstance(msg, Started):
+            self.runs[trial] = msg.run_id
+            return self.event("started", trial)
+        if isinstance(msg, Events):
+            return self.event("progress", trial, events=tuple(msg.events))
+        if isinstance(msg, Done):
+            self.finished += msg.status in DONE
+            return self.event("done", trial, status=msg.status)
+        if isinstance(msg, Failed):
+            self.finished += 1
+            return self.event("done", trial, status="failed", error=msg.message)
+        return None  # a checkpoint: the ranking reads the store
+
+
 def run_sweep(
     request: SweepRequest | None,
-    store: Any,
+    store: GameStore,
     *,
     resume: int | None = None,
     stop: threading.Event | None = None,
@@ -747,18 +867,7 @@ def run_sweep(
     """
     stop = stop if stop is not None else threading.Event()
     if resume is not None:
-        try:
-            info = store.get_sweep(resume)
-        except ValueError as e:
-            raise SweepError(str(e), "resume") from None
-        request = resumed_request(
-            sweep_request_from_spec(info.spec), workers=workers, backend=backend, ray_address=ray_address
-        )
-        _resolved(request)
-        try:
-            store.claim_sweep(resume)
-        except ValueError as e:
-            raise SweepError(str(e), "resume") from None
+        request = _claim_resumed(store, resume, workers, backend, ray_address)
         sweep_id = resume
     else:
         if request is None:
@@ -767,70 +876,18 @@ def run_sweep(
         agent = _resolved(request).agent
         request = replace(request, agent=agent)
         sweep_id = store.create_sweep(agent, request.spec(), trials)
-    assert request is not None
     plan = store.sweep_trials(sweep_id)
-    finished = sum(1 for t in plan if t.run_status in DONE)
-    yield SweepEvent("planned", sweep_id, total=len(plan), finished_trials=finished)
-    jobs: list[tuple[int, RunRequest]] = []
-    for t in plan:
-        if t.run_status in DONE:
-            continue
-        if t.run_id is not None and _starts_again(store, t.run_id, t.run_status):
-            # Killed before its first checkpoint: nothing to resume from. Its run goes (it holds only
-            # the metrics of moves the new run plays again) and the trial starts afresh on its seed,
-            # so it ends as it would have without the kill.
-            store.delete_run(t.run_id)
-            t = replace(t, run_id=None, run_status=None)
-        if t.run_id is not None:
-            jobs.append((t.trial, resume_request(request, t.run_id)))
-        else:
-            jobs.append((t.trial, trial_request(request, sweep_id, t.trial, t.params, t.seed or 0)))
-    runs: dict[int, int] = {}
+    news = _TrialNews(sweep_id, len(plan), sum(1 for t in plan if t.run_status in DONE))
+    yield news.event("planned")
+    jobs = _trial_jobs(request, store, sweep_id, plan)
     status, error = "failed", None
     try:
         for trial, msg in _backend("ray" if request.ray_address else request.backend)(
             jobs, store, request.workers, stop
         ):
-            kind = msg[0]
-            if kind == "started":
-                runs[trial] = int(msg[1])
-                yield SweepEvent(
-                    "started", sweep_id, trial, runs[trial], total=len(plan), finished_trials=finished
-                )
-            elif kind == "events":
-                yield SweepEvent(
-                    "progress",
-                    sweep_id,
-                    trial,
-                    runs.get(trial),
-                    events=tuple(msg[1]),
-                    total=len(plan),
-                    finished_trials=finished,
-                )
-            elif kind == "done":
-                if msg[1] in DONE:
-                    finished += 1
-                yield SweepEvent(
-                    "done",
-                    sweep_id,
-                    trial,
-                    runs.get(trial),
-                    status=msg[1],
-                    total=len(plan),
-                    finished_trials=finished,
-                )
-            elif kind == "error":
-                finished += 1
-                yield SweepEvent(
-                    "done",
-                    sweep_id,
-                    trial,
-                    runs.get(trial),
-                    status="failed",
-                    error=str(msg[1]),
-                    total=len(plan),
-                    finished_trials=finished,
-                )
+            ev = news.of(trial, msg)
+            if ev is not None:
+                yield ev
         left = [t for t in store.sweep_trials(sweep_id) if t.run_status not in DONE]
         status = "stopped" if (stop.is_set() or left) else "finished"
     except GeneratorExit:
@@ -848,6 +905,49 @@ def run_sweep(
         error = f"{type(e).__name__}: {e}"
         raise
     finally:
-        with contextlib.suppress(Exception):
+        try:
             store.set_sweep_status(sweep_id, status, error)
-    yield SweepEvent("finished", sweep_id, status=status, total=len(plan), finished_trials=finished)
+        except (sqlite3.Error, ValueError):  # the error under way (if any) matters more; a resume fixes it
+            log.exception("cannot mark sweep %s %s", sweep_id, status)
+    yield news.event("finished", status=status)
+
+
+def _claim_resumed(
+    store: GameStore, sweep_id: int, workers: int | None, backend: str | None, ray_address: str | None
+) -> SweepRequest:
+    """The stored sweep ``sweep_id`` as a request (with what the resume says about where it runs),
+    claimed by this process."""
+    try:
+        info = store.get_sweep(sweep_id)
+    except ValueError as e:
+        raise SweepError(str(e), "resume") from None
+    request = resumed_request(
+        sweep_request_from_spec(info.spec), workers=workers, backend=backend, ray_address=ray_address
+    )
+    _resolved(request)
+    try:
+        store.claim_sweep(sweep_id)
+    except ValueError as e:
+        raise SweepError(str(e), "resume") from None
+    return request
+
+
+def _trial_jobs(
+    request: SweepRequest, store: GameStore, sweep_id: int, plan: Sequence[TrialInfo]
+) -> list[tuple[int, RunRequest]]:
+    """The run request of every trial not done yet: a new run, or its unfinished run resumed."""
+    jobs: list[tuple[int, RunRequest]] = []
+    for t in plan:
+        if t.run_status in DONE:
+            continue
+        if t.run_id is not None and _starts_again(store, t.run_id, t.run_status):
+            # Killed before its first checkpoint: nothing to resume from. Its run goes (it holds only
+            # the metrics of moves the new run plays again) and the trial starts afresh on its seed,
+            # so it ends as it would have without the kill.
+            store.delete_run(t.run_id)
+            t = replace(t, run_id=None, run_status=None)
+        if t.run_id is not None:
+            jobs.append((t.trial, resume_request(request, t.run_id)))
+        else:
+            jobs.append((t.trial, trial_request(request, sweep_id, t.trial, t.params, t.seed or 0)))
+    return jobs

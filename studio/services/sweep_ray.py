@@ -8,9 +8,9 @@ trial's own machine, and records every write the real store must see as an *op* 
 checkpoint files with their bytes, evaluation scores, pruning, status). Every :data:`REPORT_EVERY_S`
 seconds and at its end the trial sends its pending ops with ``tune.report``; a Tune callback in the
 driver takes them out of the result (so no Tune logger or experiment-state file ever holds them) and
-hands them to :func:`ray_backend`, which applies them to the real run (:class:`RunSink`) and yields
-what a local trial's child process says (``started`` / ``events`` / ``checkpoint`` / ``done`` /
-``error``). A trial reports between its learner's events, so a learner that is silent for a while
+hands them to :class:`RayTrials` (the driver's loop), which applies them to the real run
+(:class:`RunSink`) and yields what a local trial's child process says (the typed messages of
+:mod:`studio.services.messages`: ``Started`` / ``Events`` / ``CheckpointSaved`` / ``Done`` / ``Failed``). A trial reports between its learner's events, so a learner that is silent for a while
 (a long slice) sends its ops with its next event; the stop flag is watched by a thread of its own.
 
 **Records.** The driver makes a new trial's run record itself (the record ``train`` would make,
@@ -34,11 +34,13 @@ cluster import the studio from the same checkout (README).
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import os
 import pickle
 import queue
 import shutil
+import sqlite3
 import tempfile
 import threading
 import time
@@ -47,15 +49,44 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agents.base import Control, MetricEvent
 from agents.runner import IncompatibleCheckpoint, NoCheckpoint, RunBusy, RunError
 from engine.fsutil import atomic_write, path_under
 from engine.paths import checkpoints_dir
+from engine.store import GameStore
+from studio.services.messages import (
+    CheckpointOp,
+    CheckpointSaved,
+    ChildMessage,
+    Done,
+    EvalOp,
+    Events,
+    Failed,
+    MetricsOp,
+    PruneOp,
+    RelayOp,
+    Started,
+    StatusOp,
+    TraceOp,
+    TrialBegan,
+    TrialEnded,
+    TrialGone,
+    TrialReport,
+    TrialWord,
+    TruncateOp,
+    TuneEnded,
+    TuneNews,
+)
 from studio.services.runs import RunRequest, resolve
 
-__all__ = ["REPORT_EVERY_S", "RelayStore", "RunSink", "ray_backend"]
+if TYPE_CHECKING:
+    from studio.services.sweep import TrialMessage
+
+__all__ = ["REPORT_EVERY_S", "RayTrials", "RelayStore", "RunSink", "ray_backend"]
+
+log = logging.getLogger(__name__)
 
 #: Seconds between a trial's reports to the driver (metrics reach the store about this late).
 REPORT_EVERY_S = 0.5
@@ -82,24 +113,24 @@ class RelayStore:
     the trial reads them back. Thread-safe: the runner logs metrics from a background thread.
     """
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: GameStore) -> None:
         self.inner = inner
-        self._ops: list[tuple[Any, ...]] = []
+        self._ops: list[RelayOp | TrialWord] = []
         self._lock = threading.Lock()
 
-    def _record(self, op: tuple[Any, ...]) -> None:
+    def _record(self, op: RelayOp | TrialWord) -> None:
         with self._lock:
             self._ops.append(op)
 
-    def take(self) -> list[tuple[Any, ...]]:
+    def take(self) -> list[RelayOp | TrialWord]:
         """The ops recorded since the last call, in order."""
         with self._lock:
             ops, self._ops = self._ops, []
         return ops
 
-    def note(self, *op: Any) -> None:
-        """Record an op of the trial itself (its end, its error), after the runner's."""
-        self._record(tuple(op))
+    def note(self, word: TrialWord) -> None:
+        """Record the trial's own word (it began, its end, its error), after the runner's ops."""
+        self._record(word)
 
     # ---------------------------------------------------------------- RunStore
     @property
@@ -124,15 +155,15 @@ class RelayStore:
 
     def set_run_status(self, run_id: int, status: str, error: str | None = None) -> None:
         self.inner.set_run_status(run_id, status, error)
-        self._record(("status", status, error))
+        self._record(StatusOp(status, error))
 
     def log_metrics(self, run_id: int, events: Any) -> None:
         events = list(events)
         if events:
-            self._record(("metrics", events))
+            self._record(MetricsOp(events))
 
     def truncate_metrics(self, run_id: int, step: int) -> int:
-        self._record(("truncate", int(step)))
+        self._record(TruncateOp(int(step)))
         return int(self.inner.truncate_metrics(run_id, step))
 
     def add_checkpoint(self, run_id: int, path: Any, episode: int, step: int, final: bool = False) -> int:
@@ -140,17 +171,17 @@ class RelayStore:
         # The bytes now: the file was just written (atomically), and pruning may delete it before
         # the next report.
         data = Path(path).read_bytes()
-        self._record(("checkpoint", cid, Path(path).name, data, int(episode), int(step), bool(final)))
+        self._record(CheckpointOp(cid, Path(path).name, data, int(episode), int(step), bool(final)))
         return cid
 
     def set_checkpoint_eval(self, checkpoint_id: int, eval_score: float) -> bool:
         best = bool(self.inner.set_checkpoint_eval(checkpoint_id, eval_score))
-        self._record(("eval", int(checkpoint_id), float(eval_score)))
+        self._record(EvalOp(int(checkpoint_id), float(eval_score)))
         return best
 
     def prune_checkpoints(self, run_id: int, keep_last: int, protect: Any = ()) -> list[Path]:
         deleted: list[Path] = self.inner.prune_checkpoints(run_id, keep_last, protect)
-        self._record(("prune", int(keep_last), tuple(int(i) for i in protect)))
+        self._record(PruneOp(int(keep_last), tuple(int(i) for i in protect)))
         return deleted
 
     def record_trace(
@@ -163,7 +194,7 @@ class RelayStore:
         run_id: int | None = None,
     ) -> int:
         # ``checkpoint`` would name a file of this machine: the driver's copy has another path.
-        self._record(("trace", trace, source, agent))
+        self._record(TraceOp(trace, source, agent))
         return 0
 
     # ---------------------------------------------------------------- what resume_run reads
@@ -198,7 +229,7 @@ class RunSink:
     data folder, with the trial's file name; the trial's checkpoint ids are mapped to the store's.
     """
 
-    store: Any
+    store: GameStore
     run_id: int
     ids: dict[int, int] = field(default_factory=dict)
     last_checkpoint: Path | None = None
@@ -209,49 +240,60 @@ class RunSink:
     def checkpoint_dir(self) -> Path:
         return path_under(checkpoints_dir(Path(self.store.path).parent), f"run-{self.run_id}")
 
-    def apply(self, ops: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-        """Apply ``ops`` in order; the messages they make for the sweep (``events``, ``checkpoint``)."""
-        out: list[tuple[Any, ...]] = []
+    def apply(self, ops: Sequence[RelayOp | TrialWord]) -> list[ChildMessage]:
+        """Apply ``ops`` in order; the messages they make for the sweep (``Events``, ``CheckpointSaved``).
+        The trial's own word (``TrialBegan`` / ``TrialEnded`` / ``Failed``) is :class:`RayTrials`'s."""
+        out: list[ChildMessage] = []
         events: list[MetricEvent] = []
-
-        def flush() -> None:
-            # Metric events go in one batch (one transaction), before any op that follows them.
-            if events:
-                self.store.log_metrics(self.run_id, events)
-                out.append(("events", list(events)))
-                events.clear()
-
         for op in ops:
-            kind = op[0]
-            if kind == "metrics":
-                events.extend(op[1])
+            if isinstance(op, MetricsOp):
+                events.extend(op.events)
                 continue
-            flush()
-            if kind == "checkpoint":
-                _, cid, name, data, episode, step, final = op
-                path = path_under(self.checkpoint_dir(), Path(name).name)  # a name a trial sent
-                _write_file(path, data)
-                self.ids[int(cid)] = self.store.add_checkpoint(self.run_id, path, episode, step, final)
-                self.last_checkpoint = path
-                out.append(("checkpoint", str(path)))
-            elif kind == "eval":
-                real = self.ids.get(int(op[1]))
-                if real is not None:
-                    self.store.set_checkpoint_eval(real, op[2])
-            elif kind == "prune":
-                protect = tuple(self.ids[i] for i in op[2] if i in self.ids)
-                self.store.prune_checkpoints(self.run_id, op[1], protect=protect)
-            elif kind == "status":
-                self.store.set_run_status(self.run_id, op[1], op[2])
-                self.status, self.error = op[1], op[2]
-            elif kind == "truncate":
-                self.store.truncate_metrics(self.run_id, op[1])
-            elif kind == "trace":
-                self.store.record_trace(op[1], op[2], agent=op[3], run_id=self.run_id)
-                self.games_logged += 1
-            # "begin", "end" and "error" are the trial's word about itself: ray_backend reads them
-        flush()
+            if events:  # metric events go in one batch (one transaction), before any op that follows
+                out.append(self._log(events))
+                events = []
+            saved = self._apply(op)
+            if saved is not None:
+                out.append(saved)
+        if events:
+            out.append(self._log(events))
         return out
+
+    def _log(self, events: list[MetricEvent]) -> Events:
+        self.store.log_metrics(self.run_id, events)
+        return Events(events)
+
+    def _apply(self, op: RelayOp | TrialWord) -> CheckpointSaved | None:
+        match op:
+            case CheckpointOp():
+                path = path_under(self.checkpoint_dir(), Path(op.name).name)  # a name a trial sent
+                _write_file(path, op.data)
+                self.ids[op.checkpoint_id] = self.store.add_checkpoint(
+                    self.run_id, path, op.episode, op.step, op.final
+                )
+                self.last_checkpoint = path
+                return CheckpointSaved(str(path))
+            case EvalOp():
+                real = self.ids.get(op.checkpoint_id)
+                if real is not None:
+                    self.store.set_checkpoint_eval(real, op.eval_score)
+            case PruneOp():
+                protect = tuple(self.ids[i] for i in op.protect if i in self.ids)
+                self.store.prune_checkpoints(self.run_id, op.keep_last, protect=protect)
+            case StatusOp():
+                self.store.set_run_status(self.run_id, op.status, op.error)
+                self.status, self.error = op.status, op.error
+            case TruncateOp():
+                self.store.truncate_metrics(self.run_id, op.step)
+            case TraceOp():
+                self.store.record_trace(op.trace, op.source, agent=op.agent, run_id=self.run_id)
+                self.games_logged += 1
+        return None
+
+    def done(self, status: str) -> Done:
+        """The trial's last word as a local trial's child says it."""
+        last = None if self.last_checkpoint is None else str(self.last_checkpoint)
+        return Done(status, last, self.games_logged)
 
 
 # ------------------------------------------------------------------------------------ the trial
@@ -285,7 +327,7 @@ class _Hub:
         return self.all or int(trial) in self.trials
 
 
-def _seed_resume(inner: Any, job: _Job) -> int:
+def _seed_resume(inner: GameStore, job: _Job) -> int:
     """The resumed run in the trial's scratch store: its record and checkpoints (the last one's file,
     the best one's score, so that "best so far" is judged as the real store judges it)."""
     rec = job.record or {}
@@ -308,11 +350,12 @@ def _seed_resume(inner: Any, job: _Job) -> int:
 def _watch_stop(hub: Any, trial: int, control: Control, done: threading.Event) -> None:
     """Stop the run when the driver says so, or when the driver is gone (the flag is unreachable)."""
     import ray
+    from ray.exceptions import RayError
 
     while not done.wait(STOP_POLL_S):
         try:
             stopping = bool(ray.get(hub.stopping.remote(trial), timeout=30))
-        except Exception:
+        except RayError:  # the hub died with its driver, or does not answer (GetTimeoutError)
             stopping = True
         if stopping:
             control.stop()
@@ -323,15 +366,17 @@ def _trial_main(config: dict[str, Any], jobs: dict[int, _Job], hub: Any) -> None
     """A Tune function trainable: one trial's run, trained here and reported to the driver."""
     import ray
     from ray import tune
+    from ray.exceptions import RayError
 
-    from engine.store import GameStore
     from studio.services.runs import open_run
 
     trial = int(config["trial"])
     job = jobs[trial]
-    with contextlib.suppress(Exception):
+    try:
         if ray.get(hub.stopping.remote(trial), timeout=30):
             return  # the sweep stopped before this trial began: it has no run and starts next time
+    except RayError:  # the flag does not answer: the trial trains, and its stop watch decides
+        log.warning("trial %s cannot read the sweep's stop flag", trial, exc_info=True)
     scratch = Path(tempfile.mkdtemp(prefix=f"sweep-trial-{trial}-"))
     inner = GameStore(scratch / "trial.sqlite3")
     relay = RelayStore(inner)
@@ -353,7 +398,8 @@ def _trial_main(config: dict[str, Any], jobs: dict[int, _Job], hub: Any) -> None
             request = replace(request, sweep_trial=None)  # the driver links its own record
         try:
             run = open_run(request, relay, control)
-            relay.note("begin")  # the driver makes (or claims) the run's record now, as a local trial does
+            # The driver makes (or claims) the run's record now, as a local trial does.
+            relay.note(TrialBegan())
             report()
             due = time.monotonic() + REPORT_EVERY_S
             for event in run:
@@ -365,11 +411,11 @@ def _trial_main(config: dict[str, Any], jobs: dict[int, _Job], hub: Any) -> None
                 if time.monotonic() >= due:
                     report()
                     due = time.monotonic() + REPORT_EVERY_S
-            relay.note("end", run.status)
+            relay.note(TrialEnded(run.status))
         except RunError as e:  # refused, or stopped itself (diverged): one line is enough
-            relay.note("error", str(e), e.field, "")
-        except Exception as e:  # the runner marked the run failed; the traceback goes with it
-            relay.note("error", f"{type(e).__name__}: {e}", None, traceback.format_exc())
+            relay.note(Failed(str(e), e.field))
+        except Exception as e:  # the runner marked the run failed; the traceback goes to the driver
+            relay.note(Failed(f"{type(e).__name__}: {e}", None, traceback.format_exc()))
         report()
     finally:
         done.set()
@@ -380,7 +426,7 @@ def _trial_main(config: dict[str, Any], jobs: dict[int, _Job], hub: Any) -> None
 # ----------------------------------------------------------------------------------- the driver
 
 
-def _resume_job(store: Any, trial: int, request: RunRequest) -> _Job:
+def _resume_job(store: GameStore, trial: int, request: RunRequest) -> _Job:
     """A resumed trial's job: the run's record and checkpoints read here (RunError when it cannot)."""
     assert request.resume is not None
     try:
@@ -422,6 +468,7 @@ def _init_ray(workers: int, address: str | None) -> Any:
     except RunError:
         raise
     except Exception as e:  # RuntimeError, ConnectionError, TimeoutError ... from inside Ray
+        log.warning("Ray did not start", exc_info=True)  # the user gets one line; the log keeps it all
         lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
         why = lines[-1] if lines else type(e).__name__
         where = f"the Ray cluster at {address}" if address else f"a local Ray of {workers} CPU(s)"
@@ -436,10 +483,10 @@ def _init_ray(workers: int, address: str | None) -> Any:
 
 @dataclass
 class _Channel:
-    """What the driver's Tune hooks share with :func:`ray_backend`: the inbox of what trials said, the
+    """What the driver's Tune hooks share with :class:`RayTrials`: the inbox of what Tune said, the
     sweep's stop flag, and the trials running now."""
 
-    inbox: queue.Queue[tuple[Any, ...]]
+    inbox: queue.Queue[TuneNews]
     stop: threading.Event
     live: set[int] = field(default_factory=set)
 
@@ -473,10 +520,10 @@ def _tune_hooks(key: str) -> tuple[list[Any], Any]:
         def __init__(self) -> None:
             self.key = key
 
-        def _put(self, *item: Any) -> None:
+        def _put(self, news: TuneNews) -> None:
             channel = _channel(self.key)
             if channel is not None:
-                channel.inbox.put(item)
+                channel.inbox.put(news)
 
         def on_trial_start(self, iteration: int, trials: Any, trial: Any, **info: Any) -> None:
             channel = _channel(self.key)
@@ -487,24 +534,27 @@ def _tune_hooks(key: str) -> tuple[list[Any], Any]:
             # Taken out of the result before Tune keeps or logs it (callbacks may change it in place).
             blob = result.pop(OPS_KEY, None)
             if blob is not None:
-                self._put("ops", int(trial.config["trial"]), blob)
+                self._put(TrialReport(int(trial.config["trial"]), blob))
 
         def on_trial_complete(self, iteration: int, trials: Any, trial: Any, **info: Any) -> None:
-            self._ended(trial, "complete")
+            self._ended(trial, crashed=False)
 
         def on_trial_error(self, iteration: int, trials: Any, trial: Any, **info: Any) -> None:
             message = "the trial's Ray worker failed"
-            with contextlib.suppress(Exception):
+            try:
                 err = trial.get_error()
-                if err is not None:
-                    message = f"{message}: {str(err).strip().splitlines()[-1]}"
-            self._ended(trial, "crash", message)
+                lines = [] if err is None else str(err).strip().splitlines()
+                if lines:
+                    message = f"{message}: {lines[-1]}"
+            except Exception:  # Tune's error file is Tune's business: the trial failed all the same
+                log.warning("cannot read why trial %s failed", trial.config.get("trial"), exc_info=True)
+            self._ended(trial, crashed=True, message=message)
 
-        def _ended(self, trial: Any, kind: str, *more: Any) -> None:
+        def _ended(self, trial: Any, crashed: bool, message: str = "") -> None:
             channel = _channel(self.key)
             if channel is not None:
                 channel.live.discard(int(trial.config["trial"]))
-            self._put(kind, int(trial.config["trial"]), *more)
+            self._put(TrialGone(int(trial.config["trial"]), crashed, message))
 
     class StopWhenIdle(tune.Stopper):
         def __init__(self) -> None:
@@ -529,152 +579,187 @@ class _TrialState:
     ignored: bool = False
 
 
-def ray_backend(
-    jobs: list[tuple[int, RunRequest]], store: Any, workers: int, stop: threading.Event
-) -> Iterator[tuple[int, tuple[Any, ...]]]:
-    """Run the trials as Ray Tune trials, ``workers`` at once (see the module's docstring); yields
-    (trial, message) with the messages of :mod:`studio.services.training_process`."""
-    if not jobs:
-        return
-    address = next((r.ray_address for _, r in jobs if r.ray_address), None)
-    states: dict[int, _TrialState] = {}
-    for trial, req in jobs:
+class RayTrials:
+    """The ``ray`` backend's driver: runs the trials as Ray Tune trials, ``workers`` at once (see the
+    module's docstring), and :meth:`run` yields (trial, message) with the messages a local trial's
+    child says. Tune's fit runs in a thread of its own; its callbacks put what they hear in a queue,
+    and this loop alone writes the store."""
+
+    def __init__(
+        self, jobs: list[tuple[int, RunRequest]], store: GameStore, workers: int, stop: threading.Event
+    ) -> None:
+        self.jobs, self.store, self.workers, self.stop = jobs, store, workers, stop
+        self.states: dict[int, _TrialState] = {}
+        self.inbox: queue.Queue[TuneNews] = queue.Queue()
+        self.key = uuid.uuid4().hex
+        self.hub: Any = None
+        self.tuner: Any = None
+
+    def run(self) -> Iterator[TrialMessage]:
+        if not self.jobs:
+            return
+        for trial, req in self.jobs:
+            try:
+                job = _resume_job(self.store, trial, req) if req.resume is not None else _Job(trial, req)
+            except RunError as e:
+                yield trial, Failed(str(e), e.field)
+                continue
+            self.states[trial] = _TrialState(job)
+        if not self.states:
+            return
+        address = next((r.ray_address for _, r in self.jobs if r.ray_address), None)
+        ray = _init_ray(self.workers, address)
+        self.hub = ray.remote(num_cpus=0)(_Hub).remote()
+        _CHANNELS[self.key] = _Channel(self.inbox, self.stop)
+        storage = tempfile.mkdtemp(prefix="sweep-ray-")
+        self.tuner = self._tuner(storage)
+        # Tune's newer console output prints its experiment table to stdout whatever ``verbose`` says,
+        # which would land in the middle of ``sweep --json``; its older output is silent at verbose=0
+        # (read when the experiment starts; a user who set it keeps theirs).
+        os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+        thread = threading.Thread(target=self._fit, name="sweep-tune", daemon=True)
+        thread.start()
         try:
-            job = _resume_job(store, trial, req) if req.resume is not None else _Job(trial, req)
-        except RunError as e:
-            yield trial, ("error", str(e), e.field, "")
-            continue
-        states[trial] = _TrialState(job)
-    if not states:
-        return
-    ray = _init_ray(workers, address)
-    from ray import tune
+            yield from self._follow()
+        finally:
+            if thread.is_alive():
+                self._drain()
+            _CHANNELS.pop(self.key, None)
+            try:
+                ray.kill(self.hub)
+            except Exception:  # the actor went with a Ray that shut down: nothing left to end
+                log.warning("cannot end the sweep's stop-flag actor", exc_info=True)
+            shutil.rmtree(storage, ignore_errors=True)
 
-    hub = ray.remote(num_cpus=0)(_Hub).remote()
-    inbox: queue.Queue[tuple[Any, ...]] = queue.Queue()
-    key = uuid.uuid4().hex
-    _CHANNELS[key] = _Channel(inbox, stop)
-    callbacks, stopper = _tune_hooks(key)
-    storage = tempfile.mkdtemp(prefix="sweep-ray-")
-    trainable = tune.with_resources(
-        tune.with_parameters(_trial_main, jobs={t: s.job for t, s in states.items()}, hub=hub), {"cpu": 1}
-    )
-    tuner = tune.Tuner(
-        trainable,
-        param_space={"trial": tune.grid_search(list(states))},
-        # Actors reused: a fresh one per trial imports the studio and compiles the n-tuple kernels again,
-        # seconds a trial; a trial keeps no state in its process (its scratch store goes with it).
-        tune_config=tune.TuneConfig(
-            num_samples=1, max_concurrent_trials=max(1, int(workers)), reuse_actors=True
-        ),
-        run_config=tune.RunConfig(
-            name="sweep",
-            storage_path=storage,
-            verbose=0,
-            callbacks=callbacks,
-            stop=stopper,
-            failure_config=tune.FailureConfig(max_failures=0),
-        ),
-    )
+    def _tuner(self, storage: str) -> Any:
+        from ray import tune
 
-    # Tune's newer console output prints its experiment table to stdout whatever ``verbose`` says,
-    # which would land in the middle of ``sweep --json``; its older output is silent at verbose=0
-    # (read when the experiment starts; a user who set it keeps theirs).
-    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+        callbacks, stopper = _tune_hooks(self.key)
+        trainable = tune.with_resources(
+            tune.with_parameters(_trial_main, jobs={t: s.job for t, s in self.states.items()}, hub=self.hub),
+            {"cpu": 1},
+        )
+        return tune.Tuner(
+            trainable,
+            param_space={"trial": tune.grid_search(list(self.states))},
+            # Actors reused: a fresh one per trial imports the studio and compiles the n-tuple kernels
+            # again, seconds a trial; a trial keeps no state in its process (its scratch store goes).
+            tune_config=tune.TuneConfig(
+                num_samples=1, max_concurrent_trials=max(1, int(self.workers)), reuse_actors=True
+            ),
+            run_config=tune.RunConfig(
+                name="sweep",
+                storage_path=storage,
+                verbose=0,
+                callbacks=callbacks,
+                stop=stopper,
+                failure_config=tune.FailureConfig(max_failures=0),
+            ),
+        )
 
-    def fit() -> None:
+    def _fit(self) -> None:
+        """The thread that runs Tune; its end (or its error) goes to the inbox."""
         error: BaseException | None = None
         try:
-            tuner.fit()
-        except BaseException as e:
+            self.tuner.fit()
+        except BaseException as e:  # handed to the loop, which raises it in the sweep
             error = e
-        inbox.put(("fit", error))
+        self.inbox.put(TuneEnded(error))
 
-    def handle(item: tuple[Any, ...]) -> list[tuple[int, tuple[Any, ...]]]:
-        """Apply what a trial said to the store; the messages for the sweep."""
-        kind, trial = item[0], int(item[1])
-        state = states.get(trial)
-        if state is None or state.ignored:
-            return []
-        out: list[tuple[int, tuple[Any, ...]]] = []
-        if kind == "ops":
-            ops: list[tuple[Any, ...]] = pickle.loads(item[2])
-            runner_ops = [op for op in ops if op[0] not in ("end", "error")]
-            if runner_ops and state.sink is None:
-                try:
-                    state.sink, state.agent = _open_record(store, state.job)
-                except (RunError, ValueError) as e:  # the run was claimed elsewhere meanwhile
-                    state.ignored = True
-                    hub.stop.remote(trial)
-                    return [(trial, ("error", str(e), getattr(e, "field", "resume"), ""))]
-                out.append((trial, ("started", state.sink.run_id, state.agent)))
-            if state.sink is not None:
-                out.extend((trial, m) for m in state.sink.apply(runner_ops))
-            for op in ops:
-                if op[0] == "end" and not state.ended:
-                    state.ended = True
-                    sink = state.sink
-                    last = None if sink is None or sink.last_checkpoint is None else str(sink.last_checkpoint)
-                    out.append((trial, ("done", op[1], None, last, 0 if sink is None else sink.games_logged)))
-                elif op[0] == "error" and not state.ended:
-                    state.ended = True
-                    out.append((trial, ("error", op[1], op[2], op[3])))
-        elif (
-            kind in ("complete", "crash") and not state.ended and (state.sink is not None or kind == "crash")
-        ):
-            # The trial ended without its last word (its worker died): its run stops where its last
-            # checkpoint is, and a resume of the sweep goes on from there (a killed local trial too).
-            # A trial that completes without a run left on the stop flag before it began: nothing to say.
-            state.ended = True
-            message = item[2] if kind == "crash" else "the trial ended without its last report"
-            if state.sink is not None:
-                with contextlib.suppress(Exception):
-                    store.set_run_status(state.sink.run_id, "stopped", message)
-            out.append((trial, ("error", message, None, "")))
-        return out
-
-    thread = threading.Thread(target=fit, name="sweep-tune", daemon=True)
-    thread.start()
-    stopping = False
-    fit_error: BaseException | None = None
-    try:
+    def _follow(self) -> Iterator[TrialMessage]:
+        """What the trials say, until Tune ends (its error raised here)."""
+        stopping = False
         while True:
-            if stop.is_set() and not stopping:
+            if self.stop.is_set() and not stopping:
                 stopping = True
-                hub.stop.remote()
+                self.hub.stop.remote()
             try:
-                item = inbox.get(timeout=0.2)
+                news = self.inbox.get(timeout=0.2)
             except queue.Empty:
                 continue
-            if item[0] == "fit":
-                fit_error = item[1]
+            if isinstance(news, TuneEnded):
+                if news.error is not None:
+                    error = news.error
+                    raise RuntimeError(f"Ray Tune failed: {type(error).__name__}: {error}") from error
+                return
+            yield from self._handle(news)
+
+    def _drain(self) -> None:
+        """Closed early (or failed): the trials stop and save, and their last ops are still applied."""
+        self.stop.set()
+        try:
+            self.hub.stop.remote()
+        except Exception:  # Ray is going down: the trials see the flag unreachable and stop anyway
+            log.warning("cannot set the sweep's stop flag", exc_info=True)
+        deadline = time.monotonic() + CLOSE_GRACE_S
+        while time.monotonic() < deadline:
+            try:
+                news = self.inbox.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if isinstance(news, TuneEnded):
                 break
-            yield from handle(item)
-        if fit_error is not None:
-            raise RuntimeError(f"Ray Tune failed: {type(fit_error).__name__}: {fit_error}") from fit_error
-    finally:
-        if thread.is_alive():
-            # Closed early (or failed): the trials stop and save, and their last ops are still applied.
-            stop.set()
-            with contextlib.suppress(Exception):
-                hub.stop.remote()
-            deadline = time.monotonic() + CLOSE_GRACE_S
-            while time.monotonic() < deadline:
-                try:
-                    item = inbox.get(timeout=0.2)
-                except queue.Empty:
-                    continue
-                if item[0] == "fit":
-                    break
-                with contextlib.suppress(Exception):
-                    handle(item)
-        _CHANNELS.pop(key, None)
-        with contextlib.suppress(Exception):
-            ray.kill(hub)
-        shutil.rmtree(storage, ignore_errors=True)
+            try:
+                self._handle(news)
+            except Exception:  # an error is already under way: this one must not hide it
+                log.exception("applying a closing sweep's last trial report failed")
+
+    def _handle(self, news: TrialReport | TrialGone) -> list[TrialMessage]:
+        """Apply what Tune said of a trial to the store; the messages for the sweep."""
+        state = self.states.get(news.trial)
+        if state is None or state.ignored:
+            return []
+        if isinstance(news, TrialReport):
+            ops: list[RelayOp | TrialWord] = pickle.loads(news.ops)
+            return [(news.trial, m) for m in self._report(news.trial, state, ops)]
+        return [(news.trial, m) for m in self._gone(news, state)]
+
+    def _report(self, trial: int, state: _TrialState, ops: list[RelayOp | TrialWord]) -> list[ChildMessage]:
+        out: list[ChildMessage] = []
+        writes = [op for op in ops if not isinstance(op, TrialEnded | Failed)]
+        if writes and state.sink is None:  # the trial began (or wrote): its run's record now
+            try:
+                state.sink, state.agent = _open_record(self.store, state.job)
+            except (RunError, ValueError) as e:  # the run was claimed elsewhere meanwhile
+                state.ignored = True
+                self.hub.stop.remote(trial)
+                return [Failed(str(e), getattr(e, "field", "resume"))]
+            out.append(Started(state.sink.run_id, state.agent))
+        if state.sink is not None:
+            out.extend(state.sink.apply(writes))
+        word = next((op for op in ops if isinstance(op, TrialEnded | Failed)), None)
+        if word is not None and not state.ended:
+            state.ended = True
+            if isinstance(word, Failed):
+                out.append(word)
+            else:
+                out.append(state.sink.done(word.status) if state.sink is not None else Done(word.status))
+        return out
+
+    def _gone(self, news: TrialGone, state: _TrialState) -> list[ChildMessage]:
+        # A trial that completes without a run left on the stop flag before it began: nothing to say.
+        if state.ended or (state.sink is None and not news.crashed):
+            return []
+        # The trial ended without its last word (its worker died): its run stops where its last
+        # checkpoint is, and a resume of the sweep goes on from there (a killed local trial too).
+        state.ended = True
+        message = news.message if news.crashed else "the trial ended without its last report"
+        if state.sink is not None:
+            try:
+                self.store.set_run_status(state.sink.run_id, "stopped", message)
+            except (sqlite3.Error, ValueError):  # the sweep still hears why; a resume fixes the status
+                log.exception("cannot mark run %s stopped", state.sink.run_id)
+        return [Failed(message)]
 
 
-def _open_record(store: Any, job: _Job) -> tuple[RunSink, str]:
+def ray_backend(
+    jobs: list[tuple[int, RunRequest]], store: GameStore, workers: int, stop: threading.Event
+) -> Iterator[TrialMessage]:
+    """Run the trials as Ray Tune trials (:class:`RayTrials`)."""
+    return RayTrials(jobs, store, workers, stop).run()
+
+
+def _open_record(store: GameStore, job: _Job) -> tuple[RunSink, str]:
     """The real run of a trial that began training: a new record (linked to its trial), or the resumed
     run claimed by this driver."""
     request = job.request

@@ -11,23 +11,24 @@ The child is ``python -m studio.services.training_process``, started with :class
 finish headless outlives the window without multiprocessing joining it at exit). The two talk in
 length-prefixed pickle frames (trusted: our own child) over the child's stdin / stdout:
 
-parent -> child: the :class:`~studio.services.runs.RunRequest` and the database path, then commands
+parent -> child: an :class:`~studio.services.messages.Opening` (the
+:class:`~studio.services.runs.RunRequest`, the database path, the watchdog's limit), then commands
 ``"pause"``, ``"resume"``, ``"stop"``, ``"checkpoint"`` (save one now), ``"detach"`` (keep training
 when the window goes away). End of input without ``"detach"`` means the window died: the child stops
 the run cleanly (final checkpoint), so nothing is lost and nothing trains unowned.
 
-child -> parent: ``("started", run_id, agent)``, ``("events", [MetricEvent, ...])`` at most
-:data:`BATCH_S` apart (boards and game traces dropped but the last board of a batch kept: the
-window shows one board, and the child stores the games itself), ``("checkpoint", path)``,
-``("done", status, error, last_checkpoint, games_logged)`` and, when the run could not start or
-raised, ``("error", message, field, traceback)``. After ``"detach"`` the child answers ``("detached",)``
-and closes its output, so the window stops reading at once.
+child -> parent: the typed messages of :mod:`studio.services.messages`: ``Started(run_id, agent)``,
+``Events([MetricEvent, ...])`` at most :data:`BATCH_S` apart (boards and game traces dropped but the
+last board of a batch kept: the window shows one board, and the child stores the games itself),
+``CheckpointSaved(path)``, ``Done(status, last_checkpoint, games_logged)`` and, when the run could not
+start or raised, ``Failed(message, field, traceback)``. After ``"detach"`` the child answers
+``Detached()`` and closes its output, so the window stops reading at once.
 
 SIGINT and SIGTERM stop the child's run cleanly too (a window that re-attached to it uses SIGINT).
 
 A learner that reports nothing for :data:`NO_PROGRESS_S` while it is not paused (a hung library call, a
 jitted loop that never returns: nothing short of ending the process stops it) is ended by a watchdog
-in the child: the run is marked failed with the reason, the window gets it as an ``"error"`` frame, and
+in the child: the run is marked failed with the reason, the window gets it as a ``Failed`` frame, and
 the last checkpoint stays the one a resume starts from.
 """
 
@@ -35,19 +36,38 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import pickle
 import signal
+import sqlite3
 import struct
 import subprocess
 import sys
 import threading
 import time
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from agents.base import Control, MetricEvent
+from studio.services.messages import (
+    COMMANDS,
+    CheckpointSaved,
+    ChildMessage,
+    Detached,
+    Done,
+    Events,
+    Failed,
+    Opening,
+    Started,
+)
+
+if TYPE_CHECKING:
+    from studio.services.runs import RunRequest
+
+log = logging.getLogger(__name__)
 
 #: Seconds between event batches sent to the window (the window redraws at a bounded rate anyway).
 BATCH_S = 0.1
@@ -56,7 +76,6 @@ BATCH_S = 0.1
 #: learner yields the CPU the moment the window wakes up, and loses nothing on a machine that is
 #: otherwise idle (niceness only matters under contention).
 CHILD_NICENESS = 10
-COMMANDS = ("pause", "resume", "stop", "checkpoint", "detach")
 #: Seconds without a report from an unpaused learner before the child ends its run as failed. Long:
 #: the slowest legitimate gap (an MCTS generation with a big search, a first numba compile) is minutes.
 NO_PROGRESS_S = 1800.0
@@ -106,7 +125,7 @@ class TrainingProcess:
 
     def __init__(
         self,
-        request: Any,
+        request: RunRequest,
         db_path: str | os.PathLike[str],
         *,
         no_progress_s: float = NO_PROGRESS_S,
@@ -130,14 +149,14 @@ class TrainingProcess:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._in: IO[bytes] = self.proc.stdin
         self._out: IO[bytes] = self.proc.stdout
-        self.send((request, str(db_path), {"no_progress_s": float(no_progress_s)}))
+        self.send(Opening(request, str(db_path), float(no_progress_s)))
 
     @property
     def pid(self) -> int:
         return self.proc.pid
 
-    def send(self, message: Any) -> bool:
-        """Send a command (or the opening request); False when the child is gone."""
+    def send(self, message: str | Opening) -> bool:
+        """Send a command (or the opening); False when the child is gone."""
         if isinstance(message, str) and message not in COMMANDS:
             raise ValueError(f"unknown command {message!r}")
         with self._lock:
@@ -147,7 +166,7 @@ class TrainingProcess:
             except (BrokenPipeError, OSError, ValueError):
                 return False
 
-    def messages(self) -> Any:
+    def messages(self) -> Iterator[ChildMessage]:
         """What the child says, in order, until it ends (blocking; run it in a worker thread)."""
         while True:
             msg = read_frame(self._out)
@@ -201,7 +220,7 @@ class _Sender:
         self.lock = threading.Lock()
         self.gone = False
 
-    def __call__(self, obj: Any) -> None:
+    def __call__(self, obj: ChildMessage) -> None:
         if self.gone:
             return
         with self.lock:
@@ -257,7 +276,7 @@ def _listen(inp: IO[bytes], control: Control, run_box: dict[str, Any], send: _Se
             # Say so, then go quiet: the window stops reading at once (it is closing), and the run
             # keeps writing only to the store.
             detached = True
-            send(("detached",))
+            send(Detached())
             send.close()
 
 
@@ -280,10 +299,12 @@ def _watchdog(
             f"no progress: the learner reported nothing for {duration(now - heard[0])} (m:ss), so its run "
             "was ended; resume continues from the last checkpoint"
         )
-        with contextlib.suppress(Exception), GameStore(db_path) as store:  # its own connection
-            store.set_run_status(run_id, "failed", reason)
-        with contextlib.suppress(Exception):
-            send(("error", reason, None, ""))
+        try:
+            with GameStore(db_path) as store:  # its own connection
+                store.set_run_status(run_id, "failed", reason)
+        except (sqlite3.Error, OSError, ValueError):  # the process ends anyway; the window still hears why
+            log.exception("the watchdog could not mark run %s failed", run_id)
+        send(Failed(reason))  # never raises: a parent that is gone only silences it
         sys.stderr.flush()
         os._exit(EXIT_NO_PROGRESS)
 
@@ -295,13 +316,12 @@ def child_main() -> int:
     inp = sys.stdin.buffer
     send = _Sender(out)
     opening = read_frame(inp)
-    if opening is None:
+    if not isinstance(opening, Opening):
         return 2
-    request, db_path, *more = opening
+    request, db_path, no_progress_s = opening.request, opening.db_path, opening.no_progress_s
     from studio.logs import setup_logging
 
     setup_logging(Path(db_path).parent, "train child", stderr=False)  # the window's DATA/logs/studio.log
-    no_progress_s = float(more[0].get("no_progress_s", NO_PROGRESS_S)) if more else NO_PROGRESS_S
     if hasattr(os, "nice"):
         with contextlib.suppress(OSError):
             os.nice(CHILD_NICENESS)
@@ -321,10 +341,10 @@ def child_main() -> int:
         try:
             run = open_run(request, store, control)
         except RunError as e:
-            send(("error", str(e), e.field, ""))
+            send(Failed(str(e), e.field))
             return 2
         run_box["run"] = run
-        send(("started", run.run_id, run.agent.name))
+        send(Started(run.run_id, run.agent.name))
         heard = [time.monotonic()]  # when the learner last reported (or was last paused)
         threading.Thread(
             target=_watchdog,
@@ -341,22 +361,22 @@ def child_main() -> int:
                 pending.append(event)
                 now = time.monotonic()
                 if now - last_sent >= BATCH_S:
-                    send(("events", _slim(pending)))
+                    send(Events(_slim(pending)))
                     pending, last_sent = [], now
                 if run.last_checkpoint != checkpoint:
                     checkpoint = run.last_checkpoint
-                    send(("checkpoint", str(checkpoint)))
+                    send(CheckpointSaved(str(checkpoint)))
         finally:
             if pending:
-                send(("events", _slim(pending)))
+                send(Events(_slim(pending)))
         last = None if run.last_checkpoint is None else str(run.last_checkpoint)
-        send(("done", run.status, None, last, run.games_logged))
+        send(Done(run.status, last, run.games_logged))
         return 0
     except RunError as e:  # the run stopped itself (diverged, stuck): its one-line reason is enough
-        send(("error", str(e), e.field, ""))
+        send(Failed(str(e), e.field))
         return 1
     except Exception as e:  # the run is marked failed by the runner; the window shows the traceback
-        send(("error", f"{type(e).__name__}: {e}", None, traceback.format_exc()))
+        send(Failed(f"{type(e).__name__}: {e}", None, traceback.format_exc()))
         return 1
     finally:
         store.close()

@@ -837,6 +837,7 @@ class ReplayTab(QWidget):
         """Train an n-tuple network in a child process (the Train tab's machinery) with its progress on
         the bar; when it ends, the reviewer list is re-read, so the default is the new network (when it
         is the strongest). False when one is being prepared already."""
+        from studio.services.messages import Done, Events, Failed, Started
         from studio.services.review import PREPARE_MINUTES, prepare_request
         from studio.services.training_process import TrainingProcess
         from studio.worker import CallWorker
@@ -851,17 +852,17 @@ class ReplayTab(QWidget):
         def job(report: Callable[..., None]) -> str:
             status, error = "?", ""
             for msg in proc.messages():
-                if msg[0] == "started":
-                    report(0.0, total, f"run {msg[1]}: starting")
-                elif msg[0] == "events" and msg[1]:
-                    ev = msg[1][-1]
+                if isinstance(msg, Started):
+                    report(0.0, total, f"run {msg.run_id}: starting")
+                elif isinstance(msg, Events) and msg.events:
+                    ev = msg.events[-1]
                     mean = ev.metrics.get("mean_score")
                     text = "" if mean is None else f"mean score {mean:,.0f}"
                     report(min(ev.progress, 1.0) * total, total, text)
-                elif msg[0] == "done":
-                    status, error = str(msg[1]), str(msg[2] or "")
-                elif msg[0] == "error":
-                    status, error = "failed", str(msg[1])
+                elif isinstance(msg, Done):
+                    status = msg.status
+                elif isinstance(msg, Failed):
+                    status, error = "failed", msg.message
             proc.wait(30)
             return f"{status}{': ' + error if error else ''}"
 

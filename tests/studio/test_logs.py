@@ -197,7 +197,7 @@ def test_a_training_child_writes_to_the_windows_log(data_dir: Path, monkeypatch)
             agent="logging_learner", target=registry.target_of("logging_learner"), budget=Budget(episodes=1)
         )
         proc = TrainingProcess(request, store.path)
-        kinds = [m[0] for m in proc.messages()]
+        kinds = [type(m).__name__ for m in proc.messages()]
         assert proc.wait(60) == 0, kinds
     lines = [line for line in log_path(data_dir).read_text().splitlines() if "built in the child" in line]
     assert len(lines) == 1, lines

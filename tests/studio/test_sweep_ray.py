@@ -15,6 +15,7 @@ import pytest
 
 from agents.base import Budget
 from engine.store import GameStore
+from studio.services.messages import CheckpointSaved, Events
 from studio.services.runs import RunRequest, open_run, resolve
 from studio.services.sweep import rank_sweep, run_sweep
 from studio.services.sweep_ray import RelayStore, RunSink
@@ -110,9 +111,9 @@ def test_a_run_through_the_relay_store_leaves_the_same_record_as_a_run_in_the_st
         assert sink.last_checkpoint == cps[-1].path and sink.status == "finished"
         assert sink.games_logged == len(want_games)
         assert [(g.score, g.n_moves) for g in real.list_games(run_id=run_id)] == want_games
-        kinds = [m[0] for m in messages]
-        assert "events" in kinds and "checkpoint" in kinds
-        assert sum(len(m[1]) for m in messages if m[0] == "events") == len(want["step"])
+        kinds = {type(m) for m in messages}
+        assert kinds == {Events, CheckpointSaved}
+        assert sum(len(m.events) for m in messages if isinstance(m, Events)) == len(want["step"])
 
 
 # ------------------------------------------------------------------------------------------ Ray

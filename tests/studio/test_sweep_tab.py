@@ -158,7 +158,7 @@ def test_a_stopped_sweep_resumes_to_the_end(qtbot, tab, store):
     qtbot.mouseClick(dialog.startButton, CLICK)
     panel = tab.sweepPanel
     # Stop once the first trial trains: it saves a checkpoint; the others never start.
-    qtbot.waitUntil(lambda: tab.sweep is not None and bool(tab.sweep.running_trials), timeout=60_000)
+    qtbot.waitUntil(lambda: tab.sweep is not None and bool(tab.sweep.progress.running), timeout=60_000)
     assert panel.stopSweepButton.isEnabled() and not panel.resumeSweepButton.isEnabled()
     with qtbot.waitSignal(tab.sweepFinished, timeout=SWEEP_TIMEOUT_MS) as sig:
         qtbot.mouseClick(panel.stopSweepButton, CLICK)

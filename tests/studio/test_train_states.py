@@ -229,8 +229,8 @@ def test_closing_during_a_sweep_can_keep_it_training_without_the_window(qtbot, t
     dialog.workersSpin.setValue(1)
     dialog.evalGamesSpin.setValue(0)
     qtbot.mouseClick(dialog.startButton, CLICK)
-    qtbot.waitUntil(lambda: tab.sweep is not None and bool(tab.sweep.running_trials), timeout=60_000)
-    sweep_id = tab.sweep.sweep_id
+    qtbot.waitUntil(lambda: tab.sweep is not None and bool(tab.sweep.progress.running), timeout=60_000)
+    sweep_id = tab.sweep.progress.sweep_id
     asked: list[str] = []
     monkeypatch.setattr(tab, "ask_close_sweep", lambda: asked.append("sweep") or "detach")
     assert tab.confirm_close() is True and asked == ["sweep"]

@@ -17,6 +17,7 @@ from agents.checkpoint import load_checkpoint
 from agents.registry import target_of
 from engine.store import GameStore
 from studio.cli import main as cli_main
+from studio.services.messages import CheckpointSaved, Done, Events, Failed, Started
 from studio.services.runs import RunRequest
 from studio.services.training_process import TrainingProcess, exit_reason
 from studio.tabs.train import TrainTab
@@ -131,11 +132,11 @@ def test_pause_and_stop_during_a_checkpoint_write(qtbot, tab, store):
 def test_a_window_that_dies_stops_its_run_cleanly(store):
     proc = TrainingProcess(_fake_request(budget=Budget(episodes=10**6), config={"delay_ms": 1.0}), store.path)
     messages = proc.messages()
-    assert next(messages)[0] == "started"
+    assert isinstance(next(messages), Started)
     proc._in.close()  # what the child sees when the window's process is gone
     rest = list(messages)
     assert proc.wait(30) == 0, exit_reason(proc.returncode)
-    assert rest[-1][0] == "done" and rest[-1][1] == "stopped"
+    assert isinstance(rest[-1], Done) and rest[-1].status == "stopped"
     run = store.list_runs()[0]
     assert run.status == "stopped" and store.run_checkpoints(run.id)[-1].final
 
@@ -143,7 +144,7 @@ def test_a_window_that_dies_stops_its_run_cleanly(store):
 def test_a_detached_run_finishes_headless(store):
     proc = TrainingProcess(_fake_request(budget=Budget(episodes=5), config={"delay_ms": 20.0}), store.path)
     messages = proc.messages()
-    assert next(messages)[0] == "started"
+    assert isinstance(next(messages), Started)
     proc.detach()
     proc._out.close()  # the window is gone: nobody reads any more
     assert proc.wait(60) == 0
@@ -157,9 +158,9 @@ def test_a_learner_silent_too_long_is_ended_and_its_run_fails_with_the_reason(st
     request = _fake_request(budget=Budget(episodes=10), config={"delay_ms": 1000.0})
     proc = TrainingProcess(request, store.path, no_progress_s=1.0)
     started = time.monotonic()
-    kinds = [m[0] for m in proc.messages()]
+    kinds = [type(m) for m in proc.messages()]
     assert proc.wait(30) == 3 and time.monotonic() - started < 30, kinds
-    assert kinds[0] == "started" and kinds[-1] == "error"
+    assert kinds[0] is Started and kinds[-1] is Failed
     run = store.list_runs()[0]
     assert run.status == "failed" and run.error is not None
     assert run.error.startswith("no progress: the learner reported nothing for 0:0")
@@ -170,19 +171,20 @@ def test_a_paused_learner_is_not_taken_for_a_stuck_one(store):
         _fake_request(budget=Budget(episodes=10**6), config={"delay_ms": 2.0}), store.path, no_progress_s=1.0
     )
     messages = proc.messages()
-    assert next(messages)[0] == "started"
+    assert isinstance(next(messages), Started)
     proc.send("pause")
     time.sleep(3.0)  # three times the limit, silent while paused
     assert proc.returncode is None
     proc.send("resume")
     proc.send("stop")
-    assert next(m for m in messages if m[0] in ("done", "error"))[:2] == ("done", "stopped")
+    last = next(m for m in messages if isinstance(m, Done | Failed))
+    assert isinstance(last, Done) and last.status == "stopped"
     assert proc.wait(30) == 0
 
 
 def test_a_request_the_child_refuses_comes_back_as_one_line_with_its_field(store):
     proc = TrainingProcess(RunRequest(agent="dqn", budget=None), store.path)
-    assert list(proc.messages()) == [("error", "give a budget: episodes, minutes or steps", "budget", "")]
+    assert list(proc.messages()) == [Failed("give a budget: episodes, minutes or steps", "budget", "")]
     assert proc.wait(30) == 2
 
 
@@ -190,7 +192,7 @@ def test_a_reopened_window_follows_a_headless_run_and_stops_it(qtbot, store, mon
     # A run left to finish without the window (the user chose "Keep training" when closing it).
     proc = TrainingProcess(_fake_request(budget=Budget(episodes=10**6), config={"delay_ms": 2.0}), store.path)
     messages = proc.messages()
-    run_id = next(messages)[1]
+    run_id = next(messages).run_id
     proc.detach()
     # The studio opens again on the same data: the run is listed as training elsewhere.
     tab = TrainTab(store, None)
@@ -225,9 +227,9 @@ def test_the_cli_exports_a_run_and_stops_one_training_elsewhere(store, data_dir,
 
     proc = TrainingProcess(_fake_request(budget=Budget(episodes=10**6), config={"delay_ms": 2.0}), store.path)
     messages = proc.messages()
-    run_id = next(messages)[1]
+    run_id = next(messages).run_id
     for msg in messages:  # a finished game first, so that there is a history to export
-        if msg[0] == "events" and any(e.kind == "episode" for e in msg[1]):
+        if isinstance(msg, Events) and any(e.kind == "episode" for e in msg.events):
             break
     proc.detach()
     assert cli_main(["--data-dir", str(data_dir), "runs", "stop", str(run_id)]) == 0
@@ -275,11 +277,11 @@ def test_a_run_has_one_owner_and_a_killed_owner_leaves_no_lock_behind(store, dat
 
     proc = TrainingProcess(_fake_request(budget=Budget(episodes=10**6), config={"delay_ms": 2.0}), store.path)
     messages = proc.messages()
-    run_id = next(messages)[1]
+    run_id = next(messages).run_id
     for msg in messages:  # a checkpoint to resume from
-        if msg[0] == "events":
+        if isinstance(msg, Events):
             proc.send("checkpoint")
-        if msg[0] == "checkpoint":
+        if isinstance(msg, CheckpointSaved):
             break
     # A second owner is refused, whether it asks the store directly or through `train --resume`.
     with pytest.raises(StoreError, match=f"in process {proc.pid}"):

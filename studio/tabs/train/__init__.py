@@ -21,7 +21,8 @@ form; picking a sweep ticks its trials' runs, so the curves compare them (live o
 
 from __future__ import annotations
 
-import contextlib
+import logging
+import sqlite3
 import subprocess
 import time
 from collections.abc import Sequence
@@ -45,7 +46,9 @@ from PySide6.QtWidgets import (
 
 from agents.base import MetricEvent
 from agents.runner import RunError
-from studio.services.runs import RunRequest, write_metrics_csv
+from engine.store import GameStore
+from studio.services.runs import RunRequest, mark_failed, run_end, write_metrics_csv
+from studio.services.sweep import SweepEvent, SweepRequest
 from studio.tabs.common import ask_close_with_runs, button, error_box, panes
 from studio.tabs.train.follow import Follower
 from studio.tabs.train.launch import LaunchForm
@@ -63,6 +66,8 @@ from studio.widgets.curves import RunSeries
 from studio.worker import RunWorker
 
 __all__ = ["TrainTab", "write_metrics_csv"]
+
+log = logging.getLogger(__name__)
 
 #: Live board, stats, progress and the live rows of the runs table (a glance, not a movie).
 LIVE_REFRESH_MS = 250
@@ -137,7 +142,9 @@ class TrainTab(QWidget):
     trainingFinished = Signal(str)
     sweepFinished = Signal(str)
 
-    def __init__(self, store: Any, settings: QSettings | None = None, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, store: GameStore, settings: QSettings | None = None, parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("trainTab")
         self.store = store
@@ -292,7 +299,8 @@ class TrainTab(QWidget):
         """Select the imitation agent, set it to learn from the person's moves in the store."""
         try:
             n = int(self.store.count_games(source="human"))
-        except Exception:  # the count is informative only
+        except (sqlite3.Error, ValueError):  # the count is informative only
+            log.warning("cannot count the person's games", exc_info=True)
             n = -1
         try:
             message = self.launch.prefill_imitation(n)
@@ -342,8 +350,10 @@ class TrainTab(QWidget):
         request = RunRequest(resume=run_id, budget_if_used_up=fallback, target=target_of(summary.agent))
         series = RunSeries(f"run {run_id} {summary.agent}", agent=summary.agent, run_id=run_id)
         series.set_config(summary.config)
-        with contextlib.suppress(Exception):
+        try:
             series.add_columns(self.store.run_metrics(run_id))  # the curves go on from where they were
+        except (sqlite3.Error, ValueError):  # the run resumes all the same, its curves start afresh
+            log.warning("cannot read run %s's history", run_id, exc_info=True)
         # Its counters go on from the checkpoint: the time left is measured from its first event.
         self._launch(request, series, anchor=None)
         return True
@@ -507,12 +517,9 @@ class TrainTab(QWidget):
 
     def _on_error(self, live: LiveRun, message: str) -> None:
         w = live.worker
-        # The runner marks its run failed before the child reports; make sure of it for a child that died.
+        log.warning("run %s failed: %s\n%s", w.run_id, message, w.traceback)
         if w.run_id is not None:
-            with contextlib.suppress(Exception):
-                if self.store.get_run(w.run_id).status in ("running", "paused"):
-                    self.store.set_run_status(w.run_id, "failed", message)
-        w.status = "failed"
+            mark_failed(self.store, w.run_id, message)
         if w.error_field and w.run_id is None:
             self.launch.show_error(RunError(message, w.error_field))
         self._show_error("Training failed" if w.run_id is not None else "Cannot start", message, w.traceback)
@@ -530,23 +537,12 @@ class TrainTab(QWidget):
             self.focus = self.live[-1] if self.live else None
         self.curves.mark_dirty()
         self.curves.redraw()
-        final = (
-            w.status
-            if w.status in ("finished", "stopped", "failed", "detached")
-            else ("failed" if w.error_message else "stopped")
-        )
+        end = run_end(w.status, bool(w.error_message), w.last_checkpoint)
+        final = end.status
         if was_focus:
-            text = {
-                "finished": "Finished",
-                "stopped": "Stopped",
-                "failed": "Failed",
-                "detached": "Training on without the window",
-            }[final]
-            if w.last_checkpoint and final != "failed":
-                text += f" · checkpoint {Path(w.last_checkpoint).name}"
-                if final == "finished":
-                    self.progressBar.setValue(1000)
-            self.etaLabel.setText(text)
+            if end.complete:
+                self.progressBar.setValue(1000)
+            self.etaLabel.setText(end.text)
             if self.focus is None:
                 self.livePanel.show_ended(w.run_id, final)
         self.status.emit(f"run {w.run_id} {final}" if w.run_id is not None else f"training {final}")
@@ -623,7 +619,7 @@ class TrainTab(QWidget):
         dialog.open()  # window-modal, and the event loop (and the runs training) go on
         return dialog
 
-    def start_sweep(self, request: Any = None, *, resume: int | None = None) -> bool:
+    def start_sweep(self, request: SweepRequest | None = None, *, resume: int | None = None) -> bool:
         """Run a sweep (``request``) or resume a stopped one (``resume``) in the background."""
         if self.sweep is not None:
             self.status.emit("a sweep is running already: stop it first")
@@ -659,7 +655,8 @@ class TrainTab(QWidget):
         """Tick the sweep's trials' runs, so the curves compare them (live ones are followed)."""
         try:
             ids = [t.run_id for t in self.store.sweep_trials(sweep_id) if t.run_id is not None]
-        except Exception as e:
+        except (sqlite3.Error, ValueError) as e:  # a damaged store: said, and the tab goes on
+            log.warning("cannot read sweep %s", sweep_id, exc_info=True)
             self.status.emit(f"cannot read sweep {sweep_id}: {e}")
             return
         self.runsPanel.set_checked(ids)
@@ -680,7 +677,7 @@ class TrainTab(QWidget):
         self.status.emit(f"best point loaded into the form: {words}" if words else "settings loaded")
         self._update_buttons()
 
-    def _on_sweep_event(self, ev: Any) -> None:
+    def _on_sweep_event(self, ev: SweepEvent) -> None:
         w = self.sweep
         if w is None:
             return
@@ -700,19 +697,17 @@ class TrainTab(QWidget):
         elif ev.kind == "done":
             if ev.run_id is not None:
                 self.runsPanel.sweep_live.pop(ev.run_id, None)
-            if ev.error:
-                self.status.emit(
-                    f"sweep {ev.sweep_id}: trial {ev.trial} (run {ev.run_id}) failed: {ev.error}"
-                )
+            if ev.failure:
+                self.status.emit(f"sweep {ev.sweep_id}: {ev.failure}")
             self.refresh_runs()
             panel.refresh_sweeps()
             panel.rank()
         if not self.live:  # the progress line is the sweep's while no run of the form trains
-            self.progressBar.setValue(round(1000 * min(1.0, w.progress)))
+            p = w.progress
+            self.progressBar.setValue(round(1000 * min(1.0, p.fraction)))
             if not w.stop_event.is_set():
-                running = len(w.running_trials)
                 self.etaLabel.setText(
-                    f"Sweep {ev.sweep_id}: {w.finished_trials}/{w.total} trials done, {running} training"
+                    f"Sweep {ev.sweep_id}: {p.finished_trials}/{p.total} trials done, {len(p.running)} training"
                 )
 
     def _on_sweep_error(self, message: str) -> None:
@@ -726,16 +721,16 @@ class TrainTab(QWidget):
             return
         self.sweep = None
         self.runsPanel.sweep_live.clear()
-        status = w.status if w.status in ("finished", "stopped") else "failed"
+        status, sweep_id = w.progress.final_status, w.progress.sweep_id
         self.sweepPanel.set_running(None)
-        self.sweepPanel.refresh_sweeps(select=w.sweep_id)
+        self.sweepPanel.refresh_sweeps(select=sweep_id)
         self.refresh_runs()
         if not self.live:
             if status == "finished":
                 self.progressBar.setValue(1000)
             words = {"finished": "finished", "stopped": "stopped (Resume continues it)", "failed": "failed"}
-            self.etaLabel.setText(f"Sweep {w.sweep_id} {words[status]}")
-        self.status.emit(f"sweep {w.sweep_id} {status}")
+            self.etaLabel.setText(f"Sweep {sweep_id} {words[status]}")
+        self.status.emit(f"sweep {sweep_id} {status}")
         self._update_buttons()
         w.deleteLater()
         self.sweepFinished.emit(status)
@@ -792,8 +787,10 @@ class TrainTab(QWidget):
         """What to do with the window's sweep as the window closes: "stop", "detach" (keep training
         without the window) or "cancel" (tests replace this)."""
         w = self.sweep
-        left = 0 if w is None else max(0, w.total - w.finished_trials)
-        return ask_close_with_sweep(self, None if w is None else w.sweep_id, left)
+        if w is None:
+            return ask_close_with_sweep(self, None, 0)
+        p = w.progress
+        return ask_close_with_sweep(self, p.sweep_id, max(0, p.total - p.finished_trials))
 
     def detach_sweep(self) -> subprocess.Popen[bytes] | None:
         """Let the window's sweep train on without the window: its driver (a thread of this process)
@@ -805,8 +802,8 @@ class TrainTab(QWidget):
             return None
         self.stop_sweep()
         self.wait_sweep(180.0)
-        sweep_id = w.sweep_id
-        if sweep_id is None or w.status == "finished":
+        sweep_id = w.progress.sweep_id
+        if sweep_id is None or w.progress.status == "finished":
             return None
         self.headless = continue_headless(Path(self.store.path).parent, sweep_id)
         self.status.emit(f"sweep {sweep_id} trains on without the window (pid {self.headless.pid})")

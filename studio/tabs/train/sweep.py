@@ -19,7 +19,9 @@
 
 from __future__ import annotations
 
+import logging
 import math
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -56,6 +58,7 @@ from PySide6.QtWidgets import (
 
 from agents.config import FieldSpec
 from agents.runner import DEFAULT_EVAL_GAMES
+from engine.store import GameStore, SweepInfo
 from studio.services.runs import RunRequest, have_ray
 from studio.services.sweep import (
     AUTO,
@@ -63,6 +66,7 @@ from studio.services.sweep import (
     PointResult,
     SweepError,
     SweepEvent,
+    SweepProgress,
     SweepRequest,
     knob_text,
     parse_grid,
@@ -85,6 +89,8 @@ __all__ = [
     "SweepWorker",
     "ask_close_with_sweep",
 ]
+
+log = logging.getLogger(__name__)
 
 FIXED, LIST, RANGE = "fixed", "list", "range"
 ERROR_STYLE = "color: #c62828;"
@@ -448,6 +454,8 @@ class SweepWorker(_Worker):
 
     The thread opens its own store connection: the driver writes the sweep's records while the GUI
     thread reads the same file through the tab's. ``stop()`` only sets an event (never waits).
+    ``progress`` (:class:`~studio.services.sweep.SweepProgress`) is up to date when ``sweepEvent``
+    is emitted.
     """
 
     sweepEvent = Signal(object)
@@ -464,11 +472,7 @@ class SweepWorker(_Worker):
         self.request = request
         self.resume = resume
         self.stop_event = threading.Event()
-        self.sweep_id: int | None = resume
-        self.total = 0
-        self.finished_trials = 0
-        self.status = "starting"
-        self.running_trials: dict[int, float] = {}  # trial -> its run's progress (0..1)
+        self.progress = SweepProgress(sweep_id=resume)
 
     def _body(self, loop: _Loop) -> None:
         from engine.store import GameStore
@@ -482,29 +486,14 @@ class SweepWorker(_Worker):
                 events.close()  # type: ignore[attr-defined]  # a generator: stops its trials
 
     def _handle_result(self, value: object) -> None:
-        ev: SweepEvent = value  # type: ignore[assignment]
-        self.sweep_id, self.total, self.finished_trials = ev.sweep_id, ev.total, ev.finished_trials
-        if ev.kind == "started" and ev.trial is not None:
-            self.running_trials[ev.trial] = 0.0
-            self.status = "running"
-        elif ev.kind == "progress" and ev.trial is not None and ev.events:
-            self.running_trials[ev.trial] = float(getattr(ev.events[-1], "progress", 0.0))
-        elif ev.kind == "done":
-            self.running_trials.pop(ev.trial if ev.trial is not None else -1, None)
-        elif ev.kind == "finished":
-            self.status = ev.status or "finished"
+        ev: SweepEvent = value  # type: ignore[assignment]  # what _body emits
+        self.progress.update(ev)
         self.sweepEvent.emit(ev)
-
-    @property
-    def progress(self) -> float:
-        """The sweep's share done (running trials count by their own progress)."""
-        return (self.finished_trials + sum(self.running_trials.values())) / max(1, self.total)
 
     def stop(self) -> None:
         """Every trial stops after its current step and saves a checkpoint; the sweep ends ``stopped``."""
         self.stop_event.set()
-        if self.status in ("starting", "running"):
-            self.status = "stopping"
+        self.progress.stopping()
 
 
 def ask_close_with_sweep(parent: QWidget, sweep_id: int | None, left: int) -> str:
@@ -584,13 +573,13 @@ class SweepPanel(QWidget):
     ranked = Signal()
     status = Signal(str)
 
-    def __init__(self, store: Any, parent: QWidget | None = None) -> None:
+    def __init__(self, store: GameStore, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("sweepPanel")
         self.store = store
         self.data_dir = Path(store.path).parent
         self.sweep_id: int | None = None
-        self.info: Any = None
+        self.info: SweepInfo | None = None
         self.metric_name = ""
         self.points: list[PointResult] = []
         self.knobs: list[str] = []
@@ -601,6 +590,23 @@ class SweepPanel(QWidget):
         self._rank_again = False
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(self._build_head())
+        layout.addWidget(self.summaryLabel)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(self._build_table())
+        split.addWidget(self._build_scatter())
+        split.setStretchFactor(0, 1)
+        split.setStretchFactor(1, 1)
+        split.setSizes([500, 400])  # the ranking's columns before the plot's width
+        self.split = split
+        layout.addWidget(split, 1)
+        self._timer = QTimer(self)
+        self._timer.setInterval(RANK_EVERY_MS)
+        self._timer.timeout.connect(self.rank)
+        self._update_buttons()
+
+    def _build_head(self) -> QHBoxLayout:
+        """The sweep picker and the actions (the summary line under them is made here too)."""
         head = QHBoxLayout()
         head.addWidget(QLabel("<b>Sweep</b>"))
         self.sweepCombo = QComboBox()
@@ -630,9 +636,9 @@ class SweepPanel(QWidget):
         )
         for b in (self.applyBestButton, self.resumeSweepButton, self.stopSweepButton):
             head.addWidget(b)
-        layout.addLayout(head)
-        layout.addWidget(self.summaryLabel)
-        split = QSplitter(Qt.Orientation.Horizontal)
+        return head
+
+    def _build_table(self) -> QTableWidget:
         self.rankTable = QTableWidget(0, 0)
         self.rankTable.setObjectName("rankTable")
         self.rankTable.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -640,7 +646,10 @@ class SweepPanel(QWidget):
         self.rankTable.verticalHeader().hide()
         self.rankTable.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.rankTable.horizontalHeader().setStretchLastSection(True)
-        split.addWidget(self.rankTable)
+        return self.rankTable
+
+    def _build_scatter(self) -> QWidget:
+        """The metric against a knob: a dot a trial, a line through the points' means."""
         right = QWidget()
         rl = QVBoxLayout(right)
         rl.setContentsMargins(0, 0, 0, 0)
@@ -675,23 +684,15 @@ class SweepPanel(QWidget):
         self.plot.addItem(self.means)
         self.plot.addItem(self.scatter)
         rl.addWidget(self.plot, 1)
-        split.addWidget(right)
-        split.setStretchFactor(0, 1)
-        split.setStretchFactor(1, 1)
-        split.setSizes([500, 400])  # the ranking's columns before the plot's width
-        self.split = split
-        layout.addWidget(split, 1)
-        self._timer = QTimer(self)
-        self._timer.setInterval(RANK_EVERY_MS)
-        self._timer.timeout.connect(self.rank)
-        self._update_buttons()
+        return right
 
     # ------------------------------------------------------------------ the sweeps
     def refresh_sweeps(self, select: int | None = None) -> None:
         """Re-read the store's sweeps into the combo; pick ``select`` (else keep the current one)."""
         try:
             sweeps = self.store.list_sweeps()
-        except Exception as e:  # a broken store: say so, keep the tab alive
+        except (sqlite3.Error, ValueError) as e:  # a broken store: say so, keep the tab alive
+            log.warning("cannot list sweeps", exc_info=True)
             self.status.emit(f"cannot list sweeps: {e}")
             return
         keep = select if select is not None else self.sweep_id
@@ -748,9 +749,7 @@ class SweepPanel(QWidget):
             return
         sweep_id, data_dir = self.sweep_id, self.data_dir
 
-        def job(_report: Any) -> tuple[int, Any, str, list[PointResult]]:
-            from engine.store import GameStore
-
+        def job(_report: Any) -> tuple[int, SweepInfo, str, list[PointResult]]:
             with GameStore.open(data_dir) as store:
                 info = store.get_sweep(sweep_id)
                 metric, points = rank_sweep(store, sweep_id)
@@ -927,17 +926,18 @@ class SweepPanel(QWidget):
         nd = len(dots)
         self.scatter.setData(x=xs[:nd], y=np.array([v for _, v in dots], dtype=float), data=list(range(nd)))
         self.means.setData(xs[nd:], np.array([m for _, m in means], dtype=float))
-        log = knob in self.log_knobs and ticks is None
-        grid = self.info.spec.get("grid", {}).get(knob) if self.info is not None else None
-        if ticks is None and grid and knob not in {r["name"] for r in self.info.spec.get("ranges", [])}:
+        log_axis = knob in self.log_knobs and ticks is None
+        spec = self.info.spec if self.info is not None else {}
+        grid = spec.get("grid", {}).get(knob)
+        if ticks is None and grid and knob not in {r["name"] for r in spec.get("ranges", [])}:
             # A grid's own values are the ticks: no crowded minor labels between 0.03 and 0.1.
             pos, _names = self._x_of(knob, list(grid))
             ticks = [(float(x), knob_text(v)) for x, v in zip(pos, grid, strict=True)]
         else:
-            axis.setLogMode(log)  # ticks read 10^x of the log10 positions
+            axis.setLogMode(log_axis)  # ticks read 10^x of the log10 positions
         if ticks is not None:
             axis.setTicks([ticks])
-        self.plot.setLabel("bottom", knob + (" (log scale)" if log else ""))
+        self.plot.setLabel("bottom", knob + (" (log scale)" if log_axis else ""))
         self.plot.setLabel("left", self.metric_name)
         self.plot.getPlotItem().enableAutoRange()
 
