@@ -205,6 +205,11 @@ class Agent:
         super().__init_subclass__(**kwargs)
         complete_declarations(cls)
 
+    #: knob values that make one training step and one move quick (tiny networks, few simulations): what
+    #: ``check-agent`` (agents.conformance) and the smoke tests run the agent with; any knob not named
+    #: keeps its default
+    smoke_config: ClassVar[Mapping[str, Any]] = {}
+
     #: plays its training games in parallel (TrainContext workers / backend / Ray address matter)
     parallel_play: ClassVar[bool] = False
     #: what :meth:`move_values` returns, for hints a player reads (:mod:`agents.hints`): ``"points"``

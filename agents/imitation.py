@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -288,6 +288,7 @@ class ImitationAgent(TorchAgent):
     """Behaviour cloning from logged games (humans, agents, evaluations)."""
 
     name = "imitation"
+    smoke_config: ClassVar[Mapping[str, Any]] = {"hidden": (64, 32), "batch_size": 128}
     config_cls = ImitationConfig
     description = (
         "Imitation: a policy network trained to play the moves of logged games (one epoch = one episode)."
