@@ -48,30 +48,41 @@ class EmptiestAgent(Agent):
 MakePlugin = Callable[..., Path]
 
 
+def install(root: Path, package: str, entries: dict[str, str]) -> None:
+    """What ``pip install`` leaves for importlib.metadata: a ``*.dist-info`` with the entry points, in
+    ``root`` (which holds the modules) on ``sys.path``."""
+    info = root / f"{package.replace('-', '_')}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 0.1\n")
+    lines = "".join(f"{name} = {target}\n" for name, target in entries.items())
+    (info / "entry_points.txt").write_text(f"[{registry.ENTRY_POINT_GROUP}]\n{lines}")
+    sys.path.insert(0, str(root))
+    registry.reload_plugins()
+
+
 @pytest.fixture
 def make_plugin(tmp_path: Path) -> Iterator[MakePlugin]:
-    """``make_plugin(package, {entry name: "module:Class"}, {module: source})`` installs a distribution
-    on ``sys.path`` for this test (and the processes it spawns) and lets the registry look again."""
+    """``make_plugin(package, {entry name: "module:Class"}, {module: source}, root=None)`` installs a
+    distribution on ``sys.path`` for this test (and the processes it spawns: they inherit the path) and
+    lets the registry look again. ``root``: a folder that holds the modules already (a new-agent package)."""
     added: list[str] = []
 
-    def make(package: str, entries: dict[str, str], modules: dict[str, str]) -> Path:
-        root = tmp_path / f"site-{package}"
-        root.mkdir()
+    def make(
+        package: str, entries: dict[str, str], modules: dict[str, str], root: Path | None = None
+    ) -> Path:
+        if root is None:
+            root = tmp_path / f"site-{package}"
+            root.mkdir()
         for module, source in modules.items():
             (root / f"{module}.py").write_text(textwrap.dedent(source))
-        info = root / f"{package.replace('-', '_')}-0.1.dist-info"
-        info.mkdir()
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 0.1\n")
-        lines = "".join(f"{name} = {target}\n" for name, target in entries.items())
-        (info / "entry_points.txt").write_text(f"[{registry.ENTRY_POINT_GROUP}]\n{lines}")
-        sys.path.insert(0, str(root))
+        install(root, package, entries)
         added.append(str(root))
-        registry.reload_plugins()
         return root
 
     yield make
     for root in added:
-        sys.path.remove(root)
+        while root in sys.path:
+            sys.path.remove(root)
     for module in [
         m for m, mod in sys.modules.items() if str(getattr(mod, "__file__", "")).startswith(str(tmp_path))
     ]:
@@ -203,3 +214,207 @@ def test_a_broken_plugin_leaves_the_good_ones(make_plugin: MakePlugin) -> None:
     assert registry.broken_plugins() == [
         ("boom", "cannot import boom_mod:BoomAgent: SystemExit: plug-in exits")
     ]
+
+
+# ------------------------------------------------------------------ the template, the CLI, check-agent
+
+#: Plays "up" whenever up is legal... and also when it is not: the illegal move check-agent must catch.
+ILLEGAL = """
+from agents.baselines import GreedyAgent
+from engine import DIRECTIONS
+
+
+class StubbornAgent(GreedyAgent):
+    name = "stubborn"
+
+    def move_values(self, game):
+        return {**super().move_values(game), DIRECTIONS[0]: 1e9}
+"""
+
+#: Trains, and reports a NaN loss at its second game (a diverged learner).
+NAN = """
+import math
+from agents.baselines import GreedyAgent
+from agents.metrics import LOSS
+from agents.training import TrainTracker
+from engine import Game
+
+
+class DivergingAgent(GreedyAgent):
+    name = "diverging"
+    trainable = True
+    metrics = (LOSS,)
+
+    def train(self, budget, control=None, context=None):
+        tracker = TrainTracker(self.counters, budget, control)
+        while tracker.proceed():
+            game = Game(seed=self.counters.episodes, rules=self.rules)
+            while not game.game_over:
+                game.step(self.act(game))
+                self.counters.steps += 1
+            self.counters.episodes += 1
+            loss = math.nan if self.counters.episodes >= 2 else 1.0
+            yield tracker.event("episode", {"score": game.score, "loss": loss})
+"""
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    from studio.cli import main
+
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def myagent(make_plugin: MakePlugin, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """``new-agent myagent DIR``'s package, installed."""
+    folder = tmp_path / "myagent-pkg"
+    code, out, err = run_cli(["new-agent", "myagent", str(folder)], capsys)
+    assert code == 0, err
+    assert "myagent_agent.agent:MyagentAgent" in out
+    assert {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()} == {
+        "pyproject.toml",
+        "README.md",
+        "myagent_agent/__init__.py",
+        "myagent_agent/agent.py",
+        "tests/test_myagent_agent.py",
+    }
+    pyproject = (folder / "pyproject.toml").read_text()
+    assert (
+        '[project.entry-points."studio2048.agents"]\nmyagent = "myagent_agent.agent:MyagentAgent"'
+        in pyproject
+    )
+    make_plugin("studio2048-myagent", {"myagent": "myagent_agent.agent:MyagentAgent"}, {}, root=folder)
+    return folder
+
+
+def test_new_agent_package_passes_check_agent_and_trains_from_the_cli(
+    myagent: Path, data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agents.checkpoint import load_checkpoint
+    from engine.store import GameStore
+
+    code, out, _ = run_cli(["check-agent", "myagent"], capsys)
+    lines = out.splitlines()
+    assert code == 0, out
+    assert [line.split()[0] for line in lines[:-1]] == ["pass"] * 6
+    assert lines[-1] == "myagent: every check passed"
+
+    code, out, err = run_cli(
+        [
+            "--data-dir",
+            str(data_dir),
+            "train",
+            "--agent",
+            "myagent",
+            "--episodes",
+            "3",
+            "--step-size",
+            "0.25",
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    with GameStore.open(data_dir) as store:
+        (run,) = store.list_runs()
+        assert run.agent == "myagent" and run.status == "finished"
+        assert run.config["step_size"] == 0.25
+        agent = load_checkpoint(store.last_checkpoint(run.id))
+    assert agent.name == "myagent" and agent.counters.episodes == 3
+
+    code, out, err = run_cli(
+        ["--data-dir", str(data_dir), "eval", "--agent", "myagent", "--games", "2"], capsys
+    )
+    assert code == 0, err
+
+    # the generated package's own test runs the same checks
+    namespace: dict[str, object] = {}
+    exec((myagent / "tests" / "test_myagent_agent.py").read_text(), namespace)
+    test = namespace["test_myagent_agent_meets_the_contract"]
+    assert callable(test)
+    test("config")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["new-agent", "Bad Name"], "'Bad Name' is not an agent name"),
+        (["new-agent", "dqn"], "an agent named 'dqn' exists already"),
+        (["new-agent", "fine", "FULL"], "exists and is not an empty folder"),
+    ],
+)
+def test_new_agent_refuses_with_one_line(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "keep.txt").write_text("mine")
+    where = str(full) if "FULL" in argv else str(tmp_path / "new")
+    code, out, err = run_cli([a for a in argv if a != "FULL"] + [where], capsys)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and message in err
+    assert (full / "keep.txt").read_text() == "mine" and not (tmp_path / "new").exists()
+
+
+def test_broken_plugins_are_refused_and_the_rest_works(
+    make_plugin: MakePlugin, myagent: Path, data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_plugin(
+        "broken-pkg",
+        {
+            "boom": "boom_mod:BoomAgent",
+            "stubborn": "stubborn_mod:StubbornAgent",
+            "diverging": "diverging_mod:DivergingAgent",
+        },
+        {"boom_mod": "import no_such_module_anywhere\n", "stubborn_mod": ILLEGAL, "diverging_mod": NAN},
+    )
+    # import error: listed with its reason, refused by every command with one line
+    assert registry.broken_plugins() == [
+        (
+            "boom",
+            "cannot import boom_mod:BoomAgent: ModuleNotFoundError: No module named 'no_such_module_anywhere'",
+        )
+    ]
+    code, out, err = run_cli(["agents"], capsys)
+    assert code == 0
+    assert any(line.split()[:2] == ["myagent", "plug-in"] for line in out.splitlines())
+    assert any(
+        line.startswith("boom ") and "refused" in line and "no_such_module_anywhere" in line
+        for line in out.splitlines()
+    )
+    code, out, err = run_cli(["check-agent", "boom"], capsys)
+    assert code == 1
+    assert out.splitlines()[0].split()[:2] == ["FAIL", "contract"] and "no_such_module_anywhere" in out
+    code, out, err = run_cli(
+        ["--data-dir", str(data_dir), "train", "--agent", "boom", "--episodes", "1"], capsys
+    )
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "plug-in agent 'boom' (broken-pkg) cannot be used: cannot import" in err
+
+    # an illegal move: the legality check fails, naming the move
+    code, out, _ = run_cli(["check-agent", "stubborn", "--only", "legal moves"], capsys)
+    assert code == 1
+    (line, verdict) = out.splitlines()
+    assert line.split()[:3] == ["FAIL", "legal", "moves"] and "act played" in line and "legal:" in line
+    assert verdict == "stubborn: 1 check FAILED"
+
+    # a NaN metric: the training check refuses it; a run of it fails as diverged, one line
+    code, out, _ = run_cli(["check-agent", "diverging", "--only", "training"], capsys)
+    assert code == 1
+    assert "metric 'loss' is nan at step" in out.splitlines()[0]
+    code, out, err = run_cli(
+        ["--data-dir", str(data_dir), "train", "--agent", "diverging", "--episodes", "5"], capsys
+    )
+    assert code == 1 and "diverged: loss is nan" in err
+
+    # the good plug-in and the built-in agents still work beside them
+    code, out, err = run_cli(
+        ["--data-dir", str(data_dir), "train", "--agent", "myagent", "--episodes", "2"], capsys
+    )
+    assert code == 0, err
+    assert "myagent" in registry.agent_names() and "dqn" in registry.agent_names()
+    code, out, err = run_cli(
+        ["--data-dir", str(data_dir), "eval", "--agent", "greedy", "--games", "1"], capsys
+    )
+    assert code == 0, err
