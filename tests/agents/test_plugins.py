@@ -6,6 +6,7 @@ agent's module and a ``*.dist-info`` (METADATA + entry_points.txt), what ``pip i
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 from collections.abc import Callable, Iterator
@@ -61,10 +62,11 @@ def install(root: Path, package: str, entries: dict[str, str]) -> None:
 
 
 @pytest.fixture
-def make_plugin(tmp_path: Path) -> Iterator[MakePlugin]:
+def make_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[MakePlugin]:
     """``make_plugin(package, {entry name: "module:Class"}, {module: source}, root=None)`` installs a
-    distribution on ``sys.path`` for this test (and the processes it spawns: they inherit the path) and
-    lets the registry look again. ``root``: a folder that holds the modules already (a new-agent package)."""
+    distribution on ``sys.path`` for this test and lets the registry look again; ``PYTHONPATH`` too, for
+    the window's training child (a plain subprocess, which sees a pip-installed plug-in the same way).
+    ``root``: a folder that holds the modules already (a new-agent package)."""
     added: list[str] = []
 
     def make(
@@ -77,6 +79,9 @@ def make_plugin(tmp_path: Path) -> Iterator[MakePlugin]:
             (root / f"{module}.py").write_text(textwrap.dedent(source))
         install(root, package, entries)
         added.append(str(root))
+        monkeypatch.setenv(
+            "PYTHONPATH", os.pathsep.join([*added, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+        )
         return root
 
     yield make
