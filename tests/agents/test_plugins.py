@@ -325,7 +325,9 @@ def test_new_agent_package_passes_check_agent_and_trains_from_the_cli(
         (run,) = store.list_runs()
         assert run.agent == "myagent" and run.status == "finished"
         assert run.config["step_size"] == 0.25
-        agent = load_checkpoint(store.last_checkpoint(run.id))
+        last = store.last_checkpoint(run.id)
+    assert last is not None
+    agent = load_checkpoint(last)
     assert agent.name == "myagent" and agent.counters.episodes == 3
 
     code, out, err = run_cli(
