@@ -483,6 +483,7 @@ def run_check(name: str, check: str, workdir: Path | None = None) -> CheckResult
     except KeyError:
         return CheckResult(check, False, unknown_agent_message(name))
     except Exception as e:  # a registered module that no longer imports
+        log.warning("agent %s could not be loaded", name, exc_info=True)
         return CheckResult(check, False, _one_line(f"cannot load {name}: {type(e).__name__}: {e}"))
     if check != "contract" and contract_problem(cls, name) is not None:
         return CheckResult(check, None, "the contract check fails first")

@@ -9,9 +9,12 @@ and plug-ins that cannot be used, each with its one-line reason.
 from __future__ import annotations
 
 import argparse
+import logging
 from typing import Any
 
 from studio.cli import CliError
+
+log = logging.getLogger(__name__)
 
 
 def register(subparsers: Any) -> None:
@@ -84,9 +87,10 @@ def run_list(args: argparse.Namespace) -> int:
             kind = "learner" if cls.trainable else "player"
             text = cls.description
         except Exception as e:  # a module that no longer imports: say so, list the rest
+            log.warning("agent %s could not be loaded", name, exc_info=True)
             kind, text = "broken", f"{type(e).__name__}: {e}"
-        print(f"{name:14} {where:24} {kind:8} {' '.join(text.split())}")
+        print(f"{name:14} {where:30} {kind:8} {' '.join(text.split())}")
     for p in by_name.values():
         if p.reason is not None:
-            print(f"{p.name:14} {'plug-in (' + p.package + ')':24} {'refused':8} {p.reason}")
+            print(f"{p.name:14} {'plug-in (' + p.package + ')':30} {'refused':8} {p.reason}")
     return 0

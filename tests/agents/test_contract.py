@@ -6,7 +6,9 @@ runs on a plug-in: one definition of "an agent that works" for the built-in agen
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import torch
@@ -58,3 +60,54 @@ def test_default_labels_spell_out_the_abbreviations() -> None:
     assert default_label("eps_decay") == "Exploration decay"
     assert default_label("lam") == "Trace decay λ"
     assert default_label("c_puct") == "Exploration constant (PUCT)"
+
+
+def _runtime_imports(path: Path) -> set[str]:
+    """The ``agents.*`` modules a file imports when it runs (module level or in a function; not the
+    ``if TYPE_CHECKING:`` blocks, which only type checkers read)."""
+    tree = ast.parse(path.read_text())
+    typing_only = {
+        id(node)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
+        for node in ast.walk(block)
+    }
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module)
+        elif isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+    return {m for m in out if m.startswith("agents.")}
+
+
+def test_base_checkpoint_and_registry_import_each_other_in_one_direction_only() -> None:
+    """base -> checkpoint -> registry, and nothing back (it was a circle: checkpoint imported base
+    for its counters, registry needed base): no agents module imports another in a circle."""
+    root = Path(__file__).resolve().parents[2]
+    files = {
+        ".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__"): p
+        for p in (root / "agents").rglob("*.py")
+    }
+    graph = {
+        name: {m for m in _runtime_imports(path) if m in files and m != name} for name, path in files.items()
+    }
+    assert "agents.checkpoint" in graph["agents.base"] and "agents.registry" in graph["agents.checkpoint"]
+    assert not graph["agents.registry"] & {"agents.base", "agents.checkpoint"}
+    assert "agents.base" not in graph["agents.checkpoint"]
+    # no cycle anywhere in the package: a depth-first walk never meets a module still on its path
+    state: dict[str, int] = {}
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = 1
+        for dep in sorted(graph[name]):
+            assert state.get(dep) != 1, " -> ".join([*path, name, dep])
+            if dep not in state:
+                visit(dep, [*path, name])
+        state[name] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [])

@@ -25,10 +25,10 @@ BOOM_REASON = (
 
 
 @pytest.fixture
-def store(data_dir: Path) -> Iterator[GameStore]:
-    s = GameStore.open(data_dir)
-    yield s
-    s.close()
+def store(data_dir: Path, plugins: None) -> Iterator[GameStore]:
+    """The store, opened once the plug-ins are installed."""
+    with GameStore.open(data_dir) as opened:
+        yield opened
 
 
 @pytest.fixture
