@@ -132,7 +132,10 @@ def _discover() -> dict[str, Plugin]:
     global _plugins
     if _plugins is not None:
         return _plugins
+    # Published before the imports: a plug-in module that asks for the agents while it is imported
+    # sees those found so far instead of starting the search again.
     found: dict[str, Plugin] = {}
+    _plugins = found
     try:
         points = list(entry_points(group=ENTRY_POINT_GROUP))
     except Exception:  # an installed package's damaged metadata: no plug-ins rather than no studio
@@ -166,7 +169,6 @@ def _discover() -> dict[str, Plugin]:
             _cache[ep.name] = cls
         else:
             log.warning("plug-in agent %s left out: %s", ep.name, reason)
-    _plugins = found
     return found
 
 

@@ -116,6 +116,35 @@ def test_a_plugin_is_listed_and_plays(make_plugin: MakePlugin) -> None:
     )  # two tiles left on 16 cells, a merge of 4
 
 
+def test_a_plugin_rating_moves_in_points_is_offered_as_reviewer(make_plugin: MakePlugin) -> None:
+    from studio.services.review import reviewer_choices, reviewer_from_choice
+
+    points = GOOD.format(name="pointy").replace(
+        'description = "', 'value_kind = "points"\n    description = "'
+    )
+    make_plugin("pointy-pkg", {"pointy": "pointy_mod:EmptiestAgent"}, {"pointy_mod": points})
+    make_plugin(
+        "emptiest-pkg",
+        {"emptiest": "emptiest_mod:EmptiestAgent"},
+        {"emptiest_mod": GOOD.format(name="emptiest")},
+    )
+    choices = dict(reviewer_choices(None))
+    assert choices["pointy (plug-in)"] == ("pointy", None)
+    assert "emptiest (plug-in)" not in choices  # its values are a rank: no points to grade with
+    reviewer = reviewer_from_choice(None, ("pointy", None))
+    assert reviewer.spec.name == "pointy" and reviewer.depth is None
+
+
+def test_a_plugin_that_lists_agents_while_imported_sees_the_others(make_plugin: MakePlugin) -> None:
+    curious = (
+        GOOD.format(name="curious") + "\nfrom agents.registry import agent_names\nSEEN = agent_names()\n"
+    )
+    make_plugin("curious-pkg", {"curious": "curious_mod:EmptiestAgent"}, {"curious_mod": curious})
+    assert "curious" in registry.agent_names()
+    seen = sys.modules["curious_mod"].SEEN  # what it saw while the registry was importing it
+    assert seen == list(registry.BUILTIN_AGENTS)
+
+
 def test_plugins_leave_after_reload(make_plugin: MakePlugin) -> None:
     root = make_plugin(
         "emptiest-pkg",
