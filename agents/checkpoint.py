@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import json
+import logging
 import math
 import os
 import zipfile
@@ -51,6 +52,8 @@ from engine.npzcheck import check_npz_sizes
 
 if TYPE_CHECKING:  # base imports this module (Agent.save / Agent.load): Agent for type hints only
     from agents.base import Agent
+
+log = logging.getLogger(__name__)
 
 FORMAT = "2048-studio-checkpoint"
 VERSION = 1
@@ -218,6 +221,10 @@ def read_checkpoint(path: str | Path, *, arrays: bool = True) -> tuple[dict[str,
             ) from None
         raise CheckpointError(f"{name} is damaged or truncated: {e}") from None
     except Exception as e:  # zip, zlib, bz2, lzma, EOF, OS: all mean the same to the user
+        # Not narrowed: a crafted archive reaches corners of zipfile / numpy that raise whatever they
+        # raise, and every one of them must end as this one line. The caller reports that line; INFO
+        # keeps the traceback in the log without a second line on a command's stderr.
+        log.info("checkpoint %s unreadable", path, exc_info=True)
         raise CheckpointError(f"{name} is damaged or truncated: {e or type(e).__name__}") from None
     meta = check_meta(_decode_meta(raw, name), name)
     return meta, {k: _plain_array(k, v, name) for k, v in data.items()}

@@ -41,7 +41,17 @@ from agents.config import AgentConfig, ConfigError, knob
 from agents.heuristics import HEURISTICS, Heuristic, NneonneoWeights, Seed004Weights, line_tables
 from engine import DIRECTIONS, Direction, Game, Rules, to_exponents
 from engine.core import seed_to_state, slide_unchecked
-from engine.fast import count_empty, max_exponent, move, pack, spawn, step_bits, transpose
+from engine.fast import (
+    best_move,
+    count_empty,
+    max_exponent,
+    move,
+    new_board,
+    pack,
+    spawn,
+    step_bits,
+    transpose,
+)
 
 # TUNING: with nneonneo's constants (empty 270, merges 700, monotonicity 47 at power 4, sum 11 at power
 # 3.5) depth 2 reached 2048 in 64 % of 200 games. A short search over the six weights at depth 2 (a few
@@ -327,10 +337,7 @@ def play_games_packed(
     """
     stats = np.zeros(2, np.int64)
     for g in range(rng_states.shape[0]):
-        rng = np.uint64(rng_states[g])
-        b = np.uint64(0)
-        for _ in range(start_tiles):
-            b, rng = spawn(b, rng, p4)
+        b, rng = new_board(np.uint64(rng_states[g]), p4, start_tiles)
         score = 0
         moves = 0
         capped = False
@@ -347,18 +354,7 @@ def play_games_packed(
             vals = search_packed(b, depth, row_t, col_t, p4, cutoff, loss,
                                  tt_keys, tt_tags, tt_vals, gen, use_tt, stats)
             # fmt: on
-            d = -1
-            best = _NEG_INF
-            for k in range(4):
-                v = vals[k]
-                if (bits >> k) & 1 and np.isfinite(v) and (d < 0 or v > best):
-                    best = v
-                    d = k
-            if d < 0:  # no finite value: the first legal move, as Agent.act
-                for k in range(4):
-                    if (bits >> k) & 1:
-                        d = k
-                        break
+            d = best_move(vals, bits)
             after, r = move(b, d)
             score += int(r)
             moves += 1

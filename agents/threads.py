@@ -72,6 +72,11 @@ def limit_threads(threads: int) -> dict[str, Any]:
     agent is built (torch's and numba's pools, now loaded). It never imports torch or numba itself: a
     worker that plays without them does not pay their import."""
     os.environ.update(thread_env(threads))
+    # numba first: its first set_num_threads starts its OpenMP layer, which sets the OpenMP thread count
+    # (torch's too, the same libgomp) back to NUMBA_NUM_THREADS; torch's count set after it stays.
+    numba = sys.modules.get("numba")
+    if numba is not None and hasattr(numba, "set_num_threads"):
+        numba.set_num_threads(max(1, min(threads, int(numba.config.NUMBA_NUM_THREADS))))
     torch = sys.modules.get("torch")
     if torch is not None and hasattr(torch, "set_num_threads"):
         torch.set_num_threads(threads)
@@ -79,9 +84,6 @@ def limit_threads(threads: int) -> dict[str, Any]:
             # Refused once inter-op work started in this process (or after an earlier call): kept then.
             with contextlib.suppress(RuntimeError):
                 torch.set_num_interop_threads(threads)
-    numba = sys.modules.get("numba")
-    if numba is not None and hasattr(numba, "set_num_threads"):
-        numba.set_num_threads(max(1, min(threads, int(numba.config.NUMBA_NUM_THREADS))))
     return threads_report()
 
 

@@ -394,6 +394,26 @@ def playout_batch(
     return out_b, out_s, out_m, scores, moves, status
 
 
+@njit(cache=True, inline="always")
+def best_move(vals: npt.NDArray[np.float64], legal_bits: int) -> int:
+    """The move a searching player makes: the legal move (bit ``d`` of ``legal_bits``, as from
+    :func:`step_bits`) with the highest finite value, ties by action order; with no finite value (a
+    diverged network, every line lost), the first legal move; -1 when no move is legal. Shared by the
+    jitted playouts of expectimax and the n-tuple player, so both pick moves as ``Agent.act`` does."""
+    d = -1
+    best = 0.0
+    for k in range(4):
+        v = vals[k]
+        if (legal_bits >> k) & 1 and np.isfinite(v) and (d < 0 or v > best):
+            best = v
+            d = k
+    if d < 0:
+        for k in range(4):
+            if (legal_bits >> k) & 1:
+                return k
+    return d
+
+
 @njit(cache=True)
 def new_board(rng_state: np.uint64, p4: float, start_tiles: int) -> tuple[np.uint64, np.uint64]:
     """An empty board with ``start_tiles`` spawns: ``-> (board, rng_state)``."""

@@ -67,14 +67,29 @@ def run_pair(binary: Path, moves: int, seed: int, games: int, work: Path) -> dic
     ck = sorted((ours_dir / "checkpoints").rglob(f"*step{moves}.npz"))
     if not ck:
         raise SystemExit(f"no checkpoint at {moves} moves in {ours_dir}: {ours.stdout[-400:]}")
+    # 1-ply without downgrading on the games of seeds 1,000,000 + i (eval --fast's jitted loop)
+    play = ["--set", "search_depth=1", "--set", "depths_policy=", "--set", "downgrade_from=0"]
     mine = json.loads(
         subprocess.run(
-            [sys.executable, str(ROOT / "scripts" / "eval_ntuple.py"), str(ck[-1]), "--games", str(games)],
+            [
+                sys.executable,
+                str(ROOT / "main.py"),
+                "eval",
+                "--checkpoint",
+                str(ck[-1]),
+                "--games",
+                str(games),
+                "--seed",
+                "1000000",
+                "--fast",
+                *play,
+                "--json",
+            ],
             capture_output=True,
             text=True,
             check=True,
         ).stdout
-    )
+    )["results"][0]
     cpp_eval = subprocess.run(
         [str(binary), "agent", "-e", str(games)], cwd=cpp_dir, capture_output=True, text=True, check=True
     ).stdout
@@ -86,9 +101,9 @@ def run_pair(binary: Path, moves: int, seed: int, games: int, work: Path) -> dic
             "moves": moves,
             "train_cpu_seconds": round(mine["trained"]["seconds"], 1),
             "mean_score": mine["mean_score"],
-            "2048": mine["rates"]["2048"],
-            "8192": mine["rates"]["8192"],
-            "16384": mine["rates"]["16384"],
+            "2048": mine["max_tile_at_least"]["2048"],
+            "8192": mine["max_tile_at_least"]["8192"],
+            "16384": mine["max_tile_at_least"]["16384"],
         },
         "cpp": {
             "moves": cpp_moves,

@@ -6,7 +6,7 @@
 
 RUN is a run's checkpoint folder (``DATA/checkpoints/run-N``) or one checkpoint file, optionally named
 for the legend: ``"5x6, 2 h=/data/checkpoints/run-1"``. Every n-tuple checkpoint in it is played by
-``scripts/eval_ntuple.py``'s :func:`evaluate` (the same games, the same figures: game ``i`` on seed
+:func:`evaluate` (``eval --fast``'s jitted games, :mod:`agents.fast_eval`: game ``i`` on seed
 ``--seed + i``), in the order it was trained; ``--every-minutes M`` keeps one checkpoint per ``M``
 minutes of training (and always the last), so a run saved every 5 minutes and one saved every 10 can
 be drawn side by side. The table gives per checkpoint the training time, moves, games, the mean
@@ -39,8 +39,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from agents.arena import MAX_GAMES  # noqa: E402
 from agents.checkpoint import read_checkpoint  # noqa: E402
-from scripts.eval_ntuple import check_counts, evaluate, parse_depths_policy  # noqa: E402
+from agents.fast_eval import evaluate_fast  # noqa: E402
+from agents.spec import AgentSpec  # noqa: E402
 
 #: The tile rates the table and the plot show (the low ones are ~100 % past the first minutes).
 TILES = (16384, 32768)
@@ -110,6 +112,59 @@ def pick(files: Sequence[Path], every_minutes: float) -> list[tuple[Path, dict[s
             nxt = t["seconds"] + step
     kept.append(found[-1])
     return kept
+
+
+def check_counts(games: int, threads: int) -> None:
+    """ValueError unless 1 <= games <= the arena's MAX_GAMES and threads >= 1 (a mistyped count asked
+    for gigabytes of result arrays and hours of play)."""
+    if not 1 <= games <= MAX_GAMES:
+        raise ValueError(f"games must be between 1 and {MAX_GAMES:,}, got {games:,}")
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1, got {threads}")
+
+
+def parse_depths_policy(text: str) -> tuple[int, ...]:
+    """``"3,3,2,2,1" -> (3, 3, 2, 2, 1)``; ``""`` -> ``()`` (no policy); ValueError saying what it is not."""
+    try:
+        return tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise ValueError(f"depths policy {text!r} is not depths by free cells, e.g. 3,3,2,2,1") from None
+
+
+def evaluate(
+    checkpoint: str | Path,
+    *,
+    games: int = 100,
+    seed: int = 1_000_000,
+    depth: int = 1,
+    depths_policy: tuple[int, ...] = (),
+    downgrade_from: int = 0,
+    threads: int = 1,
+) -> dict[str, Any]:
+    """One n-tuple checkpoint's figures with this search (the checkpoint's own search settings are
+    replaced): what ``eval --checkpoint CK --fast --set search_depth=D ...`` plays (ValueError, one line,
+    when it cannot)."""
+    check_counts(games, threads)
+    play = {"search_depth": depth, "depths_policy": tuple(depths_policy), "downgrade_from": downgrade_from}
+    fast = evaluate_fast(AgentSpec.from_checkpoint(checkpoint, "ntuple", play=play), games, seed, threads)
+    r = fast.result
+    moves = max(1, int(r.moves.sum()))
+    return {
+        "checkpoint": str(checkpoint),
+        "games": games,
+        "search": {"depth": depth, "depths_policy": list(depths_policy), "downgrade_from": downgrade_from},
+        "threads": threads,
+        "mean_score": r.mean_score,
+        "median_score": r.median_score,
+        "max_score": r.max_score,
+        "rates": {str(t): float((r.max_tiles >= t).mean()) for t in (2048, 4096, 8192, 16384, 32768, 65536)},
+        "moves_per_game": r.moves_per_game,
+        "seconds_per_move_cpu": fast.cpu_seconds / moves,
+        "seconds_per_move_wall": r.wall_seconds / moves,
+        "cpu_seconds": fast.cpu_seconds,
+        "wall_seconds": r.wall_seconds,
+        "trained": trained(Path(checkpoint)),
+    }
 
 
 def cache_key(path: Path, games: int, seed: int, search: dict[str, Any]) -> str:

@@ -5,8 +5,7 @@
 In a scratch data dir: when the store has no n-tuple network yet, ``train --agent ntuple --minutes M``
 makes one (it becomes the default reviewer); ``eval`` plays ``--games`` fixed-seed games each of random,
 greedy, expectimax depth 1, expectimax depth 2 and the default reviewer's own network with 2-ply search
-(a copy of its checkpoint whose settings say 2-ply: ``eval`` plays a checkpoint with its own settings);
-``review ID --json`` grades every game with the default reviewer. Prints per player the mean (min-max)
+(``eval --checkpoint CK --set search_depth=2``); ``review ID --json`` grades every game with the default reviewer. Prints per player the mean (min-max)
 accuracy and score, whether the means strictly increase in that order, random <= 30 %, expectimax
 depth 2 >= 90 %, the Spearman correlation of game accuracy with final score over all the games, and
 the reviewer's own games (the network at 2-ply reviewing itself: >= 99 % and no blunder), plus the
@@ -21,6 +20,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -63,51 +63,48 @@ def spearman(a: list[float], b: list[float]) -> float:
     return float(np.corrcoef(ranks(np.asarray(a, float)), ranks(np.asarray(b, float)))[0, 1])
 
 
-def two_ply_copy(checkpoint: str, dest: Path) -> str:
-    """A copy of an n-tuple checkpoint whose settings play at 2-ply (the same weights)."""
-    sys.path.insert(0, str(ROOT))
-    from agents.spec import AgentSpec
-
-    agent = AgentSpec.from_checkpoint(checkpoint).build(None, exact=False)
-    agent.config = agent.config.replace(search_depth=2, depths_policy=())
-    return str(agent.save(dest))
-
-
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data-dir", required=True, help="a scratch data dir (games and a run are added)")
     p.add_argument("--games", type=int, default=9, help="games per player (default 9)")
     p.add_argument("--seed", type=int, default=0, help="seed of the game seeds (default 0)")
     p.add_argument("--minutes", type=float, default=4.0, help="n-tuple training when the store has none")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    args = p.parse_args()
-    d = args.data_dir
-    Path(d).mkdir(parents=True, exist_ok=True)
+    return p.parse_args()
 
+
+def default_reviewer(d: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The default reviewer (an n-tuple network, trained here when the store has none), as ``review``
+    names it; exits when it is not an n-tuple checkpoint."""
     if "ntuple" not in cli(d, "runs", "list"):
         print(f"training an n-tuple reviewer for {args.minutes:g} minutes…", file=sys.stderr)
         cli(d, "train", "--agent", "ntuple", "--minutes", str(args.minutes), "--eval-games", "10")
-    # Which network reviews: ask review itself (a one-move game is not needed: --prepare prints it too).
-    groups: dict[str, list[int]] = {}
-    players = list(PLAYERS)
-    before = game_ids(d)
-    first = sorted(before)[0] if before else None
-    if first is None:  # one game to learn the default reviewer from
+    # Which network reviews: ask review itself, about any game (one random game when there is none).
+    ids = game_ids(d)
+    if not ids:
         cli(d, "eval", "--agent", "random", "--games", "1", "--seed", str(args.seed + 99))
-        first = sorted(game_ids(d))[0]
-        before = game_ids(d)
-    reviewer = json.loads(cli(d, "review", str(first), "--json"))["reviewer"]
+        ids = game_ids(d)
+    reviewer: dict[str, Any] = json.loads(cli(d, "review", str(min(ids)), "--json"))["reviewer"]
     if reviewer.get("name") != "ntuple" or not reviewer.get("checkpoint"):
         sys.exit(f"the default reviewer is not an n-tuple network: {reviewer.get('label')}")
-    copy = two_ply_copy(reviewer["checkpoint"], Path(d) / "reviewer-2ply.npz")
-    players.append((NTUPLE, ["--checkpoint", copy]))
+    return reviewer
+
+
+def play(d: str, args: argparse.Namespace, players: list[tuple[str, list[str]]]) -> dict[str, list[int]]:
+    """``--games`` games of each player (the same seeds); the new games' ids per player."""
+    groups: dict[str, list[int]] = {}
+    before = game_ids(d)
     for name, flags in players:
         print(f"eval {name}: {args.games} games…", file=sys.stderr)
         cli(d, "eval", *flags, "--games", str(args.games), "--seed", str(args.seed))
         after = game_ids(d)
         groups[name] = sorted(after - before)
         before = after
+    return groups
 
+
+def review(d: str, groups: dict[str, list[int]]) -> dict[str, list[dict[str, float]]]:
+    """Every game reviewed by the default reviewer: its accuracy, final score and blunders."""
     listed = cli(d, "games", "list", "--json", "--limit", "1000000").splitlines()
     scores = {int(g["id"]): int(g["score"]) for g in (json.loads(line) for line in listed if line.strip())}
     results: dict[str, list[dict[str, float]]] = {}
@@ -115,18 +112,27 @@ def main() -> int:
         results[name] = []
         for gid in ids:
             r = json.loads(cli(d, "review", str(gid), "--json"))
-            score = scores[gid]
             results[name].append(
-                {"game": gid, "accuracy": r["accuracy"], "score": score, "blunders": r["counts"]["blunder"]}
+                {
+                    "game": gid,
+                    "accuracy": r["accuracy"],
+                    "score": scores[gid],
+                    "blunders": r["counts"]["blunder"],
+                }
             )
-    own = [
-        json.loads(cli(d, "review", str(gid), "--reviewer", "expectimax", "--depth", "2", "--json"))
-        for gid in groups["expectimax d2"]
-    ]
+    return results
+
+
+def figures_of(
+    reviewer: dict[str, Any],
+    order: list[str],
+    results: dict[str, list[dict[str, float]]],
+    own: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The calibration's figures: per player, the checks, the correlation, the self-reviews."""
     means = {n: float(np.mean([g["accuracy"] for g in rows])) for n, rows in results.items()}
-    order = [n for n, _ in players]
     every = [g for rows in results.values() for g in rows]
-    figures = {
+    return {
         "reviewer": reviewer.get("label"),
         "players": {
             n: {
@@ -155,9 +161,9 @@ def main() -> int:
             "blunders": sum(r["counts"]["blunder"] for r in own),
         },
     }
-    if args.json:
-        print(json.dumps(figures))
-        return 0
+
+
+def print_figures(figures: dict[str, Any], order: list[str]) -> None:
     print(f"reviewer: {figures['reviewer']}")
     print(f"{'player':<16}{'games':>6}{'accuracy mean (min-max)':>28}{'mean score':>12}{'blunders':>10}")
     for n in order:
@@ -176,6 +182,28 @@ def main() -> int:
     print(
         f"expectimax d2 (calibrated) reviewing its own games: min {s2['min_accuracy']:.1f} %, {s2['blunders']} blunders"
     )
+
+
+def main() -> int:
+    args = parse_args()
+    d = args.data_dir
+    Path(d).mkdir(parents=True, exist_ok=True)
+    reviewer = default_reviewer(d, args)
+    # the reviewer's own network at 2-ply: its checkpoint with the search settings replaced
+    two_ply = ["--checkpoint", reviewer["checkpoint"], "--set", "search_depth=2", "--set", "depths_policy="]
+    players = [*PLAYERS, (NTUPLE, two_ply)]
+    groups = play(d, args, players)
+    results = review(d, groups)
+    own = [
+        json.loads(cli(d, "review", str(gid), "--reviewer", "expectimax", "--depth", "2", "--json"))
+        for gid in groups["expectimax d2"]
+    ]
+    order = [n for n, _ in players]
+    figures = figures_of(reviewer, order, results, own)
+    if args.json:
+        print(json.dumps(figures))
+    else:
+        print_figures(figures, order)
     return 0
 
 

@@ -11,15 +11,14 @@ error in its place, and the rest of the studio opens.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import importlib
+import logging
 import os
 import sys
 import threading
-import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QSettings, Qt, QTimer, QUrl
 from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence
@@ -28,6 +27,12 @@ from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QMessageBox, QT
 from studio.settings import get_int
 from studio.tabs.common import ROUTED, Tab
 from studio.text import plural
+
+if TYPE_CHECKING:
+    from engine.store import GameStore
+    from studio.widgets.log_view import LogDialog
+
+log = logging.getLogger(__name__)
 
 ORGANIZATION = "2048 Studio"
 APPLICATION = "2048 Studio"
@@ -87,7 +92,7 @@ def make_settings() -> QSettings:
 class MainWindow(QMainWindow):
     """The studio window. ``tab(name)`` returns a tab's widget; the store is closed with the window."""
 
-    def __init__(self, store: Any, data_dir: Path, settings: QSettings) -> None:
+    def __init__(self, store: GameStore, data_dir: Path, settings: QSettings) -> None:
         super().__init__()
         self.setObjectName("mainWindow")
         self.setWindowTitle("2048 Studio")
@@ -95,6 +100,7 @@ class MainWindow(QMainWindow):
         self.data_dir = data_dir
         self.settings = settings
         self._closed = False
+        self._log_dialog: LogDialog | None = None
         self.tabs = QTabWidget(self)
         self.tabs.setObjectName("tabs")
         self.tabs.setDocumentMode(True)
@@ -117,7 +123,7 @@ class MainWindow(QMainWindow):
             cls = getattr(importlib.import_module(module), cls_name)
             widget: QWidget = cls(self.store, self.settings, self)
         except Exception as e:  # a broken tab must not keep the rest of the studio from opening
-            traceback.print_exc()
+            log.exception("the %s tab failed to open", title)
             page = QLabel(f"The {title} tab failed to open:\n{type(e).__name__}: {e}")
             page.setObjectName(f"{title.lower()}Error")
             page.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -256,6 +262,10 @@ class MainWindow(QMainWindow):
 
         help_menu = bar.addMenu("&Help")
         help_menu.addAction(self._action("&Keyboard shortcuts", self._show_shortcuts, "F1"))
+        self.log_action = self._action(
+            "Show &log", self.show_log, None, "What the studio logged: warnings, errors, their tracebacks"
+        )
+        help_menu.addAction(self.log_action)
         help_menu.addAction(self._action("&About 2048 Studio", self._about))
 
     def _new_game(self) -> None:
@@ -285,6 +295,19 @@ class MainWindow(QMainWindow):
         box.setObjectName("shortcutsBox")
         box.open()
 
+    def show_log(self) -> LogDialog:
+        """Help > Show log: the end of DATA/logs/studio.log (one dialog, brought back to the front)."""
+        from studio.widgets.log_view import LogDialog
+
+        if self._log_dialog is None:
+            self._log_dialog = LogDialog(self.data_dir, self)
+        else:
+            self._log_dialog.refresh()
+        self._log_dialog.show()
+        self._log_dialog.raise_()
+        self._log_dialog.activateWindow()
+        return self._log_dialog
+
     def _about(self) -> None:
         QMessageBox.about(
             self,
@@ -308,7 +331,8 @@ class MainWindow(QMainWindow):
     def _update_db_label(self) -> None:
         try:
             n = int(self.store.count_games())
-        except Exception:  # the label is informative only
+        except Exception:  # the label is informative only: the window goes on, the log says why
+            log.warning("cannot count the games of %s", self.data_dir, exc_info=True)
             n = 0
         self.db_label.setText(f"{plural(n, 'game')} · {self.data_dir}")
 
@@ -357,20 +381,26 @@ def _noop() -> None:
 
 
 def create_window(
-    data_dir: str | os.PathLike[str] | None = None, *, settings: QSettings | None = None, store: Any = None
+    data_dir: str | os.PathLike[str] | None = None,
+    *,
+    settings: QSettings | None = None,
+    store: GameStore | None = None,
 ) -> MainWindow:
     """Build the main window on the store in ``data_dir`` (default: the user data dir), not shown.
 
     A QApplication must exist (one is created if not). ``settings`` defaults to the app's QSettings;
-    tests pass one in a temporary location.
+    tests pass one in a temporary location. The process's log goes to ``DATA/logs/studio.log`` from
+    here on (:mod:`studio.logs`).
     """
     from engine.paths import data_dir as resolve_data_dir
     from engine.store import GameStore
+    from studio.logs import setup_logging
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setOrganizationName(ORGANIZATION)
     app.setApplicationName(APPLICATION)
     path = resolve_data_dir(data_dir)
+    setup_logging(path, "gui")
     if store is None:
         store = GameStore.open(path)
     return MainWindow(store, path, settings if settings is not None else make_settings())
@@ -399,8 +429,10 @@ def preload_agents() -> threading.Thread:
         gc.disable()
         try:
             for name in agent_names():
-                with contextlib.suppress(Exception):  # the tab that needs it says why it cannot load
+                try:
                     get_agent_class(name)
+                except Exception:  # the tab that needs it says why it cannot load; the log keeps the why
+                    log.warning("agent %s did not load", name, exc_info=True)
         finally:
             gc.freeze()
             if enabled:

@@ -159,6 +159,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         return open_gui(args.data_dir)
+    from studio.logs import setup_cli_logging
+
+    setup_cli_logging(args.data_dir, args.command)  # DATA/logs/studio.log; warnings also on stderr
     try:
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # here, not at exit, so that a closed pipe is met by the handler below

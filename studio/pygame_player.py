@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from engine import Direction, Rules
-from engine.store import GameRecorder
+from engine.store import GameRecorder, GameStore
 from studio.theme import digits_scale, hex_to_rgb, load_theme
 
 SEED_BACKGROUND = (250, 245, 240)  # seed 000's window colour
@@ -39,7 +39,7 @@ def _keymap(pygame: Any) -> dict[int, Direction]:
 class PygamePlayer:
     """State and drawing of the pygame window; :func:`run_pygame` runs its event loop."""
 
-    def __init__(self, pygame: Any, store: Any, rules: Rules, seed: int | None = None) -> None:
+    def __init__(self, pygame: Any, store: GameStore, rules: Rules, seed: int | None = None) -> None:
         self.pg = pygame
         self.store = store
         self.rules = rules
@@ -109,7 +109,7 @@ class PygamePlayer:
         screen.blit(surface, surface.get_rect(center=(self.width // 2, self.height - SCORE_BAR // 2)))
 
 
-def run_pygame(store: Any, rules: Rules | None = None, seed: int | None = None) -> int:
+def run_pygame(store: GameStore, rules: Rules | None = None, seed: int | None = None) -> int:
     """Play in a pygame window until it is closed; every move goes to ``store``. The exit status."""
     try:
         import pygame

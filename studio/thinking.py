@@ -15,6 +15,7 @@ a newer request or :meth:`Thinker.cancel` makes older tickets stale and their re
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -29,6 +30,8 @@ from agents.spec import AgentSpec
 from engine import DIRECTIONS, Direction, Game, Rules
 
 AGENT_CACHE = 3  # agents kept loaded
+
+log = logging.getLogger(__name__)
 
 
 def choose(agent: Agent, game: Game, values: dict[Direction, float] | None) -> Direction:
@@ -121,6 +124,7 @@ class _ThinkTask(QRunnable):
                 value_kind=value_kind(agent),
             )
         except Exception as e:  # an agent bug or a bad checkpoint must not take the window down
+            log.exception("agent %s failed to think about move %d", agent_name, self.game.moves)
             result = ThinkResult(
                 self.ticket,
                 self.spec,
@@ -162,6 +166,7 @@ class _GradeTask(QRunnable):
             agent = self.thinker.reviewer_for(reviewer, g.rules)
             grade = grade_played(agent, g.rules, g.board, self.played, g.score, g.moves)
         except Exception as e:  # an agent bug or a bad checkpoint must not take the window down
+            log.exception("reviewer %s failed to grade move %d", reviewer.label, self.game.moves)
             error = str(e) or type(e).__name__
         result = GradeResult(
             self.ticket,

@@ -344,14 +344,13 @@ class NTupleAgent(Agent):
         # temporal-coherence sums, [weight, 2] = (error sum, |error| sum): one cache line for both
         self._tc: np.ndarray | None = None
         # one row per self-play worker, each with the game in progress: board, spawn rng state, restart
-        # rng state (see ntuple_kernels.train_steps); worker 0 has the agent's seed, so one worker
+        # rng state (see kernels.train_steps); worker 0 has the agent's seed, so one worker
         # plays exactly the games a single-threaded run would
         workers = self.config.threads
-        self._game_u = np.zeros((workers, 3), dtype=np.uint64)
+        self._game_u = np.zeros((workers, K.U_COLS), dtype=np.uint64)
         for k in range(workers):
-            self._game_u[k, 1:] = _worker_rng_states(seed, k)
-        # score, moves, in progress, unused, truncated games, is a restart, score at its start
-        self._game_i = np.zeros((workers, 7), dtype=np.int64)
+            self._game_u[k, K.U_SPAWN_RNG :] = _worker_rng_states(seed, k)
+        self._game_i = np.zeros((workers, K.I_COLS), dtype=np.int64)  # columns K.I_*
         self._buf_board = np.zeros((workers, 0), dtype=np.uint64)
         self._buf_after = np.zeros((workers, 0), dtype=np.uint64)
         self._buf_reward = np.zeros((workers, 0), dtype=np.float32)
@@ -459,8 +458,8 @@ class NTupleAgent(Agent):
         tc = self._training_arrays()
         workers = self._game_u.shape[0]
         live = np.array([self.n_live], dtype=np.int64)
-        self._game_i[:, 4] = 0
-        self._game_i[0, 4] = self.truncated_games
+        self._game_i[:, K.I_TRUNCATED] = 0
+        self._game_i[0, K.I_TRUNCATED] = self.truncated_games
         slice_steps = (
             2000  # per worker; grown to ~0.25 s per call once the speed is known (first call compiles)
         )
@@ -479,7 +478,7 @@ class NTupleAgent(Agent):
             room = 1 + max_steps // 4 + 64  # a game lasts at least a few moves
             if budget.episodes is not None:
                 room = np.minimum(room, _share(budget.episodes - tracker.episodes, workers))
-            self._ensure_buffer(int((self._game_i[:, 1] + max_steps).max()) + 1)
+            self._ensure_buffer(int((self._game_i[:, K.I_MOVES] + max_steps).max()) + 1)
             cols = int(room.max())
             out_score = np.zeros((workers, cols), dtype=np.int64)
             out_maxexp = np.zeros((workers, cols), dtype=np.int8)
@@ -515,7 +514,7 @@ class NTupleAgent(Agent):
             acc = acc.sum(axis=0)
             done, n_steps = int(result[:, 0].sum()), int(result[:, 1].sum())
             self.n_live = int(live[0])
-            self.truncated_games = int(self._game_i[:, 4].sum())
+            self.truncated_games = int(self._game_i[:, K.I_TRUNCATED].sum())
             self.counters.episodes += done
             self.counters.steps += n_steps
             self.counters.updates += int(out_moves[:done].sum())
@@ -543,7 +542,7 @@ class NTupleAgent(Agent):
                 )
                 metrics.update(self.recent_stats())
             yield tracker.event(
-                "episode" if done else "update", metrics, board=unpack(int(self._game_u[0, 0]))
+                "episode" if done else "update", metrics, board=unpack(int(self._game_u[0, K.U_BOARD]))
             )
         tracker.clock.tick()
 
@@ -612,10 +611,10 @@ class NTupleAgent(Agent):
             "size": int(self.layout.size),
             "live_stages": self.n_live,
             "truncated_games": self.truncated_games,
-            "rng_state": str(int(self._game_u[0, 1])),
-            "restart_rng_state": str(int(self._game_u[0, 2])),
+            "rng_state": str(int(self._game_u[0, K.U_SPAWN_RNG])),
+            "restart_rng_state": str(int(self._game_u[0, K.U_RESTART_RNG])),
             # the other workers' streams (JSON has no uint64: decimal strings)
-            "worker_rng_states": [[str(int(x)) for x in row] for row in self._game_u[1:, 1:]],
+            "worker_rng_states": [[str(int(x)) for x in row] for row in self._game_u[1:, K.U_SPAWN_RNG :]],
         }
         return arrays, meta
 
@@ -664,7 +663,7 @@ class NTupleAgent(Agent):
         truncated = state_int(meta, "truncated_games", 0)
         rng = state_uint64(meta.get("rng_state", str(seed_to_state(self.seed))), "rng_state")
         restart_rng = state_uint64(
-            meta.get("restart_rng_state", str(int(self._game_u[0, 2]))), "restart_rng_state"
+            meta.get("restart_rng_state", str(int(self._game_u[0, K.U_RESTART_RNG]))), "restart_rng_state"
         )
         rows = meta.get("worker_rng_states", [])
         if not isinstance(rows, list) or any(not isinstance(r, list) or len(r) != 2 for r in rows):
@@ -683,11 +682,11 @@ class NTupleAgent(Agent):
         self.n_live = n_live
         self.truncated_games = truncated
         self._game_i[:] = 0
-        self._game_u[0, 1] = rng
-        self._game_u[0, 2] = restart_rng
+        self._game_u[0, K.U_SPAWN_RNG] = rng
+        self._game_u[0, K.U_RESTART_RNG] = restart_rng
         # a run resumed with more workers than it saved gives the new ones fresh streams
         for k, row in enumerate(workers, start=1):
-            self._game_u[k, 1:] = row
+            self._game_u[k, K.U_SPAWN_RNG :] = row
         self._recent = np.zeros((0, 2), dtype=np.int64)
 
 

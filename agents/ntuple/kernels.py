@@ -42,12 +42,15 @@ from engine.fast import (
     ROW_LEFT,
     ROW_RIGHT,
     ROW_SCORE,
+    best_move,
     count_empty,
     max_exponent,
     move,
+    new_board,
     overflows,
     spawn,
     splitmix64,
+    step_bits,
     transpose,
 )
 
@@ -589,6 +592,17 @@ def _greedy(
     return best_d, best_b, best_r
 
 
+#: Columns of ``game_u`` (uint64), one row per self-play worker: the board of the game in progress, the
+#: spawn rng state, the restart rng state. Module constants, so numba folds them into the kernels.
+U_BOARD, U_SPAWN_RNG, U_RESTART_RNG = 0, 1, 2
+U_COLS = 3
+#: Columns of ``game_i`` (int64): the game's score so far, moves so far, in progress (0/1), an unused
+#: column (kept so saved layouts and tests keep their meaning), truncated games (lifetime), this game is
+#: a restart (0/1), the score at the start of this game (non-zero for a restart).
+I_SCORE, I_MOVES, I_ACTIVE, I_UNUSED, I_TRUNCATED, I_RESTART, I_START_SCORE = 0, 1, 2, 3, 4, 5, 6
+I_COLS = 7
+
+
 @njit(cache=True, nogil=True)
 def train_steps(
     w: np.ndarray,
@@ -619,9 +633,9 @@ def train_steps(
 ) -> tuple[int, int]:
     """Play and learn from self-play games for up to ``max_steps`` moves: ``(games finished, moves)``.
 
-    The game in progress lives in ``game_u`` = [board, spawn rng state, restart rng state] and
-    ``game_i`` = [score, moves so far, in progress (0/1), unused, truncated games (lifetime),
-    this game is a restart (0/1), score at its start], so a call may stop mid-game and the next one
+    The game in progress lives in ``game_u`` (columns ``U_*``: board, spawn rng state, restart rng
+    state) and ``game_i`` (columns ``I_*``: score, moves so far, in progress, truncated games, is a
+    restart, score at its start), so a call may stop mid-game and the next one
     carries on: the caller sizes ``max_steps`` to return every few hundred ms. ``live[0]`` is the
     number of stages reached so far; it lives apart from the game because parallel workers
     (:func:`train_steps_parallel`) share it with the weights.
@@ -647,19 +661,16 @@ def train_steps(
     steps = 0
     done = 0
     while steps < max_steps and done < out_score.shape[0]:
-        if game_i[2] == 0:
-            b = np.uint64(0)
-            rng = np.uint64(game_u[1])
-            for _ in range(start_tiles):
-                b, rng = spawn(b, rng, p4)
-            game_u[0] = b
-            game_u[1] = rng
-            game_i[0] = 0
-            game_i[1] = 0
-            game_i[2] = 1
-            game_i[5] = 0
-            game_i[6] = 0
-        b = np.uint64(game_u[0])
+        if game_i[I_ACTIVE] == 0:
+            b, rng = new_board(np.uint64(game_u[U_SPAWN_RNG]), p4, start_tiles)
+            game_u[U_BOARD] = b
+            game_u[U_SPAWN_RNG] = rng
+            game_i[I_SCORE] = 0
+            game_i[I_MOVES] = 0
+            game_i[I_ACTIVE] = 1
+            game_i[I_RESTART] = 0
+            game_i[I_START_SCORE] = 0
+        b = np.uint64(game_u[U_BOARD])
         n_live = live[0]
         if n_live < n_stages:
             # a move may reach a new stage: promote before valuing its afterstate with the new block
@@ -674,20 +685,20 @@ def train_steps(
         d, after, r = _greedy(w, b, ext, tlen, toff, stage_size, stage_thr, n_live, 0, gfeat, gb, gr)
         truncated = d >= 0 and _has15(b) and overflows(b, d)
         if d >= 0 and not truncated:
-            n = game_i[1]
+            n = game_i[I_MOVES]
             buf_board[n] = b
             buf_after[n] = after
             buf_reward[n] = r
-            game_i[1] = n + 1
-            game_i[0] += r
-            rng = np.uint64(game_u[1])
+            game_i[I_MOVES] = n + 1
+            game_i[I_SCORE] += r
+            rng = np.uint64(game_u[U_SPAWN_RNG])
             nb, rng = spawn(after, rng, p4)
-            game_u[0] = nb
-            game_u[1] = rng
+            game_u[U_BOARD] = nb
+            game_u[U_SPAWN_RNG] = rng
             steps += 1
             continue
         # the game is over (or truncated): learn from it backwards
-        n = game_i[1]
+        n = game_i[I_MOVES]
         target = 0.0
         last = n - 1
         if truncated and n > 0:
@@ -712,28 +723,28 @@ def train_steps(
             # lambda-return of the previous afterstate: r + (1 - lam) V(s) + lam * (this target)
             target = buf_reward[k] + (1.0 - lam) * v_new + lam * target
             feat, feat_next = feat_next, feat
-        out_score[done] = game_i[0]
+        out_score[done] = game_i[I_SCORE]
         out_maxexp[done] = 16 if truncated else max_exponent(b)
         out_moves[done] = n
-        out_restart[done] = game_i[5]
+        out_restart[done] = game_i[I_RESTART]
         done += 1
         if truncated:
-            game_i[4] += 1
-        game_i[2] = 0
+            game_i[I_TRUNCATED] += 1
+        game_i[I_ACTIVE] = 0
         if restart > 0.0 and n >= 20:
-            rs, u = splitmix64(np.uint64(game_u[2]))
-            game_u[2] = rs
+            rs, u = splitmix64(np.uint64(game_u[U_RESTART_RNG]))
+            game_u[U_RESTART_RNG] = rs
             if float(u >> np.uint64(11)) * (1.0 / 9007199254740992.0) < restart:
                 k = n // 2
-                score = game_i[6]
+                score = game_i[I_START_SCORE]
                 for j in range(k):
                     score += np.int64(buf_reward[j])
-                game_u[0] = buf_board[k]
-                game_i[0] = score
-                game_i[1] = 0
-                game_i[2] = 1
-                game_i[5] = 1
-                game_i[6] = score
+                game_u[U_BOARD] = buf_board[k]
+                game_i[I_SCORE] = score
+                game_i[I_MOVES] = 0
+                game_i[I_ACTIVE] = 1
+                game_i[I_RESTART] = 1
+                game_i[I_START_SCORE] = score
     return done, steps
 
 
@@ -816,6 +827,63 @@ def train_steps_parallel(
 def _tt_slot(b: np.uint64, level: int, mask: int) -> np.int64:
     h = (b ^ (np.uint64(level) * np.uint64(0x9E3779B97F4A7C15))) * np.uint64(0xBF58476D1CE4E5B9)
     return np.int64(h >> np.uint64(32)) & mask
+
+
+@njit(cache=True, inline="always")
+def _leaf_chance(
+    w: np.ndarray,
+    a: np.uint64,
+    p4: float,
+    ext: np.ndarray,
+    tlen: np.ndarray,
+    toff: np.ndarray,
+    stage_size: int,
+    stage_thr: np.ndarray,
+    n_live: int,
+    dg: int,
+    leaf_feat: np.ndarray,
+    leaf_b: np.ndarray,
+    leaf_r: np.ndarray,
+) -> float:
+    """The value of chance node ``a`` whose spawns lead to leaf max nodes (every chance node of a 2-ply
+    search, the deepest ones of any search): the mean over the spawns of the best reward + V(afterstate),
+    in the order and with the sums :func:`search_values`' general walk uses, so the values are the same
+    bit for bit. Most of a search's time is spent here, so it is a plain loop without the walk's stack.
+    """
+    n_feat = 8 * tlen.shape[0]
+    acc = 0.0
+    n_empty = 0
+    for i in range(16):
+        shift = np.uint64(4 * i)
+        if (a >> shift) & _NIBBLE != np.uint64(0):
+            continue
+        n_empty += 1
+        for tile in range(1, 3):
+            p = 1.0 - p4 if tile == 1 else p4
+            if p <= 0.0:
+                continue
+            s = a | (np.uint64(tile) << shift)
+            top = _has15(s)
+            moves4(s, leaf_b, leaf_r)
+            # the features of all legal moves first, then the sums, so the weight loads overlap
+            for d in range(4):
+                if leaf_b[d] != s and not (top and overflows(s, d)):
+                    _fill_features(
+                        leaf_feat[d], downgrade(leaf_b[d], dg), ext, tlen, toff, stage_size, stage_thr, n_live
+                    )
+                    for j in range(n_feat):
+                        _prefetch(w, leaf_feat[d, j])
+            best = NEG_INF
+            for d in range(4):
+                if leaf_b[d] == s:
+                    continue
+                v = float(leaf_r[d])
+                if not (top and overflows(s, d)):
+                    v += _sum_features(w, leaf_feat[d], n_feat)
+                if v > best:
+                    best = v
+            acc += p * (best if best > NEG_INF else 0.0)
+    return acc / n_empty if n_empty > 0 else 0.0
 
 
 @njit(cache=True, nogil=True)
@@ -934,11 +1002,26 @@ def search_values(
                     if tt_gen[sl] == gen and tt_key[sl] == nb and tt_level[sl] == k:
                         v = r + tt_val[sl]
                     else:
+                        n_empty[k] = np.int64(count_empty(nb))
+                        child_final[k] = policy[min(n_empty[k], n_pol - 1)]
+                        if k + 1 >= child_final[k]:  # its spawns are leaf max nodes: valued in one loop
+                            ev = _leaf_chance(
+                                w, nb, p4, ext, tlen, toff, stage_size, stage_thr, n_live, dg,
+                                leaf_feat, leaf_b, leaf_r,
+                            )  # fmt: skip
+                            tt_key[sl] = nb
+                            tt_level[sl] = k
+                            tt_gen[sl] = gen
+                            tt_val[sl] = ev
+                            v = r + ev
+                            if k == 1:
+                                out[d] = v
+                            if v > best[k]:
+                                best[k] = v
+                            continue
                         after[k] = nb
                         rew[k] = r
                         slot[k] = sl
-                        n_empty[k] = np.int64(count_empty(nb))
-                        child_final[k] = policy[min(n_empty[k], n_pol - 1)]
                         cell[k] = -1
                         tile[k] = 2
                         acc[k] = 0.0
@@ -1039,10 +1122,7 @@ def play_games(
     # chance nodes. A new call (new weights or settings, perhaps) starts a new stamp.
     gen += 1
     for g in range(rng_states.shape[0]):
-        rng = np.uint64(rng_states[g])
-        b = np.uint64(0)
-        for _ in range(start_tiles):
-            b, rng = spawn(b, rng, p4)
+        b, rng = new_board(np.uint64(rng_states[g]), p4, start_tiles)
         score = 0
         moves = 0
         capped = False
@@ -1068,18 +1148,7 @@ def play_games(
                     tt_val,
                     gen,
                 )
-                d = -1
-                best = NEG_INF
-                for k in range(4):
-                    if vals[k] > best and vals[k] < INF:  # illegal moves are NEG_INF: never taken
-                        best = vals[k]
-                        d = k
-                if d < 0:  # no finite value (a diverged network): the first legal move, if any
-                    for k in range(4):
-                        nb, _ = move(b, k)
-                        if nb != b:
-                            d = k
-                            break
+                d = best_move(vals, step_bits(b) & 15)
                 after = b
                 r = 0
                 if d >= 0:

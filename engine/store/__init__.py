@@ -1,10 +1,11 @@
 """The game-record store: every game and training run in one embedded SQLite database (WAL).
 
-``from engine.store import GameStore, GameRecorder, Player, GameRecord, GameSummary, RunSummary, StoreError``
+``from engine.store import GameStore, GameFilter, GameRecorder, Player, GameRecord, GameSummary, RunSummary, StoreError``
 
 * :mod:`engine.store.schema` — tables, file identity check, durability (why ``synchronous=NORMAL``),
   migrations of older stores (run in place on open).
 * :mod:`engine.store.db` — :class:`GameStore` (games and moves; interrupted-writer sweep).
+* :mod:`engine.store.filters` — :class:`GameFilter`: which games a listing shows, and its SQL.
 * :mod:`engine.store.recorder` — :class:`GameRecorder`: one game played move by move (by the person,
   agents, or both in turn), stored as one record with the :class:`Player` of every move.
 * :mod:`engine.store.reviews` — the reviews half of :class:`GameStore`: a reviewer's values of every
@@ -18,7 +19,8 @@
 numpy and the standard library only; never prints.
 """
 
-from engine.store.db import GameStore, to_timestamp
+from engine.store.db import GameStore
+from engine.store.filters import GameFilter, to_timestamp
 from engine.store.model import (
     GAME_STATUSES,
     HUMAN,
@@ -48,6 +50,7 @@ __all__ = [
     "SOURCE_FILTERS",
     "SWEEP_STATUSES",
     "CheckpointInfo",
+    "GameFilter",
     "GameRecord",
     "GameRecorder",
     "GameStore",

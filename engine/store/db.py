@@ -31,10 +31,10 @@ from engine.core import Direction, Rules, legal_mask, slide_unchecked
 from engine.paths import database_path
 from engine.records import GameTrace
 from engine.store import codec, exchange, schema
+from engine.store.filters import GameFilter
 from engine.store.model import (
     DAMAGED,
     GAME_STATUSES,
-    SOURCE_FILTERS,
     SOURCES,
     GameRecord,
     GameSummary,
@@ -42,81 +42,19 @@ from engine.store.model import (
     StoreError,
     source_of,
 )
+from engine.store.process import pid_alive
 from engine.store.reviews import ReviewData, ReviewsMixin, insert_review
 from engine.store.runs import RunsMixin
 from engine.store.sweeps import SweepsMixin
 from engine.store.values import rules_of, seed_text, seed_value, to_json
 
-TimeLike = Any  # Unix seconds (float), ISO text, datetime.datetime or datetime.date
+# The old private name (tests/studio/test_sweep_issue34.py imports it from here).
+_pid_alive = pid_alive
 
 _GAME_COLUMNS = (
     "id, source, agent, checkpoint, run_id, rules, seed, started, ended, status, score, "
     "max_tile, n_moves, origin, players"
 )
-# A mixed game's agents are listed only in its players column (the agent column holds the first).
-_ANY_PLAYER = "EXISTS (SELECT 1 FROM json_each(games.players) WHERE json_extract(value, '$.{key}') = ?)"
-
-
-def _pid_alive(pid: int) -> bool:
-    """True unless the process certainly does not exist (unknown counts as alive: never abandon a live game)."""
-    if pid == os.getpid():
-        return True
-    if os.name != "posix":
-        return True  # os.kill(pid, 0) would *terminate* the process on Windows
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # EPERM: exists, belongs to someone else
-    return not _zombie(pid)
-
-
-def _zombie(pid: int) -> bool:
-    """True for a process that has ended and waits only to be reaped (Linux; False where unknown).
-    kill -9 of a driver leaves its killed trial children so until someone reaps them, and a container
-    whose first process never reaps keeps them for good: their runs were never to be resumed."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-    except OSError:
-        return False
-    # pid (comm) state ...: the name may hold spaces and parentheses, the state follows the last ")"
-    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] == b"Z"
-
-
-def to_timestamp(value: TimeLike, *, end_of_day: bool = False) -> float:
-    """Unix seconds from seconds, a datetime / date (local time) or ISO text (``2024-05-01[T12:00]``).
-
-    ``end_of_day``: a bare date means the end of that day (for "until" filters).
-    """
-    import datetime as dt
-
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            value = (
-                dt.datetime.fromisoformat(text)
-                if ("T" in text or " " in text or ":" in text)
-                else dt.date.fromisoformat(text)
-            )
-        except ValueError:
-            raise StoreError(f"{text!r} is not a date: use YYYY-MM-DD or YYYY-MM-DDTHH:MM") from None
-    try:
-        if isinstance(value, dt.datetime):
-            return value.timestamp()
-        if isinstance(value, dt.date):
-            day = dt.datetime.combine(value, dt.time.max if end_of_day else dt.time.min)
-            return day.timestamp()
-    except (ValueError, OverflowError, OSError):
-        # The local-time conversion of a date at the calendar's edge ("year 0 is out of range" for
-        # 0001-01-01 east of Greenwich) says nothing about what to type instead.
-        raise StoreError(
-            f"{value} is outside the dates this machine can convert: use a date from 1970 to 9998"
-        ) from None
-    raise StoreError(f"{value!r} is not a time")
 
 
 class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
@@ -200,10 +138,10 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
             sweeps = con.execute(
                 "SELECT id, pid FROM sweeps WHERE status = 'running' AND host = ?", (self._host,)
             ).fetchall()
-        dead_games = [r["id"] for r in games if r["pid"] is not None and not _pid_alive(r["pid"])]
-        dead_runs = [(r["id"], r["pid"]) for r in runs if r["pid"] is not None and not _pid_alive(r["pid"])]
+        dead_games = [r["id"] for r in games if r["pid"] is not None and not pid_alive(r["pid"])]
+        dead_runs = [(r["id"], r["pid"]) for r in runs if r["pid"] is not None and not pid_alive(r["pid"])]
         dead_sweeps = [
-            (r["id"], r["pid"]) for r in sweeps if r["pid"] is not None and not _pid_alive(r["pid"])
+            (r["id"], r["pid"]) for r in sweeps if r["pid"] is not None and not pid_alive(r["pid"])
         ]
         if not dead_games and not dead_runs and not dead_sweeps:
             return
@@ -549,75 +487,22 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
         return _board_after(codec.decode_board(last["board"], shape), int(last["direction"]), spawns)
 
     # ---------------------------------------------------------------------------------- queries
-    def _where(
-        self,
-        source: str | None,
-        agent: str | None,
-        min_score: int | None,
-        min_max_tile: int | None,
-        since: TimeLike | None,
-        until: TimeLike | None,
-        status: str | None,
-        run_id: int | None = None,
-        played_by: str | None = None,
-    ) -> tuple[str, list[Any]]:
-        """SQL for the filters of :meth:`list_games` (see there)."""
-        clauses: list[str] = []
-        params: list[Any] = []
-        if source == "imported":
-            clauses.append("origin IS NOT NULL")
-        elif source is not None:
-            if source not in SOURCE_FILTERS:
-                raise StoreError(f"game source must be one of {', '.join(SOURCE_FILTERS)}, got {source!r}")
-            clauses.append("source = ?")
-            params.append(source)
-        for column, value in (("status", status), ("run_id", run_id)):
-            if value is not None:
-                clauses.append(f"{column} = ?")
-                params.append(value)
-        for column, key, value in (("agent", "agent", agent), ("source", "kind", played_by)):
-            if value is not None:
-                clauses.append(f"({column} = ? OR (source = 'mixed' AND {_ANY_PLAYER.format(key=key)}))")
-                params += [value, value]
-        if min_score is not None:
-            clauses.append("score >= ?")
-            params.append(int(min_score))
-        if min_max_tile is not None:
-            clauses.append("max_tile >= ?")
-            params.append(int(min_max_tile))
-        if since is not None:
-            clauses.append("started >= ?")
-            params.append(to_timestamp(since))
-        if until is not None:
-            clauses.append("started <= ?")
-            params.append(to_timestamp(until, end_of_day=True))
-        return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
-
     def list_games(
         self,
-        source: str | None = None,
-        agent: str | None = None,
-        min_score: int | None = None,
-        min_max_tile: int | None = None,
-        since: TimeLike | None = None,
-        until: TimeLike | None = None,
-        limit: int | None = None,
-        status: str | None = None,
+        match: GameFilter | None = None,
+        /,
         *,
-        run_id: int | None = None,
+        limit: int | None = None,
         offset: int = 0,
-        played_by: str | None = None,
+        **filters: Any,
     ) -> list[GameSummary]:
-        """Games matching every given filter, newest first. ``since`` / ``until`` bound the start time.
+        """The games ``match`` lets through (see :class:`GameFilter`), newest first; ``limit`` of them
+        from ``offset`` on. :meth:`GameRecord.moves_by` then picks one player's moves of a mixed game.
 
-        ``source``: the game's source (``mixed`` for games several players shared), or ``imported`` for
-        every game read from a file. ``agent`` and ``played_by`` (a player kind) match a game when any
-        of its players does, so ``played_by="human"`` finds the person's own games and the mixed ones;
-        :meth:`GameRecord.moves_by` then picks that player's moves.
+        ``filters``: :class:`GameFilter`'s fields as keywords, laid over ``match`` (an unknown one is
+        a TypeError): ``list_games(played_by="human")`` is ``list_games(GameFilter(played_by="human"))``.
         """
-        where, params = self._where(
-            source, agent, min_score, min_max_tile, since, until, status, run_id, played_by
-        )
+        where, params = _game_filter(match, filters).sql()
         sql = f"SELECT {_GAME_COLUMNS} FROM games{where} ORDER BY started DESC, id DESC"
         if limit is not None or offset:
             sql += " LIMIT ? OFFSET ?"
@@ -625,23 +510,9 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
         with self._tx(write=False) as con:
             return [_summary(r) for r in con.execute(sql, params).fetchall()]
 
-    def count_games(
-        self,
-        source: str | None = None,
-        agent: str | None = None,
-        min_score: int | None = None,
-        min_max_tile: int | None = None,
-        since: TimeLike | None = None,
-        until: TimeLike | None = None,
-        status: str | None = None,
-        *,
-        run_id: int | None = None,
-        played_by: str | None = None,
-    ) -> int:
+    def count_games(self, match: GameFilter | None = None, /, **filters: Any) -> int:
         """How many games :meth:`list_games` would return without a limit."""
-        where, params = self._where(
-            source, agent, min_score, min_max_tile, since, until, status, run_id, played_by
-        )
+        where, params = _game_filter(match, filters).sql()
         with self._tx(write=False) as con:
             return int(con.execute(f"SELECT count(*) FROM games{where}", params).fetchone()[0])
 
@@ -824,6 +695,12 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
 
 
 # -------------------------------------------------------------------------------------- helpers
+
+
+def _game_filter(match: GameFilter | None, filters: Mapping[str, Any]) -> GameFilter:
+    """``match`` (default: every game) with the keyword ``filters`` laid over it."""
+    base = GameFilter() if match is None else match
+    return dataclasses.replace(base, **filters) if filters else base
 
 
 def _player_of(

@@ -106,11 +106,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import os
 import reprlib
+import struct
 import time
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,6 +128,8 @@ from engine.npzcheck import NpzSizeError, check_npz_sizes
 from engine.store.codec import MAX_EXPONENT, tile_problem
 from engine.store.model import GAME_STATUSES, MAX_TIME, PLAYER_KINDS, GameRecord, Player, StoreError
 from engine.store.reviews import ReviewData
+
+log = logging.getLogger(__name__)
 
 NPZ_FORMAT = "2048-studio-games"
 JSONL_FORMAT = "2048-studio-game"
@@ -567,19 +572,7 @@ def check_game(
     docstring), and a ``finished`` game must end on a board with no legal move.
     """
     n = len(moves)
-    if n > MAX_GAME_MOVES:
-        raise StoreError(f"{label}: {n:,} moves, more than the {MAX_GAME_MOVES:,} a game may have")
-    if scores.shape != (n,):
-        raise StoreError(f"{label}: {n} moves but scores has shape {scores.shape}")
-    if rewards is not None and rewards.shape != (n,):
-        raise StoreError(f"{label}: {n} moves but rewards has shape {rewards.shape}")
-    if layouts.shape != (n, *rules.shape):
-        raise StoreError(f"{label}: {n} moves but layouts of shape {layouts.shape}")
-    if spawns is not None and len(spawns) != n:
-        raise StoreError(f"{label}: {n} moves but spawns for {len(spawns)}")
-    for what, board in (("initial board", initial_board), ("final board", final_board)):
-        if board is not None and board.shape != rules.shape:
-            raise StoreError(f"{label}: {what} has shape {board.shape}, the rules play on {rules.shape}")
+    _check_shapes(label, rules, n, layouts, scores, rewards, spawns, initial_board, final_board)
     players, who = _players(label, meta, move_players, n)
     if initial_board is None:
         if n == 0:
@@ -595,16 +588,79 @@ def check_game(
     ):
         if boards is not None:
             _check_top_tiles(label, what, boards)
-    rows, cols = rules.shape
+    out_rewards, out_spawns, board_after = _replay(
+        label, rules, layouts, moves, scores, rewards, spawns, initial_board, final_board
+    )
+    if final_board is None:
+        final_board = board_after
+        _check_top_tiles(label, "final board", final_board)
+    elif n == 0 and not np.array_equal(final_board, initial_board):
+        raise StoreError(f"{label}: a game without moves must end on its initial board")
+    _check_end(label, meta, scores, final_board)
+    return IncomingGame(
+        rules,
+        meta,
+        initial_board,
+        layouts,
+        moves.astype(np.int8),
+        out_rewards,
+        scores.astype(np.int64),
+        out_spawns,
+        final_board,
+        players,
+        who,
+    )
+
+
+def _check_shapes(
+    label: str,
+    rules: Rules,
+    n: int,
+    layouts: np.ndarray,
+    scores: np.ndarray,
+    rewards: np.ndarray | None,
+    spawns: Sequence[Sequence[Triple]] | None,
+    initial_board: np.ndarray | None,
+    final_board: np.ndarray | None,
+) -> None:
+    """One score, reward, layout and spawn list per move (``n`` of them) and boards of the rules' shape."""
+    if n > MAX_GAME_MOVES:
+        raise StoreError(f"{label}: {n:,} moves, more than the {MAX_GAME_MOVES:,} a game may have")
+    if scores.shape != (n,):
+        raise StoreError(f"{label}: {n} moves but scores has shape {scores.shape}")
+    if rewards is not None and rewards.shape != (n,):
+        raise StoreError(f"{label}: {n} moves but rewards has shape {rewards.shape}")
+    if layouts.shape != (n, *rules.shape):
+        raise StoreError(f"{label}: {n} moves but layouts of shape {layouts.shape}")
+    if spawns is not None and len(spawns) != n:
+        raise StoreError(f"{label}: {n} moves but spawns for {len(spawns)}")
+    for what, board in (("initial board", initial_board), ("final board", final_board)):
+        if board is not None and board.shape != rules.shape:
+            raise StoreError(f"{label}: {what} has shape {board.shape}, the rules play on {rules.shape}")
+
+
+def _replay(
+    label: str,
+    rules: Rules,
+    layouts: np.ndarray,
+    moves: np.ndarray,
+    scores: np.ndarray,
+    rewards: np.ndarray | None,
+    spawns: Sequence[Sequence[Triple]] | None,
+    initial_board: np.ndarray,
+    final_board: np.ndarray | None,
+) -> tuple[np.ndarray, list[list[Triple]], np.ndarray]:
+    """Every move replayed and checked (see :func:`check_game`): the merge rewards, each move's spawns,
+    and the board after the last move (the initial board for a game without moves)."""
+    n = len(moves)
     out_rewards = np.empty(n, dtype=np.int64)
     out_spawns: list[list[Triple]] = []
     score = 0
     board_after = initial_board
     for i in range(n):
-        before = layouts[i]
         d = Direction(int(moves[i]))
-        slid, reward = slide_unchecked(before, d)
-        if np.array_equal(slid, before):
+        slid, reward = slide_unchecked(layouts[i], d)
+        if np.array_equal(slid, layouts[i]):
             raise StoreError(f"{label}: move {i}: {d.label} changes nothing on that board (an illegal move)")
         if reward >= 1 << 63:  # a row of 2**60 pairs on a wide board (found by reading, not the fuzz)
             raise StoreError(f"{label}: move {i}: its reward {reward} does not fit in 64 bits")
@@ -623,33 +679,55 @@ def check_game(
         score += reward
         nxt = layouts[i + 1] if i + 1 < n else final_board
         given = list(spawns[i]) if spawns is not None else None
-        if nxt is not None:
-            changed = np.argwhere(nxt != slid)
-            found = [(int(r), int(c), int(nxt[r, c])) for r, c in changed]
-            if any(slid[r, c] != 0 for r, c, _ in found):
-                what = "the next layout" if i + 1 < n else "the final board"
-                raise StoreError(f"{label}: move {i}: {what} is not the board after {d.label} plus new tiles")
-            if given is not None and sorted(given) != sorted(found):
-                raise StoreError(
-                    f"{label}: move {i}: spawns {given} do not match the next layout (which adds {found})"
-                )
-            triples = given if given is not None else found
-            _check_spawns(label, i, rules, slid, triples, exact=True)
-        else:
-            triples = given or []
-            # checked before they are placed: a value past 64 bits cannot even be put on a board
-            _check_spawns(label, i, rules, slid, triples, exact=given is not None)
-            board_after = slid.copy()
-            for r, c, v in triples:
-                if not (0 <= r < rows and 0 <= c < cols) or board_after[r, c] != 0:
-                    raise StoreError(f"{label}: move {i}: spawn at ({r}, {c}) is not on an empty cell")
-                board_after[r, c] = v
+        where = "the next layout" if i + 1 < n else "the final board"
+        triples, board_after = _spawned(label, i, rules, d, slid, nxt, where, given)
         out_spawns.append(triples)
-    if final_board is None:
-        final_board = board_after
-        _check_top_tiles(label, "final board", final_board)
-    elif n == 0 and not np.array_equal(final_board, initial_board):
-        raise StoreError(f"{label}: a game without moves must end on its initial board")
+    return out_rewards, out_spawns, board_after
+
+
+def _spawned(
+    label: str,
+    i: int,
+    rules: Rules,
+    d: Direction,
+    slid: np.ndarray,
+    nxt: np.ndarray | None,
+    where: str,
+    given: list[Triple] | None,
+) -> tuple[list[Triple], np.ndarray]:
+    """The tiles a move spawned and the board after it (``slid``: the board it slid to).
+
+    With the next board ``nxt`` (``where`` names it): the tiles it adds to ``slid``, which must be
+    ``given`` when the file lists them. Without (the last move of a file without a final board): the
+    ``given`` tiles placed on ``slid``. ``label`` names the game, ``i`` the move."""
+    if nxt is not None:
+        changed = np.argwhere(nxt != slid)
+        found = [(int(r), int(c), int(nxt[r, c])) for r, c in changed]
+        if any(slid[r, c] != 0 for r, c, _ in found):
+            raise StoreError(f"{label}: move {i}: {where} is not the board after {d.label} plus new tiles")
+        if given is not None and sorted(given) != sorted(found):
+            raise StoreError(
+                f"{label}: move {i}: spawns {given} do not match the next layout (which adds {found})"
+            )
+        triples = given if given is not None else found
+        _check_spawns(label, i, rules, slid, triples, exact=True)
+        return triples, nxt
+    triples = given or []
+    # checked before they are placed: a value past 64 bits cannot even be put on a board
+    _check_spawns(label, i, rules, slid, triples, exact=given is not None)
+    board_after = slid.copy()
+    rows, cols = rules.shape
+    for r, c, v in triples:
+        if not (0 <= r < rows and 0 <= c < cols) or board_after[r, c] != 0:
+            raise StoreError(f"{label}: move {i}: spawn at ({r}, {c}) is not on an empty cell")
+        board_after[r, c] = v
+    return triples, board_after
+
+
+def _check_end(label: str, meta: dict[str, Any], scores: np.ndarray, final_board: np.ndarray) -> None:
+    """What the file says of the game's end (score, max tile, moves, status) against its replay; a
+    file without a status gets one (over when no move is left)."""
+    n = len(scores)
     final_score = int(scores[-1]) if n else 0
     for key, actual in (("score", final_score), ("max_tile", int(final_board.max())), ("n_moves", n)):
         if meta.get(key) is not None and meta[key] != actual and not (key == "score" and n == 0):
@@ -660,19 +738,6 @@ def check_game(
     elif meta["status"] == "finished" and left.any():
         names = ", ".join(d.label for d in DIRECTIONS if left[d])
         raise StoreError(f"{label}: says finished, but its final board still has a legal move ({names})")
-    return IncomingGame(
-        rules,
-        meta,
-        initial_board,
-        layouts,
-        moves.astype(np.int8),
-        out_rewards,
-        scores.astype(np.int64),
-        out_spawns,
-        final_board,
-        players,
-        who,
-    )
 
 
 def _check_start(label: str, rules: Rules, start: str | None, board: np.ndarray, n: int) -> None:
@@ -772,9 +837,36 @@ def _load_npz(path: Path) -> dict[str, np.ndarray]:
             return data
     except StoreError:
         raise
-    except Exception as e:  # zip, zlib and .npy format refusals of a damaged file all mean the same
-        why = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise StoreError(f"{name}: not a readable .npz file ({why})") from None
+    except _NPZ_REFUSALS as e:  # zip, zlib and .npy format refusals of a damaged file all mean the same
+        raise StoreError(f"{name}: not a readable .npz file ({_first_line(e)})") from None
+    except Exception as e:  # none of those: still a file that does not read, but say so in the log
+        log.exception("reading %s: an error no damaged .npz was known to raise", name)
+        raise StoreError(f"{name}: not a readable .npz file ({_first_line(e)})") from None
+
+
+#: What zipfile, zlib and numpy's .npy reader raise for a damaged or hostile file: a bad zip or member
+#: (BadZipFile, a missing member's KeyError, an encrypted member's RuntimeError, an unknown compression's
+#: NotImplementedError), a cut stream (EOFError, zlib.error), a bad header (ValueError, SyntaxError of
+#: its literal, struct.error) or an absurd size (OverflowError, MemoryError), or the disk (OSError).
+_NPZ_REFUSALS: tuple[type[BaseException], ...] = (
+    zipfile.BadZipFile,
+    zlib.error,
+    struct.error,
+    KeyError,
+    RuntimeError,
+    NotImplementedError,
+    EOFError,
+    ValueError,
+    SyntaxError,
+    TypeError,
+    OverflowError,
+    MemoryError,
+    OSError,
+)
+
+
+def _first_line(e: BaseException) -> str:
+    return str(e).splitlines()[0] if str(e) else type(e).__name__
 
 
 def _mib(n: int) -> str:

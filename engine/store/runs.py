@@ -21,6 +21,7 @@ import numpy as np
 from engine.core import Rules
 from engine.store import metrics
 from engine.store.model import RUN_STATUSES, CheckpointInfo, RunMessage, RunSummary, StoreError
+from engine.store.process import owner_gone
 from engine.store.values import rules_of, seed_text, seed_value, to_json
 
 _CHECKPOINT_COLUMNS = "id, run_id, path, episode, step, final, created, eval_score, best"
@@ -121,14 +122,12 @@ class RunsMixin:
         """Make this process the one owner of run ``run_id`` (status running), in one write transaction,
         so two processes resuming a run cannot both proceed. StoreError naming the owner when another
         live process trains it; an owner on this machine whose process is gone is taken over."""
-        from engine.store.db import _pid_alive
-
         with self._tx(write=True) as con:
             row = con.execute("SELECT status, pid, host FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None:
                 raise StoreError(f"no run {run_id}")
             pid, host = row["pid"], row["host"]
-            dead = pid is not None and host == self._host and not _pid_alive(pid)
+            dead = owner_gone(pid, host, self._host)
             if row["status"] in ("running", "paused") and pid != os.getpid() and not dead:
                 raise StoreError(
                     f"run {run_id} is {row['status']} in process {pid} on {host}: stop it there first"

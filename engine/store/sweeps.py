@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.store.model import StoreError
+from engine.store.process import owner_gone
 from engine.store.values import seed_text, seed_value, to_json
 
 #: A sweep's life: ``running`` while a driver works on it, then how it ended.
@@ -136,17 +137,19 @@ class SweepsMixin:
             if cur.rowcount == 0:
                 raise StoreError(f"no sweep {sweep_id}")
 
+    def _driver(self, con: sqlite3.Connection, sweep_id: int) -> tuple[sqlite3.Row, bool]:
+        """The sweep's status / pid / host row, and whether its driver is certainly gone."""
+        row = con.execute("SELECT status, pid, host FROM sweeps WHERE id = ?", (sweep_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"no sweep {sweep_id}")
+        return row, owner_gone(row["pid"], row["host"], self._host)
+
     def claim_sweep(self, sweep_id: int) -> None:
         """Make this process the sweep's one driver (status running). StoreError naming the driver when
         another live process drives it; a driver on this machine whose process is gone is taken over."""
-        from engine.store.db import _pid_alive
-
         with self._tx(write=True) as con:
-            row = con.execute("SELECT status, pid, host FROM sweeps WHERE id = ?", (sweep_id,)).fetchone()
-            if row is None:
-                raise StoreError(f"no sweep {sweep_id}")
+            row, gone = self._driver(con, sweep_id)
             pid, host = row["pid"], row["host"]
-            gone = pid is not None and host == self._host and not _pid_alive(pid)
             if row["status"] == "running" and pid != os.getpid() and not gone:
                 raise StoreError(
                     f"sweep {sweep_id} is running in process {pid} on {host}: stop it there first"
@@ -222,14 +225,9 @@ class SweepsMixin:
         A sweep that a live driver is running is refused (StoreError naming the driver): that driver
         would go on launching trials of a sweep that no longer exists, each failing and leaving a run
         behind. A driver of this machine whose process is gone does not count."""
-        from engine.store.db import _pid_alive
-
         with self._tx(write=True) as con:
-            row = con.execute("SELECT status, pid, host FROM sweeps WHERE id = ?", (sweep_id,)).fetchone()
-            if row is None:
-                raise StoreError(f"no sweep {sweep_id}")
+            row, gone = self._driver(con, sweep_id)
             pid, host = row["pid"], row["host"]
-            gone = pid is not None and host == self._host and not _pid_alive(pid)
             if row["status"] == "running" and not gone:
                 where = (
                     "this process"

@@ -1,4 +1,6 @@
-"""Commands whose flags depend on the agent (train, eval): parsed in two stages.
+"""Commands whose flags depend on the agent (train, sweep, eval): parsed in two stages, and the flag
+groups they share (one function per concept: agent choice and settings, budget, board, seed,
+checkpoints, evaluation games, workers and backend, resume, JSON).
 
 Stage 1 reads ``--agent`` / ``--preset`` (and ``--checkpoint``); stage 2 builds the full parser with
 those agents' config flags (:func:`agents.config.add_config_arguments`) and parses everything, so
@@ -13,11 +15,16 @@ import argparse
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from agents.base import Agent, Budget
 from agents.config import AgentConfig, add_config_arguments, config_overrides, load_preset
 from agents.registry import agent_names, get_agent_class, unknown_agent_message
 from engine import Rules
 from engine.core import MAX_SIDE
-from studio.cli import CliError, whole
+from studio.cli import MAX_MINUTES, MAX_SEED, MAX_WORKERS, CliError, record_id, whole
+from studio.cli import number as number_type
+
+#: How a command that trains one agent says how to list its settings.
+SETTINGS_EPILOG = "Give --agent NAME (with --help) to list that agent's settings."
 
 
 def register_two_stage(
@@ -63,16 +70,48 @@ def new_parser(command: str, description: str, epilog: str | None = None) -> arg
     )
 
 
-def config_class(name: str) -> type[AgentConfig]:
+def agent_class(name: str) -> type[Agent]:
     try:
-        return get_agent_class(name).config_cls
+        return get_agent_class(name)
     except KeyError:
         raise CliError(unknown_agent_message(name)) from None
+
+
+def config_class(name: str) -> type[AgentConfig]:
+    return agent_class(name).config_cls
 
 
 def preset_agents(presets: Iterable[str]) -> list[str]:
     """The agent each preset is for (ValueError, a one-line CLI error, for an unknown preset)."""
     return [str(load_preset(p)["agent"]) for p in presets]
+
+
+def one_agent(first: argparse.Namespace) -> tuple[list[str], str | None]:
+    """The agent a one-agent command (train, sweep) names, by --agent or by its --preset, for stage 2's
+    settings flags; and the help's epilog when it names none."""
+    names = list(first.agent[-1:]) or preset_agents(first.preset[-1:])
+    return names, None if names else SETTINGS_EPILOG
+
+
+def add_agent_choice(parser: argparse.ArgumentParser, what: str, *, many: bool = False) -> None:
+    """``--agent NAME`` and ``--preset NAME``: the agent ``what`` ("to train") and its base settings;
+    ``many``: each repeatable, every one a contestant (eval)."""
+    if many:
+        parser.add_argument(
+            "--agent", action="append", default=[], help=f"an agent {what}: {agent_list_text()}"
+        )
+        parser.add_argument(
+            "--preset", action="append", default=[], help=f"a preset {what}: its agent and settings"
+        )
+        return
+    parser.add_argument("--agent", help=f"the agent {what}: {agent_list_text()} (learners only)")
+    parser.add_argument("--preset", help="start from a preset's settings (resources/presets/<name>.json)")
+
+
+def agent_and_preset(args: argparse.Namespace) -> tuple[str | None, dict[str, Any] | None]:
+    """The agent a one-agent command runs (--agent, else its --preset's) and that preset, if any."""
+    preset = load_preset(args.preset) if args.preset else None
+    return args.agent or (preset or {}).get("agent"), preset
 
 
 def add_agent_flags(parser: argparse.ArgumentParser, names: Iterable[str]) -> None:
@@ -88,14 +127,19 @@ def add_agent_flags(parser: argparse.ArgumentParser, names: Iterable[str]) -> No
 def add_budget_flags(parser: argparse.ArgumentParser, whose: str = "") -> None:
     """``--episodes`` / ``--minutes`` / ``--steps`` (any of them; the first reached ends the training).
     ``whose``: what they budget, in the help ("each trial")."""
-    from studio.cli import MAX_MINUTES
-    from studio.cli import number as number_type
-
     what = f"train {whose} " if whose else "train "
     b = parser.add_argument_group(f"budget{' of ' + whose if whose else ''}")
     b.add_argument("--episodes", type=whole(1), help=f"{what}this many episodes (games)")
     b.add_argument("--minutes", type=number_type(0, MAX_MINUTES, above=True), help=f"{what}this many minutes")
     b.add_argument("--steps", type=whole(1), help=f"{what}this many steps (moves)")
+
+
+def budget_from(args: argparse.Namespace) -> Budget | None:
+    """The budget the flags give (any of episodes, minutes, steps); None when none is given."""
+    if args.episodes is None and args.steps is None and args.minutes is None:
+        return None
+    seconds = None if args.minutes is None else args.minutes * 60.0
+    return Budget(episodes=args.episodes, steps=args.steps, seconds=seconds)
 
 
 def add_rules_flags(parser: argparse.ArgumentParser) -> None:
@@ -112,6 +156,56 @@ def rules_from(args: argparse.Namespace, preset: dict[str, Any] | None = None) -
     if args.cols is not None:
         base["cols"] = args.cols
     return Rules.from_dict(base) if base else None
+
+
+def add_seed_flag(parser: argparse.ArgumentParser, default: int | None, help: str) -> None:
+    parser.add_argument("--seed", type=whole(0, MAX_SEED), default=default, help=help)
+
+
+def add_checkpoint_every_flag(parser: argparse.ArgumentParser, default: float, whose: str) -> None:
+    """``--checkpoint-every SECONDS``: seconds between ``whose`` periodic checkpoints."""
+    parser.add_argument(
+        "--checkpoint-every",
+        type=number_type(0, MAX_MINUTES * 60, above=True),
+        default=default,
+        metavar="SECONDS",
+        help=f"seconds between {whose} checkpoints (default {default:g})",
+    )
+
+
+def add_eval_games_flags(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    games: tuple[int, str],
+    seed: tuple[int, str],
+) -> None:
+    """``--eval-games K`` and ``--eval-seed S`` of the greedy games that grade a training: each a
+    (default, help) pair."""
+    parser.add_argument("--eval-games", type=whole(0, 100_000), default=games[0], metavar="K", help=games[1])
+    parser.add_argument("--eval-seed", type=whole(0, MAX_SEED), default=seed[0], metavar="S", help=seed[1])
+
+
+def add_parallel_flags(
+    parser: argparse.ArgumentParser,
+    workers: tuple[int | None, str],
+    backend: tuple[str | None, str],
+    ray_help: str,
+    backends: tuple[str, ...] = ("local", "ray"),
+) -> None:
+    """``--workers N``, ``--backend local|ray`` and ``--ray-address ADDR`` (which implies Ray): each
+    a (default, help) pair; a None default means "not given" (a resumed sweep keeps its own)."""
+    parser.add_argument("--workers", type=whole(1, MAX_WORKERS), default=workers[0], help=workers[1])
+    parser.add_argument("--backend", choices=backends, default=backend[0], help=backend[1])
+    parser.add_argument("--ray-address", default=None, metavar="ADDR", help=ray_help)
+
+
+def add_resume_flag(parser: argparse.ArgumentParser, metavar: str, help: str) -> None:
+    parser.add_argument("--resume", type=record_id, metavar=metavar, help=help)
+
+
+def add_json_flag(
+    parser: argparse.ArgumentParser, help: str = "print one JSON object instead of the table"
+) -> None:
+    parser.add_argument("--json", action="store_true", help=help)
 
 
 def overrides_for(args: argparse.Namespace, name: str) -> dict[str, Any]:

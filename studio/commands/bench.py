@@ -23,6 +23,7 @@ import argparse
 import functools
 import importlib
 import json
+import math
 import os
 import platform
 import random
@@ -126,16 +127,81 @@ class BenchReport:
         return "\n".join(lines)
 
 
-def int_option(extra: dict[str, str], key: str, default: int, low: int, high: int) -> int:
-    """A whole-number ``-o KEY=VALUE`` from ``low`` to ``high`` (``default`` when not given); ValueError
-    (one line) otherwise."""
-    try:
-        value = int(extra.get(key, str(default)))
-    except ValueError:
-        raise ValueError(f"{key} must be a whole number, got {extra[key]!r}") from None
-    if not low <= value <= high:
-        raise ValueError(f"{key} must be from {low:,} to {high:,}, got {value}")
-    return value
+#: Words a yes/no option takes.
+_YES, _NO = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One ``-o KEY=VALUE`` a benchmark takes: its kind, default and bounds.
+
+    Kinds: ``int`` (a whole number from ``low`` to ``high``), ``float`` (a finite number from ``low``
+    to ``high``), ``bool`` (1/true/yes/on or 0/false/no/off), ``choice`` (one of ``choices``), ``text``
+    (any text: a path, a layout name), ``ints`` (comma-separated whole numbers, each from ``low`` to
+    ``high``), ``names`` (comma-separated words, each one of ``choices`` when it has any; ``what``
+    names them in the error). ``default`` is the value when the option is not given (None: absent).
+    """
+
+    kind: str
+    default: Any = None
+    low: float = 0
+    high: float = 2**62
+    choices: tuple[str, ...] = ()
+    what: str = "name"
+
+    def parse(self, key: str, text: str) -> Any:
+        """The value of ``text``; ValueError (one line naming ``key``) when it is not one."""
+        if self.kind in ("int", "float"):
+            return self._number(key, text, int if self.kind == "int" else float)
+        if self.kind == "bool":
+            if text.lower() not in (*_YES, *_NO):
+                raise ValueError(f"{key} must be 1 or 0 (true/false, yes/no, on/off), got {text!r}")
+            return text.lower() in _YES
+        if self.kind == "choice":
+            if text not in self.choices:
+                raise ValueError(f"{key} must be {' or '.join(self.choices)}, got {text!r}")
+            return text
+        if self.kind == "ints":
+            values = [self._number(key, t.strip(), int) for t in text.split(",") if t.strip()]
+            if not values:
+                raise ValueError(f"{key} must be whole numbers like 1,2, got {text!r}")
+            return values
+        if self.kind == "names":
+            names = [t.strip() for t in text.split(",") if t.strip()]
+            bad = [n for n in names if self.choices and n not in self.choices]
+            if bad:
+                raise ValueError(f"unknown {self.what} {bad[0]!r}: choose from {', '.join(self.choices)}")
+            if not names:
+                raise ValueError(f"{key} names no {self.what}")
+            return names
+        return text
+
+    def _number(self, key: str, text: str, kind: type) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            noun = "a whole number" if kind is int else "a number"
+            raise ValueError(f"{key} must be {noun}, got {text!r}") from None
+        if not (math.isfinite(value) and self.low <= value <= self.high):
+            raise ValueError(f"{key} must be from {self.low:,} to {self.high:,}, got {text}")
+        return value
+
+
+def parse_options(
+    bench: str, extra: dict[str, str], known: dict[str, Option], *, prefixes: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """Every option of ``known`` typed (its default when not given) from a benchmark's ``-o`` words;
+    ValueError, one line, for an unknown key or a bad value. Keys ``PREFIX.NAME`` with a prefix of
+    ``prefixes`` (an agent's knobs) pass unchecked: the benchmark reads them from ``extra``."""
+    unknown = sorted(k for k in extra if k not in known and k.partition(".")[0] not in prefixes)
+    if unknown:
+        also = "".join(f", {p}.KNOB" for p in prefixes)
+        raise ValueError(
+            f"bench {bench} has no option {unknown[0]!r} (known: {', '.join(sorted(known))}{also})"
+        )
+    return {
+        key: opt.default if key not in extra else opt.parse(key, extra[key]) for key, opt in known.items()
+    }
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -283,6 +349,10 @@ def _batched(engine: Any, seconds: float, clock: Clock) -> tuple[int, float]:
 
 
 CLOCKS: dict[str, Clock] = {"cpu": time.process_time, "wall": time.perf_counter}
+#: ``-o clock=cpu|wall`` of the benchmarks that time with either clock.
+CLOCK_OPTION = Option("choice", "cpu", choices=tuple(CLOCKS))
+
+ENGINE_OPTIONS = {"sizes": Option("ints", [1, 64, 1024, 8192], 1, 1 << 20), "clock": CLOCK_OPTION}
 
 
 def engine_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchReport:
@@ -290,19 +360,12 @@ def engine_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchRepo
     from engine import BatchEngine, Game
     from engine import _reference as ref
 
-    sizes = [int(s) for s in options.extra.get("sizes", "1,64,1024,8192").split(",") if s.strip()]
-    if not sizes or min(sizes) < 1:
-        raise ValueError(f"sizes must be whole numbers >= 1, got {options.extra.get('sizes')!r}")
-    unknown = set(options.extra) - {"sizes", "clock"}
-    if unknown:
-        raise ValueError(f"bench engine has no option {sorted(unknown)[0]!r} (known: sizes, clock)")
+    opts = parse_options("engine", options.extra, ENGINE_OPTIONS)
+    sizes: list[int] = opts["sizes"]
     rnd = random.Random(options.seed)
     picks = [rnd.getrandbits(30) for _ in range(_PICKS)]
     seed = options.seed
-
-    clock_name = options.extra.get("clock", "cpu")
-    if clock_name not in CLOCKS:
-        raise ValueError(f"clock must be one of {', '.join(CLOCKS)}, got {clock_name!r}")
+    clock_name = opts["clock"]
     clock = CLOCKS[clock_name]
     starts = _playout_starts(seed)
 

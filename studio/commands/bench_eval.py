@@ -38,10 +38,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from studio.commands.bench import BenchOptions, BenchReport, Measurement, _machine, int_option
+from studio.commands.bench import BenchOptions, BenchReport, Measurement, Option, _machine, parse_options
 from studio.progress import ProgressLine
 
-_KNOWN = {"games", "agents", "workers"}
+OPTIONS = {
+    "games": Option("int", 16, 1, 100_000),
+    "workers": Option("int", 2, 2, 64),
+    "agents": Option("names", None, what="agent"),  # default: every registered agent
+}
 #: Games played (one worker, untimed) to learn how long a game of the agent takes.
 CALIBRATION_GAMES = 2
 #: The most games one measurement plays (a random agent plays a few hundred a second).
@@ -133,110 +137,27 @@ def _spec(name: str, seed: int, folder: Path) -> Any:
 
 
 def eval_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchReport:
-    from agents.arena import EvalPool, evaluate
     from agents.registry import agent_names
     from agents.threads import cpu_count, limit_threads
 
-    extra = options.extra
-    unknown = set(extra) - _KNOWN
-    if unknown:
-        raise ValueError(
-            f"bench eval has no option {sorted(unknown)[0]!r} (known: {', '.join(sorted(_KNOWN))})"
-        )
-    games = int_option(extra, "games", 16, 1, 100_000)
-    workers = int_option(extra, "workers", 2, 2, 64)
-    names = [n.strip() for n in extra.get("agents", ",".join(agent_names())).split(",") if n.strip()]
+    opts = parse_options("eval", options.extra, OPTIONS)
+    names: list[str] = opts["agents"] or agent_names()
     bad = [n for n in names if n not in agent_names()]
-    if bad or not names:
-        raise ValueError(
-            f"unknown agent {bad[0]!r}: choose from {', '.join(agent_names())}" if bad else "no agents"
-        )
+    if bad:
+        raise ValueError(f"unknown agent {bad[0]!r}: choose from {', '.join(agent_names())}")
     # One worker is this process: one thread per library, like each worker of the pool on its core.
     limit_threads(1)
-
     progress.total = len(names) * options.rounds
     measurements: list[Measurement] = []
-    done = 0
     with tempfile.TemporaryDirectory(prefix="bench-eval-") as tmp:
-        for name in names:
-            progress.update(done, f"{name}: building", force=True)
-            spec = _spec(name, options.seed, Path(tmp))
-            evaluate(spec, 1, options.seed + 1, workers=1)  # warm: imports, kernels, the agent
-            limit_threads(1)  # the pools the agent's imports just loaded
-            # Enough games for --seconds of one worker's play: a short run measures the clock's ticks
-            # and the first and last games' imbalance (the pool's tail), not the play.
-            t0 = time.perf_counter()
-            evaluate(spec, CALIBRATION_GAMES, options.seed + 2, workers=1)
-            per_game = (time.perf_counter() - t0) / CALIBRATION_GAMES
-            n_games = min(MAX_GAMES, max(games, math.ceil(options.seconds / per_game)))
-            with EvalPool(workers) as pool:
-                progress.update(done, f"{name}: starting {workers} workers", force=True)
-                t0 = time.perf_counter()
-                pids = [int(r["pid"]) for r in pool.prepare(spec)]
-                startup = time.perf_counter() - t0
-                best1 = best2 = 0.0
-                cores1 = cores2 = cpu1 = cpu2 = 0.0
-                same = True
-                moves = 0.0
-                for _ in range(options.rounds):
-                    t0, c0 = time.perf_counter(), time.process_time()
-                    one = evaluate(spec, n_games, options.seed, workers=1)
-                    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-                    rate1 = n_games / wall
-                    if rate1 > best1:
-                        best1, cores1, cpu1 = rate1, cpu / wall, n_games / max(cpu, 1e-9)
-                    t0, c0, w0 = time.perf_counter(), time.process_time(), _cpu_seconds(pids)
-                    two = evaluate(spec, n_games, options.seed, pool=pool)
-                    wall, w1 = time.perf_counter() - t0, _cpu_seconds(pids)
-                    # the workers' CPU and this process's (it hands out games and collects results)
-                    cpu = (
-                        time.process_time()
-                        - c0
-                        + (w1 - w0 if w0 is not None and w1 is not None else math.nan)
-                    )
-                    rate2 = n_games / wall
-                    if rate2 > best2:
-                        best2, cores2, cpu2 = rate2, cpu / wall, n_games / max(cpu, 1e-9)
-                    same = same and one.scores.tolist() == two.scores.tolist()
-                    moves = float(one.moves.mean())
-                    done += 1
-                    progress.update(done, f"{name}: {rate1:.2f} / {rate2:.2f} games/s ({rate2 / rate1:.2f}x)")
-                worker_threads = [dict(t) for t in two.worker_threads]
-            detail = {
-                "agent": name,
-                "games": n_games,
-                "moves_per_game": round(moves, 1),
-                "play": PLAY.get(name, {}),
-            }
-            measurements.append(
-                Measurement(f"{name}_1", f"{name}, 1 worker", round(best1, 3), None, {**detail})
-            )
-            measurements.append(
-                Measurement(
-                    f"{name}_{workers}",
-                    f"{name}, {workers} workers",
-                    round(best2, 3),
-                    round(best2 / best1, 3),
-                    {
-                        **detail,
-                        "one_worker_games_per_s": round(best1, 3),
-                        "startup_s": round(startup, 2),
-                        "cores_used": round(cores2, 2),
-                        "one_worker_cores_used": round(cores1, 2),
-                        "games_per_cpu_s": round(cpu2, 3),
-                        "one_worker_games_per_cpu_s": round(cpu1, 3),
-                        "cpu_efficiency": round(cpu2 / cpu1, 3) if cpu1 > 0 else None,
-                        "same_games": same,
-                        "worker_threads": worker_threads,
-                    },
-                )
-            )
+        for k, name in enumerate(names):
+            measurements += _measure_agent(name, opts, options, progress, k * options.rounds, Path(tmp))
     threads = limit_threads(1)
     info: dict[str, Any] = {
         "rounds": options.rounds,
-        "min_games": games,
+        "min_games": opts["games"],
         "seconds": options.seconds,
-        "workers": workers,
+        "workers": opts["workers"],
         "seed": options.seed,
         "threads": {k: threads[k] for k in ("torch", "interop", "numba", "OMP_NUM_THREADS")},
         "machine": {**_machine(), "cpu": _cpu_model(), "cpus": cpu_count()},
@@ -244,3 +165,92 @@ def eval_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchReport
     if hasattr(os, "getloadavg"):
         info["load_average"] = [round(x, 2) for x in os.getloadavg()]
     return EvalBenchReport("eval", "games_per_s", measurements, baseline=None, info=info)
+
+
+def _games_for(spec: Any, min_games: int, seconds: float, seed: int) -> int:
+    """Games enough for ``seconds`` of one worker's play (at least ``min_games``): a short run measures
+    the clock's ticks and the first and last games' imbalance (the pool's tail), not the play."""
+    from agents.arena import evaluate
+
+    t0 = time.perf_counter()
+    evaluate(spec, CALIBRATION_GAMES, seed + 2, workers=1)
+    per_game = (time.perf_counter() - t0) / CALIBRATION_GAMES
+    return min(MAX_GAMES, max(min_games, math.ceil(seconds / per_game)))
+
+
+@dataclass
+class _Best:
+    """The fastest round of one side (one worker or the pool): games/s, cores used, games per CPU-s."""
+
+    rate: float = 0.0
+    cores: float = 0.0
+    per_cpu: float = 0.0
+
+    def offer(self, games: int, wall: float, cpu: float) -> float:
+        rate = games / wall
+        if rate > self.rate:
+            self.rate, self.cores, self.per_cpu = rate, cpu / wall, games / max(cpu, 1e-9)
+        return rate
+
+
+def _measure_agent(
+    name: str, opts: dict[str, Any], options: BenchOptions, progress: ProgressLine, done: int, folder: Path
+) -> list[Measurement]:
+    """Agent ``name``'s games/s with one worker (this process) and with the pool, best of the rounds."""
+    from agents.arena import EvalPool, evaluate
+    from agents.threads import limit_threads
+
+    workers = opts["workers"]
+    progress.update(done, f"{name}: building", force=True)
+    spec = _spec(name, options.seed, folder)
+    evaluate(spec, 1, options.seed + 1, workers=1)  # warm: imports, kernels, the agent
+    limit_threads(1)  # the pools the agent's imports just loaded
+    n_games = _games_for(spec, opts["games"], options.seconds, options.seed)
+    one_best, pool_best = _Best(), _Best()
+    same = True
+    with EvalPool(workers) as pool:
+        progress.update(done, f"{name}: starting {workers} workers", force=True)
+        t0 = time.perf_counter()
+        pids = [int(r["pid"]) for r in pool.prepare(spec)]
+        startup = time.perf_counter() - t0
+        for _ in range(options.rounds):
+            t0, c0 = time.perf_counter(), time.process_time()
+            one = evaluate(spec, n_games, options.seed, workers=1)
+            rate1 = one_best.offer(n_games, time.perf_counter() - t0, time.process_time() - c0)
+            t0, c0, w0 = time.perf_counter(), time.process_time(), _cpu_seconds(pids)
+            two = evaluate(spec, n_games, options.seed, pool=pool)
+            wall, w1 = time.perf_counter() - t0, _cpu_seconds(pids)
+            # the workers' CPU and this process's (it hands out games and collects results)
+            workers_cpu = w1 - w0 if w0 is not None and w1 is not None else math.nan
+            rate2 = pool_best.offer(n_games, wall, time.process_time() - c0 + workers_cpu)
+            same = same and one.scores.tolist() == two.scores.tolist()
+            done += 1
+            progress.update(done, f"{name}: {rate1:.2f} / {rate2:.2f} games/s ({rate2 / rate1:.2f}x)")
+    detail = {
+        "agent": name,
+        "games": n_games,
+        "moves_per_game": round(float(one.moves.mean()), 1),
+        "play": PLAY.get(name, {}),
+    }
+    b1, b2 = one_best, pool_best
+    return [
+        Measurement(f"{name}_1", f"{name}, 1 worker", round(b1.rate, 3), None, {**detail}),
+        Measurement(
+            f"{name}_{workers}",
+            f"{name}, {workers} workers",
+            round(b2.rate, 3),
+            round(b2.rate / b1.rate, 3),
+            {
+                **detail,
+                "one_worker_games_per_s": round(b1.rate, 3),
+                "startup_s": round(startup, 2),
+                "cores_used": round(b2.cores, 2),
+                "one_worker_cores_used": round(b1.cores, 2),
+                "games_per_cpu_s": round(b2.per_cpu, 3),
+                "one_worker_games_per_cpu_s": round(b1.per_cpu, 3),
+                "cpu_efficiency": round(b2.per_cpu / b1.per_cpu, 3) if b1.per_cpu > 0 else None,
+                "same_games": same,
+                "worker_threads": [dict(t) for t in two.worker_threads],
+            },
+        ),
+    ]

@@ -17,10 +17,17 @@ import os
 import time
 from typing import Any
 
-from studio.commands.bench import BenchOptions, BenchReport, Measurement, _machine
+from studio.commands.bench import BenchOptions, BenchReport, Measurement, Option, _machine, parse_options
 from studio.progress import ProgressLine
 
-_KNOWN = {"games", "simulations", "max_moves", "workers", "ray", "checkpoint"}
+OPTIONS = {
+    "games": Option("int", 4, 1, 100_000),
+    "simulations": Option("int", 16, 1, 100_000),
+    "max_moves": Option("int", 200, 1, 1_000_000),
+    "workers": Option("ints", [1, 2], 1, 256),
+    "ray": Option("bool", True),
+    "checkpoint": Option("text"),
+}
 
 
 def mcts_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchReport:
@@ -29,24 +36,14 @@ def mcts_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchReport
     from agents.mcts.selfplay import GamePool, LocalPool, RayPool, import_ray, make_pool
     from agents.nn.state import module_arrays
 
-    extra = options.extra
-    unknown = set(extra) - _KNOWN
-    if unknown:
-        raise ValueError(
-            f"bench mcts has no option {sorted(unknown)[0]!r} (known: {', '.join(sorted(_KNOWN))})"
-        )
-    games = int(extra.get("games", 4))
-    worker_counts = [int(w) for w in extra.get("workers", "1,2").split(",") if w.strip()]
-    if games < 1 or not worker_counts or min(worker_counts) < 1:
-        raise ValueError("games and workers must be whole numbers >= 1")
-    changes = {
-        "simulations": int(extra.get("simulations", 16)),
-        "max_moves": int(extra.get("max_moves", 200)),
-    }
-    if "checkpoint" in extra:
-        agent = Agent.load(extra["checkpoint"])
+    opts = parse_options("mcts", options.extra, OPTIONS)
+    games: int = opts["games"]
+    worker_counts: list[int] = opts["workers"]
+    changes = {"simulations": opts["simulations"], "max_moves": opts["max_moves"]}
+    if opts["checkpoint"] is not None:
+        agent = Agent.load(opts["checkpoint"])
         if not isinstance(agent, MCTSAgent):
-            raise ValueError(f"{extra['checkpoint']} is not an MCTS checkpoint")
+            raise ValueError(f"{opts['checkpoint']} is not an MCTS checkpoint")
         agent.config = agent.config.replace(**changes)
     else:
         agent = MCTSAgent(MCTSConfig.from_dict(changes), seed=options.seed)
@@ -57,7 +54,7 @@ def mcts_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchReport
         (f"local_{n}", f"{n} local worker{'s' if n > 1 else ''}", lambda n=n: make_pool(spec, n))
         for n in worker_counts
     ]
-    if extra.get("ray", "1") != "0":
+    if opts["ray"]:
         try:
             import_ray()
         except RuntimeError as e:
@@ -107,7 +104,7 @@ def mcts_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchReport
         "rounds": options.rounds,
         "games_per_round": games,
         "config": {k: getattr(agent.config, k) for k in ("network", "filters", "simulations", "max_moves")},
-        "checkpoint": extra.get("checkpoint"),
+        "checkpoint": opts["checkpoint"],
         "machine": _machine(),
         "local_pool": LocalPool.__name__,
     }

@@ -23,37 +23,42 @@ cores of ``vs_cpp``, default ``0,1``: C++ on the first, the studio on the second
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import tempfile
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from studio.commands.bench import BenchOptions, BenchReport, Measurement, _machine, int_option
+from studio.commands.bench import (
+    CLOCK_OPTION,
+    CLOCKS,
+    BenchOptions,
+    BenchReport,
+    Clock,
+    Measurement,
+    Option,
+    _machine,
+    parse_options,
+)
 from studio.progress import ProgressLine
 
-_KNOWN = {
-    "layout",
-    "tc",
-    "checkpoint",
-    "clock",
-    "threads",
-    "search",
-    "games",
-    "play_threads",
-    "vs_cpp",
-    "cores",
+OPTIONS = {
+    "layout": Option("text"),
+    "tc": Option("bool"),
+    "checkpoint": Option("text"),
+    "clock": CLOCK_OPTION,
+    "threads": Option("int", None, 1, 256),
+    "search": Option("ints", [], 1, 5),
+    "games": Option("int", 5, 1, 100_000),
+    "play_threads": Option("int", 1, 1, 64),
+    "vs_cpp": Option("text"),
+    "cores": Option("text", "0,1"),
+    "cpp_net": Option("choice", "studio", choices=("studio", "own")),
 }
-
-
-def _depths(text: str) -> list[int]:
-    try:
-        depths = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(f"search must be depths like 1,2,3, got {text!r}") from None
-    if not depths or any(not 1 <= d <= 5 for d in depths):
-        raise ValueError(f"search depths must be 1 to 5, got {text!r}")
-    return depths
 
 
 def _cores(text: str) -> tuple[int, int]:
@@ -67,146 +72,109 @@ def _cores(text: str) -> tuple[int, int]:
     return a, b
 
 
+def _options(extra: dict[str, str]) -> dict[str, Any]:
+    """The typed ``-o`` options, ``vs_cpp`` checked against the others (ValueError, one line)."""
+    from agents.ntuple import cpp_reference as cpp
+
+    opts = parse_options("ntuple", extra, OPTIONS)
+    if opts["vs_cpp"] is None:
+        return opts
+    repo = opts["vs_cpp"] = Path(opts["vs_cpp"])
+    if not cpp.is_checkout(repo):
+        raise ValueError(f"{repo} is not a checkout of ziap/2048-tdl (no src/network/learning.h)")
+    if opts["checkpoint"] is not None or opts["threads"] not in (None, 1):
+        raise ValueError("vs_cpp trains a fresh one-thread network on each side (no checkpoint, threads 1)")
+    if opts["layout"] not in (None, "4x6") or opts["tc"] is False:
+        raise ValueError("vs_cpp compares the C++ trainer's 4x6 network with TC: layout 4x6, tc 1")
+    opts["cores"] = _cores(opts["cores"])
+    return opts
+
+
+def _fresh_agent(opts: dict[str, Any], seed: int) -> Any:
+    """A fresh network with the options' layout, TC and threads (the defaults where not given)."""
+    from agents.ntuple import NTupleAgent, NTupleConfig
+
+    changes = {k: opts[k] for k in ("layout", "tc", "threads") if opts[k] is not None}
+    return NTupleAgent(NTupleConfig(**changes), seed=seed)
+
+
+def _first_agent(opts: dict[str, Any], seed: int) -> Any:
+    """The checkpoint's network (``-o checkpoint``), else a fresh one."""
+    from agents.base import Agent
+    from agents.ntuple import NTupleAgent
+
+    if opts["checkpoint"] is None:
+        return _fresh_agent(opts, seed)
+    loaded = Agent.load(opts["checkpoint"])
+    if not isinstance(loaded, NTupleAgent):
+        raise ValueError(f"{opts['checkpoint']} is not an ntuple checkpoint")
+    return loaded
+
+
+@dataclass
+class _Cpp:
+    """The C++ trainer's measuring copy (``-o vs_cpp``): its binary, run folder and the two cores."""
+
+    binary: Path
+    run_dir: Path
+    cores: tuple[int, int]
+
+
+@contextlib.contextmanager
+def _cpp_side(opts: dict[str, Any], progress: ProgressLine, info: dict[str, Any]) -> Iterator[_Cpp | None]:
+    """With ``vs_cpp``: the C++ copy built in a scratch folder, and this process on its core (the C++
+    program gets the other) until the end; without it, None."""
+    from agents.ntuple import cpp_reference as cpp
+
+    if opts["vs_cpp"] is None:
+        yield None
+        return
+    cores: tuple[int, int] = opts["cores"]
+    progress.update(0, "building the C++ trainer's measuring copy", force=True)
+    with tempfile.TemporaryDirectory(prefix="bench-ntuple-cpp-") as tmp:
+        binary = cpp.build(opts["vs_cpp"], Path(tmp) / "build")
+        info["cpp_repo"] = str(opts["vs_cpp"])
+        info["cpp_cores_studio_core"] = list(cores)
+        old_affinity = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+        try:
+            if old_affinity is not None:
+                os.sched_setaffinity(0, {cores[1]})  # the studio on its core, the C++ program on the other
+            yield _Cpp(binary, Path(tmp) / "run", cores)
+        finally:
+            if old_affinity is not None:
+                os.sched_setaffinity(0, old_affinity)
+
+
 def ntuple_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchReport:
-    from agents.base import Agent, Budget
-    from agents.ntuple import NTupleAgent, NTupleConfig, bench_training
     from agents.ntuple import cpp_reference as cpp
     from agents.ntuple.cpu import host_verdict
 
-    extra = options.extra
-    unknown = set(extra) - _KNOWN
-    if unknown:
-        raise ValueError(
-            f"bench ntuple has no option {sorted(unknown)[0]!r} (known: {', '.join(sorted(_KNOWN))})"
-        )
-    clocks = {"cpu": time.process_time, "wall": time.perf_counter}
-    clock_name = extra.get("clock", "cpu")
-    if clock_name not in clocks:
-        raise ValueError(f"clock must be cpu or wall, got {clock_name!r}")
-    depths = _depths(extra["search"]) if "search" in extra else []
-    games = int_option(extra, "games", 5, 1, 100_000)
-    play_threads = int_option(extra, "play_threads", 1, 1, 64)
-    cpp_repo = Path(extra["vs_cpp"]) if "vs_cpp" in extra else None
-    if cpp_repo is not None and not cpp.is_checkout(cpp_repo):
-        raise ValueError(f"{cpp_repo} is not a checkout of ziap/2048-tdl (no src/network/learning.h)")
-    if cpp_repo is not None and ("checkpoint" in extra or extra.get("threads", "1") != "1"):
-        raise ValueError("vs_cpp trains a fresh one-thread network on each side (no checkpoint, threads 1)")
-    if cpp_repo is not None and (extra.get("layout", "4x6") != "4x6" or extra.get("tc", "1") != "1"):
-        raise ValueError("vs_cpp compares the C++ trainer's 4x6 network with TC: layout 4x6, tc 1")
-    cores = _cores(extra.get("cores", "0,1")) if cpp_repo is not None else None
-
-    def fresh_agent() -> NTupleAgent:
-        changes: dict[str, object] = {}
-        if "layout" in extra:
-            changes["layout"] = extra["layout"]
-        if "tc" in extra:
-            changes["tc"] = extra["tc"].lower() in ("1", "true", "yes", "on")
-        if "threads" in extra:
-            try:
-                changes["threads"] = int(extra["threads"])
-            except ValueError:
-                raise ValueError(f"threads must be a whole number, got {extra['threads']!r}") from None
-        return NTupleAgent(NTupleConfig(**changes), seed=options.seed)  # type: ignore[arg-type]
-
-    if "checkpoint" in extra:
-        loaded = Agent.load(extra["checkpoint"])
-        if not isinstance(loaded, NTupleAgent):
-            raise ValueError(f"{extra['checkpoint']} is not an ntuple checkpoint")
-        agent = loaded
-    else:
-        agent = fresh_agent()
+    opts = _options(options.extra)
+    agent = _first_agent(opts, options.seed)
     info: dict[str, Any] = {}
-    binary = None
-    tmp = None
-    if cpp_repo is not None:
-        progress.update(0, "building the C++ trainer's measuring copy", force=True)
-        tmp = tempfile.TemporaryDirectory(prefix="bench-ntuple-cpp-")
-        binary = cpp.build(cpp_repo, Path(tmp.name) / "build")
-        info["cpp_repo"] = str(cpp_repo)
-        info["cpp_cores_studio_core"] = list(cores or ())
-    old_affinity = os.sched_getaffinity(0) if cores is not None and hasattr(os, "sched_getaffinity") else None
     measurements: list[Measurement] = []
-    try:
-        if old_affinity is not None and cores is not None:
-            os.sched_setaffinity(0, {cores[1]})  # the studio on its core, the C++ program on the other
-        cpp_dir = Path(tmp.name) / "run" if tmp is not None else None
+    with _cpp_side(opts, progress, info) as side:
         for k in range(options.rounds):
-            progress.update(k, f"round {k + 1}/{options.rounds}", force=True)
-            cpp_proc = None
-            if binary is not None and cpp_dir is not None and cores is not None:
-                agent = fresh_agent()  # a fresh network on both sides every round
-                if cpp_dir.exists():
-                    import shutil
-
-                    shutil.rmtree(cpp_dir)
-                # the same CPU time: the studio's warm-up second and its measured seconds
-                cpp_proc = cpp.start(
-                    binary,
-                    list(cpp.TRAIN_ARGS),
-                    cpp_dir,
-                    {"TDL_MAX_CPU_SECONDS": str(options.seconds + 1.0), "OMP_NUM_THREADS": "1"},
-                    cores[0],
-                )
-            if k == 0 or cpp_proc is not None:
-                progress.update(k, "warming up (compile or cache load)", force=True)
-                for _ in agent.train(Budget(seconds=1.0)):
-                    pass
-            r = bench_training(agent, options.seconds, clocks[clock_name])
-            ratio = None
-            if cpp_proc is not None:
-                run = cpp.finish(cpp_proc)
-                ratio = r["moves_per_s"] / run.moves_per_cpu_s if run.moves_per_cpu_s else None
-                measurements.append(
-                    Measurement(
-                        key=f"cpp_round_{k + 1}",
-                        label=f"round {k + 1} C++ trainer ({run.moves:,} moves in {run.cpu_seconds:.1f} CPU-s)",
-                        value=run.moves_per_cpu_s,
-                        detail={"moves": run.moves, "cpu_seconds": run.cpu_seconds},
-                    )
-                )
-            measurements.append(
-                Measurement(
-                    key=f"round_{k + 1}",
-                    label=(
-                        f"round {k + 1}{' studio' if cpp_proc is not None else ''} ({int(r['games'])} games, "
-                        f"{r['moves_per_wall_s']:,.0f} moves/wall-s)"
-                    ),
-                    value=r["moves_per_s"],
-                    ratio=ratio,
-                    detail={
-                        "games": r["games"],
-                        "moves": r["moves"],
-                        "moves_per_wall_s": r["moves_per_wall_s"],
-                    },
-                )
-            )
+            if side is not None:
+                agent = _fresh_agent(opts, options.seed)  # a fresh network on both sides every round
+            measurements += _train_round(agent, k, side, options, CLOCKS[opts["clock"]], progress)
         studio_rounds = [m for m in measurements if m.key.startswith("round_")]
         best = max(studio_rounds, key=lambda m: m.value)
         measurements.append(Measurement(key="best", label="best round", value=best.value, ratio=best.ratio))
-        cpp_net = extra.get("cpp_net", "studio")
-        if cpp_net not in ("studio", "own"):
-            raise ValueError(f"cpp_net must be studio or own, got {cpp_net!r}")
-        if binary is not None and cpp_dir is not None and depths:
-            if cpp_net == "studio":
+        if side is not None and opts["search"]:
+            if opts["cpp_net"] == "studio":
                 # both play the same network (the same values, so the same kind of boards): the time
                 # per move compares the searches, not two networks' games
-                cpp.export_weights(agent.weights, agent.layout.tuples, cpp_dir / "nw4x6" / "weights.bin")
-            info["cpp_plays"] = "the studio's network" if cpp_net == "studio" else "its own network"
-        for depth in depths:
-            progress.update(options.rounds, f"playing {games} games at {depth}-ply", force=True)
-            measurements.extend(
-                _play(agent, depth, games, play_threads, options.seed, binary, cpp_dir, cores)
-            )
-    finally:
-        if old_affinity is not None:
-            os.sched_setaffinity(0, old_affinity)
-        if tmp is not None:
-            tmp.cleanup()
+                cpp.export_weights(agent.weights, agent.layout.tuples, side.run_dir / "nw4x6" / "weights.bin")
+            info["cpp_plays"] = "the studio's network" if opts["cpp_net"] == "studio" else "its own network"
+        for depth in opts["search"]:
+            progress.update(options.rounds, f"playing {opts['games']} games at {depth}-ply", force=True)
+            measurements.extend(_play(agent, depth, opts["games"], opts["play_threads"], options.seed, side))
     stats = agent.recent_stats()
     info.update(
         {
             "rounds": options.rounds,
-            "clock": clock_name,
+            "clock": opts["clock"],
             "seconds_per_round": options.seconds,
             "layout": agent.config.layout,
             "tc": agent.config.tc,
@@ -222,17 +190,60 @@ def ntuple_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchRepo
     return BenchReport("ntuple", "moves_per_s", measurements, baseline=None, info=info)
 
 
-def _play(
-    agent: Any,
-    depth: int,
-    games: int,
-    threads: int,
-    seed: int,
-    binary: Path | None,
-    cpp_dir: Path | None,
-    cores: tuple[int, int] | None,
+def _train_round(
+    agent: Any, k: int, side: _Cpp | None, options: BenchOptions, clock: Clock, progress: ProgressLine
 ) -> list[Measurement]:
-    """``games`` games at ``depth`` with the agent (and, with ``binary``, the C++ agent at the same
+    """Round ``k``: the agent learns for ``--seconds`` (after a warm-up second on the first round and on
+    every fresh network); with ``side``, the C++ trainer learns for the same CPU time on its core."""
+    from agents.base import Budget
+    from agents.ntuple import bench_training
+    from agents.ntuple import cpp_reference as cpp
+
+    progress.update(k, f"round {k + 1}/{options.rounds}", force=True)
+    cpp_proc = None
+    if side is not None:
+        if side.run_dir.exists():
+            shutil.rmtree(side.run_dir)
+        # the same CPU time: the studio's warm-up second and its measured seconds
+        env = {"TDL_MAX_CPU_SECONDS": str(options.seconds + 1.0), "OMP_NUM_THREADS": "1"}
+        cpp_proc = cpp.start(side.binary, list(cpp.TRAIN_ARGS), side.run_dir, env, side.cores[0])
+    if k == 0 or cpp_proc is not None:
+        progress.update(k, "warming up (compile or cache load)", force=True)
+        for _ in agent.train(Budget(seconds=1.0)):
+            pass
+    r = bench_training(agent, options.seconds, clock)
+    rows = []
+    ratio = None
+    if cpp_proc is not None:
+        run = cpp.finish(cpp_proc)
+        ratio = r["moves_per_s"] / run.moves_per_cpu_s if run.moves_per_cpu_s else None
+        rows.append(
+            Measurement(
+                key=f"cpp_round_{k + 1}",
+                label=f"round {k + 1} C++ trainer ({run.moves:,} moves in {run.cpu_seconds:.1f} CPU-s)",
+                value=run.moves_per_cpu_s,
+                detail={"moves": run.moves, "cpu_seconds": run.cpu_seconds},
+            )
+        )
+    rows.append(
+        Measurement(
+            key=f"round_{k + 1}",
+            label=(
+                f"round {k + 1}{' studio' if cpp_proc is not None else ''} ({int(r['games'])} games, "
+                f"{r['moves_per_wall_s']:,.0f} moves/wall-s)"
+            ),
+            value=r["moves_per_s"],
+            ratio=ratio,
+            detail={"games": r["games"], "moves": r["moves"], "moves_per_wall_s": r["moves_per_wall_s"]},
+        )
+    )
+    return rows
+
+
+def _play(
+    agent: Any, depth: int, games: int, threads: int, seed: int, side: _Cpp | None
+) -> list[Measurement]:
+    """``games`` games at ``depth`` with the agent (and, with ``side``, the C++ agent at the same
     depth on the other core, at the same time): moves per CPU-second and µs per move of each."""
     from agents.ntuple import cpp_reference as cpp
 
@@ -240,8 +251,10 @@ def _play(
     agent.config.depths_policy = ()
     agent.play_fast(1, seed=seed + 10_000, threads=threads)  # compiles (or loads) the search kernels
     proc = None
-    if binary is not None and cpp_dir is not None and cores is not None:
-        proc = cpp.start(binary, ["agent", "-d", str(depth - 1), "-e", str(games)], cpp_dir, {}, cores[0])
+    if side is not None:
+        proc = cpp.start(
+            side.binary, ["agent", "-d", str(depth - 1), "-e", str(games)], side.run_dir, {}, side.cores[0]
+        )
     c0 = time.process_time()
     out = agent.play_fast(games, seed=seed, threads=threads)
     used = time.process_time() - c0

@@ -20,10 +20,19 @@ from pathlib import Path
 
 import numpy as np
 
-from studio.commands.bench import BenchOptions, BenchReport, Measurement, _machine, int_option
+from studio.commands.bench import (
+    CLOCK_OPTION,
+    CLOCKS,
+    BenchOptions,
+    BenchReport,
+    Measurement,
+    Option,
+    _machine,
+    parse_options,
+)
 from studio.progress import ProgressLine
 
-_KNOWN = {"checkpoint", "moves", "clock"}
+OPTIONS = {"checkpoint": Option("text"), "moves": Option("int", 1000, 10, 20_000), "clock": CLOCK_OPTION}
 
 
 def _long_game(moves: int, seed: int, progress: ProgressLine) -> object:
@@ -50,20 +59,12 @@ def review_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchRepo
     from engine.store import GameStore
     from studio.services.review import Reviewer, review_game
 
-    extra = options.extra
-    unknown = set(extra) - _KNOWN
-    if unknown:
-        raise ValueError(
-            f"bench review has no option {sorted(unknown)[0]!r} (known: {', '.join(sorted(_KNOWN))})"
-        )
-    clocks = {"cpu": time.process_time, "wall": time.perf_counter}
-    clock_name = extra.get("clock", "cpu")
-    if clock_name not in clocks:
-        raise ValueError(f"clock must be cpu or wall, got {clock_name!r}")
-    clock = clocks[clock_name]
-    n_moves = int_option(extra, "moves", 1000, 10, 20_000)
-    if "checkpoint" in extra:
-        path = Path(extra["checkpoint"]).expanduser()
+    opts = parse_options("review", options.extra, OPTIONS)
+    clock_name = opts["clock"]
+    clock = CLOCKS[clock_name]
+    n_moves: int = opts["moves"]
+    if opts["checkpoint"] is not None:
+        path = Path(opts["checkpoint"]).expanduser()
         if not path.is_file():
             raise ValueError(f"{path}: no such checkpoint file")
         ntuple = Reviewer(AgentSpec.from_checkpoint(str(path.resolve()), "ntuple"), 2)
@@ -83,7 +84,7 @@ def review_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchRepo
             progress.update(0, f"{key}: warming up", force=True)
             agent = reviewer.build(store.get_game(game_id).rules)
             weights = getattr(agent, "weights", None)
-            if "checkpoint" not in extra and isinstance(weights, np.ndarray):
+            if opts["checkpoint"] is None and isinstance(weights, np.ndarray):
                 rng = np.random.default_rng(options.seed)
                 rng.standard_normal(dtype=np.float32, out=weights)
                 weights *= 100

@@ -22,11 +22,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from studio.commands.bench import BenchOptions, BenchReport, Measurement, _machine, int_option
+from studio.commands.bench import BenchOptions, BenchReport, Measurement, Option, _machine, parse_options
 from studio.progress import ProgressLine
 
-_KNOWN = {"trials", "episodes", "eval_games", "backends"}
 _CONFIGS = {"local1": ("local", 1), "local2": ("local", 2), "ray2": ("ray", 2)}
+OPTIONS = {
+    "trials": Option("int", 4, 1, 64),
+    "episodes": Option("int", 200, 1, 1_000_000),
+    "eval_games": Option("int", 5, 0, 10_000),
+    "backends": Option("names", list(_CONFIGS), choices=tuple(_CONFIGS), what="backend"),
+}
 #: Goal for the local overhead per trial (seconds).
 GOAL_OVERHEAD_S = 2.0
 
@@ -87,19 +92,9 @@ def _one_sweep(
 def sweep_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchReport:
     from studio.services.runs import have_ray
 
-    extra = options.extra
-    unknown = set(extra) - _KNOWN
-    if unknown:
-        raise ValueError(
-            f"bench sweep has no option {sorted(unknown)[0]!r} (known: {', '.join(sorted(_KNOWN))})"
-        )
-    trials = int_option(extra, "trials", 4, 1, 64)
-    episodes = int_option(extra, "episodes", 200, 1, 1_000_000)
-    eval_games = int_option(extra, "eval_games", 5, 0, 10_000)
-    names = [b.strip() for b in extra.get("backends", ",".join(_CONFIGS)).split(",") if b.strip()]
-    bad = [b for b in names if b not in _CONFIGS]
-    if bad:
-        raise ValueError(f"backends are any of {', '.join(_CONFIGS)}; got {bad[0]!r}")
+    opts = parse_options("sweep", options.extra, OPTIONS)
+    trials, episodes, eval_games = opts["trials"], opts["episodes"], opts["eval_games"]
+    names: list[str] = opts["backends"]
     info: dict[str, Any] = {
         "rounds": 1,
         "trials": trials,

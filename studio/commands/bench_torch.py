@@ -25,11 +25,15 @@ import platform
 import time
 from typing import Any
 
-from studio.commands.bench import BenchOptions, BenchReport, Measurement, _machine
+from studio.commands.bench import BenchOptions, BenchReport, Measurement, Option, _machine, parse_options
 from studio.progress import ProgressLine
 
-_KNOWN = {"agents", "devices", "warmup"}
 _DEFAULTS: dict[str, dict[str, Any]] = {"dqn": {}, "mcts": {"games_per_generation": 1, "max_moves": 200}}
+OPTIONS = {
+    "agents": Option("names", ["dqn", "mcts"], choices=tuple(_DEFAULTS), what="agent"),
+    "devices": Option("names", None, what="device"),  # default: every device torch sees here
+    "warmup": Option("float", 5.0, 0, 3600),
+}
 
 
 def cpu_model() -> str:
@@ -121,87 +125,20 @@ def _update_run(agent: Any, name: str, seconds: float) -> tuple[int, float]:
     return n, time.perf_counter() - t0
 
 
+Best = dict[tuple[str, str, str], tuple[float, dict[str, Any]]]
+
+
 def torch_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchReport:
     import torch
 
-    from agents.nn.device import available_devices, describe_device, resolve_device
-    from agents.registry import get_agent_class
+    from agents.nn.device import describe_device, resolve_device
 
-    extra = options.extra
-    unknown = {k for k in extra if k not in _KNOWN and k.partition(".")[0] not in _DEFAULTS}
-    if unknown:
-        raise ValueError(
-            f"bench torch has no option {sorted(unknown)[0]!r} "
-            f"(known: {', '.join(sorted(_KNOWN))}, dqn.KNOB, mcts.KNOB)"
-        )
-    agents = [a.strip() for a in extra.get("agents", "dqn,mcts").split(",") if a.strip()]
-    if not agents or any(a not in _DEFAULTS for a in agents):
-        raise ValueError(f"bench torch: agents must be among {', '.join(_DEFAULTS)}")
-    here = available_devices()
-    asked = [d.strip() for d in extra.get("devices", ",".join(here)).split(",") if d.strip()]
-    notes = []
-    devices = []
-    for d in asked:
-        try:
-            resolve_device(d)
-        except ValueError as e:
-            notes.append(f"{d} skipped: {e}")
-            continue
-        devices.append(d)
-    for d in ("cuda", "mps"):
-        if d not in here and d not in asked:
-            notes.append(f"{d} skipped: torch {torch.__version__} sees no {d.upper()} device")
-    if not devices:
-        raise ValueError("bench torch: none of the asked devices is available")
-    warmup = float(extra.get("warmup", 5.0))
-    changes = {a: _config_changes(extra, a) for a in agents}
-
-    progress.total = len(agents) * len(devices) * options.rounds
-    best: dict[tuple[str, str, str], tuple[float, dict[str, Any]]] = {}
-    done = 0
-    for _round in range(options.rounds):
-        for name in agents:
-            cls = get_agent_class(name)
-            for d in devices:  # interleaved: each round measures every device once
-                agent = cls(cls.config_cls.from_dict({**changes[name], "device": d}), seed=options.seed)
-                progress.update(done, f"{name} on {d}: training", force=True)
-                moves, updates, elapsed = _train_run(agent, warmup, options.seconds)
-                rate = moves / elapsed
-                detail = {
-                    "moves_per_s": round(rate, 1),
-                    "updates_per_s": round(updates / elapsed, 2),
-                    "moves": moves,
-                    "updates": updates,
-                    "elapsed_s": round(elapsed, 2),
-                }
-                key = (name, d, "train")
-                if key not in best or rate > best[key][0]:
-                    best[key] = (rate, detail)
-                progress.update(
-                    done, f"{name} on {d}: {rate:,.0f} moves/s, {updates / elapsed:,.1f} updates/s"
-                )
-                n, el = _update_run(agent, name, options.seconds)
-                if n:
-                    urate = n / el
-                    key = (name, d, "updates")
-                    if key not in best or urate > best[key][0]:
-                        best[key] = (
-                            urate,
-                            {"updates_per_s": round(urate, 2), "updates": n, "elapsed_s": round(el, 2)},
-                        )
-                done += 1
-                progress.update(done, f"{name} on {d}: updates alone {n / max(el, 1e-9):,.1f}/s")
-    measurements: list[Measurement] = []
-    for name in agents:
-        for kind, what in (("train", "training moves/s"), ("updates", "gradient updates/s alone")):
-            base = best.get((name, "cpu", kind))
-            for d in devices:
-                got = best.get((name, d, kind))
-                if got is None:
-                    continue
-                ratio = round(got[0] / base[0], 2) if base is not None and base[0] > 0 else None
-                label = f"{name} {what} on {d}"
-                measurements.append(Measurement(f"{name}_{kind}_{d}", label, round(got[0], 2), ratio, got[1]))
+    opts = parse_options("torch", options.extra, OPTIONS, prefixes=tuple(_DEFAULTS))
+    agents: list[str] = opts["agents"]
+    devices, notes = _devices(opts["devices"])
+    changes = {a: _config_changes(options.extra, a) for a in agents}
+    best = _measure(agents, devices, changes, opts["warmup"], options, progress)
+    measurements = _measurements(best, agents, devices)
     if not measurements:
         raise ValueError("bench torch: nothing was measured (budget too short for any update?)")
     machine = {
@@ -216,10 +153,98 @@ def torch_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchRepor
     info: dict[str, Any] = {
         "rounds": options.rounds,
         "seconds_per_round": options.seconds,
-        "warmup_s": warmup,
+        "warmup_s": opts["warmup"],
         "config": {a: changes[a] for a in agents},
         "machine": machine,
     }
     if hasattr(os, "getloadavg"):
         info["load_average"] = [round(x, 2) for x in os.getloadavg()]
     return BenchReport("torch", "per_s", measurements, baseline=None, info=info)
+
+
+def _devices(asked: list[str] | None) -> tuple[list[str], list[str]]:
+    """The asked devices (default: every one torch sees here) that work, and a note per one skipped."""
+    import torch
+
+    from agents.nn.device import available_devices, resolve_device
+
+    here = available_devices()
+    notes = []
+    devices = []
+    for d in asked or here:
+        try:
+            resolve_device(d)
+        except ValueError as e:
+            notes.append(f"{d} skipped: {e}")
+            continue
+        devices.append(d)
+    for d in ("cuda", "mps"):
+        if d not in here and d not in (asked or ()):
+            notes.append(f"{d} skipped: torch {torch.__version__} sees no {d.upper()} device")
+    if not devices:
+        raise ValueError("bench torch: none of the asked devices is available")
+    return devices, notes
+
+
+def _measure(
+    agents: list[str],
+    devices: list[str],
+    changes: dict[str, dict[str, Any]],
+    warmup: float,
+    options: BenchOptions,
+    progress: ProgressLine,
+) -> Best:
+    """The best rate of each (agent, device, "train" | "updates") over the rounds, with its details;
+    each round measures every device once (interleaved)."""
+    from agents.registry import get_agent_class
+
+    progress.total = len(agents) * len(devices) * options.rounds
+    best: Best = {}
+
+    def offer(key: tuple[str, str, str], rate: float, detail: dict[str, Any]) -> None:
+        if key not in best or rate > best[key][0]:
+            best[key] = (rate, detail)
+
+    done = 0
+    for _round in range(options.rounds):
+        for name in agents:
+            cls = get_agent_class(name)
+            for d in devices:
+                agent = cls(cls.config_cls.from_dict({**changes[name], "device": d}), seed=options.seed)
+                progress.update(done, f"{name} on {d}: training", force=True)
+                moves, updates, elapsed = _train_run(agent, warmup, options.seconds)
+                rate = moves / elapsed
+                detail = {
+                    "moves_per_s": round(rate, 1),
+                    "updates_per_s": round(updates / elapsed, 2),
+                    "moves": moves,
+                    "updates": updates,
+                    "elapsed_s": round(elapsed, 2),
+                }
+                offer((name, d, "train"), rate, detail)
+                progress.update(
+                    done, f"{name} on {d}: {rate:,.0f} moves/s, {updates / elapsed:,.1f} updates/s"
+                )
+                n, el = _update_run(agent, name, options.seconds)
+                if n:
+                    detail = {"updates_per_s": round(n / el, 2), "updates": n, "elapsed_s": round(el, 2)}
+                    offer((name, d, "updates"), n / el, detail)
+                done += 1
+                progress.update(done, f"{name} on {d}: updates alone {n / max(el, 1e-9):,.1f}/s")
+    return best
+
+
+def _measurements(best: Best, agents: list[str], devices: list[str]) -> list[Measurement]:
+    """One row per agent, kind and device, with its ratio to the CPU's."""
+    measurements: list[Measurement] = []
+    for name in agents:
+        for kind, what in (("train", "training moves/s"), ("updates", "gradient updates/s alone")):
+            base = best.get((name, "cpu", kind))
+            for d in devices:
+                got = best.get((name, d, kind))
+                if got is None:
+                    continue
+                ratio = round(got[0] / base[0], 2) if base is not None and base[0] > 0 else None
+                label = f"{name} {what} on {d}"
+                measurements.append(Measurement(f"{name}_{kind}_{d}", label, round(got[0], 2), ratio, got[1]))
+    return measurements

@@ -15,7 +15,7 @@ import numpy as np
 
 from engine import jsonsafe
 from engine.core import DIRECTIONS
-from engine.store import SOURCE_FILTERS, GameRecord, GameStore, GameSummary, format_time
+from engine.store import SOURCE_FILTERS, GameFilter, GameRecord, GameStore, GameSummary, format_time
 from studio.cli import MAX_ID, CliError, record_id, whole
 from studio.text import (
     GAME_STATUS_WORDS,
@@ -93,16 +93,17 @@ def _add_filters(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _filters(args: argparse.Namespace) -> dict[str, Any]:
-    return {
-        "source": args.source,
-        "agent": args.agent,
-        "status": None if args.status is None else store_status(args.status),
-        "min_score": args.min_score,
-        "min_max_tile": args.min_tile,
-        "since": args.since,
-        "until": args.until,
-    }
+def game_filter(args: argparse.Namespace) -> GameFilter:
+    """The games the filter flags of :func:`_add_filters` let through."""
+    return GameFilter(
+        source=args.source,
+        agent=args.agent,
+        status=None if args.status is None else store_status(args.status),
+        min_score=args.min_score,
+        min_max_tile=args.min_tile,
+        since=args.since,
+        until=args.until,
+    )
 
 
 def _status_word(text: str) -> str:
@@ -148,17 +149,15 @@ def _source(g: GameSummary) -> str:
 
 def run_list(args: argparse.Namespace) -> int:
     with GameStore.open(args.data_dir) as store:
-        filters = _filters(args)
-        games = store.list_games(**filters, limit=args.limit)
-        total = store.count_games(**filters)
+        match = game_filter(args)
+        games = store.list_games(match, limit=args.limit)
+        total = store.count_games(match)
     if args.json:
         for g in games:
             print(jsonsafe.dumps(_summary_json(g)))
         return 0
     if not games:
-        print(
-            "no games" + (" match these filters" if any(v is not None for v in filters.values()) else " yet")
-        )
+        print("no games" + (" yet" if match.is_empty() else " match these filters"))
         return 0
     rows = [
         (
@@ -282,11 +281,11 @@ def run_export(args: argparse.Namespace) -> int:
         raise CliError("give game ids or --all (not both)")
     with GameStore.open(args.data_dir) as store:
         if args.all:
-            ids = sorted(g.id for g in store.list_games(**_filters(args)))
+            ids = sorted(g.id for g in store.list_games(game_filter(args)))
             if not ids:
                 raise CliError("no games to export (none match)")
         else:
-            if any(v is not None for v in _filters(args).values()):
+            if not game_filter(args).is_empty():
                 raise CliError("filters go with --all; with ids, the ids choose the games")
             ids = parse_ids(args.ids)
         path = store.export_file(ids, args.out)

@@ -23,10 +23,11 @@ import sys
 from typing import Any
 
 from agents.review import GRADES
-from engine.store import SOURCE_FILTERS, GameStore
+from engine.store import SOURCE_FILTERS, GameFilter, GameStore
 from studio.cli import CliError, record_id, whole
 from studio.progress import ProgressLine
 from studio.services.review import (
+    DEFAULT_RULE,
     PHASES,
     PREPARE_MINUTES,
     GameReview,
@@ -51,8 +52,7 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--reviewer",
         metavar="NAME|CHECKPOINT",
-        help="agent name or checkpoint file (default: the store's strongest n-tuple network at 2-ply, "
-        "else expectimax depth 2 calibrated to points)",
+        help=f"agent name or checkpoint file (default: {DEFAULT_RULE})",
     )
     p.add_argument(
         "--depth", type=whole(1, 5), help="the reviewer's search depth (default 2 for the default)"
@@ -114,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps(review.to_json()) if args.json else render(review))
             return 0
         named = None if args.reviewer is None else resolve_reviewer(store, args.reviewer, args.depth)
-        games = store.list_games(source=args.source, since=args.since, until=args.until, limit=args.limit)
+        match = GameFilter(source=args.source, since=args.since, until=args.until)
+        games = store.list_games(match, limit=args.limit)
         ids = [g.id for g in reversed(games)]  # oldest first
         with ProgressLine("review") as line:
 

@@ -17,14 +17,11 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from agents.config import load_preset
 from agents.runner import DEFAULT_CHECKPOINT_EVERY_S, DEFAULT_EVAL_GAMES, DEFAULT_EVAL_SEED
 from engine import jsonsafe
 from engine.store import GameStore, format_time
-from studio.cli import MAX_MINUTES, MAX_SEED, MAX_WORKERS, CliError, ctrl_c_stops, record_id, whole
-from studio.cli import number as number_type
+from studio.cli import CliError, ctrl_c_stops, record_id, whole
 from studio.commands import _agent_flags as flags
-from studio.commands.train import budget_from
 from studio.progress import ProgressLine
 from studio.services.sweep import (
     AUTO,
@@ -80,11 +77,9 @@ def register(subparsers: Any) -> None:
 
 
 def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
-    names = list(first.agent[-1:]) or flags.preset_agents(first.preset[-1:])
-    epilog = None if names else "Give --agent NAME (with --help) to list that agent's settings."
+    names, epilog = flags.one_agent(first)
     p = flags.new_parser("sweep", DESCRIPTION, epilog)
-    p.add_argument("--agent", help=f"the agent to sweep: {flags.agent_list_text()} (learners only)")
-    p.add_argument("--preset", help="base settings from a preset (resources/presets/<name>.json)")
+    flags.add_agent_choice(p, "to sweep")
     p.add_argument(
         "--grid", nargs="+", default=[], metavar="KNOB=V1,V2", help="knob values to try, all combinations"
     )
@@ -105,57 +100,36 @@ def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
         "an A/B comparison is two --point",
     )
     p.add_argument("--seeds", type=whole(1, 100), default=1, help="runs per point (default 1)")
-    p.add_argument(
-        "--seed",
-        type=whole(0, MAX_SEED),
-        default=1,
-        help="first seed of each point's runs, and the draws (default 1)",
-    )
+    flags.add_seed_flag(p, 1, "first seed of each point's runs, and the draws (default 1)")
     p.add_argument(
         "--metric", default=AUTO, help="rank by this metric (default auto: the trials' evaluation)"
     )
     flags.add_budget_flags(p, "each trial")
     flags.add_rules_flags(p)
-    p.add_argument(
-        "--eval-games",
-        type=whole(0, 100_000),
-        default=DEFAULT_EVAL_GAMES,
-        metavar="K",
-        help=f"greedy games that end each trial (0 = rank by training score; default {DEFAULT_EVAL_GAMES})",
+    flags.add_eval_games_flags(
+        p,
+        (
+            DEFAULT_EVAL_GAMES,
+            f"greedy games that end each trial (0 = rank by training score; default {DEFAULT_EVAL_GAMES})",
+        ),
+        (DEFAULT_EVAL_SEED, "seed of those games"),
     )
-    p.add_argument(
-        "--eval-seed",
-        type=whole(0, MAX_SEED),
-        default=DEFAULT_EVAL_SEED,
-        metavar="S",
-        help="seed of those games",
+    flags.add_checkpoint_every_flag(p, DEFAULT_CHECKPOINT_EVERY_S, "a trial's")
+    flags.add_parallel_flags(
+        p,
+        (None, "trials at once (default 1)"),
+        (None, "local processes (default) or Ray Tune"),
+        "a Ray cluster (implies --backend ray)",
     )
-    p.add_argument(
-        "--checkpoint-every",
-        type=number_type(0, MAX_MINUTES * 60, above=True),
-        default=DEFAULT_CHECKPOINT_EVERY_S,
-        metavar="SECONDS",
-        help=f"seconds between a trial's checkpoints (default {DEFAULT_CHECKPOINT_EVERY_S:g})",
-    )
-    p.add_argument("--workers", type=whole(1, MAX_WORKERS), default=None, help="trials at once (default 1)")
-    p.add_argument(
-        "--backend", choices=("local", "ray"), default=None, help="local processes (default) or Ray Tune"
-    )
-    p.add_argument(
-        "--ray-address", default=None, metavar="ADDR", help="a Ray cluster (implies --backend ray)"
-    )
-    p.add_argument(
-        "--resume", type=record_id, metavar="SWEEP_ID", help="continue this sweep's unfinished trials"
-    )
-    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    flags.add_resume_flag(p, "SWEEP_ID", "continue this sweep's unfinished trials")
+    flags.add_json_flag(p, "print the result as one JSON object")
     flags.add_agent_flags(p, names)
     return p
 
 
 def request_from_args(args: argparse.Namespace) -> SweepRequest:
     """The command line as a sweep request (what the Train tab's Sweep dialog builds)."""
-    preset = load_preset(args.preset) if args.preset else None
-    name = args.agent or (preset or {}).get("agent")
+    name, preset = flags.agent_and_preset(args)
     if not name:
         raise CliError("give the agent to sweep (--agent NAME) or a preset")
     cls = flags.config_class(name)
@@ -171,7 +145,7 @@ def request_from_args(args: argparse.Namespace) -> SweepRequest:
         preset=args.preset,
         config=flags.overrides_for(args, name),
         rules=flags.rules_from(args, preset),
-        budget=budget_from(args),
+        budget=flags.budget_from(args),
         grid=grid,
         ranges=ranges,
         samples=args.samples or 0,
@@ -244,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
     return 0 if status in ("finished", "stopped") else 1
 
 
-def _as_json(store: Any, sweep_id: int, metric: str, points: list[PointResult]) -> dict[str, Any]:
+def _as_json(store: GameStore, sweep_id: int, metric: str, points: list[PointResult]) -> dict[str, Any]:
     info = store.get_sweep(sweep_id)
     best = next((p for p in points if p.rank == 1), None)
     return {

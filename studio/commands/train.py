@@ -8,6 +8,7 @@ and the checkpoint path printed at the end. ``train --agent NAME --help`` lists 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import time
 import traceback
@@ -16,8 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from agents.base import Budget, Control, MetricEvent
-from agents.config import load_preset
+from agents.base import Control, MetricEvent
 from agents.metrics import metrics_of
 from agents.runner import (
     DEFAULT_CHECKPOINT_EVERY_S,
@@ -31,13 +31,14 @@ from agents.runner import (
 )
 from engine.store import GameStore
 from engine.store.model import format_size
-from studio.cli import MAX_MINUTES, MAX_SEED, MAX_WORKERS, CliError, ctrl_c_stops, record_id, whole
+from studio.cli import MAX_MINUTES, CliError, ctrl_c_stops, whole
 from studio.cli import number as number_type
 from studio.commands import _agent_flags as flags
 from studio.progress import ProgressLine
 from studio.services.runs import RunRequest, open_run
 from studio.text import duration, number
 
+log = logging.getLogger(__name__)
 DESCRIPTION = """Train an agent as a recorded run (see: python main.py runs list).
 
 The run's settings come from the agent's defaults, then --preset, then the flags given here.
@@ -59,26 +60,14 @@ def register(subparsers: Any) -> None:
 
 
 def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
-    names = list(first.agent[-1:]) or flags.preset_agents(first.preset[-1:])
-    epilog = None if names else "Give --agent NAME (with --help) to list that agent's settings."
+    names, epilog = flags.one_agent(first)
     p = flags.new_parser("train", DESCRIPTION, epilog)
-    p.add_argument("--agent", help=f"the agent to train: {flags.agent_list_text()} (learners only)")
-    p.add_argument("--preset", help="start from a preset's settings (resources/presets/<name>.json)")
+    flags.add_agent_choice(p, "to train")
     flags.add_budget_flags(p)
-    p.add_argument(
-        "--seed", type=whole(0, MAX_SEED), default=None, help="random seed of the agent (default: fresh)"
-    )
+    flags.add_seed_flag(p, None, "random seed of the agent (default: fresh)")
     flags.add_rules_flags(p)
-    p.add_argument(
-        "--resume", type=record_id, metavar="RUN_ID", help="continue this run from its last checkpoint"
-    )
-    p.add_argument(
-        "--checkpoint-every",
-        type=number_type(0, MAX_MINUTES * 60, above=True),
-        default=DEFAULT_CHECKPOINT_EVERY_S,
-        metavar="SECONDS",
-        help=f"seconds between periodic checkpoints (default {DEFAULT_CHECKPOINT_EVERY_S:g})",
-    )
+    flags.add_resume_flag(p, "RUN_ID", "continue this run from its last checkpoint")
+    flags.add_checkpoint_every_flag(p, DEFAULT_CHECKPOINT_EVERY_S, "periodic")
     p.add_argument(
         "--log-every",
         type=whole(0),
@@ -87,12 +76,13 @@ def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
         help=f"store one training game in N (0 = none; default {DEFAULT_LOG_EVERY}: keeps the store small)",
     )
     e = p.add_argument_group("evaluation and checkpoint files")
-    e.add_argument(
-        "--eval-games",
-        type=whole(0, 100_000),
-        default=DEFAULT_EVAL_GAMES,
-        metavar="K",
-        help=f"greedy games of each periodic evaluation (0 = none; default {DEFAULT_EVAL_GAMES})",
+    flags.add_eval_games_flags(
+        e,
+        (
+            DEFAULT_EVAL_GAMES,
+            f"greedy games of each periodic evaluation (0 = none; default {DEFAULT_EVAL_GAMES})",
+        ),
+        (DEFAULT_EVAL_SEED, f"seed of the evaluation games (default {DEFAULT_EVAL_SEED}, as eval's --seed)"),
     )
     e.add_argument(
         "--eval-every-minutes",
@@ -109,59 +99,31 @@ def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
         help="also evaluate every N episodes (whichever comes first; default: by time only)",
     )
     e.add_argument(
-        "--eval-seed",
-        type=whole(0, MAX_SEED),
-        default=DEFAULT_EVAL_SEED,
-        metavar="S",
-        help=f"seed of the evaluation games (default {DEFAULT_EVAL_SEED}, as eval's --seed)",
-    )
-    e.add_argument(
         "--keep-checkpoints",
         type=whole(0),
         default=DEFAULT_KEEP_CHECKPOINTS,
         metavar="N",
         help=f"checkpoint files kept besides the best: the newest N (0 = all; default {DEFAULT_KEEP_CHECKPOINTS})",
     )
-    p.add_argument(
-        "--workers",
-        type=whole(1, MAX_WORKERS),
-        default=1,
-        help="processes for agents that play in parallel (default 1)",
-    )
-    p.add_argument(
-        "--backend",
-        choices=("local", "ray"),
-        default="local",
-        help="where those parallel games run: local processes (default) or Ray actors (optional extra)",
-    )
-    p.add_argument(
-        "--ray-address",
-        default=None,
-        metavar="ADDR",
-        help="a running Ray cluster to use, e.g. 10.0.0.5:6379 (implies --backend ray)",
+    flags.add_parallel_flags(
+        p,
+        (1, "processes for agents that play in parallel (default 1)"),
+        ("local", "where those parallel games run: local processes (default) or Ray actors (optional extra)"),
+        "a running Ray cluster to use, e.g. 10.0.0.5:6379 (implies --backend ray)",
     )
     flags.add_agent_flags(p, names)
     return p
 
 
-def budget_from(args: argparse.Namespace) -> Budget | None:
-    """The budget the flags give (any of episodes, minutes, steps); None when none is given."""
-    if args.episodes is None and args.steps is None and args.minutes is None:
-        return None
-    seconds = None if args.minutes is None else args.minutes * 60.0
-    return Budget(episodes=args.episodes, steps=args.steps, seconds=seconds)
-
-
 def request_from_args(args: argparse.Namespace) -> RunRequest:
     """The command line as a run request (what the Train tab builds from its form)."""
-    preset = load_preset(args.preset) if args.preset else None
-    name = args.agent or (preset or {}).get("agent")
+    name, preset = flags.agent_and_preset(args)
     return RunRequest(
         agent=args.agent,
         preset=args.preset,
         config=flags.overrides_for(args, name) if name and args.resume is None else {},
         rules=flags.rules_from(args, preset),
-        budget=budget_from(args),
+        budget=flags.budget_from(args),
         seed=args.seed,
         workers=args.workers,
         backend=args.backend,
@@ -283,6 +245,7 @@ def run(args: argparse.Namespace) -> int:
             # A bug in the agent: its traceback helps whoever fixes it, so it goes to a file beside the
             # store; the terminal gets one line and the run is recorded as failed.
             where = _save_traceback(Path(store.path).parent, training.run_id)
+            log.exception("run %s failed (traceback also in %s)", training.run_id, where)
             print(
                 f"run {training.run_id} failed: {type(e).__name__}: {e} (traceback: {where})", file=sys.stderr
             )

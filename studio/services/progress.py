@@ -42,7 +42,7 @@ import numpy as np
 
 from agents.review import BLUNDER, accuracy
 from engine import Rules
-from engine.store import SOURCE_FILTERS, GameStore, GameSummary, format_time
+from engine.store import SOURCE_FILTERS, GameFilter, GameStore, GameSummary, format_time
 from studio.services.review import PHASE_FLOORS, PHASES, Reviewer, default_reviewer, grades_of, phase_of
 
 __all__ = [
@@ -275,12 +275,15 @@ def progress(
     if source not in SOURCES:
         raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
     shown: list[GameSummary] = []
-    where = None if source in (ALL, MINE) else source
-    played_by = "human" if source == MINE else None
+    match = GameFilter(
+        source=None if source in (ALL, MINE) else source,
+        played_by="human" if source == MINE else None,
+        since=since,
+    )
     page = max(limit or 0, 500)
     offset = 0
     while limit is None or len(shown) < limit:  # newest first, a page at a time, until enough are kept
-        games = store.list_games(source=where, since=since, limit=page, offset=offset, played_by=played_by)
+        games = store.list_games(match, limit=page, offset=offset)
         shown += [g for g in games if _shown(g, source)]
         if len(games) < page:
             break

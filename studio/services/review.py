@@ -15,7 +15,9 @@ the same game and reviewer give the same figures everywhere.
   :data:`STRONG_SCORE`, carries a ``fallback`` note that every front end shows with the review; one
   that :func:`prepare_reviewer` trained (``review --prepare-reviewer``, the Replay tab's "Prepare a
   reviewer") becomes the default once it is the strongest.
-* :func:`resolve_reviewer` — a named reviewer (``--reviewer``): a registry name or a checkpoint file.
+* :func:`resolve_reviewer` — **the one choice of who reviews**, used by every front end: the default
+  (at another depth when asked), or a named reviewer (``--reviewer``, the reviewer boxes): a registry
+  name or a checkpoint file (one of the store's networks named as the default names it).
   Only reviewers whose values are points (n-tuple networks) or that have a calibration (expectimax)
   grade; others are refused with the reason.
 * :func:`review_game` — review one game: a stored complete review comes back without building the
@@ -68,6 +70,11 @@ from engine.store import GameRecord, GameStore
 
 #: Default search depth of the default reviewers (n-tuple 2-ply, expectimax depth 2).
 DEFAULT_DEPTH = 2
+#: The rule of :func:`default_reviewer` in a few words, for the reviewer boxes' tooltips and ``--help``.
+DEFAULT_RULE = (
+    f"the store's strongest n-tuple network at {DEFAULT_DEPTH}-ply, else expectimax depth {DEFAULT_DEPTH} "
+    "calibrated to points"
+)
 #: A chunk of reviewed moves is committed after this many moves or this many seconds, whichever first.
 CHUNK_MOVES = 64
 CHUNK_SECONDS = 0.5
@@ -393,8 +400,17 @@ def default_reviewer(store: GameStore | None = None, rules: Rules | None = None)
 def resolve_reviewer(
     store: GameStore | None, text: str | None, depth: int | None = None, rules: Rules | None = None
 ) -> Reviewer:
-    """``text``: a registry agent name or a checkpoint file (None: :func:`default_reviewer` for games
-    of ``rules``, with ``depth`` replacing its depth when given). ValueError (one line) otherwise."""
+    """**The** choice of who reviews, for every front end (the Replay and Progress tabs' reviewer box,
+    ``review`` and ``progress`` with or without ``--reviewer`` / ``--depth``, batches of games):
+
+    * ``text`` None: :func:`default_reviewer` for games of ``rules``, ``depth`` replacing its depth
+      when given;
+    * a registry agent name: that agent at ``depth`` (None: its own setting);
+    * a checkpoint file: that network at ``depth``. One of the store's n-tuple networks is named as the
+      default and the reviewer box name it (``n-tuple run 3``), so the same network at the same depth
+      is the same reviewer, with the same stored reviews, however it was chosen.
+
+    Anything else: a one-line ValueError."""
     from agents.registry import agent_names
 
     if text is None:
@@ -403,17 +419,24 @@ def resolve_reviewer(
     if text in agent_names():
         return Reviewer(AgentSpec(name=text), depth)
     path = Path(text).expanduser()
-    if path.is_file():
-        return Reviewer(AgentSpec.from_checkpoint(str(path.resolve())), depth)
-    raise ValueError(
-        f"unknown reviewer {text!r}: an agent name ({', '.join(agent_names())}) or a checkpoint file"
-    )
+    if not path.is_file():
+        raise ValueError(
+            f"unknown reviewer {text!r}: an agent name ({', '.join(agent_names())}) or a checkpoint file"
+        )
+    checkpoint = str(path.resolve())
+    for _score, run_id, found in _ntuple_candidates(store) if store is not None else []:
+        if str(found.resolve()) == checkpoint:
+            return Reviewer(
+                AgentSpec.from_checkpoint(checkpoint, "ntuple", label=f"n-tuple run {run_id}"), depth
+            )
+    return Reviewer(AgentSpec.from_checkpoint(checkpoint), depth)
 
 
 def reviewer_choices(store: GameStore | None) -> list[tuple[str, tuple[str, int | None] | None]]:
     """What a window offers: (label, None for the default | (name or checkpoint, depth)): the default,
-    each n-tuple run's best checkpoint at 2-ply (strongest first, five at most), expectimax d1-d3,
-    then each plug-in agent whose move values are points (at its own depth)."""
+    each n-tuple run's best checkpoint at 2-ply (strongest first, five at most), expectimax d1-d3, then
+    each plug-in agent whose move values are points (at its own depth). An entry is the reviewer
+    ``resolve_reviewer(store, *entry)`` (None: ``resolve_reviewer(store, None)``)."""
     out: list[tuple[str, tuple[str, int | None] | None]] = [("default", None)]
     if store is not None:
         for _score, run_id, path in sorted(_ntuple_candidates(store), key=lambda f: (-f[0], -f[1]))[:5]:
@@ -428,24 +451,6 @@ def _plugin_reviewers() -> list[str]:
     from agents.registry import get_agent_class, plugins
 
     return [p.name for p in plugins() if p.reason is None and get_agent_class(p.name).value_kind == "points"]
-
-
-def reviewer_from_choice(
-    store: GameStore | None, choice: tuple[str, int | None] | None, rules: Rules | None = None
-) -> Reviewer:
-    """The reviewer a :func:`reviewer_choices` entry names."""
-    if choice is None:
-        return default_reviewer(store, rules)
-    text, depth = choice
-    reviewer = resolve_reviewer(store, text, depth, rules)
-    if reviewer.spec.checkpoint:  # an n-tuple run's checkpoint: named as the choices name it
-        for _score, run_id, path in _ntuple_candidates(store) if store is not None else []:
-            if str(path.resolve()) == reviewer.spec.checkpoint:
-                spec = AgentSpec.from_checkpoint(
-                    reviewer.spec.checkpoint, "ntuple", label=f"n-tuple run {run_id}"
-                )
-                return Reviewer(spec, depth)
-    return reviewer
 
 
 # ------------------------------------------------------------------------------------------ results

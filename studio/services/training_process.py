@@ -298,6 +298,9 @@ def child_main() -> int:
     if opening is None:
         return 2
     request, db_path, *more = opening
+    from studio.logs import setup_logging
+
+    setup_logging(Path(db_path).parent, "train child", stderr=False)  # the window's DATA/logs/studio.log
     no_progress_s = float(more[0].get("no_progress_s", NO_PROGRESS_S)) if more else NO_PROGRESS_S
     if hasattr(os, "nice"):
         with contextlib.suppress(OSError):

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -57,6 +57,9 @@ from studio.tabs.common import button, panes, spin
 from studio.text import duration, plural
 from studio.widgets.curves import RUN_COLOURS
 from studio.worker import CallWorker
+
+if TYPE_CHECKING:
+    from engine.store import GameStore
 
 RESULT_COLUMNS = (
     "Agent",
@@ -237,7 +240,9 @@ class ArenaTab(QWidget):
     openInReplay = Signal(int)
     evaluationFinished = Signal(bool)
 
-    def __init__(self, store: Any, settings: QSettings | None = None, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, store: GameStore, settings: QSettings | None = None, parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("arenaTab")
         self.store = store

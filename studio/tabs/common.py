@@ -8,8 +8,9 @@ and wired by name when a tab declares them.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -21,6 +22,11 @@ from PySide6.QtWidgets import (
     QSplitter,
     QWidget,
 )
+
+if TYPE_CHECKING:
+    from engine.store import GameStore
+
+log = logging.getLogger(__name__)
 
 #: Signals a tab may declare, which the main window routes (signal name -> what it means).
 ROUTED = {
@@ -117,7 +123,7 @@ def ask_close_with_runs(parent: QWidget, n_runs: int) -> str:
     return "stop" if clicked is stop else "detach" if clicked is detach else "cancel"
 
 
-def fill_reviewer_combo(combo: QComboBox, store: Any) -> None:
+def fill_reviewer_combo(combo: QComboBox, store: GameStore) -> None:
     """Fill ``combo`` with the reviewers a window offers
     (:func:`studio.services.review.reviewer_choices`: the default, the store's n-tuple networks,
     expectimax d1-d3), keeping the selection; unchanged lists are left alone (no signal)."""
@@ -126,7 +132,8 @@ def fill_reviewer_combo(combo: QComboBox, store: Any) -> None:
     current = combo.currentData() if combo.count() else None
     try:
         entries: list[tuple[str, Any]] = list(reviewer_choices(store))
-    except Exception:  # a store being migrated or damaged: the default alone
+    except Exception:  # a store being migrated or damaged: the default alone, and the log says why
+        log.warning("cannot list the reviewers of the store", exc_info=True)
         entries = [("default", None)]
     if [combo.itemText(i) for i in range(combo.count())] == [label for label, _ in entries]:
         return

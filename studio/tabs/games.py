@@ -2,14 +2,14 @@
 import, "open in Replay" and a summary of the selection.
 
 The table is a :class:`GamesTableModel` over the store's ``GameSummary`` rows, so a library of
-100,000 training games costs one Python object per game, not a widget per cell. Filters on source,
-agent, score, max tile, status and date go to :meth:`GameStore.list_games`.
+100,000 training games costs one Python object per game, not a widget per cell. The filter bar
+(:class:`studio.widgets.filter_bar.FilterBar`: source, agent, score, max tile, status and date) gives
+the :class:`GameFilter` that goes to :meth:`GameStore.list_games`.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,35 +27,26 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QColor, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QComboBox,
     QFileDialog,
     QFrame,
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QLineEdit,
     QMessageBox,
-    QSpinBox,
     QTableView,
     QVBoxLayout,
     QWidget,
 )
 
-from engine.store import SOURCE_FILTERS, SOURCES, format_time
+from engine.store import SOURCES, GameStore, format_time
 from studio.tabs.common import button
 from studio.text import GAME_STATUS_WORDS, game_status, plural
+from studio.widgets.filter_bar import FilterBar
 from studio.widgets.histogram import TileHistogram
 
 log = logging.getLogger(__name__)
 
 TABLE_LIMIT = 50_000
-PERIODS: tuple[tuple[str, float | None], ...] = (
-    ("any date", None),
-    ("last 24 hours", 86_400.0),
-    ("last 7 days", 7 * 86_400.0),
-    ("last 30 days", 30 * 86_400.0),
-    ("last year", 365 * 86_400.0),
-)
 #: The store's statuses in the user's words, the command line's too (:data:`studio.text.GAME_STATUS_WORDS`):
 #: a game left before game over (new game, window closed, process killed) is "unfinished"; "playing"
 #: is being played right now.
@@ -192,7 +183,7 @@ class GamesTab(QWidget):
     gamesChanged = Signal()
     status = Signal(str)
 
-    def __init__(self, store: Any, settings: QSettings, parent: QWidget | None = None) -> None:
+    def __init__(self, store: GameStore, settings: QSettings, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("gamesTab")
         self.store = store
@@ -205,43 +196,8 @@ class GamesTab(QWidget):
 
     # ------------------------------------------------------------------ layout
     def _build(self) -> None:
-        filters = QHBoxLayout()
-        self.sourceFilter = QComboBox()
-        self.sourceFilter.setObjectName("gamesSourceFilter")
-        self.sourceFilter.addItem("all sources", None)
-        for s in SOURCE_FILTERS:
-            self.sourceFilter.addItem(s, s)
-        self.agentFilter = QLineEdit()
-        self.agentFilter.setObjectName("gamesAgentFilter")
-        self.agentFilter.setPlaceholderText("agent")
-        self.agentFilter.setClearButtonEnabled(True)
-        self.minScore = QSpinBox()
-        self.minScore.setObjectName("gamesMinScore")
-        self.minScore.setRange(0, 100_000_000)
-        self.minScore.setSingleStep(1000)
-        self.minScore.setPrefix("score ≥ ")
-        self.minTile = QComboBox()
-        self.minTile.setObjectName("gamesMinTile")
-        self.minTile.addItem("any max tile", None)
-        for e in range(5, 18):
-            self.minTile.addItem(f"max tile ≥ {2**e}", 2**e)
-        self.statusFilter = QComboBox()
-        self.statusFilter.setObjectName("gamesStatusFilter")
-        self.statusFilter.addItem("any status", None)
-        for key, text in STATUS_TEXT.items():
-            self.statusFilter.addItem(text, key)
-        self.periodFilter = QComboBox()
-        self.periodFilter.setObjectName("gamesPeriodFilter")
-        for text, seconds in PERIODS:
-            self.periodFilter.addItem(text, seconds)
-        for w in (self.sourceFilter, self.minTile, self.statusFilter, self.periodFilter):
-            w.currentIndexChanged.connect(self.refresh)
-            filters.addWidget(w)
-        self.agentFilter.editingFinished.connect(self.refresh)
-        self.minScore.editingFinished.connect(self.refresh)
-        filters.insertWidget(1, self.agentFilter)
-        filters.insertWidget(2, self.minScore)
-        filters.addStretch(1)
+        self.filterBar = FilterBar("games")
+        self.filterBar.changed.connect(lambda _filter: self.refresh())
 
         self.model = GamesTableModel(self)
         self.table = QTableView()
@@ -289,7 +245,7 @@ class GamesTab(QWidget):
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(12, 12, 12, 12)
-        layout.addLayout(filters)
+        layout.addWidget(self.filterBar)
         layout.addWidget(self.table, 1)
         layout.addLayout(actions)
         layout.addWidget(summary)
@@ -334,17 +290,7 @@ class GamesTab(QWidget):
         """Re-read the games that pass the filters, keeping the selected ones selected."""
         self._dirty = False
         keep = set(self.selected_ids())
-        period = self.periodFilter.currentData()
-        agent = self.agentFilter.text().strip() or None
-        games = self.store.list_games(
-            source=self.sourceFilter.currentData(),
-            agent=agent,
-            min_score=self.minScore.value() or None,
-            min_max_tile=self.minTile.currentData(),
-            since=time.time() - period if period else None,
-            status=self.statusFilter.currentData(),
-            limit=TABLE_LIMIT,
-        )
+        games = self.store.list_games(self.filterBar.game_filter(), limit=TABLE_LIMIT)
         self.model.set_games(games)
         if keep:
             sel = QItemSelection()

@@ -15,6 +15,7 @@ BEST is your best score on this board size: the games you played in, with or wit
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -46,11 +47,13 @@ from agents.hints import hint_texts
 from agents.review import BEST, BLUNDER, FORCED, GOOD, INACCURACY, MISTAKE, MoveGrade
 from agents.spec import AgentSpec
 from engine import DIRECTIONS, Direction, Rules
-from engine.store import HUMAN, GameRecorder, Player
+from engine.store import HUMAN, GameRecorder, GameStore, Player
 from studio.settings import get_bool, get_float, get_int, get_str_list
 from studio.theme import load_theme
 from studio.thinking import GradeResult, Thinker, ThinkResult
 from studio.widgets.board import BoardWidget
+
+log = logging.getLogger(__name__)
 
 ARROWS = {Direction.UP: "↑", Direction.LEFT: "←", Direction.DOWN: "↓", Direction.RIGHT: "→"}
 MAX_SPEED = 60  # the slider's top notch means "as fast as the agent thinks"
@@ -268,7 +271,7 @@ class PlayTab(QWidget):
 
     def __init__(
         self,
-        store: Any,
+        store: GameStore,
         settings: QSettings,
         parent: QWidget | None = None,
         *,
@@ -483,6 +486,7 @@ class PlayTab(QWidget):
                     if g_rules is None or tuple(getattr(g_rules, "shape", key)) == key:
                         best = max(best, int(getattr(g, "score", 0)))
             except Exception:  # a damaged store must not stop play: best starts from 0
+                log.warning("cannot read the best score from the store", exc_info=True)
                 best = 0
             self._best[key] = best
         return self._best[key]
@@ -535,6 +539,7 @@ class PlayTab(QWidget):
         try:
             games = self.store.list_games(played_by="human", status="abandoned", limit=50)
         except Exception:  # a damaged store must not stop play: a new game
+            log.warning("cannot look for an unfinished game to resume", exc_info=True)
             return []
         own = [g for g in games if g.origin is None and g.run_id is None and g.n_moves and g.seed is not None]
         own.sort(key=lambda g: g.ended or g.started, reverse=True)

@@ -37,8 +37,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.store import GameStore
 from studio.services.progress import MINE, PHASES, Progress, progress, rolling_mean
-from studio.services.review import Reviewer, reviewer_from_choice
+from studio.services.review import Reviewer, resolve_reviewer
 from studio.tabs.common import button, fill_reviewer_combo
 from studio.widgets.curves import SIAxis, TileAxis
 from studio.widgets.review_graph import GRADE_COLOURS
@@ -66,7 +67,7 @@ class ProgressTab(QWidget):
     status = Signal(str)
     openInReplay = Signal(int)
 
-    def __init__(self, store: Any, settings: QSettings, parent: QWidget | None = None) -> None:
+    def __init__(self, store: GameStore, settings: QSettings, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("progressTab")
         self.store = store
@@ -140,6 +141,16 @@ class ProgressTab(QWidget):
         review.addStretch(1)  # the button keeps its size while no progress bar shows
         outer.addLayout(review)
 
+        outer.addLayout(self._build_plots(), 1)
+
+        self.sourceCombo.currentIndexChanged.connect(self.refresh)
+        self.sinceCheck.toggled.connect(self._on_since_toggled)
+        self.sinceEdit.dateChanged.connect(self.refresh)
+        self.reviewerCombo.currentIndexChanged.connect(self.refresh)
+        self._update_controls()
+
+    def _build_plots(self) -> QGridLayout:
+        """Score, highest tile and accuracy per game (dots and their rolling mean), blunders per phase."""
         grid = QGridLayout()
         grid.setSpacing(6)
         self.scorePlot = self._plot("Score", "score", SIAxis("left"))
@@ -152,7 +163,6 @@ class ProgressTab(QWidget):
         grid.addWidget(self.tilePlot, 0, 1)
         grid.addWidget(self.accuracyPlot, 1, 0)
         grid.addWidget(self.phasePlot, 1, 1)
-        outer.addLayout(grid, 1)
 
         # per-game series: scatter (clickable, a tooltip per game) + rolling mean
         self.series: dict[str, tuple[pg.ScatterPlotItem, pg.PlotDataItem]] = {}
@@ -176,12 +186,7 @@ class ProgressTab(QWidget):
         self.bars = pg.BarGraphItem(x=[], height=[], width=0.6, brush=BAR_COLOUR, pen=pg.mkPen(None))
         self.phasePlot.addItem(self.bars)
         self.barLabels: list[pg.TextItem] = []
-
-        self.sourceCombo.currentIndexChanged.connect(self.refresh)
-        self.sinceCheck.toggled.connect(self._on_since_toggled)
-        self.sinceEdit.dateChanged.connect(self.refresh)
-        self.reviewerCombo.currentIndexChanged.connect(self.refresh)
-        self._update_controls()
+        return grid
 
     def _plot(self, title: str, unit: str, left: pg.AxisItem | None = None) -> pg.PlotWidget:
         axes = {"left": left} if left is not None else {}
@@ -243,7 +248,8 @@ class ProgressTab(QWidget):
         data = self.reviewerCombo.currentData()
         if data is None:
             return None
-        return reviewer_from_choice(self.store, tuple(data))
+        text, depth = data
+        return resolve_reviewer(self.store, text, depth)
 
     # ------------------------------------------------------------------ loading
     @property
@@ -270,8 +276,6 @@ class ProgressTab(QWidget):
         source, since, reviewer = self.source, self.since, self.reviewer()
 
         def job(_report: Callable[..., None]) -> Progress:
-            from engine.store import GameStore
-
             with GameStore(db_path) as store:  # the worker thread's own connection
                 return progress(store, source=source, since=since, reviewer=reviewer)
 
@@ -426,7 +430,6 @@ class ProgressTab(QWidget):
         stop = threading.Event()
 
         def job(report: Callable[..., None]) -> tuple[int, list[tuple[int, str]]]:
-            from engine.store import GameStore
             from studio.services.review import review_games
 
             def each(k: int, total: int, done: int, moves: int) -> None:

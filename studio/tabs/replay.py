@@ -23,6 +23,7 @@ progress on the button's bar; it then reviews as the default reviewer.
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -50,11 +51,12 @@ from PySide6.QtWidgets import (
 
 from agents.review import GRADES
 from engine import Direction
-from engine.store import SOURCE_FILTERS
+from engine.store import GameStore
 from studio.services.review import (
+    DEFAULT_RULE,
     GameReview,
     Reviewer,
-    reviewer_from_choice,
+    resolve_reviewer,
     stored_review,
 )
 from studio.settings import get_bool, get_int
@@ -62,12 +64,15 @@ from studio.tabs.common import button, fill_reviewer_combo
 from studio.text import game_status, plural
 from studio.theme import load_theme
 from studio.widgets.board import BEST_ARROW, BoardWidget
+from studio.widgets.filter_bar import FilterBar
 from studio.widgets.review_graph import GRADE_COLOURS, ReviewGraph
 from studio.widgets.slider import JumpSlider
 
 SPEEDS = (1, 2, 5, 10, 20, 50, 100, 500)  # steps per second
 LIST_LIMIT = 5000  # newest games listed; the Games tab's table holds the rest
 ARROWS = {Direction.UP: "↑", Direction.LEFT: "←", Direction.DOWN: "↓", Direction.RIGHT: "→"}
+log = logging.getLogger(__name__)
+
 PLAYED_COLOUR = load_theme().hint_arrow  # the played move's arrow (the best move's: BEST_ARROW)
 
 
@@ -115,7 +120,7 @@ class ReplayTab(QWidget):
     #: a background review ended with this (maybe unfinished) :class:`GameReview`
     reviewed = Signal(object)
 
-    def __init__(self, store: Any, settings: QSettings, parent: QWidget | None = None) -> None:
+    def __init__(self, store: GameStore, settings: QSettings, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("replayTab")
         self.store = store
@@ -137,41 +142,7 @@ class ReplayTab(QWidget):
 
     # ------------------------------------------------------------------ layout
     def _build(self) -> None:
-        left = QWidget()
-        lcol = QVBoxLayout(left)
-        lcol.setContentsMargins(0, 0, 0, 0)
-        filters = QHBoxLayout()
-        self.sourceFilter = QComboBox()
-        self.sourceFilter.setObjectName("replaySourceFilter")
-        self.sourceFilter.addItem("all sources", None)
-        for s in SOURCE_FILTERS:
-            self.sourceFilter.addItem(s, s)
-        self.textFilter = QLineEdit()
-        self.textFilter.setObjectName("replayTextFilter")
-        self.textFilter.setPlaceholderText("filter: agent, #id, 4x4…")
-        self.textFilter.setClearButtonEnabled(True)
-        self.sourceFilter.currentIndexChanged.connect(self.refresh)
-        self.textFilter.textChanged.connect(self._apply_text_filter)
-        filters.addWidget(self.sourceFilter)
-        filters.addWidget(self.textFilter, 1)
-        self.refreshButton = QPushButton("⟳")
-        self.refreshButton.setObjectName("replayRefreshButton")
-        self.refreshButton.setToolTip("Re-read the list of games")
-        self.refreshButton.setFixedWidth(32)
-        self.refreshButton.clicked.connect(self.refresh)
-        filters.addWidget(self.refreshButton)
-        self.replayList = QListWidget()
-        self.replayList.setObjectName("replayList")
-        self.replayList.setUniformItemSizes(True)  # keeps thousands of rows cheap to lay out
-        self.replayList.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.replayList.setTextElideMode(Qt.TextElideMode.ElideRight)
-        self.replayList.currentItemChanged.connect(self._on_current_item)
-        self.listInfo = QLabel()
-        self.listInfo.setStyleSheet("color: #8a8178;")
-        lcol.addLayout(filters)
-        lcol.addWidget(self.replayList, 1)
-        lcol.addWidget(self.listInfo)
-
+        left = self._build_list()
         right = QWidget()
         rcol = QVBoxLayout(right)
         rcol.setContentsMargins(6, 0, 0, 0)
@@ -247,6 +218,40 @@ class ReplayTab(QWidget):
             sc.activated.connect(slot)
         self._update_controls()
 
+    def _build_list(self) -> QWidget:
+        """The games on the left: the source filter, a text box narrowing the list, the list."""
+        left = QWidget()
+        lcol = QVBoxLayout(left)
+        lcol.setContentsMargins(0, 0, 0, 0)
+        filters = QHBoxLayout()
+        self.filterBar = FilterBar("replay", ("source",))
+        self.filterBar.changed.connect(lambda _filter: self.refresh())
+        self.textFilter = QLineEdit()
+        self.textFilter.setObjectName("replayTextFilter")
+        self.textFilter.setPlaceholderText("filter: agent, #id, 4x4…")
+        self.textFilter.setClearButtonEnabled(True)
+        self.textFilter.textChanged.connect(self._apply_text_filter)
+        filters.addWidget(self.filterBar)
+        filters.addWidget(self.textFilter, 1)
+        self.refreshButton = QPushButton("⟳")
+        self.refreshButton.setObjectName("replayRefreshButton")
+        self.refreshButton.setToolTip("Re-read the list of games")
+        self.refreshButton.setFixedWidth(32)
+        self.refreshButton.clicked.connect(self.refresh)
+        filters.addWidget(self.refreshButton)
+        self.replayList = QListWidget()
+        self.replayList.setObjectName("replayList")
+        self.replayList.setUniformItemSizes(True)  # keeps thousands of rows cheap to lay out
+        self.replayList.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.replayList.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.replayList.currentItemChanged.connect(self._on_current_item)
+        self.listInfo = QLabel()
+        self.listInfo.setStyleSheet("color: #8a8178;")
+        lcol.addLayout(filters)
+        lcol.addWidget(self.replayList, 1)
+        lcol.addWidget(self.listInfo)
+        return left
+
     def _build_controls(self) -> QHBoxLayout:
         """First / back / play / forward / last, the speed, a jump to a move, the next-move arrow."""
         buttons = QHBoxLayout()
@@ -305,9 +310,8 @@ class ReplayTab(QWidget):
         self.reviewerCombo = QComboBox()
         self.reviewerCombo.setObjectName("replayReviewerCombo")
         self.reviewerCombo.setToolTip(
-            "Who grades the moves, in expected points given up. Default: the store's strongest n-tuple "
-            "network at 2-ply, else expectimax depth 2 calibrated to points (the same as the coach, "
-            "Progress and the review command)"
+            f"Who grades the moves, in expected points given up. Default: {DEFAULT_RULE} (the same as "
+            "the coach, Progress and the review command)"
         )
         self._fill_reviewers()
         self.reviewerCombo.currentIndexChanged.connect(self._on_reviewer_changed)
@@ -396,7 +400,7 @@ class ReplayTab(QWidget):
         self._dirty = False
         self._fill_reviewers()
         current = self.record.id if self.record is not None else None
-        games = self.store.list_games(source=self.sourceFilter.currentData(), limit=LIST_LIMIT)
+        games = self.store.list_games(self.filterBar.game_filter(), limit=LIST_LIMIT)
         games = sorted(games, key=lambda g: g.id, reverse=True)
         self.replayList.blockSignals(True)
         self.replayList.clear()
@@ -437,7 +441,7 @@ class ReplayTab(QWidget):
         item = self._find_item(game_id)
         if item is None or item.isHidden():
             self.textFilter.clear()
-            self.sourceFilter.setCurrentIndex(0)
+            self.filterBar.reset()
             self.refresh()
             item = self._find_item(game_id)
         if item is not None:
@@ -629,15 +633,21 @@ class ReplayTab(QWidget):
     def current_reviewer(self) -> Reviewer:
         """The reviewer the combo names, for the shown game's rules (ValueError: it cannot be made)."""
         rules = self.record.rules if self.record is not None else None
-        data = self.reviewerCombo.currentData()
-        return reviewer_from_choice(self.store, None if data is None else tuple(data), rules)
+        text, depth = self.reviewerCombo.currentData() or (None, None)
+        return resolve_reviewer(self.store, text, depth, rules)
 
     def _stored_review(self) -> GameReview | None:
         if self.record is None:
             return None
         try:
             return stored_review(self.store, self.record.id, self.current_reviewer())
-        except Exception:  # a damaged stored review or a reviewer that cannot be made: not reviewed
+        except (
+            ValueError,
+            OSError,
+        ):  # a damaged stored review (a StoreError) or a reviewer that cannot be made
+            return None
+        except Exception:  # none of those: shown as not reviewed, its traceback in the log
+            log.exception("reading the stored review of game %s", self.record.id)
             return None
 
     def _on_reviewer_changed(self) -> None:
@@ -666,8 +676,6 @@ class ReplayTab(QWidget):
         stop = threading.Event()
 
         def job(report: Callable[..., None]) -> GameReview:
-            from engine.store import GameStore
-
             with GameStore(db_path) as store:  # the worker thread's own connection
                 return _review(store, game_id, reviewer, report, stop)
 
@@ -721,7 +729,10 @@ class ReplayTab(QWidget):
             return
         try:
             review = stored_review(self.store, self.record.id, self._review_reviewer)
-        except Exception:  # a chunk being written: try again at the next report
+        except (ValueError, OSError):  # a chunk being written (a busy store's StoreError): the next report
+            review = None
+        except Exception:
+            log.exception("reading the review of game %s while it runs", self.record.id)
             review = None
         if review is not None and (self.review is None or len(review.moves) > len(self.review.moves)):
             self._set_review(review)
@@ -906,7 +917,7 @@ class ReplayTab(QWidget):
 
 
 def _review(
-    store: Any, game_id: int, reviewer: Reviewer, report: Callable[..., None], stop: threading.Event
+    store: GameStore, game_id: int, reviewer: Reviewer, report: Callable[..., None], stop: threading.Event
 ) -> GameReview:
     from studio.services.review import review_game
 

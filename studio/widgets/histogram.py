@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from agents.arena import tile_thresholds
 from studio.theme import Theme, load_theme
+from studio.widgets.curves.ticks import tile_label
 
 
 class TileHistogram(QWidget):
@@ -91,13 +92,6 @@ class TileHistogram(QWidget):
             p.drawText(
                 QRectF(left + i * slot, h - label_h, slot, label_h),
                 Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignVCenter,
-                "≥" + _short(tile),
+                "≥" + tile_label(tile.bit_length() - 1, whole_below=14),  # fits under narrow bars
             )
         p.end()
-
-
-def _short(tile: int) -> str:
-    """Axis labels that fit under narrow bars: 131072 -> 128k."""
-    if tile >= 16384:
-        return f"{tile // 1024}k"
-    return str(tile)

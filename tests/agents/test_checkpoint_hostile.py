@@ -342,14 +342,16 @@ def test_eval_and_the_scripts_refuse_a_diverged_checkpoint_in_one_line(
     err = capsys.readouterr().err
     assert rc == 2 and "non-finite weights" in err and len(err.strip().splitlines()) == 1, err
 
+    for play in (
+        ["--fast"],
+        ["--set", "search_depth=2"],
+    ):  # what scripts/eval_ntuple.py, eval_checkpoint.py did
+        argv = ["--data-dir", str(tmp_path / "d"), "eval", "--checkpoint", str(path), "--games", "1", *play]
+        assert main(argv) == 2
     scripts = Path(__file__).resolve().parents[2] / "scripts"
     monkeypatch.syspath_prepend(str(scripts))
-    import eval_checkpoint
-    import eval_ntuple
     import first_moves
 
-    assert eval_ntuple.main([str(path), "--games", "1"]) == 2
-    assert eval_checkpoint.main([str(path), "--games", "1"]) == 2
     monkeypatch.setattr(sys, "argv", ["first_moves.py", "--checkpoint", str(path), "--games", "2"])
     assert first_moves.main() == 2
     err = capsys.readouterr().err

@@ -117,7 +117,7 @@ def test_a_plugin_is_listed_and_plays(make_plugin: MakePlugin) -> None:
 
 
 def test_a_plugin_rating_moves_in_points_is_offered_as_reviewer(make_plugin: MakePlugin) -> None:
-    from studio.services.review import reviewer_choices, reviewer_from_choice
+    from studio.services.review import resolve_reviewer, reviewer_choices
 
     points = GOOD.format(name="pointy").replace(
         'description = "', 'value_kind = "points"\n    description = "'
@@ -131,7 +131,7 @@ def test_a_plugin_rating_moves_in_points_is_offered_as_reviewer(make_plugin: Mak
     choices = dict(reviewer_choices(None))
     assert choices["pointy (plug-in)"] == ("pointy", None)
     assert "emptiest (plug-in)" not in choices  # its values are a rank: no points to grade with
-    reviewer = reviewer_from_choice(None, ("pointy", None))
+    reviewer = resolve_reviewer(None, *choices["pointy (plug-in)"])
     assert reviewer.spec.name == "pointy" and reviewer.depth is None
 
 

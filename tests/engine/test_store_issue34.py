@@ -17,8 +17,7 @@ from engine import Rules
 from engine.fsutil import UnsafePath, path_under, safe_name
 from engine.jsonsafe import dumps, finite
 from engine.paths import DataDirError, data_dir
-from engine.store import HUMAN, GameRecorder, GameStore, Player, StoreError, exchange
-from engine.store.db import to_timestamp
+from engine.store import HUMAN, GameRecorder, GameStore, Player, StoreError, exchange, to_timestamp
 from engine.store.schema import SCHEMA_VERSION
 from studio.cli import main
 

@@ -107,6 +107,9 @@ SUBCOMMANDS: dict[str, list[str]] = {
         "--workers",
         "--backend",
         "--ray-address",
+        "--set",
+        "--fast",
+        "--fast-threads",
     ],
     "train": [
         "--agent",
@@ -243,6 +246,7 @@ VALID = [
     "eval --agent greedy --games 1 --rows 2 --cols 3 --no-log",
     "eval --agent expectimax --games 1 --rows 2 --cols 2 --seed 3",
     "eval --checkpoint CHECKPOINT --games 1",
+    "eval --agent expectimax --depth 1 --games 2 --fast --seed 1",
     "replay 1 --speed 0",
     "replay 2 --verify",
     "games show 1 --moves",

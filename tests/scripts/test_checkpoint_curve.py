@@ -1,5 +1,5 @@
-"""scripts/checkpoint_curve.py: a run's checkpoints, picked by training time, played as eval_ntuple plays
-them (the same figures), kept in a cache, tabled and drawn; bad input is one line."""
+"""scripts/checkpoint_curve.py: a run's checkpoints, picked by training time, played as ``eval --fast``
+plays them (the same figures), kept in a cache, tabled and drawn; bad input is one line."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from agents.base import Budget
+from agents.base import Agent, Budget
 from agents.checkpoint import read_checkpoint
 from agents.ntuple import NTupleAgent, NTupleConfig
+from tests.agents.act_games import act_games
 from tests.scripts import load_script
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -33,9 +34,12 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
-def test_rows_equal_eval_ntuple_per_checkpoint_in_training_order(run_dir: Path) -> None:
+def test_rows_equal_the_games_act_plays_and_eval_fast_per_checkpoint_in_training_order(
+    run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from studio.cli import main
+
     cc = load_script("checkpoint_curve")
-    en = load_script("eval_ntuple")
     run = cc.parse_run(f"tiny={run_dir}")
     assert run.label == "tiny" and len(run.files) == 5
     search = {"depth": 1, "depths_policy": [], "downgrade_from": 0}
@@ -43,10 +47,22 @@ def test_rows_equal_eval_ntuple_per_checkpoint_in_training_order(run_dir: Path) 
     assert [r["minutes"] for r in run.rows] == pytest.approx(MINUTES)
     assert [r["moves"] for r in run.rows] == [4000, 8000, 12000, 16000, 20000]
     for row in run.rows:
-        want = en.evaluate(row["checkpoint"], games=4, seed=123)  # the slow road: the script's own figures
-        assert row["mean_score"] == want["mean_score"]
-        assert row["rate_16384"] == want["rates"]["16384"] and row["rate_32768"] == want["rates"]["32768"]
-        assert row["games_trained"] == want["trained"]["games"]
+        agent = Agent.load(row["checkpoint"])  # saved at 1-ply, no downgrading: the search asked for
+        scores, tiles = act_games(agent, 4, 123)
+        assert row["mean_score"] == sum(scores) / 4
+        assert row["rate_16384"] == sum(t >= 16384 for t in tiles) / 4
+        assert (
+            row["games_trained"]
+            == read_checkpoint(row["checkpoint"], arrays=False)[0]["counters"]["episodes"]
+        )
+    # eval --fast on the run's folder: a column per checkpoint, in the same (training) order, same figures
+    argv = ["eval", "--checkpoint", str(run_dir), "--fast", "--games", "4", "--seed", "123", "--json"]
+    assert main(argv) == 0
+    results = json.loads(capsys.readouterr().out)["results"]
+    assert [r["checkpoint"] for r in results] == [row["checkpoint"] for row in run.rows]
+    assert [r["mean_score"] for r in results] == [row["mean_score"] for row in run.rows]
+    assert [r["trained"]["games"] for r in results] == [row["games_trained"] for row in run.rows]
+    assert [r["label"] for r in results] == [f"ntuple ({Path(row['checkpoint']).name})" for row in run.rows]
 
 
 def test_every_minutes_keeps_one_per_period_and_the_last(run_dir: Path) -> None:

@@ -168,3 +168,78 @@ def test_key_to_paint_presses_only_legal_keys_and_restarts_a_finished_game(qtbot
     assert played[0][0] == Direction.RIGHT  # Left and Up move nothing on the first board: the next in turn
     assert restarts and len(latencies) == len(played)
     assert np.all(latencies >= 0)
+
+
+def test_parse_options_types_defaults_and_one_line_errors():
+    from studio.commands.bench import Option, parse_options
+
+    known = {
+        "games": Option("int", 16, 1, 100),
+        "warmup": Option("float", 5.0, 0, 60),
+        "ray": Option("bool", True),
+        "clock": Option("choice", "cpu", choices=("cpu", "wall")),
+        "sizes": Option("ints", [1, 2], 1, 8),
+        "agents": Option("names", None, choices=("dqn", "mcts"), what="agent"),
+        "checkpoint": Option("text"),
+    }
+    assert parse_options("x", {}, known) == {
+        "games": 16,
+        "warmup": 5.0,
+        "ray": True,
+        "clock": "cpu",
+        "sizes": [1, 2],
+        "agents": None,
+        "checkpoint": None,
+    }
+    given = {"games": "3", "warmup": "0.5", "ray": "off", "clock": "wall", "sizes": "4, 8", "agents": "mcts"}
+    got = parse_options("x", {**given, "checkpoint": "a=b.npz"}, known)
+    assert got == {
+        "games": 3,
+        "warmup": 0.5,
+        "ray": False,
+        "clock": "wall",
+        "sizes": [4, 8],
+        "agents": ["mcts"],
+        "checkpoint": "a=b.npz",
+    }
+    assert parse_options("x", {"dqn.lr": "0.1"}, known, prefixes=("dqn",))["games"] == 16
+    bad = [
+        (
+            {"nope": "1"},
+            "bench x has no option 'nope' (known: agents, checkpoint, clock, games, ray, sizes, warmup)",
+        ),
+        ({"games": "0"}, "games must be from 1 to 100, got 0"),
+        ({"games": "2.5"}, "games must be a whole number, got '2.5'"),
+        ({"warmup": "nan"}, "warmup must be from 0 to 60, got nan"),
+        ({"ray": "maybe"}, "ray must be 1 or 0 (true/false, yes/no, on/off), got 'maybe'"),
+        ({"clock": "sundial"}, "clock must be cpu or wall, got 'sundial'"),
+        ({"sizes": "1,9"}, "sizes must be from 1 to 8, got 9"),
+        ({"sizes": ","}, "sizes must be whole numbers like 1,2, got ','"),
+        ({"agents": "dqn,x"}, "unknown agent 'x': choose from dqn, mcts"),
+        ({"dqn.lr": "1"}, "bench x has no option 'dqn.lr'"),
+    ]
+    for extra, message in bad:
+        with pytest.raises(ValueError) as e:
+            parse_options("x", extra, known)
+        assert message in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("bench", "option", "message"),
+    [
+        ("mcts", "games=0", "games must be from 1"),
+        ("mcts", "ray=maybe", "ray must be 1 or 0"),
+        ("ntuple", "cpp_net=theirs", "cpp_net must be studio or own"),
+        ("ntuple", "search=1,9", "search must be from 1 to 5"),
+        ("review", "clock=sundial", "clock must be cpu or wall"),
+        ("sweep", "backends=cloud", "unknown backend 'cloud'"),
+        ("torch", "agents=ppo", "unknown agent 'ppo'"),
+        ("torch", "ppo.lr=1", "bench torch has no option 'ppo.lr'"),
+        ("gui", "runs=5", "runs must be from 1 to 4"),
+        ("gui-speed", "runs=2", "bench gui-speed has no option 'runs'"),
+    ],
+)
+def test_every_benchmark_checks_its_options_first(bench, option, message, capsys):
+    assert main(["bench", bench, "--seconds", "0.1", "--rounds", "1", "-o", option]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err

@@ -54,16 +54,16 @@ def test_table_lists_sorts_and_filters(qtbot, window):
     assert model.data(model.index(0, score_col)) == f"{scores[0]:,}"
     assert model.data(model.index(0, score_col), Qt.ItemDataRole.UserRole) == scores[0]
 
-    tab.sourceFilter.setCurrentIndex(tab.sourceFilter.findData("human"))
+    tab.filterBar.source.setCurrentIndex(tab.filterBar.source.findData("human"))
     assert [model.game(r).source for r in range(model.rowCount())] == ["human"]
-    tab.sourceFilter.setCurrentIndex(0)
-    tab.agentFilter.setText("random")
+    tab.filterBar.source.setCurrentIndex(0)
+    tab.filterBar.agent.setText("random")
     tab.refresh()
     assert [model.game(r).agent for r in range(model.rowCount())] == ["random"]
     assert model.data(model.index(0, [k for k, _ in model.COLUMNS].index("board"))) == "3x3"
-    tab.agentFilter.clear()
+    tab.filterBar.agent.clear()
     best = max(g.score for g in window.store.list_games())
-    tab.minScore.setValue(best)
+    tab.filterBar.minScore.setValue(best)
     tab.refresh()
     assert model.rowCount() == 1 and model.game(0).score == best
 
@@ -122,7 +122,7 @@ def test_export_then_import_round_trip(qtbot, window, tmp_path: Path):
     assert twin.summary.source == "agent" and twin.summary.imported  # keeps its source, knows it was imported
     assert np.array_equal(twin.layouts, original.layouts) and np.array_equal(twin.moves, original.moves)
     # "imported" still filters: the three copies, their source shown with the mark
-    tab.sourceFilter.setCurrentIndex(tab.sourceFilter.findData("imported"))
+    tab.filterBar.source.setCurrentIndex(tab.filterBar.source.findData("imported"))
     tab.refresh()
     model = tab.model
     assert sorted(model.game(r).id for r in range(model.rowCount())) == sorted(new)
@@ -192,7 +192,7 @@ def test_status_words_source_column_and_one_game(qtbot, window):
     model = tab.model
     col = {k: i for i, (k, _) in enumerate(model.COLUMNS)}
     assert model.data(model.index(0, col["status"])) == "unfinished" == game_status(summary.status)
-    statuses = [tab.statusFilter.itemText(i) for i in range(tab.statusFilter.count())]
+    statuses = [tab.filterBar.status.itemText(i) for i in range(tab.filterBar.status.count())]
     assert statuses == ["any status", "playing", "finished", "unfinished"]
     assert tab.summaryLabel.text().endswith("<br>1 move<br>1 unfinished")
     fm = tab.table.fontMetrics()

@@ -99,7 +99,7 @@ def test_list_filters_and_any_board_size(qtbot, window):
     visible = [replay.replayList.item(i) for i in range(2) if not replay.replayList.item(i).isHidden()]
     assert [it.data(Qt.ItemDataRole.UserRole) for it in visible] == [b]
     replay.textFilter.clear()
-    replay.sourceFilter.setCurrentIndex(replay.sourceFilter.findData("human"))
+    replay.filterBar.source.setCurrentIndex(replay.filterBar.source.findData("human"))
     assert replay.replayList.count() == 0
     replay.open_game(a)  # clears the filter to show it
     assert replay.record.id == a and replay.board.board.shape == (2, 7)

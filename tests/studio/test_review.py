@@ -398,6 +398,57 @@ def test_the_default_reviewer_is_the_best_ntuple_checkpoint_else_expectimax(data
         assert other.spec.name == "expectimax" and "4x4" in (other.fallback or "")
 
 
+def test_one_network_is_one_reviewer_however_it_is_chosen(data_dir, tmp_path, capsys):
+    """The default, the reviewer box's entry for the network and ``--reviewer FILE --depth 2`` are one
+    reviewer (one key): a review stored from the command line is the one Replay and Progress show.
+    Another depth, the network's own depth, or a file that is no run's, are other reviewers."""
+    with GameStore.open(data_dir) as store:
+        path = create_agent("ntuple", {"layout": "4x4"}, seed=3).save(tmp_path / "net.npz")
+        run = store.create_run("ntuple", {"layout": "4x4"}, RULES, {"episodes": 1})
+        store.set_checkpoint_eval(store.add_checkpoint(run, path, 1, 1), svc.STRONG_SCORE + 1)
+        gid = store.record_trace(play(create_agent("greedy"), seed=4, moves=6), "human")
+        default = default_reviewer(store)
+        entry = dict(svc.reviewer_choices(store))[f"n-tuple run {run}, 2-ply"]
+        assert entry is not None
+        chosen = [
+            svc.resolve_reviewer(store, None),
+            svc.resolve_reviewer(store, None, 2, RULES),
+            svc.resolve_reviewer(store, *entry),
+            svc.resolve_reviewer(store, str(path), 2),
+            svc.resolve_reviewer(store, str(tmp_path / "." / "net.npz"), 2, RULES),
+        ]
+        assert {r.key() for r in chosen} == {default.key()}
+        assert {r.label for r in chosen} == {f"n-tuple run {run}, 2-ply"}
+        others = [
+            svc.resolve_reviewer(store, str(path), 1),
+            svc.resolve_reviewer(store, str(path)),
+            svc.resolve_reviewer(store, None, 3),
+        ]
+        assert len({default.key(), *(r.key() for r in others)}) == 4
+        copy = tmp_path / "copy.npz"  # the same bytes outside the store's runs: a plain checkpoint
+        copy.write_bytes(path.read_bytes())
+        assert svc.resolve_reviewer(store, str(copy), 2).key().startswith("checkpoint@d2:")
+        with pytest.raises(ValueError, match="unknown reviewer 'nobody'"):
+            svc.resolve_reviewer(store, "nobody")
+    argv = [
+        "--data-dir",
+        str(data_dir),
+        "review",
+        str(gid),
+        "--reviewer",
+        str(path),
+        "--depth",
+        "2",
+        "--json",
+    ]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["reviewer"]["key"] == default.key() and out["complete"]
+    with GameStore.open(data_dir) as store:
+        shown = svc.stored_review(store, gid, default_reviewer(store))
+        assert shown is not None and shown.complete and shown.reviewer["key"] == default.key()
+
+
 def test_a_damaged_best_checkpoint_is_passed_over_not_a_refusal(data_dir, tmp_path):
     """#34 minor: the strongest run's checkpoint truncated on disk: the default reviewer is the next
     network that reads (then expectimax), and the review goes on."""

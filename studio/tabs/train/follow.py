@@ -9,17 +9,21 @@ this step and save a checkpoint". Only runs on this machine can be stopped from 
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+import sqlite3
 
+import numpy as np
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from agents.runner import RunError
-from engine.store import RunSummary
+from engine.store import GameStore, RunSummary
 from studio.services.runs import stop_elsewhere
 from studio.widgets.curves import CurvesPanel, RunSeries
 
 FOLLOW_MS = 1000
 LIVE_STATUSES = ("running", "paused")
+
+log = logging.getLogger(__name__)
 
 
 class Follower(QObject):
@@ -28,7 +32,7 @@ class Follower(QObject):
     #: a followed run ended (run id, its final status)
     ended = Signal(int, str)
 
-    def __init__(self, store: Any, curves: CurvesPanel, parent: QObject | None = None) -> None:
+    def __init__(self, store: GameStore, curves: CurvesPanel, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.store = store
         self.curves = curves
@@ -60,8 +64,9 @@ class Follower(QObject):
             try:
                 cols = self.store.run_metrics(run_id, since=seen)
                 status = self.store.get_run(run_id).status
-            except Exception:  # deleted meanwhile, or the store is closing: stop following
-                status, cols = "stopped", {"episode": []}
+            except (ValueError, sqlite3.Error) as e:  # StoreError: deleted meanwhile, the store closing
+                log.warning("stopped following run %d: %s", run_id, e)
+                status, cols = "stopped", {"episode": np.empty(0)}
             if series is not None and len(cols["episode"]):
                 series.add_columns(cols)
                 self.curves.mark_dirty()

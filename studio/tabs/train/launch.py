@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import html
 import itertools
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,8 @@ from engine import Rules
 from studio.services.runs import BACKENDS, RunRequest, preset_budget
 from studio.tabs.common import button, spin
 from studio.widgets.config_form import ConfigForm
+
+log = logging.getLogger(__name__)
 
 #: Periodic checkpoints of runs started here, in minutes (pause, stop and the end always save one).
 CHECKPOINT_EVERY_MIN = 2.0
@@ -469,6 +472,7 @@ class LaunchForm(QWidget):
         try:
             cls = get_agent_class(name)
         except Exception as e:  # a broken agent module must not take the tab down
+            log.exception("agent %s did not load", name)
             self.agent_cls = None
             self.agentDescription.setText(f"<span style='color:#c62828'>cannot load {name}: {e}</span>")
             self.agentChanged.emit(None)

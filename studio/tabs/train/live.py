@@ -9,10 +9,11 @@ second), so the work per second is bounded whatever the learner emits.
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6.QtCore import QSettings, Qt
@@ -21,6 +22,11 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 from agents.base import MetricEvent
 from studio.widgets.curves import CurvesPanel, RunSeries
 from studio.worker import RunWorker
+
+if TYPE_CHECKING:
+    from engine.store import GameStore
+
+log = logging.getLogger(__name__)
 
 _tokens = itertools.count(1)
 #: The board's caption while a run of this window plays, and while none does.
@@ -163,7 +169,7 @@ class LivePanel(QWidget):
         side.addStretch(1)
         layout.addLayout(side)
 
-    def show_stored(self, store: Any, run_ids: Sequence[int]) -> list[str]:
+    def show_stored(self, store: GameStore, run_ids: Sequence[int]) -> list[str]:
         """Draw exactly these stored runs (their whole history) beside the live ones; the problems met,
         as text. Each run brings its own agent's panels and keeps its colour (by run id)."""
         keep = [(k, r) for k, r in self.curves.runs if is_live_key(k)]
@@ -180,7 +186,8 @@ class LivePanel(QWidget):
             try:
                 summary = store.get_run(rid)
                 cols = store.run_metrics(rid)
-            except Exception as e:
+            except Exception as e:  # the caller shows the problems; the log keeps the traceback
+                log.warning("cannot read run %d's metrics", rid, exc_info=True)
                 problems.append(f"cannot read run {rid}: {e}")
                 continue
             series = RunSeries(f"run {rid} {summary.agent}", agent=summary.agent, run_id=rid)

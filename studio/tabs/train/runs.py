@@ -11,6 +11,8 @@ starts or ends; the rows of live runs are updated from their events in memory.
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -31,12 +33,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.store import RunSummary, format_time
+from engine.store import GameStore, RunSummary, format_time
 from engine.store.model import format_size
 from studio.services.runs import export_run_tensorboard, write_metrics_csv
 from studio.tabs.common import button, error_box
 from studio.text import duration
 from studio.widgets.curves import RUN_COLOURS
+
+log = logging.getLogger(__name__)
 
 #: Tooltips of the columns that need a word of explanation (by column).
 TIPS = {
@@ -85,7 +89,7 @@ class RunsPanel(QWidget):
     selectionChanged = Signal()
     status = Signal(str)
 
-    def __init__(self, store: Any, parent: QWidget | None = None) -> None:
+    def __init__(self, store: GameStore, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("runsPanel")
         self.store = store
@@ -240,6 +244,7 @@ class RunsPanel(QWidget):
         try:
             runs = self.store.list_runs()
         except Exception as e:  # a closed or broken store: say so, keep the tab alive
+            log.exception("cannot list the runs of the store")
             self.status.emit(f"cannot list runs: {e}")
             return
         self.elsewhere = Follower.elsewhere(runs, own_pids or set())
@@ -252,10 +257,12 @@ class RunsPanel(QWidget):
             disk = self.store.runs_disk_use([r.id for r in runs])
             best = {r.id: self.store.best_checkpoint(r.id) for r in runs if "eval_score" in r.last_metrics}
         except Exception:  # a store that cannot say: the columns stay empty, the table shows
+            log.warning("cannot read the runs' checkpoints (disk use, best)", exc_info=True)
             disk, best = {}, {}
         try:  # each trial's sweep and trial number, in one query
             sweeps = self.store.sweep_of_runs([r.id for r in runs])
-        except Exception:
+        except Exception:  # the same: the sweep column stays empty
+            log.warning("cannot read the runs' sweeps", exc_info=True)
             sweeps = {}
         table = self.runsTable
         table.setSortingEnabled(False)
@@ -286,8 +293,8 @@ class RunsPanel(QWidget):
                 item.setText(text)
                 item.setData(Qt.ItemDataRole.UserRole, r.id)
                 tip = TIPS.get(col, "")
-                if col == 7 and best.get(r.id) is not None:
-                    b = best[r.id]
+                b = best.get(r.id)
+                if col == 7 and b is not None:
                     tip += f"\nBest: {b.eval_score:,.0f} at episode {b.episode:,} ({b.path.name})"
                 item.setToolTip(r.error if col == 2 and r.error else tip)
                 if col == 0:
@@ -323,7 +330,8 @@ class RunsPanel(QWidget):
         for rid in list(self.elsewhere):
             try:
                 r = self.store.get_run(rid)
-            except Exception:  # deleted meanwhile, or the store is closing
+            except (ValueError, sqlite3.Error) as e:  # StoreError: deleted meanwhile, the store closing
+                log.warning("run %d, training elsewhere, cannot be read: %s", rid, e)
                 ended = True
                 continue
             if r.status not in LIVE_STATUSES:
@@ -402,7 +410,8 @@ class RunsPanel(QWidget):
             path = (
                 best.path if best is not None and best.path.exists() else self.store.last_checkpoint(run_id)
             )
-        except Exception as e:
+        except Exception as e:  # a store that cannot say: the box says why, the log has the traceback
+            log.warning("cannot find run %d's checkpoint", run_id, exc_info=True)
             self._show_error("No checkpoint", str(e))
             return None
         if path is None or not Path(path).exists():
@@ -451,7 +460,8 @@ class RunsPanel(QWidget):
         if directory:
             try:
                 self.export_tensorboard(ids[0], directory)
-            except Exception as e:
+            except Exception as e:  # no tensorboard, a folder we cannot write, a store that cannot say
+                log.exception("exporting run %d for TensorBoard to %s failed", ids[0], directory)
                 self._show_error("Export failed", str(e))
 
     def export_selected(self) -> None:
@@ -464,5 +474,6 @@ class RunsPanel(QWidget):
         if path:
             try:
                 self.export_csv(ids[0], path)
-            except Exception as e:
+            except Exception as e:  # a file we cannot write, a store that cannot say
+                log.exception("exporting run %d's metrics to %s failed", ids[0], path)
                 self._show_error("Export failed", str(e))

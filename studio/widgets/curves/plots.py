@@ -1,0 +1,164 @@
+"""The curves' plots: one :class:`_Panel` per metric group (a header over a pyqtgraph plot) and one
+:class:`_Curve` per line drawn on it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+from agents.metrics import MetricInfo
+from studio.widgets.curves.axes import SIAxis, TileAxis, XExtent
+from studio.widgets.curves.decimate import PeakDecimator
+from studio.widgets.curves.series import RunSeries
+from studio.widgets.curves.xaxis import plot_x_range
+
+#: A raw (unsmoothed, not averaged) series of at most this many points is drawn with a dot on each
+#: point: such a series is a few separate measurements (a greedy evaluation every ten minutes), and a
+#: bare line through two or three of them reads as a trend that was never measured in between.
+MARKER_POINTS = 60
+#: Object names of the standard panels; the others are the :func:`_slug` of their group.
+STANDARD_PLOTS = {"Score": "scorePlot", "Max tile": "maxTilePlot", "Speed": "speedPlot"}
+
+
+def _slug(title: str) -> str:
+    """Object name of a group's plot: "Loss" -> "lossPlot", "Mean Q" -> "meanQPlot", "TD error" -> "tdErrorPlot"."""
+    words = re.findall(r"[A-Za-z0-9]+", title) or ["metric"]
+    return words[0].lower() + "".join(w[:1].upper() + w[1:] for w in words[1:]) + "Plot"
+
+
+@dataclass
+class _Panel:
+    """One plot: a group of metrics on one axis, with its title and legend in a row above the data."""
+
+    name: str
+    title: str
+    infos: list[MetricInfo]
+    box: QWidget
+    header: QLabel
+    plot: pg.PlotWidget
+    transform: str = ""  # "log2": tiles
+    log_y: bool = False
+    log_x: bool = False
+    legend: list[str] = field(default_factory=list)  # names of the series (see legend_names)
+    entries: list[str] = field(default_factory=list)  # what the header lists (see panel_legend)
+    shown: bool = True
+    extent: XExtent = field(default_factory=XExtent)  # the shared x extent's item in this plot
+
+    @property
+    def kind(self) -> str:
+        return self.infos[0].kind if self.infos else "other"
+
+    def reset(self, infos: list[MetricInfo], x_axis: str, x_title: str) -> None:
+        """Empty the plot for curves drawn afresh (same group, maybe another x axis)."""
+        self.infos = infos
+        self.plot.clear()
+        self.plot.addItem(self.extent)  # clear() took it out with the curves
+        bottom = self.plot.getPlotItem().getAxis("bottom")
+        if isinstance(bottom, SIAxis):
+            bottom.time_axis = x_axis == "elapsed"
+            bottom.picture = None
+            bottom.update()
+        self.plot.setLabel("bottom", x_title)
+
+    def set_log(self, log_x: bool, log_y: bool, x_title: str) -> None:
+        """Log axes as asked (nothing done when they already are)."""
+        if (log_y, log_x) != (self.log_y, self.log_x):
+            self.log_y, self.log_x = log_y, log_x
+            self.plot.getPlotItem().setLogMode(x=log_x, y=log_y)
+            self.plot.setLabel("bottom", x_title)
+
+    def span(self, extent: tuple[float, float, float]) -> None:
+        """Make the plot's auto range span ``extent`` (see :func:`data_x_extent`) on x."""
+        self.extent.set_range(*plot_x_range(extent, self.log_x))
+
+
+def make_panel(
+    title: str,
+    infos: list[MetricInfo],
+    x_axis: str,
+    x_title: str,
+    parent: QWidget,
+    range_changed: Callable[[str], None],
+) -> _Panel:
+    """The panel of a metric group; ``range_changed(name)`` when its view is zoomed, panned or fitted."""
+    name = STANDARD_PLOTS.get(title, _slug(title))
+    tile = title == "Max tile"
+    left: pg.AxisItem = TileAxis("left") if tile else SIAxis("left")
+    bottom = SIAxis("bottom", time_axis=x_axis == "elapsed")
+    w = pg.PlotWidget(axisItems={"left": left, "bottom": bottom})
+    w.setObjectName(name)
+    w.showGrid(x=False, y=True, alpha=0.15)
+    w.setMinimumSize(160, 100)
+    unit = next((m.unit for m in infos if m.unit), "")
+    if unit:
+        w.setLabel("left", unit)
+    w.setLabel("bottom", x_title)
+    # Decimation is ours (PeakDecimator / peak_decimate), not pyqtgraph's: its automatic
+    # downsampling picks a factor from the view range, which moves the data bounds, which moves
+    # the auto range... and the plots repainted themselves continuously while training.
+    w.getPlotItem().setDownsampling(ds=1, auto=False, mode="peak")
+    w.getPlotItem().setClipToView(False)
+    w.getPlotItem().hideButtons()
+    vb = w.getPlotItem().getViewBox()
+    vb.sigXRangeChanged.connect(lambda *_a: range_changed(name))
+    # Back to auto range (the menu, Fit): draw the whole history again at once, or the auto
+    # range would fit the zoomed slice that is drawn now.
+    vb.sigStateChanged.connect(lambda *_a: range_changed(name))
+    header = QLabel()
+    header.setObjectName(name.removesuffix("Plot") + "Legend")
+    header.setTextFormat(Qt.TextFormat.RichText)
+    header.setWordWrap(True)
+    # Parented from the start: a parentless box made visible before the grid takes it would be a
+    # window of its own for a moment (it flashes, and the main window loses focus and shortcuts).
+    box = QWidget(parent)
+    box.setVisible(False)
+    lay = QVBoxLayout(box)
+    lay.setContentsMargins(0, 0, 0, 0)
+    lay.setSpacing(0)
+    lay.addWidget(header)
+    lay.addWidget(w, 1)
+    panel = _Panel(name, title, infos, box, header, w, transform="log2" if tile else "")
+    w.addItem(panel.extent)
+    return panel
+
+
+@dataclass
+class _Curve:
+    """One line on a panel: a metric of a run (raw, smoothed or its moving average)."""
+
+    item: pg.PlotDataItem
+    plot: pg.PlotWidget
+    panel: str
+    run: RunSeries
+    metric: str
+    axis: str
+    name: str = ""  # legend name ("" for the faint raw line behind a smoothed one)
+    colour: str = ""
+    moving_average: bool = False
+    smooth: float = 0.0  # EMA weight (0: the raw values)
+    transform: str = ""
+    decimator: PeakDecimator = field(default_factory=PeakDecimator)
+    drawn: int = -1  # raw points behind what is drawn now
+    index_x: bool = False  # x is the point index (the counter does not move)
+    zoomed_range: tuple[float, float] | None = None
+    label: str = ""  # the metric part of ``name`` ("Score (mean of 100)"): what a compare legend lists
+    shade: int = 0  # the run's j-th metric on this axis (its colour's shade when runs are compared)
+    markers: bool = False  # drawn with a dot on each point (see MARKER_POINTS)
+
+    def show_markers(self, on: bool) -> None:
+        """Dots on the curve's points, or none; pyqtgraph redraws its symbols only when this changes."""
+        if on == self.markers:
+            return
+        self.markers = on
+        if on:
+            self.item.setSymbol("o")
+            self.item.setSymbolSize(6)
+            self.item.setSymbolPen(None)
+            self.item.setSymbolBrush(pg.mkBrush(self.colour))
+        else:
+            self.item.setSymbol(None)
