@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import math
 import multiprocessing as mp
 import tempfile
@@ -28,16 +29,22 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from agents.base import Agent
+from agents.play_only import set_play_only
 from agents.ray_util import RAY_TASK_CPUS
 from agents.spec import AgentSpec
 from agents.threads import cpu_share, limit_threads
 from engine import Game, Rules
 from engine.records import GameTrace, play_recorded
+
+if TYPE_CHECKING:
+    from engine.store import GameStore
+
+log = logging.getLogger(__name__)
 
 #: The most games one evaluation plays (a day of 1-ply n-tuple play; far past any arena figure).
 MAX_GAMES = 10_000_000
@@ -297,6 +304,7 @@ class _Tally:
             "workers": workers,
             "planned": games,
         }
+        self.planned = games
         self.outcomes: list[GameOutcome] = []
         self.game_ids: dict[int, int] = {}
         self.threads: dict[int, dict[str, Any]] = {}  # worker pid -> its threads report
@@ -421,6 +429,7 @@ _worker_threads: dict[str, Any] | None = None  # this worker's threads report, s
 def _init_worker(moves: Any, threads: int, barrier: Any) -> None:
     global _worker_moves, _worker_threads_n, _worker_barrier, _worker_threads
     _worker_moves, _worker_threads_n, _worker_barrier = moves, threads, barrier
+    set_play_only()  # its agents only play: torch learners skip their optimiser (a CPU-second of start)
     # This process's share of the cores, set before any agent's imports: torch reads the environment
     # when it loads (and again after each build, for the pools the build loaded).
     _worker_threads = limit_threads(threads)
@@ -438,7 +447,9 @@ def _worker_agent_for(spec: AgentSpec, rules: Rules) -> Agent:
             warm_up(agent, rules)
             _worker_agent = agent
         except Exception as e:
-            # Kept, not raised at once: every game of this spec reports it, as a one-line error.
+            # Kept, not raised at once: every game of this spec reports it, as a one-line error; the
+            # traceback goes to the log (the parent only ever sees that line).
+            log.exception("a worker process could not build %s", spec.display)
             _worker_error = f"{type(e).__name__}: {e}"
     if _worker_agent is None:
         raise WorkerError(f"a worker process could not build the agent: {_worker_error or 'not initialised'}")
@@ -628,6 +639,7 @@ class _RayPlayer:
 
     def __init__(self, spec: AgentSpec, rules: Rules) -> None:
         limit_threads(RAY_TASK_CPUS)  # the actor's share: the CPUs Ray reserved for it
+        set_play_only()  # an actor only plays: torch learners skip their optimiser
         self.agent = spec.build()
         self.threads = limit_threads(RAY_TASK_CPUS)
         self.rules = rules
@@ -667,7 +679,7 @@ def evaluate(
     games: int,
     seed: int,
     workers: int = 1,
-    store: Any = None,
+    store: GameStore | None = None,
     progress: Callable[[int, int, GameOutcome], None] | None = None,
     *,
     should_stop: Callable[[], bool] | None = None,
@@ -698,6 +710,29 @@ def evaluate(
     ``live_every`` seconds at most (several); when it returns True the games in flight are given up,
     the worker processes (or actors) end, and the result holds the finished games with ``cancelled=True``.
     """
+    backend = _checked_backend(games, workers, backend, ray_address)
+    agent = spec.build()  # in the parent too: a bad spec fails here, clearly, before any process starts
+    rules = agent.rules if spec.rules is None else spec.rules
+    ray = _init_ray(workers, games, ray_address) if backend == "ray" else None
+    n_proc = _how_many_processes(ray, pool, workers, games)
+    tally = _Tally(spec, agent, rules, seed, n_proc, games)
+    feed = _Feed(tally, store, agent.name, spec.checkpoint, progress, live, live_every, should_stop)
+    job = _Job(spec, rules, seed, games, record=store is not None)
+    if ray is not None:
+        stopped, moves = _evaluate_on_ray(ray, job, n_proc, ray_address, feed, count_moves=live is not None)
+    elif n_proc == 1 and pool is None:
+        stopped, moves = _evaluate_here(agent, job, feed)
+    else:
+        stopped, moves = _evaluate_in_pool(pool, n_proc, agent, job, feed)
+    result = tally.result(cancelled=stopped)
+    if live is not None:
+        live(result, moves)
+    return result
+
+
+def _checked_backend(games: int, workers: int, backend: str, ray_address: str | None) -> str:
+    """The backend :func:`evaluate` uses (``"ray"`` when an address is given); ValueError for counts
+    or a backend that make no sense, before anything is built."""
     if not 1 <= games <= MAX_GAMES:
         # Checked before anything is built: a mistyped count asked for gigabytes of job lists.
         raise ValueError(f"games must be between 1 and {MAX_GAMES:,}, got {games:,}")
@@ -707,121 +742,120 @@ def evaluate(
         backend = "ray"
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}: use 'local' or 'ray'")
-    agent = spec.build()  # in the parent too: a bad spec fails here, clearly, before any process starts
-    rules = agent.rules if spec.rules is None else spec.rules
-    record = store is not None
-    ray: Any = None
-    if backend == "ray":
-        from agents.ray_util import init_ray  # lazily: Ray takes seconds to import
+    return backend
 
-        ray = init_ray(min(workers, games), ray_address)
+
+def _init_ray(workers: int, games: int, ray_address: str | None) -> Any:
+    from agents.ray_util import init_ray  # lazily: Ray takes seconds to import
+
+    return init_ray(min(workers, games), ray_address)
+
+
+def _how_many_processes(ray: Any, pool: EvalPool | None, workers: int, games: int) -> int:
+    """Worker processes (or Ray actors) an evaluation plays in."""
+    if ray is not None:
         # An actor with no free CPU would hold its first game forever: no more actors than CPUs.
         cpus = int(ray.cluster_resources().get("CPU", 1))
-        n_proc = max(1, min(workers, games, cpus))
-    elif pool is not None:
-        n_proc = pool.workers
-    else:
-        n_proc = min(workers, games)
-    tally = _Tally(spec, agent, rules, seed, n_proc, games)
-    poll = max(0.01, min(live_every, 0.1))  # stop requests are seen within a tenth of a second
-    stopped = False
-    last_live = time.perf_counter()
+        return max(1, min(workers, games, cpus))
+    if pool is not None:
+        return pool.workers
+    return min(workers, games)
 
-    def collect(outcome: GameOutcome) -> None:
+
+@dataclass(frozen=True)
+class _Job:
+    """What every game of an evaluation is played from: game ``i`` of ``games`` seeded from ``(seed, i)``."""
+
+    spec: AgentSpec
+    rules: Rules
+    seed: int
+    games: int
+    record: bool
+
+
+class _Feed:
+    """The parent's side of an evaluation, whichever backend plays: finished games go to the store, the
+    tally and ``progress``; ``live`` snapshots at most every ``live_every`` seconds; stop requests."""
+
+    def __init__(
+        self,
+        tally: _Tally,
+        store: GameStore | None,
+        agent: str,
+        checkpoint: str | None,
+        progress: Callable[[int, int, GameOutcome], None] | None,
+        live: Callable[[EvalResult, int], None] | None,
+        live_every: float,
+        should_stop: Callable[[], bool] | None,
+    ) -> None:
+        self.tally = tally
+        self.store = store
+        self.agent = agent
+        self.checkpoint = checkpoint
+        self.progress = progress
+        self.live = live
+        self.live_every = live_every
+        self.should_stop = should_stop
+        #: how long a backend waits for a game between checks: stop requests are seen within 0.1 s
+        self.poll = max(0.01, min(live_every, 0.1))
+        self._last_live = time.perf_counter()
+
+    def collect(self, outcome: GameOutcome) -> None:
+        """A finished game: recorded in the store (when there is one), tallied, reported."""
         gid = None
-        if store is not None and outcome.trace is not None:
-            gid = store.record_trace(
-                outcome.trace, "evaluation", agent=agent.name, checkpoint=spec.checkpoint
+        if self.store is not None and outcome.trace is not None:
+            gid = self.store.record_trace(
+                outcome.trace, "evaluation", agent=self.agent, checkpoint=self.checkpoint
             )
-        tally.add(outcome, gid)
-        if progress is not None:
-            progress(len(tally.outcomes), games, outcome)
+        self.tally.add(outcome, gid)
+        if self.progress is not None:
+            self.progress(len(self.tally.outcomes), self.tally.planned, outcome)
 
-    def tick(moves: int) -> None:
-        nonlocal last_live
+    def tick(self, moves: int) -> None:
+        """Time goes on (``moves`` played so far): a live snapshot when one is due."""
         now = time.perf_counter()
-        if live is not None and now - last_live >= live_every:
-            last_live = now
-            live(tally.result(), moves)
+        if self.live is not None and now - self._last_live >= self.live_every:
+            self._last_live = now
+            self.live(self.tally.result(), moves)
 
-    def asked_to_stop() -> bool:
-        return should_stop is not None and bool(should_stop())
-
-    if ray is not None:
-        stopped, moves_now = _evaluate_on_ray(
-            ray,
-            spec,
-            rules,
-            seed,
-            games,
-            record,
-            n_proc,
-            ray_address,
-            poll,
-            collect,
-            tick,
-            asked_to_stop,
-            count_moves=live is not None,
-        )
-    elif n_proc == 1 and pool is None:
-        warm_up(agent, rules)
-        played = 0  # moves of finished games + the game in flight
-
-        def on_move() -> bool:
-            nonlocal played
-            played += 1
-            tick(played)
-            return asked_to_stop()
-
-        for i in range(games):
-            if asked_to_stop():
-                stopped = True
-                break
-            try:
-                collect(play_game(agent, rules, seed, i, record=record, on_move=on_move))
-            except Stopped:
-                stopped = True
-                break
-            tick(played)
-        moves_now = played
-    else:
-        own = pool is None
-        procs = EvalPool(n_proc) if pool is None else pool
-        with tempfile.TemporaryDirectory(prefix="eval-agent-") as tmp:
-            try:
-                stopped, moves_now = _evaluate_in_processes(
-                    procs,
-                    _same_agent_spec(spec, agent, Path(tmp)),
-                    rules,
-                    seed,
-                    games,
-                    record,
-                    poll,
-                    collect,
-                    tick,
-                    asked_to_stop,
-                )
-            finally:
-                if own:
-                    procs.close()
-    result = tally.result(cancelled=stopped)
-    if live is not None:
-        live(result, moves_now)
-    return result
+    def asked_to_stop(self) -> bool:
+        return self.should_stop is not None and bool(self.should_stop())
 
 
-def _evaluate_in_processes(
-    pool: EvalPool,
-    spec: AgentSpec,
-    rules: Rules,
-    seed: int,
-    games: int,
-    record: bool,
-    poll: float,
-    collect: Callable[[GameOutcome], None],
-    tick: Callable[[int], None],
-    asked_to_stop: Callable[[], bool],
+def _evaluate_here(agent: Agent, job: _Job, feed: _Feed) -> tuple[bool, int]:
+    """:func:`evaluate`'s games in this process, one after another; returns (stopped, moves played)."""
+    warm_up(agent, job.rules)
+    played = 0  # moves of finished games + the game in flight
+
+    def on_move() -> bool:
+        nonlocal played
+        played += 1
+        feed.tick(played)
+        return feed.asked_to_stop()
+
+    for i in range(job.games):
+        if feed.asked_to_stop():
+            return True, played
+        try:
+            feed.collect(play_game(agent, job.rules, job.seed, i, record=job.record, on_move=on_move))
+        except Stopped:
+            return True, played
+        feed.tick(played)
+    return False, played
+
+
+def _evaluate_in_pool(
+    pool: EvalPool | None, n_proc: int, agent: Agent, job: _Job, feed: _Feed
 ) -> tuple[bool, int]:
+    """:func:`evaluate`'s games in ``pool``'s processes, or without one in ``n_proc`` started for this
+    evaluation alone; every worker plays the agent built here (:func:`_same_agent_spec`)."""
+    with tempfile.TemporaryDirectory(prefix="eval-agent-") as tmp, contextlib.ExitStack() as own:
+        procs = pool if pool is not None else own.enter_context(EvalPool(n_proc))
+        shared = dataclasses.replace(job, spec=_same_agent_spec(job.spec, agent, Path(tmp)))
+        return _evaluate_in_processes(procs, shared, feed)
+
+
+def _evaluate_in_processes(pool: EvalPool, job: _Job, feed: _Feed) -> tuple[bool, int]:
     """:func:`evaluate`'s games in ``pool``'s processes; returns (stopped, moves played).
 
     A worker that dies (killed, out of memory) raises WorkerError here, where
@@ -833,7 +867,7 @@ def _evaluate_in_processes(
     executor = pool.executor()
     moves_before = pool.moves
     n_proc = pool.workers
-    chunker = Chunker(n_proc, games)
+    chunker = Chunker(n_proc, job.games)
     next_index = 0
     pending: set[Future[tuple[list[GameOutcome], float]]] = set()
     stopped = False
@@ -841,27 +875,27 @@ def _evaluate_in_processes(
 
     def top_up() -> None:
         nonlocal next_index
-        while len(pending) < 2 * n_proc and next_index < games:
+        while len(pending) < 2 * n_proc and next_index < job.games:
             size = chunker.next_size()
             indices = range(next_index, next_index + size)
             next_index += size
-            pending.add(executor.submit(_worker_play, (spec, rules, seed, indices, record)))
+            pending.add(executor.submit(_worker_play, (job.spec, job.rules, job.seed, indices, job.record)))
 
     try:
         top_up()
         while pending:
-            if asked_to_stop():
+            if feed.asked_to_stop():
                 stopped = True
                 break
-            done, _ = wait(pending, timeout=poll, return_when=FIRST_COMPLETED)
+            done, _ = wait(pending, timeout=feed.poll, return_when=FIRST_COMPLETED)
             for future in done:
                 pending.discard(future)
                 outcomes, seconds = _result_of(future)
                 chunker.played(len(outcomes), seconds)
                 for outcome in outcomes:
-                    collect(outcome)
+                    feed.collect(outcome)
             top_up()
-            tick(pool.moves - moves_before)
+            feed.tick(pool.moves - moves_before)
         finished = not stopped
         return stopped, pool.moves - moves_before
     finally:
@@ -870,30 +904,18 @@ def _evaluate_in_processes(
 
 
 def _evaluate_on_ray(
-    ray: Any,
-    spec: AgentSpec,
-    rules: Rules,
-    seed: int,
-    games: int,
-    record: bool,
-    n_actors: int,
-    address: str | None,
-    poll: float,
-    collect: Callable[[GameOutcome], None],
-    tick: Callable[[int], None],
-    asked_to_stop: Callable[[], bool],
-    count_moves: bool = True,
+    ray: Any, job: _Job, n_actors: int, address: str | None, feed: _Feed, count_moves: bool = True
 ) -> tuple[bool, int]:
     """:func:`evaluate`'s games on ``n_actors`` Ray actors; returns (stopped, moves played).
 
     Each actor plays one game at a time and gets the next index as it finishes one, so the games are
-    shared out as local workers share them; ``collect`` (the store, the tally) runs here, in the driver.
-    ``count_moves``: ask the actors for their moves in flight (for ``live``'s ETA), else count finished
-    games' moves only.
+    shared out as local workers share them; ``feed.collect`` (the store, the tally) runs here, in the
+    driver. ``count_moves``: ask the actors for their moves in flight (for ``live``'s ETA), else count
+    finished games' moves only.
     """
     player = _ray_player_class(ray)
-    actor_spec = _actor_spec(spec)
-    actors = [player.remote(actor_spec, rules) for _ in range(n_actors)]
+    actor_spec = _actor_spec(job.spec)
+    actors = [player.remote(actor_spec, job.rules) for _ in range(n_actors)]
     pending: dict[Any, tuple[int, int]] = {}  # object ref of a game -> (actor, game index)
     counts = [0] * n_actors  # moves each actor had played when it last said (games in flight included)
     asking: dict[Any, int] = {}  # object ref of a moves_played call -> actor
@@ -903,7 +925,7 @@ def _evaluate_on_ray(
 
     def submit(slot: int) -> None:
         nonlocal next_index
-        pending[actors[slot].play.remote(seed, next_index, record)] = (slot, next_index)
+        pending[actors[slot].play.remote(job.seed, next_index, job.record)] = (slot, next_index)
         next_index += 1
 
     def moves() -> int:
@@ -924,15 +946,15 @@ def _evaluate_on_ray(
 
     try:
         for slot in range(n_actors):
-            if next_index < games:
+            if next_index < job.games:
                 submit(slot)
         while pending:
-            if asked_to_stop():
+            if feed.asked_to_stop():
                 stopped = True
                 break  # the finally below kills the actors: the games in flight end now
-            ready, _ = ray.wait(list(pending), num_returns=1, timeout=poll)
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=feed.poll)
             if not ready:
-                tick(moves())
+                feed.tick(moves())
                 continue
             slot, index = pending.pop(ready[0])
             try:
@@ -940,11 +962,11 @@ def _evaluate_on_ray(
             except ray.exceptions.RayError as e:
                 where = f" at {address}" if address else ""
                 raise RuntimeError(f"game {index} failed on Ray actor {slot}{where}: {e}") from e
-            if next_index < games:
+            if next_index < job.games:
                 submit(slot)  # before storing this one: the actor plays on meanwhile
             finished_moves += outcome.moves
-            collect(outcome)
-            tick(moves())
+            feed.collect(outcome)
+            feed.tick(moves())
         moves_now = max(sum(counts), finished_moves)
     finally:
         for actor in actors:

@@ -217,7 +217,6 @@ class DQNAgent(TorchAgent):
             self.target_net = copy.deepcopy(self.net)
             self.target_net.requires_grad_(False)
             self.target_net.eval()
-        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=cfg.lr)
         self.place_on_device()
         self.epsilon_schedule = Schedule(
             cfg.eps_schedule, start=cfg.eps_start, end=cfg.eps_end, steps=cfg.eps_steps, rate=cfg.eps_rate
@@ -236,6 +235,9 @@ class DQNAgent(TorchAgent):
         if self._buffer is None:
             self._buffer = ReplayBuffer(self.config.replay_capacity, self.rules.shape, N_ACTIONS)
         return self._buffer
+
+    def _build_optimizer(self) -> torch.optim.Optimizer:
+        return torch.optim.Adam(self.net.parameters(), lr=self.config.lr)
 
     def play_in_train_mode(self) -> bool:
         return self.config.dropout_when_playing and has_dropout(self.net)

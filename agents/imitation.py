@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
@@ -30,10 +30,16 @@ from agents.nn.device import device_knob
 from agents.nn.encoders import ENCODERS, make_encoder
 from agents.nn.masking import masked_argmax, masked_log_softmax, masked_softmax
 from agents.nn.networks import build_network
-from agents.review import BLUNDER, INACCURACY, MISTAKE, grade_move, values_in_points
+from agents.review import BLUNDER, INACCURACY, MISTAKE, grade_record
 from agents.training import TrainTracker
 from engine import Rules, to_exponents
 from engine.boards import N_ACTIONS, augment_batch, legal_masks, symmetries
+
+if TYPE_CHECKING:
+    import os
+
+    from engine.store import GameStore
+    from engine.store.model import GameRecord, GameSummary
 
 SOURCE_CHOICES = ("any", "human", "agent", "evaluation", "training", "imported")
 #: ``skip_graded``: leave out moves graded at least this bad by a stored review ("none": keep all)
@@ -146,12 +152,12 @@ def describe_filters(cfg: ImitationConfig) -> str:
     return ", ".join(parts)
 
 
-def graded_keep(store: Any, record: Any, skip_graded: str) -> np.ndarray | None:
+def graded_keep(store: GameStore, record: GameRecord, skip_graded: str) -> np.ndarray | None:
     """(n,) bool: the moves of ``record`` that its review does not grade in ``skip_graded``'s grades
     (:data:`SKIPPED_GRADES`); None (keep every move) when the filter is off or the game has no
     complete stored review. The review is the most recently updated one that covers every move, by
     any reviewer; its grades follow from the stored values as a game review computes them
-    (:func:`agents.review.grade_move`)."""
+    (:func:`agents.review.grade_record`)."""
     bad = SKIPPED_GRADES.get(skip_graded, ())
     n = int(record.n_moves)
     if not bad or n == 0:
@@ -162,28 +168,14 @@ def graded_keep(store: Any, record: Any, skip_graded: str) -> np.ndarray | None:
     values = store.review_values(info.id)
     if len(values) < n:  # a damaged review: trust none of it
         return None
-    points = values_in_points(values[:n], info.reviewer)
-    sees_death = bool(info.reviewer.get("sees_death", False))
-    keep = np.ones(n, dtype=bool)
-    for i in range(n):
-        before = int(record.scores[i] - record.rewards[i])
-        grade = grade_move(
-            points[i],
-            int(record.moves[i]),
-            index=i,
-            score_before=before,
-            board=record.layouts[i],
-            sees_death=sees_death,
-        )
-        keep[i] = grade.grade not in bad
-    return keep
+    return np.array([g.grade not in bad for g in grade_record(record, values[:n], info.reviewer)], dtype=bool)
 
 
-def _has_complete_review(store: Any, summary: Any) -> bool:
+def _has_complete_review(store: GameStore, summary: GameSummary) -> bool:
     return any(r.reviewed >= summary.n_moves for r in store.list_reviews(summary.id))
 
 
-def _selected_games(store: Any, cfg: ImitationConfig, rules: Rules) -> list[Any]:
+def _selected_games(store: GameStore, cfg: ImitationConfig, rules: Rules) -> list[GameSummary]:
     """Summaries of the games the filters select that this board can learn from, newest first."""
     summaries = store.list_games(
         source="imported" if cfg.source == "imported" else None,
@@ -201,7 +193,9 @@ def _selected_games(store: Any, cfg: ImitationConfig, rules: Rules) -> list[Any]
 COUNT_LOADS_AT_MOST = 200
 
 
-def count_examples(cfg: ImitationConfig, rules: Rules, data_dir: Any = None) -> tuple[int, int]:
+def count_examples(
+    cfg: ImitationConfig, rules: Rules, data_dir: str | os.PathLike[str] | None = None
+) -> tuple[int, int]:
     """(games, moves) the config's filters select for training on this board, without loading the data.
 
     As :func:`load_dataset` picks them (``max_games`` newest, the moves of the chosen player only),
@@ -235,14 +229,16 @@ def count_examples(cfg: ImitationConfig, rules: Rules, data_dir: Any = None) -> 
     return games, moves
 
 
-def _no_games_message(cfg: ImitationConfig, rules: Rules, where: Any) -> str:
+def _no_games_message(cfg: ImitationConfig, rules: Rules, where: object) -> str:
     return (
         f"no logged {rules.rows}x{rules.cols} games with moves match the filters ({describe_filters(cfg)}) "
         f"in {where}: play or evaluate some games first, or loosen the filters"
     )
 
 
-def load_dataset(cfg: ImitationConfig, rules: Rules, data_dir: Any = None) -> Dataset:
+def load_dataset(
+    cfg: ImitationConfig, rules: Rules, data_dir: str | os.PathLike[str] | None = None
+) -> Dataset:
     """The examples of every logged game the config's filters select (ValueError when there is none).
 
     Moves are selected by who made them: ``source="human"`` takes the person's moves, also those of
@@ -256,7 +252,7 @@ def load_dataset(cfg: ImitationConfig, rules: Rules, data_dir: Any = None) -> Da
     teacher = cfg.teacher or None
     with GameStore.open(data_dir) as store:
         summaries = _selected_games(store, cfg, rules)
-        records: list[Any] = []
+        records: list[GameRecord] = []
         picks: list[np.ndarray] = []
         for s in summaries:
             if cfg.max_games and len(records) >= cfg.max_games:
@@ -317,9 +313,12 @@ class ImitationAgent(TorchAgent):
         self.symmetric_play = cfg.symmetric_play
         n_out = 1 if self.afterstate_head else N_ACTIONS
         self.net = build_network(cfg.network, self.encoder.shape(*self.rules.shape), n_out, cfg.hidden)
-        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         self.place_on_device()
         self.val_game_ids: list[int] | None = None  # fixed at the first train call, kept in checkpoints
+
+    def _build_optimizer(self) -> torch.optim.Optimizer:
+        cfg = self.config
+        return torch.optim.Adam(self.net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
 
     def output_to_values(self, out_BA: torch.Tensor, mask_BA: torch.Tensor) -> torch.Tensor:
         return masked_softmax(out_BA, mask_BA)

@@ -173,10 +173,12 @@ class PolicyAgent(TorchAgent):
         cfg = self.config
         self.encoder = make_encoder(cfg.encoder, cfg.planes)
         self.net = build_network(cfg.network, self.encoder.shape(*self.rules.shape), N_ACTIONS, cfg.hidden)
-        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=cfg.lr)
         self.place_on_device()
         self.window: deque[list[PlayedGame]] = deque()
         self.epochs = 0
+
+    def _build_optimizer(self) -> torch.optim.Optimizer:
+        return torch.optim.Adam(self.net.parameters(), lr=self.config.lr)
 
     def output_to_values(self, out_BA: torch.Tensor, mask_BA: torch.Tensor) -> torch.Tensor:
         return masked_softmax(out_BA, mask_BA)

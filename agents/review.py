@@ -49,13 +49,16 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from engine import DIRECTIONS, Direction
 from engine.core import legal_mask, slide_unchecked
+
+if TYPE_CHECKING:
+    from engine.store.model import GameRecord
 
 FORCED = "forced"
 BEST = "best"
@@ -245,6 +248,46 @@ def grade_counts(grades: Sequence[MoveGrade]) -> dict[str, int]:
         if g.counted:
             counts[g.grade] += 1
     return counts
+
+
+# ------------------------------------------------------------------------------------ logged games
+
+
+def review_subject(rec: GameRecord) -> tuple[str, npt.NDArray[np.bool_]]:
+    """Whose accuracy a review of ``rec`` is, and which moves count: the person's when the person
+    played in the game, else every move."""
+    if any(p.is_human for p in rec.summary.players):
+        return "you", rec.moves_by(kind="human")
+    return "every player", np.ones(rec.n_moves, dtype=bool)
+
+
+def grade_record(rec: GameRecord, values: npt.ArrayLike, reviewer: Mapping[str, Any]) -> list[MoveGrade]:
+    """Each move of logged game ``rec`` graded from a stored review's raw values (one row of four per
+    move, as many as were reviewed; ``reviewer``: what the review's reviewer said about itself, see
+    :func:`values_in_points`). Grades are derived, never stored: the game review and imitation's
+    ``skip_graded`` filter both grade a stored review with this."""
+    raw = np.asarray(values, dtype=np.float64).reshape(-1, 4)
+    n = min(len(raw), rec.n_moves)
+    points = values_in_points(raw[:n], reviewer)
+    sees_death = bool(reviewer.get("sees_death", False))
+    _, counted = review_subject(rec)
+    labels = [p.label for p in rec.summary.players] or ["?"]
+    out = []
+    for i in range(n):
+        who = int(rec.move_players[i])
+        out.append(
+            grade_move(
+                points[i],
+                int(rec.moves[i]),
+                index=i,
+                score_before=int(rec.scores[i] - rec.rewards[i]),
+                board=rec.layouts[i],
+                sees_death=sees_death,
+                player=labels[who] if 0 <= who < len(labels) else "?",
+                counted=bool(counted[i]),
+            )
+        )
+    return out
 
 
 # ------------------------------------------------------------------------------------ calibration

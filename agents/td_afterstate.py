@@ -231,7 +231,6 @@ class TDAfterstateAgent(TorchAgent):
         self.encoder = make_encoder("onehot", cfg.planes)
         in_shape = self.encoder.shape(self.rules.rows, self.rules.cols)
         self.net = build_network(cfg.network, in_shape, 1, cfg.hidden)
-        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=cfg.lr)
         self.place_on_device()
         self.lr_schedule = Schedule("exponential", start=cfg.lr, end=cfg.lr_end, rate=cfg.lr_decay)
         self.gamma_schedule = Schedule("linear", start=cfg.gamma, end=cfg.gamma_end, steps=cfg.gamma_rounds)
@@ -247,6 +246,9 @@ class TDAfterstateAgent(TorchAgent):
         self._envs: list[tuple[Game, GameTrace | None, bool]] = []  # self-play games in progress
         self._pool = np.zeros((0, self.rules.rows, self.rules.cols), dtype=np.uint8)  # earlier positions
         self._recent: list[int] = []  # scores of the last games started from the initial position
+
+    def _build_optimizer(self) -> torch.optim.Optimizer:
+        return torch.optim.Adam(self.net.parameters(), lr=self.config.lr)
 
     @classmethod
     def unsupported_reason(cls, rules: Rules) -> str | None:

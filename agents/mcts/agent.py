@@ -461,10 +461,8 @@ class MCTSAgent(TorchAgent):
         cfg = self.config
         self.encoder = make_encoder("onehot", planes=cfg.planes)
         self.net = _build_net(cfg, self.rules).eval()
-        self.optimizer = torch.optim.SGD(
-            self.net.parameters(), lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay
-        )
-        self.scheduler = torch.optim.lr_scheduler.StepLR(self.optimizer, cfg.lr_step_epochs, cfg.lr_gamma)
+        self._scheduler: torch.optim.lr_scheduler.StepLR | None = None  # built with the optimiser
+        self._scheduler_epoch = 0  # its epoch, kept here until then
         # Only the gradient steps run on the device: the search evaluates a few boards at a time, where a
         # GPU's per-call latency loses to the CPU, so make_evaluator plays from a CPU copy of the weights.
         self.net.to(self.device)
@@ -482,6 +480,22 @@ class MCTSAgent(TorchAgent):
         if self._evaluator is None:
             self._evaluator = make_evaluator(self.net, self.encoder, *self.rules.shape)
         return self._evaluator
+
+    def _build_optimizer(self) -> torch.optim.Optimizer:
+        cfg = self.config
+        opt = torch.optim.SGD(
+            self.net.parameters(), lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay
+        )
+        self._scheduler = torch.optim.lr_scheduler.StepLR(opt, cfg.lr_step_epochs, cfg.lr_gamma)
+        self._scheduler.last_epoch = self._scheduler_epoch
+        return opt
+
+    @property
+    def scheduler(self) -> torch.optim.lr_scheduler.StepLR:
+        """The learning-rate schedule, built with the optimiser (on first use)."""
+        self.optimizer  # noqa: B018 - builds both
+        assert self._scheduler is not None
+        return self._scheduler
 
     def _weights_changed(self) -> None:
         self._evaluator = None
@@ -703,5 +717,7 @@ class MCTSAgent(TorchAgent):
         scheduler_epoch = state_int(meta, "scheduler_epoch", 0)
         self.window.set_arrays(window, "window/")
         self.generation = generation
-        self.scheduler.last_epoch = scheduler_epoch
+        self._scheduler_epoch = scheduler_epoch
+        if self._scheduler is not None:
+            self._scheduler.last_epoch = scheduler_epoch
         self._weights_changed()

@@ -1,8 +1,9 @@
 """``TorchAgent``: the part every torch learner shares — encoder + network play, state for checkpoints.
 
-A subclass builds ``self.encoder``, ``self.net`` and ``self.optimizer`` in ``__init__`` (after calling
-``super().__init__``, which seeds torch from the agent's seed so that the same seed gives the same
-initial weights), and lists any extra modules / optimisers / arrays through the ``_state_*`` hooks.
+A subclass builds ``self.encoder`` and ``self.net`` in ``__init__`` (after calling ``super().__init__``,
+which seeds torch from the agent's seed so that the same seed gives the same initial weights), says how
+its optimiser is made in ``_build_optimizer`` (built on first use: see :attr:`TorchAgent.optimizer`),
+and lists any extra modules / optimisers / arrays through the ``_state_*`` hooks.
 Playing is the same for all: encode the board, run the network, pick the best **legal** output.
 """
 
@@ -31,6 +32,7 @@ from agents.nn.state import (
     seed_torch,
     set_numpy_rng_state,
 )
+from agents.play_only import play_only
 from engine import DIRECTIONS, Direction, Game, Rules
 from engine.boards import N_ACTIONS, afterstates, game_exponents, symmetries
 
@@ -60,12 +62,14 @@ class TorchAgent(Agent):
     symmetric_play: bool = False
     encoder: Encoder
     net: nn.Module
-    optimizer: torch.optim.Optimizer
 
     def __init__(
         self, config: AgentConfig | None = None, rules: Rules | None = None, seed: int | None = None
     ):
         super().__init__(config, rules, seed)
+        self._optimizer: torch.optim.Optimizer | None = None
+        #: a loaded optimiser state (arrays, meta) waiting for the optimiser (see set_state)
+        self._pending_optimizer: tuple[dict[str, np.ndarray], Mapping[str, Any]] | None = None
         #: where the networks train (the config's ``device`` knob; configs without one: the CPU)
         self.device = resolve_device(getattr(self.config, "device", "cpu"))
         # Weight initialisation draws from torch's global generator: seed it from the agent's own
@@ -82,6 +86,22 @@ class TorchAgent(Agent):
             module.to(self.device)
         if self.device.type != "cpu":
             self.encoder = dataclasses.replace(self.encoder, device=self.device)
+
+    def _build_optimizer(self) -> torch.optim.Optimizer:
+        """The optimiser of the agent's networks (each learner says which)."""
+        raise NotImplementedError
+
+    @property
+    def optimizer(self) -> torch.optim.Optimizer:
+        """The optimiser, built on first use (a training step, a checkpoint's save or load): building
+        one imports ``torch._dynamo``, over a CPU-second that an agent that only plays never needs. An
+        optimiser state loaded before it was built is checked and applied now."""
+        if self._optimizer is None:
+            self._optimizer = self._build_optimizer()
+            pending, self._pending_optimizer = self._pending_optimizer, None
+            if pending is not None:
+                load_optimizer_state(self._optimizer, pending[0], pending[1], "opt/")
+        return self._optimizer
 
     def tensor(self, array: np.ndarray) -> torch.Tensor:
         """A numpy array as a tensor on :attr:`device` (on the CPU: sharing its memory)."""
@@ -209,10 +229,20 @@ class TorchAgent(Agent):
                 raise ValueError(f"{what} is a {type(value).__name__}, not an object")
         for prefix, module in self._state_modules().items():
             load_module_arrays(module, arrays, prefix)
-        for prefix, opt in self._state_optimizers().items():
-            opt_meta = optimizers.get(prefix)
+        if play_only() and self._optimizer is None:
+            # A process that only plays never builds the optimiser (the one of _state_optimizers): its
+            # state waits for a training step, if one comes.
+            opt_meta = optimizers.get("opt/")
             if opt_meta is not None:
-                load_optimizer_state(opt, arrays, opt_meta, prefix)
+                self._pending_optimizer = (
+                    {k: v for k, v in arrays.items() if k.startswith("opt/")},
+                    opt_meta,
+                )
+        else:
+            for prefix, opt in self._state_optimizers().items():
+                opt_meta = optimizers.get(prefix)
+                if opt_meta is not None:
+                    load_optimizer_state(opt, arrays, opt_meta, prefix)
         if "numpy_rng" in meta:
             set_numpy_rng_state(self.rng, meta["numpy_rng"])
         self._set_extra_state(arrays, extra)

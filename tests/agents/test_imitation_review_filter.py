@@ -4,6 +4,7 @@ the count the Train form shows; games without a complete review are kept whole."
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -169,3 +170,25 @@ def test_the_train_forms_data_note_counts_what_the_filter_leaves(qtbot, store, m
         )
     finally:
         tab.shutdown()
+
+
+def test_grade_record_grades_each_move_as_grade_move_does(store):
+    # The one grading loop of a stored review (the game review's and this filter's), checked move by
+    # move against grade_move given the same values, score before the move, board and player.
+    from agents.review import grade_record, review_subject
+
+    gid = _human_game(store, 3)
+    values, bad = _values(store, gid, {0: 5000.0, 1: 9500.0})
+    rec = store.load_game(gid)
+    assert review_subject(rec)[0] == "you" and review_subject(rec)[1].all()
+    grades = grade_record(rec, values, POINTS)
+    assert len(grades) == rec.n_moves
+    for i, g in enumerate(grades):
+        before = int(rec.scores[i] - rec.rewards[i])
+        twin = grade_move(
+            values[i], int(rec.moves[i]), index=i, score_before=before, board=rec.layouts[i], sees_death=False
+        )
+        assert g == dataclasses.replace(twin, player=rec.summary.players[0].label)
+    assert [grades[i].grade for i in bad] == [BLUNDER, MISTAKE]
+    # a review stopped half-way grades the moves it reached
+    assert len(grade_record(rec, values[:5], POINTS)) == 5
