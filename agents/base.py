@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+# Counters live with the checkpoint format that saves them (checkpoint imports no agent module)
+from agents.checkpoint import Counters as Counters
 from agents.checkpoint import load_checkpoint, save_checkpoint
 from agents.config import AgentConfig
 from agents.metrics import MetricInfo, complete_declarations
@@ -160,16 +162,6 @@ class TrainContext:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
-class Counters:
-    """An agent's lifetime training counters, saved in checkpoints so a resumed run continues them."""
-
-    episodes: int = 0
-    steps: int = 0
-    seconds: float = 0.0
-    updates: int = 0
-
-
 class Clock:
     """Tracks elapsed training time for one ``train`` call on top of the agent's lifetime seconds."""
 
@@ -212,6 +204,11 @@ class Agent:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         complete_declarations(cls)
+
+    #: knob values that make one training step and one move quick (tiny networks, few simulations): what
+    #: ``check-agent`` (agents.conformance) and the smoke tests run the agent with; any knob not named
+    #: keeps its default
+    smoke_config: ClassVar[Mapping[str, Any]] = {}
 
     #: plays its training games in parallel (TrainContext workers / backend / Ray address matter)
     parallel_play: ClassVar[bool] = False

@@ -34,7 +34,7 @@ import copy
 from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -181,6 +181,16 @@ class DQNAgent(TorchAgent):
     """Deep Q-network learner (seed 000), with the studio's improvements as switches."""
 
     name = "dqn"
+    smoke_config: ClassVar[Mapping[str, Any]] = {
+        "hidden": (32, 32),
+        "replay_capacity": 2000,
+        "batch_size": 16,
+        "learning_starts": 50,
+        "envs": 2,
+        "train_every": 2,
+        "target_update": 20,
+        "eps_steps": 500,
+    }
     config_cls = DQNConfig
     description = (
         "Deep Q-learning (seed 000): epsilon-greedy, replay buffer, target net; by default the net rates the "

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
@@ -284,6 +284,7 @@ class ImitationAgent(TorchAgent):
     """Behaviour cloning from logged games (humans, agents, evaluations)."""
 
     name = "imitation"
+    smoke_config: ClassVar[Mapping[str, Any]] = {"hidden": (64, 32), "batch_size": 128}
     config_cls = ImitationConfig
     description = (
         "Imitation: a policy network trained to play the moves of logged games (one epoch = one episode)."

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -151,6 +151,7 @@ class PolicyAgent(TorchAgent):
     """Seed 001's policy learner: reinforce moves of above-median games, discourage those of the others."""
 
     name = "policy"
+    smoke_config: ClassVar[Mapping[str, Any]] = {"batch_size": 4, "forget_interval": 3, "max_moves": 8}
     config_cls = PolicyConfig
     description = "Good/bad-game policy learner (seed 001): a softmax policy trained towards moves of above-median games."
     metrics = (

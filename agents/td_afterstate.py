@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -200,6 +200,13 @@ class TDAfterstateAgent(TorchAgent):
     """Seed 002: an afterstate value network learnt from expectimax targets; 1-ply or switching-ply play."""
 
     name = "td-afterstate"
+    smoke_config: ClassVar[Mapping[str, Any]] = {
+        "hidden": (16,),
+        "states_per_round": 64,
+        "batch_size": 16,
+        "envs": 2,
+        "gamma_rounds": 4,
+    }
     config_cls = TDAfterstateConfig
     description = (
         "TD(0) expectimax learning of an afterstate value network (seed 002): one-hot planes, MSE + Adam, "

@@ -28,6 +28,8 @@ COMMANDS: tuple[str, ...] = (
     "review",
     "sweep",
     "progress",
+    "check_agent",  # check-agent, agents
+    "new_agent",
 )
 
 

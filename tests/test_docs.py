@@ -81,7 +81,10 @@ def test_the_research_notes_moved_to_docs_whole() -> None:
     ):
         assert f"]({picture})" in studies
     # a few figures with their commands, one from each part
-    assert "**248,711**" in results and "eval --checkpoint CK --fast --seed 1000000 --games 1000 --fast-threads 2" in results
+    assert (
+        "**248,711**" in results
+        and "eval --checkpoint CK --fast --seed 1000000 --games 1000 --fast-threads 2" in results
+    )
     assert "python main.py bench gui --seconds 5 --rounds 1" in results
     assert "112,331" in studies and "python scripts/ab_cpp_ntuple.py" in studies
     assert "**79,103**" in studies

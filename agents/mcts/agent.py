@@ -41,7 +41,7 @@ import copy
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -417,6 +417,19 @@ class MCTSAgent(TorchAgent):
     """AlphaZero-like MCTS over a policy-value network (seed 004), trained by self-play."""
 
     name = "mcts"
+    #: a generation of two 25-move games with a 4-filter network takes a second or two on one core
+    smoke_config: ClassVar[Mapping[str, Any]] = {
+        "filters": 4,
+        "dense": 8,
+        "planes": 12,
+        "simulations": 4,
+        "eval_simulations": 0,
+        "max_moves": 25,
+        "games_per_generation": 2,
+        "epochs": 1,
+        "batch_size": 16,
+        "replay_size": 512,
+    }
     config_cls = MCTSConfig
     description = (
         "AlphaZero-like: PUCT tree search with spawn expectations over a policy-value network, "

@@ -434,16 +434,25 @@ def resolve_reviewer(
     return Reviewer(AgentSpec.from_checkpoint(checkpoint), depth)
 
 
-def reviewer_choices(store: GameStore | None) -> list[tuple[str, tuple[str, int] | None]]:
+def reviewer_choices(store: GameStore | None) -> list[tuple[str, tuple[str, int | None] | None]]:
     """What a window offers: (label, None for the default | (name or checkpoint, depth)): the default,
-    each n-tuple run's best checkpoint at 2-ply (strongest first, five at most), expectimax d1-d3.
-    An entry is the reviewer ``resolve_reviewer(store, *entry)`` (None: ``resolve_reviewer(store, None)``)."""
-    out: list[tuple[str, tuple[str, int] | None]] = [("default", None)]
+    each n-tuple run's best checkpoint at 2-ply (strongest first, five at most), expectimax d1-d3, then
+    each plug-in agent whose move values are points (at its own depth). An entry is the reviewer
+    ``resolve_reviewer(store, *entry)`` (None: ``resolve_reviewer(store, None)``)."""
+    out: list[tuple[str, tuple[str, int | None] | None]] = [("default", None)]
     if store is not None:
         for _score, run_id, path in sorted(_ntuple_candidates(store), key=lambda f: (-f[0], -f[1]))[:5]:
             out.append((f"n-tuple run {run_id}, 2-ply", (str(path.resolve()), DEFAULT_DEPTH)))
     out += [(f"expectimax d{d}", ("expectimax", d)) for d in (1, 2, 3)]
+    out += [(f"{name} (plug-in)", (name, None)) for name in _plugin_reviewers()]
     return out
+
+
+def _plugin_reviewers() -> list[str]:
+    """Plug-in agents whose move values are points (a gap is points given up): they can grade moves."""
+    from agents.registry import get_agent_class, plugins
+
+    return [p.name for p in plugins() if p.reason is None and get_agent_class(p.name).value_kind == "points"]
 
 
 # ------------------------------------------------------------------------------------------ results

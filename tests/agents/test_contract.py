@@ -1,198 +1,43 @@
-"""The agent contract, checked on every registered agent (a new agent is covered by registering it)."""
+"""The agent contract, checked on every registered agent (a new agent is covered by registering it).
+
+The checks themselves are :mod:`agents.conformance`'s, the same that ``python main.py check-agent NAME``
+runs on a plug-in: one definition of "an agent that works" for the built-in agents and for plug-ins.
+"""
 
 from __future__ import annotations
 
-import json
-import pathlib
-import zipfile
+import ast
+from collections.abc import Iterator
+from pathlib import Path
 
-import numpy as np
 import pytest
+import torch
 
-from agents.base import Agent
-from agents.checkpoint import META_KEY, CheckpointError, load_checkpoint
-from agents.config import ConfigError, FieldSpec
-from agents.registry import agent_names, get_agent_class
-from engine import DIRECTIONS, Game, Rules
+from agents.conformance import CHECKS, CheckResult, run_check
+from agents.registry import BUILTIN_AGENTS, agent_names, get_agent_class
 
-AGENTS = agent_names()
-
-# Hand-drawn 4x4 boards. ONLY_LEFT: column 0 empty, the rest packed right with no equal neighbours,
-# so left is the one legal move.
-ONLY_LEFT = [[0, 2, 4, 8], [0, 4, 8, 2], [0, 2, 4, 8], [0, 4, 8, 2]]
-MIDGAME = [[2, 4, 8, 16], [0, 2, 4, 8], [0, 0, 2, 4], [0, 0, 0, 2]]
-CROWDED = [[2, 4, 2, 4], [4, 8, 16, 2], [2, 32, 64, 4], [128, 256, 2, 0]]
-OPENING = [[0, 0, 0, 0], [0, 2, 0, 0], [0, 0, 0, 0], [0, 0, 2, 0]]
-BOARDS = [ONLY_LEFT, MIDGAME, CROWDED, OPENING]
+AGENTS = list(BUILTIN_AGENTS)
 
 
-def make(name: str, seed: int = 1) -> Agent:
-    cls = get_agent_class(name)
-    return cls(cls.config_cls(), Rules(), seed=seed)
+@pytest.fixture(autouse=True)
+def _one_thread() -> Iterator[None]:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
-def game_on(board: list[list[int]]) -> Game:
-    return Game(board=np.array(board), seed=0)
-
-
-@pytest.fixture(params=AGENTS)
-def name(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-def test_act_is_legal_on_hand_drawn_boards(name: str) -> None:
-    agent = make(name)
-    for board in BOARDS:
-        game = game_on(board)
-        move = agent.act(game)
-        assert move in game.legal_moves(), (board, move)
-    assert agent.act(game_on(ONLY_LEFT)).label == "left"
-
-
-def test_move_values_only_rate_legal_moves(name: str) -> None:
-    agent = make(name)
-    for board in BOARDS:
-        game = game_on(board)
-        try:
-            values = agent.move_values(game)
-        except NotImplementedError:
-            pytest.skip(f"{name} does not rate moves")
-        assert values, board
-        assert set(values) <= set(game.legal_moves()), (board, values)
-        assert all(np.isfinite(v) for v in values.values())
-    assert set(agent.move_values(game_on(ONLY_LEFT))) == {DIRECTIONS[1]}
-
-
-def test_config_defaults_are_valid(name: str) -> None:
-    cls = get_agent_class(name)
-    config = cls.config_cls()
-    for spec in cls.config_cls.specs():
-        assert spec.help, f"{name}.{spec.name} has no help text"
-        assert spec.check(getattr(config, spec.name)) == getattr(config, spec.name)
-    assert cls.config_cls.from_dict(config.to_dict()) == config
-
-
-def _out_of_range(spec: FieldSpec) -> object | None:
-    if spec.choices is not None:
-        return "no-such-choice" if spec.kind == "str" else None
-    if spec.low is not None:
-        bad = spec.low - 1
-    elif spec.high is not None:
-        bad = spec.high + 1
-    else:
-        return None
-    if spec.kind == "int":
-        return int(bad)
-    if spec.kind == "float":
-        return float(bad)
-    if spec.kind == "int_tuple":
-        return (int(bad),)
-    if spec.kind == "float_tuple":
-        return (float(bad),)
-    return None
-
-
-def test_bad_config_value_names_the_field_and_range(name: str) -> None:
-    cls = get_agent_class(name)
-    checked = 0
-    for spec in cls.config_cls.specs():
-        bad = _out_of_range(spec)
-        if bad is None:
-            continue
-        with pytest.raises(ConfigError) as err:
-            cls.config_cls(**{spec.name: bad})
-        assert err.value.field == spec.name
-        assert str(err.value).startswith(f"{spec.name}: ")
-        if spec.choices is not None:
-            assert "one of" in str(err.value)
-        else:
-            assert "must be in [" in str(err.value)
-        checked += 1
-    if not cls.config_cls.specs():
-        pytest.skip(f"{name} has no settings")
-    assert checked, f"{name} has settings but none with a range or choices"
-
-
-def test_save_load_gives_the_same_moves(name: str, tmp_path: pathlib.Path) -> None:
-    agent = make(name, seed=7)
-    path = agent.save(tmp_path / "a.npz")
-    again = load_checkpoint(path)
-    assert type(again) is type(agent)
-    assert again.config == agent.config and again.rules == agent.rules
-    for board in BOARDS * 2:
-        assert agent.act(game_on(board)) == again.act(game_on(board)), board
-
-
-def test_checkpoint_of_another_agent_is_refused(name: str, tmp_path: pathlib.Path) -> None:
-    path = make(name).save(tmp_path / "a.npz")
-    other = next(n for n in AGENTS if n != name)
-    with pytest.raises(CheckpointError, match=f"checkpoint of agent '{name}', not '{other}'"):
-        load_checkpoint(path, expect_agent=other)
-    with pytest.raises(ValueError, match=f"'{name}'"):
-        get_agent_class(other).load(path)
-
-
-def test_truncated_checkpoint_is_refused(name: str, tmp_path: pathlib.Path) -> None:
-    path = make(name).save(tmp_path / "a.npz")
-    data = path.read_bytes()
-    cut = tmp_path / "cut.npz"
-    cut.write_bytes(data[: len(data) // 2])
-    with pytest.raises(CheckpointError, match=r"truncated|not an \.npz"):
-        load_checkpoint(cut)
-
-
-def _rewrite(
-    path: pathlib.Path,
-    out: pathlib.Path,
-    meta_change: dict | None = None,
-    extra: dict | None = None,
-    allow_pickle: bool = False,
-) -> None:
-    with np.load(path, allow_pickle=False) as npz:
-        entries = {k: npz[k] for k in npz.files}
-    meta = json.loads(bytes(entries[META_KEY]).decode())
-    meta.update(meta_change or {})
-    entries[META_KEY] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
-    entries.update(extra or {})
-    with open(out, "wb") as fh:
-        np.savez(fh, **entries)
-
-
-def test_newer_format_version_is_refused(name: str, tmp_path: pathlib.Path) -> None:
-    path = make(name).save(tmp_path / "a.npz")
-    newer = tmp_path / "newer.npz"
-    _rewrite(path, newer, {"version": 99})
-    with pytest.raises(CheckpointError, match="version 99, newer"):
-        load_checkpoint(newer)
-
-
-class _Payload:
-    """Unpickling this creates a marker file: the proof that a loader ran code from a checkpoint."""
-
-    def __init__(self, marker: pathlib.Path) -> None:
-        self.marker = marker
-
-    def __reduce__(self) -> tuple[object, tuple[pathlib.Path]]:
-        return (pathlib.Path.touch, (self.marker,))
-
-
-def test_pickle_payload_is_refused_without_running_it(name: str, tmp_path: pathlib.Path) -> None:
-    path = make(name).save(tmp_path / "a.npz")
-    marker = tmp_path / "pwned"
-    evil = tmp_path / "evil.npz"
-    payload = np.empty(1, dtype=object)
-    payload[0] = _Payload(marker)
-    _rewrite(path, evil, extra={"weights": payload})
-    assert zipfile.is_zipfile(evil)
-
-    with pytest.raises(CheckpointError, match="pickle"):
-        load_checkpoint(evil)
-    assert not marker.exists()
-
-    # The payload is real: a loader that allows pickles would have run it.
-    with np.load(evil, allow_pickle=True) as npz:
-        npz["weights"]
-    assert marker.exists()
+@pytest.mark.parametrize("check", list(CHECKS))
+@pytest.mark.parametrize("name", AGENTS)
+def test_builtin_agent_meets_the_contract(name: str, check: str) -> None:
+    result = run_check(name, check)
+    assert isinstance(result, CheckResult) and result.check == check
+    if result.passed is None:
+        if check == "training" and not get_agent_class(name).trainable:
+            pytest.skip(result.detail)
+        raise AssertionError(f"{name}: {check} skipped: {result.detail}")
+    assert result.passed, f"{name}: {check}: {result.detail}"
+    assert "\n" not in result.detail
 
 
 ABBREVIATIONS = {"lr", "lam", "tc", "eps", "nn", "s4", "tt", "puct", "val", "frac", "prob", "envs", "grad"}
@@ -215,3 +60,54 @@ def test_default_labels_spell_out_the_abbreviations() -> None:
     assert default_label("eps_decay") == "Exploration decay"
     assert default_label("lam") == "Trace decay λ"
     assert default_label("c_puct") == "Exploration constant (PUCT)"
+
+
+def _runtime_imports(path: Path) -> set[str]:
+    """The ``agents.*`` modules a file imports when it runs (module level or in a function; not the
+    ``if TYPE_CHECKING:`` blocks, which only type checkers read)."""
+    tree = ast.parse(path.read_text())
+    typing_only = {
+        id(node)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
+        for node in ast.walk(block)
+    }
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module)
+        elif isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+    return {m for m in out if m.startswith("agents.")}
+
+
+def test_base_checkpoint_and_registry_import_each_other_in_one_direction_only() -> None:
+    """base -> checkpoint -> registry, and nothing back (it was a circle: checkpoint imported base
+    for its counters, registry needed base): no agents module imports another in a circle."""
+    root = Path(__file__).resolve().parents[2]
+    files = {
+        ".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__"): p
+        for p in (root / "agents").rglob("*.py")
+    }
+    graph = {
+        name: {m for m in _runtime_imports(path) if m in files and m != name} for name, path in files.items()
+    }
+    assert "agents.checkpoint" in graph["agents.base"] and "agents.registry" in graph["agents.checkpoint"]
+    assert not graph["agents.registry"] & {"agents.base", "agents.checkpoint"}
+    assert "agents.base" not in graph["agents.checkpoint"]
+    # no cycle anywhere in the package: a depth-first walk never meets a module still on its path
+    state: dict[str, int] = {}
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = 1
+        for dep in sorted(graph[name]):
+            assert state.get(dep) != 1, " -> ".join([*path, name, dep])
+            if dep not in state:
+                visit(dep, [*path, name])
+        state[name] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [])

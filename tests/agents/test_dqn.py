@@ -22,16 +22,7 @@ FIXED_BOARDS = [
     np.array([[1024, 512, 256, 128], [8, 16, 32, 64], [4, 2, 0, 0], [2, 0, 0, 0]]),
 ]
 #: Small enough to learn within a second or two.
-TINY = {
-    "hidden": (32, 32),
-    "replay_capacity": 2000,
-    "batch_size": 16,
-    "learning_starts": 50,
-    "envs": 2,
-    "train_every": 2,
-    "target_update": 20,
-    "eps_steps": 500,
-}
+TINY = dict(DQNAgent.smoke_config)  # what check-agent trains it with
 
 
 @pytest.fixture(autouse=True)

@@ -18,19 +18,8 @@ from agents.training import TrainTracker
 from engine import Direction, Game, Rules, slide, to_exponents
 from engine.boards import legal_masks
 
-# Small enough that a generation of 2 games takes a second or two on one core.
-TINY = {
-    "filters": 4,
-    "dense": 8,
-    "planes": 12,
-    "simulations": 4,
-    "eval_simulations": 0,  # play with the same 4
-    "max_moves": 25,
-    "games_per_generation": 2,
-    "epochs": 1,
-    "batch_size": 16,
-    "replay_size": 512,
-}
+# Small enough that a generation of 2 games takes a second or two on one core (check-agent uses it too).
+TINY = dict(MCTSAgent.smoke_config)
 
 
 def tiny_agent(seed: int = 0, rules: Rules | None = None, **changes: object) -> MCTSAgent:

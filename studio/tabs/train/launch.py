@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QFontMetrics, QResizeEvent, QShowEvent, QTextDocument
+from PySide6.QtGui import QFontMetrics, QResizeEvent, QShowEvent, QStandardItemModel, QTextDocument
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -222,7 +222,7 @@ class LaunchForm(QWidget):
         row = QHBoxLayout()
         self.agentCombo = QComboBox()
         self.agentCombo.setObjectName("agentCombo")
-        self.agentCombo.setToolTip("Every registered agent (agents/registry.py)")
+        self.agentCombo.setToolTip("Every agent: the built-in ones and installed plug-ins (docs/agents.md)")
         self.agentCombo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.agentCombo.setMinimumContentsLength(8)
         self.agentCombo.currentIndexChanged.connect(self._on_agent_changed)
@@ -419,12 +419,21 @@ class LaunchForm(QWidget):
 
     # ================================================================== agent
     def _fill_agents(self) -> None:
-        from agents.registry import agent_names
+        from agents.registry import agent_names, broken_plugins
 
         self.agentCombo.blockSignals(True)
         self.agentCombo.clear()
         for name in agent_names():
             self.agentCombo.addItem(name, name)
+        # A plug-in that cannot be used is shown, greyed, with why: not chosen, not silently missing.
+        for name, reason in broken_plugins():
+            self.agentCombo.addItem(f"{name} (cannot load)", None)
+            idx = self.agentCombo.count() - 1
+            self.agentCombo.setItemData(idx, reason, Qt.ItemDataRole.ToolTipRole)
+            model = self.agentCombo.model()
+            if isinstance(model, QStandardItemModel):  # a combo's own model: its items can be disabled
+                item = model.item(idx)
+                item.setEnabled(False)
         last = str(self.settings.value("train/agent", "")) if self.settings is not None else ""
         idx = self.agentCombo.findData(last) if last else -1
         if idx < 0:
