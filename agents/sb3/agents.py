@@ -348,6 +348,7 @@ class SB3DQNAgent(SB3Agent):
     def _set_extra_state(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
         model: Any = self.model
         model._n_calls = state_int(meta, "n_calls", 0)
+        model.exploration_rate = model.exploration_schedule(1.0)  # at the restored move count
         if "buffer/observations" not in arrays:
             return
         buf = model.replay_buffer
