@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+# Counters live with the checkpoint format that saves them (checkpoint imports no agent module)
+from agents.checkpoint import Counters as Counters
 from agents.checkpoint import load_checkpoint, save_checkpoint
 from agents.config import AgentConfig
 from agents.metrics import MetricInfo, complete_declarations
@@ -158,16 +160,6 @@ class TrainContext:
     backend: str = "local"  # "local" processes or "ray"
     ray_address: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class Counters:
-    """An agent's lifetime training counters, saved in checkpoints so a resumed run continues them."""
-
-    episodes: int = 0
-    steps: int = 0
-    seconds: float = 0.0
-    updates: int = 0
 
 
 class Clock:

@@ -37,7 +37,7 @@ import math
 import os
 import zipfile
 from collections.abc import Mapping
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +49,7 @@ from engine import Rules
 from engine.fsutil import atomic_write
 from engine.npzcheck import check_npz_sizes
 
-if TYPE_CHECKING:  # base imports this module (Agent.save / Agent.load); this one needs no base at run time
+if TYPE_CHECKING:  # base imports this module (Agent.save / Agent.load): Agent for type hints only
     from agents.base import Agent
 
 FORMAT = "2048-studio-checkpoint"
@@ -69,6 +69,18 @@ MAX_COUNT = 2**63 - 1
 MAX_SEED = 2**64 - 1
 #: Longest message of a CheckpointError (a crafted value could make it megabytes).
 MAX_MESSAGE = 400
+
+
+@dataclass
+class Counters:
+    """An agent's lifetime training counters, saved in checkpoints so a resumed run continues them
+    (``agents.base`` exports it; it lives here, with the format that checks it, so that this module
+    needs no agent module at run time)."""
+
+    episodes: int = 0
+    steps: int = 0
+    seconds: float = 0.0
+    updates: int = 0
 
 
 class CheckpointError(ValueError):
@@ -298,8 +310,6 @@ def check_meta(meta: Any, name: str = "checkpoint") -> dict[str, Any]:
 
 
 def _check_counters(counters: dict[str, Any], name: str) -> dict[str, Any]:
-    from agents.base import Counters  # base imports this module: its classes only at call time
-
     fields = {f.name: f.default for f in dataclasses.fields(Counters)}
     unknown = sorted(set(counters) - set(fields))
     if unknown:
