@@ -93,10 +93,13 @@ def weights(agent: Any) -> dict[str, np.ndarray]:
 
 
 @pytest.fixture(autouse=True)
-def _registered(monkeypatch):
+def _registered(request, monkeypatch):
     """The sb3-* names resolve (as the entry points make them do in an installed studio), so that a
-    checkpoint loads by its agent's name."""
+    checkpoint loads by its agent's name (the entry-point tests go through the plug-in loader instead)."""
     from agents import registry
+
+    if "installed" in request.fixturenames:
+        return
 
     points = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
     for name, target in points["project"]["entry-points"]["studio2048.agents"].items():
@@ -167,7 +170,8 @@ def test_pyproject_declares_the_extra_and_entry_points():
             assert getattr(importlib.import_module(module), attr).name == name
 
 
-def test_without_sb3_the_import_error_says_how_to_install(monkeypatch):
+def _block_sb3(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make this test's imports behave as if the extra were not installed."""
     import builtins
     import sys
 
@@ -181,8 +185,58 @@ def test_without_sb3_the_import_error_says_how_to_install(monkeypatch):
     for mod in [m for m in sys.modules if m == "agents.sb3" or m.startswith("agents.sb3.")]:
         monkeypatch.delitem(sys.modules, mod)
     monkeypatch.setattr(builtins, "__import__", no_sb3)
-    with pytest.raises(ImportError, match=r"pip install -e \.\[sb3\]"):
+
+
+@pytest.fixture
+def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The studio's entry points as ``pip install -e .`` leaves them (where the installed studio predates
+    them, a dist-info on sys.path declares them); the registry looks for plug-ins again before and after."""
+    from importlib.metadata import entry_points
+
+    from agents import registry
+
+    if set(NAMES) <= {ep.name for ep in entry_points(group=registry.ENTRY_POINT_GROUP)}:
+        # the studio is installed from this tree: its own metadata declares them
+        registry.reload_plugins()
+        yield registry
+        registry.reload_plugins()
+        return
+    info = tmp_path / "studio2048_sb3_entry_points-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: studio2048-sb3-entry-points\nVersion: 0.1\n")
+    points = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    lines = "".join(
+        f"{name} = {target}\n"
+        for name, target in points["project"]["entry-points"][registry.ENTRY_POINT_GROUP].items()
+    )
+    (info / "entry_points.txt").write_text(f"[{registry.ENTRY_POINT_GROUP}]\n{lines}")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry.reload_plugins()
+    yield registry
+    monkeypatch.undo()
+    registry.reload_plugins()
+
+
+def test_without_sb3_the_agents_are_listed_as_unavailable_with_the_install_line(installed, monkeypatch):
+    _block_sb3(monkeypatch)
+    with pytest.raises(ImportError, match=r"^Stable-Baselines3 is not installed: pip install -e \.\[sb3\]$"):
         importlib.import_module("agents.sb3.agents")
+    broken = dict(installed.broken_plugins())
+    assert set(NAMES) <= set(broken)
+    for name in NAMES:
+        assert broken[name].endswith("pip install -e .[sb3]"), broken[name]
+        assert name not in installed.agent_names()
+    assert "dqn" in installed.agent_names()  # nothing else is affected
+
+
+@needs_sb3
+def test_with_sb3_the_entry_points_are_agents(installed):
+    names = installed.agent_names()
+    assert set(NAMES) <= set(names)
+    assert not {name for name, _ in installed.broken_plugins()} & set(NAMES)
+    for name in NAMES:
+        assert installed.get_agent_class(name).name == name
+        assert installed.plugin_of(name).reason is None
 
 
 # ------------------------------------------------------------------------------------- torch pieces
