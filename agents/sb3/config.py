@@ -28,7 +28,9 @@ class SB3Config(AgentConfig):
         "log2_score", "reward of a move: score gained, or log2(1 + score gained)", choices=REWARDS
     )
     reward_scale: float = knob(0.1, "rewards are multiplied by this", low=1e-6, high=1e6)
-    n_envs: int = knob(8, "games played side by side (SB3's vectorised environment)", low=1, high=256)
+    n_envs: int = knob(
+        8, "games played side by side (SB3's vectorised environment)", low=1, high=256, label="Parallel games"
+    )
     gamma: float = knob(0.99, "discount factor", low=0.0, high=1.0)
     lr: float = knob(3e-4, "Adam learning rate", low=1e-7, high=1.0, log=True)
     max_grad_norm: float = knob(0.5, "gradient norm clip", low=0.0, high=1e6)
@@ -38,6 +40,7 @@ class SB3Config(AgentConfig):
         low=1,
         high=10_000_000,
         advanced=True,
+        label="Moves per learn() call",
     )
     device: str = device_knob()
 
@@ -47,11 +50,17 @@ class OnPolicyConfig(SB3Config):
     """PPO / A2C settings shared by both."""
 
     n_steps: int = knob(
-        256, "moves per game between updates (a rollout is n_steps x n_envs moves)", low=1, high=100_000
+        256,
+        "moves per game between updates (a rollout is n_steps x n_envs moves)",
+        low=1,
+        high=100_000,
+        label="Rollout moves per game",
     )
-    gae_lambda: float = knob(0.95, "GAE lambda (1 = Monte-Carlo advantages)", low=0.0, high=1.0)
-    ent_coef: float = knob(0.01, "entropy bonus weight", low=0.0, high=10.0)
-    vf_coef: float = knob(0.5, "value loss weight", low=0.0, high=10.0)
+    gae_lambda: float = knob(
+        0.95, "GAE lambda (1 = Monte-Carlo advantages)", low=0.0, high=1.0, label="GAE λ"
+    )
+    ent_coef: float = knob(0.01, "entropy bonus weight", low=0.0, high=10.0, label="Entropy bonus")
+    vf_coef: float = knob(0.5, "value loss weight", low=0.0, high=10.0, label="Value loss weight")
     normalize_advantage: bool = knob(True, "normalise advantages per batch")
 
 
@@ -63,7 +72,11 @@ class PPOConfig(OnPolicyConfig):
     n_epochs: int = knob(4, "passes over each rollout", low=1, high=100)
     clip_range: float = knob(0.2, "PPO clipping of the policy ratio", low=0.0, high=10.0)
     target_kl: float = knob(
-        0.0, "stop a rollout's epochs early past this KL divergence; 0 = never", low=0.0, high=10.0
+        0.0,
+        "stop a rollout's epochs early past this KL divergence; 0 = never",
+        low=0.0,
+        high=10.0,
+        label="Target KL",
     )
 
     def validate(self) -> None:
@@ -83,11 +96,15 @@ class A2CConfig(OnPolicyConfig):
     """Advantage Actor-Critic (Stable-Baselines3)."""
 
     n_steps: int = knob(
-        8, "moves per game between updates (a rollout is n_steps x n_envs moves)", low=1, high=100_000
+        8,
+        "moves per game between updates (a rollout is n_steps x n_envs moves)",
+        low=1,
+        high=100_000,
+        label="Rollout moves per game",
     )
-    gae_lambda: float = knob(1.0, "GAE lambda (1 = Monte-Carlo advantages)", low=0.0, high=1.0)
+    gae_lambda: float = knob(1.0, "GAE lambda (1 = Monte-Carlo advantages)", low=0.0, high=1.0, label="GAE λ")
     lr: float = knob(7e-4, "learning rate", low=1e-7, high=1.0, log=True)
-    use_rms_prop: bool = knob(True, "RMSprop as in the A2C paper (else Adam)")
+    use_rms_prop: bool = knob(True, "RMSprop as in the A2C paper (else Adam)", label="RMSprop")
 
 
 @dataclass
@@ -95,21 +112,36 @@ class DQNConfig(SB3Config):
     """Deep Q-learning (Stable-Baselines3)."""
 
     lr: float = knob(1e-4, "Adam learning rate", low=1e-7, high=1.0, log=True)
-    n_envs: int = knob(4, "games played side by side (SB3's vectorised environment)", low=1, high=256)
+    n_envs: int = knob(
+        4, "games played side by side (SB3's vectorised environment)", low=1, high=256, label="Parallel games"
+    )
     max_grad_norm: float = knob(10.0, "gradient norm clip", low=0.0, high=1e6)
     buffer_size: int = knob(100_000, "replay buffer capacity (moves)", low=100, high=10_000_000)
     learning_starts: int = knob(5_000, "moves played before the first update", low=0, high=10_000_000)
     batch_size: int = knob(128, "transitions per gradient update", low=1, high=8192)
-    tau: float = knob(1.0, "target net soft-update factor (1 = hard copy)", low=0.0, high=1.0)
+    tau: float = knob(
+        1.0, "target net soft-update factor (1 = hard copy)", low=0.0, high=1.0, label="Target update τ"
+    )
     train_freq: int = knob(4, "moves (per game) between updates", low=1, high=10_000)
     gradient_steps: int = knob(1, "gradient steps per update", low=1, high=1000)
     target_update_interval: int = knob(5_000, "moves between target-net updates", low=1, high=10_000_000)
-    eps_start: float = knob(1.0, "exploration rate at the start", low=0.0, high=1.0)
-    eps_end: float = knob(0.01, "exploration rate after eps_steps", low=0.0, high=1.0)
-    eps_steps: int = knob(100_000, "moves over which exploration falls linearly", low=1, high=1_000_000_000)
+    eps_start: float = knob(
+        1.0, "exploration rate at the start", low=0.0, high=1.0, label="Exploration ε start"
+    )
+    eps_end: float = knob(
+        0.01, "exploration rate after eps_steps", low=0.0, high=1.0, label="Exploration ε end"
+    )
+    eps_steps: int = knob(
+        100_000,
+        "moves over which exploration falls linearly",
+        low=1,
+        high=1_000_000_000,
+        label="Exploration ε moves",
+    )
     mask_play: bool = knob(
         True,
         "greedy moves are the best legal ones (illegal moves are no-ops: unmasked, one can repeat forever)",
+        label="Greedy moves legal only",
     )
     checkpoint_buffer: bool = knob(
         True, "save the replay buffer in checkpoints (exact resume; about 50 bytes a move)", advanced=True
