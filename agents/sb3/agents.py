@@ -117,9 +117,12 @@ class SB3Agent(Agent):
         self._after_build()
 
     # ------------------------------------------------------------------ hooks
+    #: knobs passed to the SB3 algorithm under their own name (SB3's)
+    passed: ClassVar[tuple[str, ...]] = ("gamma", "max_grad_norm")
+
     def _algorithm_kwargs(self) -> dict[str, Any]:
         cfg = self.config
-        return {"learning_rate": cfg.lr, "gamma": cfg.gamma, "max_grad_norm": cfg.max_grad_norm}
+        return {"learning_rate": cfg.lr, **{k: getattr(cfg, k) for k in self.passed}}
 
     def _policy(self) -> type[BasePolicy]:
         return self.policy_class
@@ -223,17 +226,7 @@ class SB3Agent(Agent):
 
 class _OnPolicyAgent(SB3Agent):
     config: Any
-
-    def _algorithm_kwargs(self) -> dict[str, Any]:
-        cfg = self.config
-        return {
-            **super()._algorithm_kwargs(),
-            "n_steps": cfg.n_steps,
-            "gae_lambda": cfg.gae_lambda,
-            "ent_coef": cfg.ent_coef,
-            "vf_coef": cfg.vf_coef,
-            "normalize_advantage": cfg.normalize_advantage,
-        }
+    passed = (*SB3Agent.passed, "n_steps", "gae_lambda", "ent_coef", "vf_coef", "normalize_advantage")
 
 
 class SB3PPOAgent(_OnPolicyAgent):
@@ -247,15 +240,10 @@ class SB3PPOAgent(_OnPolicyAgent):
     policy_class: ClassVar[type[BasePolicy]] = ActorCriticPolicy
     config: PPOConfig
 
+    passed = (*_OnPolicyAgent.passed, "batch_size", "n_epochs", "clip_range")
+
     def _algorithm_kwargs(self) -> dict[str, Any]:
-        cfg = self.config
-        return {
-            **super()._algorithm_kwargs(),
-            "batch_size": cfg.batch_size,
-            "n_epochs": cfg.n_epochs,
-            "clip_range": cfg.clip_range,
-            "target_kl": cfg.target_kl or None,
-        }
+        return {**super()._algorithm_kwargs(), "target_kl": self.config.target_kl or None}
 
 
 class SB3MaskablePPOAgent(SB3PPOAgent):
@@ -278,8 +266,7 @@ class SB3A2CAgent(_OnPolicyAgent):
     policy_class = ActorCriticPolicy
     config: A2CConfig
 
-    def _algorithm_kwargs(self) -> dict[str, Any]:
-        return {**super()._algorithm_kwargs(), "use_rms_prop": self.config.use_rms_prop}
+    passed = (*_OnPolicyAgent.passed, "use_rms_prop")
 
 
 class SB3DQNAgent(SB3Agent):
@@ -301,17 +288,21 @@ class SB3DQNAgent(SB3Agent):
     def _policy(self) -> type[BasePolicy]:
         return MaskedDQNPolicy if self.config.mask_play else DQNPolicy
 
+    passed = (
+        *SB3Agent.passed,
+        "buffer_size",
+        "learning_starts",
+        "batch_size",
+        "tau",
+        "train_freq",
+        "gradient_steps",
+        "target_update_interval",
+    )
+
     def _algorithm_kwargs(self) -> dict[str, Any]:
         cfg = self.config
         return {
             **super()._algorithm_kwargs(),
-            "buffer_size": cfg.buffer_size,
-            "learning_starts": cfg.learning_starts,
-            "batch_size": cfg.batch_size,
-            "tau": cfg.tau,
-            "train_freq": cfg.train_freq,
-            "gradient_steps": cfg.gradient_steps,
-            "target_update_interval": cfg.target_update_interval,
             "exploration_initial_eps": cfg.eps_start,
             "exploration_final_eps": cfg.eps_end,
         }

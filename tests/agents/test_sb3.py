@@ -323,6 +323,20 @@ def test_same_seed_same_weights(name):
 
 
 @needs_sb3
+def test_knobs_reach_the_sb3_model():
+    ppo = make("sb3-maskppo", n_steps=48, batch_size=24, n_epochs=3, clip_range=0.3, gamma=0.9, lr=1e-3)
+    assert (ppo.model.n_steps, ppo.model.batch_size, ppo.model.n_epochs) == (48, 24, 3)
+    assert ppo.model.clip_range(1.0) == 0.3 and ppo.model.gamma == 0.9 and ppo.model.learning_rate == 1e-3
+    assert ppo.model.target_kl is None and make("sb3-ppo", target_kl=0.05).model.target_kl == 0.05
+    a2c = make("sb3-a2c", n_steps=5, ent_coef=0.2, use_rms_prop=False)
+    assert (a2c.model.n_steps, a2c.model.ent_coef) == (5, 0.2)
+    assert type(a2c.model.policy.optimizer).__name__ == "Adam"
+    dqn = make("sb3-dqn", buffer_size=500, batch_size=8, tau=0.5, target_update_interval=40)
+    assert (dqn.model.buffer_size, dqn.model.batch_size, dqn.model.tau) == (500, 8, 0.5)
+    assert dqn.model.target_update_interval == 40  # moves: SB3 divides by the games per step
+
+
+@needs_sb3
 def test_maskable_ppo_never_tries_an_illegal_move_while_training():
     agent = make("sb3-maskppo")
     events = list(agent.train(Budget(steps=600)))
