@@ -360,6 +360,26 @@ def test_stop_ends_training_between_steps():
 
 
 @needs_sb3
+def test_pause_blocks_between_learn_calls_and_is_not_training_time():
+    import threading
+    import time
+
+    agent = make("sb3-maskppo")
+    control = Control()
+    seen: list[int] = []
+    t0 = time.perf_counter()
+    resumer = threading.Timer(1.0, control.resume)
+    for event in agent.train(Budget(steps=300), control):
+        if not seen:
+            control.pause()  # the next learn() call waits
+            resumer.start()
+        seen.append(event.step)
+    wall = time.perf_counter() - t0
+    assert agent.counters.steps >= 300
+    assert agent.counters.seconds <= wall - 0.9  # the paused second is not counted
+
+
+@needs_sb3
 def test_a_resumed_agent_continues_its_games_counters_and_schedule(tmp_path):
     agent = make("sb3-dqn", eps_steps=1000)
     list(agent.train(Budget(steps=300)))
