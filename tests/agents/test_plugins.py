@@ -49,10 +49,19 @@ MakePlugin = Callable[..., Path]
 
 
 @pytest.fixture
-def make_plugin(tmp_path: Path) -> Iterator[MakePlugin]:
+def make_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[MakePlugin]:
     """``make_plugin(package, {entry name: "module:Class"}, {module: source})`` installs a distribution
-    on ``sys.path`` for this test (and the processes it spawns) and lets the registry look again."""
+    on ``sys.path`` for this test (and the processes it spawns) and lets the registry look again.
+    The registry sees only the packages made here: the studio's own entry points (its optional sb3-*
+    agents, usable or listed as unavailable) are not this test's."""
     added: list[str] = []
+    made: set[str] = set()
+    every_entry_point = registry.entry_points
+    monkeypatch.setattr(
+        registry,
+        "entry_points",
+        lambda **kw: [ep for ep in every_entry_point(**kw) if ep.dist is not None and ep.dist.name in made],
+    )
 
     def make(package: str, entries: dict[str, str], modules: dict[str, str]) -> Path:
         root = tmp_path / f"site-{package}"
@@ -66,6 +75,7 @@ def make_plugin(tmp_path: Path) -> Iterator[MakePlugin]:
         (info / "entry_points.txt").write_text(f"[{registry.ENTRY_POINT_GROUP}]\n{lines}")
         sys.path.insert(0, str(root))
         added.append(str(root))
+        made.add(package)
         registry.reload_plugins()
         return root
 
