@@ -65,7 +65,8 @@ def make_vec_env(rules: Rules, n_envs: int, reward: str, scale: float) -> DummyV
 
 def game_of(vec_env: DummyVecEnv, i: int = 0) -> Any:
     """The :class:`engine.Game` that sub-environment ``i`` plays now."""
-    return vec_env.envs[i].unwrapped.game  # type: ignore[attr-defined]
+    env: Any = vec_env.envs[i].unwrapped
+    return env.game
 
 
 class LoggedValues(KVWriter):

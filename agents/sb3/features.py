@@ -6,6 +6,7 @@ import gymnasium as gym
 import torch
 import torch.nn.functional as F
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from stable_baselines3.common.type_aliases import PyTorchObs
 from stable_baselines3.dqn.policies import DQNPolicy, QNetwork
 
 from agents.nn.masking import masked_argmax
@@ -68,7 +69,8 @@ class MaskedQNetwork(QNetwork):
     """SB3's Q-network whose greedy action is the best **legal** move (illegal moves are no-ops in the env,
     so an unmasked greedy DQN can repeat one forever)."""
 
-    def _predict(self, observation: torch.Tensor, deterministic: bool = True) -> torch.Tensor:  # type: ignore[override]
+    def _predict(self, observation: PyTorchObs, deterministic: bool = True) -> torch.Tensor:
+        assert isinstance(observation, torch.Tensor)  # a Box space: one tensor, never a dict
         q_values = self(observation)
         mask = legal_mask_torch(observation)
         action = masked_argmax(q_values, mask).clamp(min=0)
