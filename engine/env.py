@@ -12,6 +12,7 @@ from gymnasium import spaces
 from engine.core import Rules, to_exponents
 from engine.fast import unpack_exponents
 from engine.game import Game
+from engine.records import GameTrace, play_recorded
 
 
 class Game2048Env(gym.Env[npt.NDArray[np.uint8], np.int64]):
@@ -35,6 +36,9 @@ class Game2048Env(gym.Env[npt.NDArray[np.uint8], np.int64]):
       plays from that seed; ``reset()`` without a seed draws the game's seed from ``self.np_random``.
       ``reset(options={"board": values})`` starts from a given board (values, not exponents).
     * **Rendering**: ``render_mode="ansi"`` returns ``Game.render_text()``.
+    * **Recording** (``record=True``): the episode's moves are kept as a
+      :class:`~engine.records.GameTrace` (``self.trace``), and the step that ends the game puts it in
+      ``info["trace"]``: a learner training on the env logs its games like every other agent's.
     """
 
     metadata = {"render_modes": ["ansi"]}  # noqa: RUF012 (Gymnasium's convention: a class dict)
@@ -46,6 +50,7 @@ class Game2048Env(gym.Env[npt.NDArray[np.uint8], np.int64]):
         rows: int | None = None,
         cols: int | None = None,
         render_mode: str | None = None,
+        record: bool = False,
     ) -> None:
         if rules is None:
             rules = Rules(rows=4 if rows is None else rows, cols=4 if cols is None else cols)
@@ -59,6 +64,8 @@ class Game2048Env(gym.Env[npt.NDArray[np.uint8], np.int64]):
         self.observation_space = spaces.Box(0, high, shape=rules.shape, dtype=np.uint8)
         self.action_space = spaces.Discrete(4)
         self.game: Game = Game(rules=rules, seed=0)
+        self.record = record
+        self.trace: GameTrace | None = None
 
     def _info(self, illegal: bool = False) -> dict[str, Any]:
         return {
@@ -85,6 +92,7 @@ class Game2048Env(gym.Env[npt.NDArray[np.uint8], np.int64]):
             self.game = Game(rules=self.rules, seed=game_seed, board=board)
         else:
             self.game = Game(rules=self.rules, seed=game_seed)
+        self.trace = GameTrace.start(self.game) if self.record else None
         return self._obs(), self._info()
 
     def step(
@@ -95,8 +103,14 @@ class Game2048Env(gym.Env[npt.NDArray[np.uint8], np.int64]):
         a = int(action)
         if not self.game.legal_mask()[a]:
             return self._obs(), 0.0, self.game.game_over, False, self._info(illegal=True)
-        result = self.game.step(a)
-        return self._obs(), float(result.reward), result.game_over, False, self._info()
+        if self.trace is not None:
+            result = play_recorded(self.game, a, self.trace)
+        else:
+            result = self.game.step(a)
+        info = self._info()
+        if result.game_over and self.trace is not None:
+            info["trace"] = self.trace
+        return self._obs(), float(result.reward), result.game_over, False, info
 
     def render(self) -> str | None:
         if self.render_mode == "ansi":

@@ -66,8 +66,17 @@ def make_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Mak
     """``make_plugin(package, {entry name: "module:Class"}, {module: source}, root=None)`` installs a
     distribution on ``sys.path`` for this test and lets the registry look again; ``PYTHONPATH`` too, for
     the window's training child (a plain subprocess, which sees a pip-installed plug-in the same way).
-    ``root``: a folder that holds the modules already (a new-agent package)."""
+    ``root``: a folder that holds the modules already (a new-agent package). The registry sees only
+    the packages made here: the studio's own entry points (its optional sb3-* agents, usable or
+    listed as unavailable) are not this test's."""
     added: list[str] = []
+    made: set[str] = set()
+    every_entry_point = registry.entry_points
+    monkeypatch.setattr(
+        registry,
+        "entry_points",
+        lambda **kw: [ep for ep in every_entry_point(**kw) if ep.dist is not None and ep.dist.name in made],
+    )
 
     def make(
         package: str, entries: dict[str, str], modules: dict[str, str], root: Path | None = None
@@ -77,6 +86,7 @@ def make_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Mak
             root.mkdir()
         for module, source in modules.items():
             (root / f"{module}.py").write_text(textwrap.dedent(source))
+        made.add(package)
         install(root, package, entries)
         added.append(str(root))
         monkeypatch.setenv(
