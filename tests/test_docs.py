@@ -16,7 +16,7 @@ LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"```.*?```", re.S)
 
 INSTALL = "python3.11 -m venv .venv && . .venv/bin/activate && pip install -e . && python main.py"
-TESTS = 'python3.11 -m venv .venv && . .venv/bin/activate && pip install -e ".[dev,ray]" && python -m pytest -n 2 -q'
+TESTS = 'python3.11 -m venv .venv && . .venv/bin/activate && pip install -e ".[dev,ray,sb3]" && python -m pytest -n 2 -q'
 
 
 def code_lines(text: str) -> list[str]:
