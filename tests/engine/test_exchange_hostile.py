@@ -23,12 +23,6 @@ ORDER = (Direction.LEFT, Direction.UP, Direction.RIGHT, Direction.DOWN)
 TOP = 1 << MAX_EXPONENT
 
 
-@pytest.fixture
-def store(data_dir):
-    with GameStore.open(data_dir) as s:
-        yield s
-
-
 def _play(store: GameStore, seed: int, moves: int, player: Player = HUMAN, game: Game | None = None) -> int:
     """A recorded game: the first legal move in the order left, up, right, down, ``moves`` times."""
     rec = (

@@ -25,12 +25,6 @@ PARTIAL = Reviewer(AgentSpec(name="expectimax"), 2)
 SUFFIXES = (".npz", ".jsonl")
 
 
-@pytest.fixture
-def store(data_dir):
-    with GameStore.open(data_dir) as s:
-        yield s
-
-
 def _play(store: GameStore, seed: int, moves: int) -> int:
     rec = GameRecorder(store, player=HUMAN, seed=seed)
     for _ in range(moves):
