@@ -110,3 +110,9 @@ def registered(monkeypatch: pytest.MonkeyPatch) -> None:
 def learner(**kw: object) -> FakeLearner:
     """The fake learner on a 2x2 board, seed 1, with config ``kw``: the runner tests' usual subject."""
     return FakeLearner(FakeConfig(**kw), Rules(rows=2, cols=2), seed=1)  # type: ignore[arg-type]
+
+
+def train_argv(episodes: int) -> list[str]:
+    """``main.py train`` arguments for ``episodes`` episodes of the fake learner on a 2x2 board, seed 3."""
+    board = ["--rows", "2", "--cols", "2", "--seed", "3"]
+    return ["train", "--agent", NAME, "--episodes", str(episodes), *board]
