@@ -16,7 +16,7 @@ import pytest
 from agents import registry
 from agents.base import Agent, Budget, Clock, Control, MetricEvent, TrainContext
 from agents.config import AgentConfig, knob
-from engine import Game
+from engine import Game, Rules
 from engine.records import GameTrace, play_recorded
 
 NAME = "fake-learner"
@@ -105,3 +105,14 @@ def registered(monkeypatch: pytest.MonkeyPatch) -> None:
     """Register the fake learner for one test (monkeypatch restores the registry afterwards)."""
     monkeypatch.setitem(registry._AGENTS, NAME, TARGET)
     monkeypatch.delitem(registry._cache, NAME, raising=False)
+
+
+def learner(**kw: object) -> FakeLearner:
+    """The fake learner on a 2x2 board, seed 1, with config ``kw``: the runner tests' usual subject."""
+    return FakeLearner(FakeConfig(**kw), Rules(rows=2, cols=2), seed=1)  # type: ignore[arg-type]
+
+
+def train_argv(episodes: int) -> list[str]:
+    """``main.py train`` arguments for ``episodes`` episodes of the fake learner on a 2x2 board, seed 3."""
+    board = ["--rows", "2", "--cols", "2", "--seed", "3"]
+    return ["train", "--agent", NAME, "--episodes", str(episodes), *board]

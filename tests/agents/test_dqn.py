@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from agents.base import Agent, Budget, Control
-from agents.checkpoint import CheckpointError, load_checkpoint
 from agents.config import load_preset
 from agents.dqn import DQNAgent, DQNConfig
 from agents.registry import create_agent, get_agent_class
 from engine import Direction, Game, Rules, to_exponents
+from tests.agents.checkpoint_checks import assert_refused_as, assert_same_moves
 
 ONLY_LEFT = np.array([[0, 2, 4, 2], [0, 4, 2, 4], [0, 2, 4, 2], [0, 4, 2, 4]])
 FIXED_BOARDS = [
@@ -203,10 +203,7 @@ def test_save_load_same_moves_and_buffer(tmp_path, head):
     np.testing.assert_array_equal(
         loaded.buffer.get_arrays()["buffer/states"], agent.buffer.get_arrays()["buffer/states"]
     )
-    for board in FIXED_BOARDS:
-        game = Game(board=board)
-        assert loaded.act(game) == agent.act(game)
-        assert loaded.move_values(game) == agent.move_values(game)
+    assert_same_moves(loaded, agent, FIXED_BOARDS)
     # Resuming continues the same random streams: both train one more identical stretch.
     a = losses_of(agent, Budget(steps=300))
     b = losses_of(loaded, Budget(steps=300))
@@ -215,10 +212,7 @@ def test_save_load_same_moves_and_buffer(tmp_path, head):
 
 def test_a_checkpoint_of_another_agent_is_refused(tmp_path):
     other = create_agent("policy", {"max_moves": 5}, seed=0).save(tmp_path / "policy")
-    with pytest.raises(ValueError, match="not 'dqn'"):
-        DQNAgent.load(other)
-    with pytest.raises(CheckpointError, match="not 'dqn'"):
-        load_checkpoint(other, expect_agent="dqn")
+    assert_refused_as(DQNAgent, "dqn", other)
 
 
 def test_a_checkpoint_with_other_network_does_not_load(tmp_path):

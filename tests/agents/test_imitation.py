@@ -10,12 +10,12 @@ import pytest
 import torch
 
 from agents.base import Agent, Budget, TrainContext
-from agents.checkpoint import CheckpointError, load_checkpoint
 from agents.imitation import ImitationAgent, ImitationConfig, load_dataset
 from agents.registry import create_agent, get_agent_class
 from engine import Game, Rules, to_exponents
 from engine.records import GameTrace, play_recorded
 from engine.store import HUMAN, GameRecorder, GameStore, Player
+from tests.agents.checkpoint_checks import assert_refused_as, assert_same_moves
 
 #: The teacher: up if legal, else left, else right, else down. Learnable exactly from the board.
 PRIORITY = (0, 1, 3, 2)
@@ -187,15 +187,9 @@ def test_save_load_same_moves_and_split(teacher_dir, tmp_path):
     loaded = Agent.load(agent.save(tmp_path / "imit"))
     assert isinstance(loaded, ImitationAgent)
     assert loaded.val_game_ids == agent.val_game_ids
-    for board in FIXED_BOARDS:
-        game = Game(board=board)
-        assert loaded.act(game) == agent.act(game)
-        assert loaded.move_values(game) == agent.move_values(game)
+    assert_same_moves(loaded, agent, FIXED_BOARDS)
 
 
 def test_a_checkpoint_of_another_agent_is_refused(tmp_path):
     other = create_agent("dqn", {"hidden": (8,)}, seed=0).save(tmp_path / "dqn")
-    with pytest.raises(ValueError, match="not 'imitation'"):
-        ImitationAgent.load(other)
-    with pytest.raises(CheckpointError, match="not 'imitation'"):
-        load_checkpoint(other, expect_agent="imitation")
+    assert_refused_as(ImitationAgent, "imitation", other)

@@ -5,8 +5,6 @@ the count the Train form shows; games without a complete review are kept whole."
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,13 +23,6 @@ pytest_plugins = ("tests.studio.gui_fixtures",)
 
 N_MOVES = 20
 POINTS = {"value_kind": "points", "label": "test reviewer"}
-
-
-@pytest.fixture
-def store(data_dir: Path) -> Iterator[GameStore]:
-    s = GameStore.open(data_dir)
-    yield s
-    s.close()
 
 
 def _human_game(store: GameStore, seed: int, moves: int = N_MOVES) -> int:

@@ -20,23 +20,17 @@ from agents.runner import (
     run_training,
 )
 from agents.spec import AgentSpec
-from engine import Rules
 from engine.store import GameStore
 from engine.store.model import format_size
-from tests.agents.fake_learner import TARGET, FakeConfig, FakeLearner, registered
+from tests.agents.fake_learner import TARGET, learner, registered
 
 GAMES = 4
 
 
 @pytest.fixture
-def store(data_dir: Path, monkeypatch: pytest.MonkeyPatch):
+def store(store: GameStore, monkeypatch: pytest.MonkeyPatch) -> GameStore:
     registered(monkeypatch)
-    with GameStore.open(data_dir) as s:
-        yield s
-
-
-def learner(**kw: object) -> FakeLearner:
-    return FakeLearner(FakeConfig(**kw), Rules(rows=2, cols=2), seed=1)  # type: ignore[arg-type]
+    return store
 
 
 def patiently(run: TrainingRun, timeout: float = 120.0) -> Iterator[MetricEvent]:

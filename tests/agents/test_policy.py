@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from agents.base import Agent, Budget
-from agents.checkpoint import CheckpointError, load_checkpoint
 from agents.config import load_preset
 from agents.policy import PlayedGame, PolicyAgent, PolicyConfig, game_rank_values, game_weights, move_weights
 from agents.registry import create_agent, get_agent_class
 from engine import Direction, Game, to_exponents
+from tests.agents.checkpoint_checks import assert_refused_as, assert_same_moves
 
 ONLY_LEFT = np.array([[0, 2, 4, 2], [0, 4, 2, 4], [0, 2, 4, 2], [0, 4, 2, 4]])
 FIXED_BOARDS = [
@@ -157,15 +157,9 @@ def test_save_load_same_moves(tmp_path):
     list(agent.train(Budget(episodes=8)))
     loaded = Agent.load(agent.save(tmp_path / "p"))
     assert isinstance(loaded, PolicyAgent) and loaded.epochs == agent.epochs == 2
-    for board in FIXED_BOARDS:
-        game = Game(board=board)
-        assert loaded.act(game) == agent.act(game)
-        assert loaded.move_values(game) == agent.move_values(game)
+    assert_same_moves(loaded, agent, FIXED_BOARDS)
 
 
 def test_a_checkpoint_of_another_agent_is_refused(tmp_path):
     other = create_agent("dqn", {"hidden": (8,)}, seed=0).save(tmp_path / "dqn")
-    with pytest.raises(ValueError, match="not 'policy'"):
-        PolicyAgent.load(other)
-    with pytest.raises(CheckpointError, match="not 'policy'"):
-        load_checkpoint(other, expect_agent="policy")
+    assert_refused_as(PolicyAgent, "policy", other)

@@ -11,20 +11,14 @@ import pytest
 from agents.base import Budget, Control, Counters
 from agents.checkpoint import load_checkpoint
 from agents.runner import remaining_budget, resume_run, run_training
-from engine import Rules
 from engine.store import GameStore
-from tests.agents.fake_learner import FakeConfig, FakeLearner, registered
+from tests.agents.fake_learner import learner, registered
 
 
 @pytest.fixture
-def store(data_dir: Path, monkeypatch: pytest.MonkeyPatch):
+def store(store: GameStore, monkeypatch: pytest.MonkeyPatch) -> GameStore:
     registered(monkeypatch)
-    with GameStore.open(data_dir) as s:
-        yield s
-
-
-def learner(**kw: object) -> FakeLearner:
-    return FakeLearner(FakeConfig(**kw), Rules(rows=2, cols=2), seed=1)  # type: ignore[arg-type]
+    return store
 
 
 def test_a_finished_run_logs_every_event_games_and_a_final_checkpoint(

@@ -14,35 +14,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engine import Direction, Game, Rules
-from engine.store import HUMAN, GameRecorder, GameStore, Player, StoreError, exchange
+from engine import Game, Rules
+from engine.store import GameStore, StoreError, exchange
 from engine.store.codec import MAX_EXPONENT
+from tests.engine.exchange_helpers import ORDER
+from tests.engine.exchange_helpers import exported_arrays as _arrays
+from tests.engine.exchange_helpers import exported_lines as _lines
+from tests.engine.exchange_helpers import play_first_legal as _play
+from tests.engine.exchange_helpers import write_jsonl as _write_jsonl
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-ORDER = (Direction.LEFT, Direction.UP, Direction.RIGHT, Direction.DOWN)
 TOP = 1 << MAX_EXPONENT
-
-
-@pytest.fixture
-def store(data_dir):
-    with GameStore.open(data_dir) as s:
-        yield s
-
-
-def _play(store: GameStore, seed: int, moves: int, player: Player = HUMAN, game: Game | None = None) -> int:
-    """A recorded game: the first legal move in the order left, up, right, down, ``moves`` times."""
-    rec = (
-        GameRecorder(store, game, player)
-        if game is not None
-        else GameRecorder(store, player=player, seed=seed)
-    )
-    for _ in range(moves):
-        if rec.game_over:
-            break
-        rec.play(next(d for d in ORDER if d in rec.game.legal_moves()))
-    rec.close()
-    assert rec.game_id is not None
-    return rec.game_id
 
 
 def _snapshot(store: GameStore) -> list:
@@ -56,22 +38,6 @@ def _snapshot(store: GameStore) -> list:
         ]
     finally:
         con.close()
-
-
-def _lines(store: GameStore, ids: list[int], tmp_path: Path) -> list[dict[str, Any]]:
-    path = store.export_jsonl(ids, tmp_path / "export.jsonl")
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
-def _write_jsonl(path: Path, games: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(g) + "\n" for g in games))
-    return path
-
-
-def _arrays(store: GameStore, ids: list[int], tmp_path: Path) -> dict[str, np.ndarray]:
-    path = store.export_npz(ids, tmp_path / "export.npz")
-    with np.load(path, allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
 
 
 def _write_npz(path: Path, arrays: dict[str, Any]) -> Path:

@@ -13,33 +13,18 @@ import numpy as np
 import pytest
 
 from agents.spec import AgentSpec
-from engine import Direction
-from engine.store import HUMAN, GameRecorder, GameStore, StoreError, exchange
+from engine.store import GameStore, StoreError, exchange
 from engine.store.reviews import imported_key
 from studio.services.review import Reviewer, default_reviewer, review_by_key, review_game, stored_review
+from tests.engine.exchange_helpers import exported_arrays as _arrays
+from tests.engine.exchange_helpers import exported_lines as _lines
+from tests.engine.exchange_helpers import play_first_legal as _play
+from tests.engine.exchange_helpers import write_jsonl as _write_jsonl
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-ORDER = (Direction.LEFT, Direction.UP, Direction.RIGHT, Direction.DOWN)
 FULL = Reviewer(AgentSpec(name="expectimax"), 1)  # cheap at depth 1, still a real reviewer
 PARTIAL = Reviewer(AgentSpec(name="expectimax"), 2)
 SUFFIXES = (".npz", ".jsonl")
-
-
-@pytest.fixture
-def store(data_dir):
-    with GameStore.open(data_dir) as s:
-        yield s
-
-
-def _play(store: GameStore, seed: int, moves: int) -> int:
-    rec = GameRecorder(store, player=HUMAN, seed=seed)
-    for _ in range(moves):
-        if rec.game_over:
-            break
-        rec.play(next(d for d in ORDER if d in rec.game.legal_moves()))
-    rec.close()
-    assert rec.game_id is not None
-    return rec.game_id
 
 
 def _stop_after(n: int):
@@ -213,22 +198,6 @@ def _refused(store: GameStore, path: Path, match: str) -> str:
     assert "\n" not in message and len(message) <= 400, message
     assert _snapshot(store) == before  # nothing lost, nothing added
     return message
-
-
-def _lines(store: GameStore, ids: list[int], tmp_path: Path) -> list[dict[str, Any]]:
-    path = store.export_jsonl(ids, tmp_path / "export.jsonl")
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
-def _write_jsonl(path: Path, games: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(g) + "\n" for g in games))
-    return path
-
-
-def _arrays(store: GameStore, ids: list[int], tmp_path: Path) -> dict[str, np.ndarray]:
-    path = store.export_npz(ids, tmp_path / "export.npz")
-    with np.load(path, allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
 
 
 def _with_reviews(arrays: dict[str, np.ndarray], metas: list[dict[str, Any]]) -> dict[str, np.ndarray]:

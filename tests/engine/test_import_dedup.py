@@ -3,19 +3,11 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from engine import Rules
 from engine.store import HUMAN, GameRecorder, GameStore, Player, exchange
-
-
-@pytest.fixture
-def store(tmp_path: Path):
-    s = GameStore.open(tmp_path / "data")
-    yield s
-    s.close()
 
 
 def _game(store: GameStore, seed: int, moves: int, player: Player = HUMAN) -> int:

@@ -4,8 +4,6 @@ records its backend and plays locally), so these tests need neither Ray nor its 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,13 +17,6 @@ from studio.tabs.arena import BACKEND_KEY, ArenaTab
 pytest_plugins = ("tests.studio.gui_fixtures",)
 
 CLICK = Qt.MouseButton.LeftButton
-
-
-@pytest.fixture
-def store(data_dir: Path) -> Iterator[GameStore]:
-    s = GameStore.open(data_dir)
-    yield s
-    s.close()
 
 
 @pytest.fixture

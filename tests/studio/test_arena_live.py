@@ -12,7 +12,6 @@ import statistics
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,8 +21,8 @@ from agents.baselines import RandomAgent
 from agents.config import AgentConfig, knob
 from agents.spec import AgentSpec
 from engine import Direction, Game
-from engine.store import GameStore
 from studio.tabs.arena import RESULT_COLUMNS, ArenaTab
+from tests.studio.tab_fixtures import shown_arena
 
 pytest_plugins = ("tests.studio.gui_fixtures",)
 
@@ -32,20 +31,8 @@ COL = {name: i for i, name in enumerate(RESULT_COLUMNS)}
 
 
 @pytest.fixture
-def store(data_dir: Path) -> Iterator[GameStore]:
-    s = GameStore.open(data_dir)
-    yield s
-    s.close()
-
-
-@pytest.fixture
 def arena(qtbot, store) -> Iterator[ArenaTab]:
-    tab = ArenaTab(store, None)
-    qtbot.addWidget(tab)
-    tab.resize(1200, 740)
-    tab.show()
-    yield tab
-    tab.shutdown()
+    yield from shown_arena(qtbot, store, (1200, 740))
 
 
 @dataclass

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,8 +12,8 @@ from agents.arena import evaluate
 from agents.base import Budget
 from agents.registry import create_agent
 from agents.spec import AgentSpec
-from engine.store import GameStore
 from studio.tabs.arena import ArenaTab
+from tests.studio.tab_fixtures import shown_arena
 from tests.studio.train_fakes import register_fakes
 
 CLICK = Qt.MouseButton.LeftButton
@@ -24,20 +23,8 @@ pytest_plugins = ("tests.studio.gui_fixtures",)
 
 
 @pytest.fixture
-def store(data_dir: Path) -> Iterator[GameStore]:
-    s = GameStore.open(data_dir)
-    yield s
-    s.close()
-
-
-@pytest.fixture
 def arena(qtbot, store) -> Iterator[ArenaTab]:
-    tab = ArenaTab(store, None)
-    qtbot.addWidget(tab)
-    tab.resize(1100, 750)
-    tab.show()
-    yield tab
-    tab.shutdown()
+    yield from shown_arena(qtbot, store, (1100, 750))
 
 
 def _table(t) -> list[list[str]]:

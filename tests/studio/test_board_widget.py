@@ -10,6 +10,7 @@ from PySide6.QtGui import QFontMetricsF
 from engine import DIRECTIONS, Direction, Game, Rules, slide
 from studio.theme import load_theme
 from studio.widgets.board import BoardWidget, tile_motions
+from tests.studio.tab_fixtures import shown
 
 
 @pytest.mark.parametrize("shape", [(4, 4), (3, 5), (1, 6), (6, 2)])
@@ -56,11 +57,7 @@ def test_keys_emit_directions(qtbot):
 
 
 def test_transitions_queue_and_end_on_the_last_board(qtbot):
-    board = BoardWidget()
-    qtbot.addWidget(board)
-    board.resize(300, 300)
-    board.show()
-    qtbot.waitExposed(board)
+    board = shown(qtbot, BoardWidget(), (300, 300))
     board.animation_ms = 200
     game = Game(rules=Rules(), seed=3)
     board.set_board(game.board)

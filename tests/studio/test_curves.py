@@ -9,6 +9,7 @@ import pytest
 
 from agents.base import MetricEvent
 from studio.widgets.curves import CurvesPanel, GrowingArray, PeakDecimator, RunSeries, peak_decimate
+from tests.studio.tab_fixtures import shown
 
 
 def test_growing_array_doubles_and_keeps_values():
@@ -117,11 +118,7 @@ def _fill(panel: CurvesPanel, n: int) -> RunSeries:
 
 
 def test_a_million_points_redraw_at_ten_frames_a_second(qtbot):
-    panel = CurvesPanel()
-    qtbot.addWidget(panel)
-    panel.resize(1000, 700)
-    panel.show()
-    qtbot.waitExposed(panel)
+    panel = shown(qtbot, CurvesPanel(), (1000, 700))
     _fill(panel, 1_000_000)
     assert panel.data_length("scorePlot") == 1_000_000
     frames = []
@@ -219,10 +216,7 @@ def test_the_panels_span_the_same_steps_so_they_line_up(qtbot):
     """Greedy evaluations from 4M to 12M moves and scores from 0 to 14M: the evaluation panel's x axis
     still runs from 0 to 14M, as the score panel's does, and follows when the scores go further; on a
     log x axis both start at the first positive step."""
-    panel = CurvesPanel()
-    qtbot.addWidget(panel)
-    panel.resize(900, 600)
-    panel.show()
+    panel = shown(qtbot, CurvesPanel(), (900, 600))
     run = RunSeries("run 1")
     run.add_events([MetricEvent("episode", i + 1, 10_000 * i, 0.0, {"score": 10.0 * i}) for i in range(1401)])
     run.add_events(

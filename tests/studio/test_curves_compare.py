@@ -10,6 +10,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage, QPainter
 
 from studio.widgets.curves import AUTO_LOG_X_RATIO, RUN_COLOURS, CurvesPanel, RunSeries
+from tests.studio.curves_data import metric_run
+from tests.studio.tab_fixtures import shown
 
 pytest_plugins = ("tests.studio.gui_fixtures",)
 
@@ -18,27 +20,12 @@ CLICK = Qt.MouseButton.LeftButton
 
 @pytest.fixture
 def panel(qtbot) -> CurvesPanel:
-    p = CurvesPanel()
-    qtbot.addWidget(p)
-    p.resize(900, 700)
-    p.show()
+    p = shown(qtbot, CurvesPanel(), (900, 700))
     return p
 
 
 def _run(agent: str, run_id: int, n: int, last_step: float, **metrics) -> RunSeries:
-    run = RunSeries(f"run {run_id} {agent}", agent=agent, run_id=run_id)
-    cols = {
-        "episode": np.arange(n, dtype=float),
-        "step": np.linspace(last_step / n, last_step, n),
-        "elapsed": np.arange(n) * 0.5,
-        "score": np.linspace(100, 2000, n),
-        "max_tile": np.full(n, 256.0),
-        "steps_per_s": np.linspace(900, 1100, n),
-    }
-    for name, v in metrics.items():
-        cols[name] = np.broadcast_to(np.asarray(v, dtype=float), (n,)).copy()
-    run.add_columns(cols)
-    return run
+    return metric_run(agent, run_id, np.linspace(last_step / n, last_step, n), **metrics)
 
 
 def _dqn(run_id: int = 1, last_step: float = 2_000.0) -> RunSeries:

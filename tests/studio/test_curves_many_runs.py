@@ -12,6 +12,7 @@ from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QApplication
 
 from studio.widgets.curves import CONSTANT_LINES, RUN_COLOURS, RUN_LEGEND_ROWS, CurvesPanel, RunSeries
+from tests.studio.tab_fixtures import shown
 
 LRS = (1.0, 1.0, 0.3, 0.3, 0.1, 0.1, 0.03, 0.03)
 
@@ -51,11 +52,7 @@ def _sweep(k: int = 8) -> list[tuple[object, RunSeries]]:
 
 @pytest.fixture
 def panel(qtbot) -> CurvesPanel:
-    p = CurvesPanel()
-    qtbot.addWidget(p)
-    p.resize(1280, 800)
-    p.show()
-    qtbot.waitExposed(p)
+    p = shown(qtbot, CurvesPanel(), (1280, 800))
     return p
 
 

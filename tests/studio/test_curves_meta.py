@@ -3,7 +3,6 @@ constants as text, smoothing, x axes, log axes, compare by ticking runs, the fin
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +10,6 @@ import pytest
 from PySide6.QtCore import QSettings, Qt
 
 from agents.base import MetricEvent
-from engine.store import GameStore
 from studio.tabs.train import TrainTab
 from studio.widgets.curves import (
     EMPTY_TEXT,
@@ -23,36 +21,23 @@ from studio.widgets.curves import (
     format_duration_tick,
     format_si,
 )
+from tests.studio.curves_data import metric_run
+from tests.studio.tab_fixtures import fake_run, shown
 from tests.studio.train_fakes import register_fakes
 
-pytest_plugins = ("tests.studio.gui_fixtures",)
+pytest_plugins = ("tests.studio.gui_fixtures", "tests.studio.tab_fixtures")
 
 CLICK = Qt.MouseButton.LeftButton
 
 
 @pytest.fixture
 def panel(qtbot) -> CurvesPanel:
-    p = CurvesPanel()
-    qtbot.addWidget(p)
-    p.resize(900, 700)
-    p.show()
+    p = shown(qtbot, CurvesPanel(), (900, 700))
     return p
 
 
 def _run(agent: str, run_id: int, n: int = 20, **metrics: np.ndarray | float) -> RunSeries:
-    run = RunSeries(f"run {run_id} {agent}", agent=agent, run_id=run_id)
-    cols: dict[str, np.ndarray] = {
-        "episode": np.arange(n, dtype=float),
-        "step": np.arange(n) * 10.0,
-        "elapsed": np.arange(n) * 0.5,
-        "score": np.linspace(100, 2000, n),
-        "max_tile": np.full(n, 256.0),
-        "steps_per_s": np.linspace(900, 1100, n),
-    }
-    for name, v in metrics.items():
-        cols[name] = np.broadcast_to(np.asarray(v, dtype=float), (n,)).copy()
-    run.add_columns(cols)
-    return run
+    return metric_run(agent, run_id, np.arange(n) * 10.0, **metrics)
 
 
 # ------------------------------------------------------------------ ticks
@@ -268,37 +253,12 @@ def test_toolbar_settings_persist(qtbot, tmp_path) -> None:
 
 
 # ------------------------------------------------------------------ the Train tab
-@pytest.fixture
-def store(data_dir: Path) -> Iterator[GameStore]:
-    s = GameStore.open(data_dir)
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def tab(qtbot, store, monkeypatch) -> Iterator[TrainTab]:
-    register_fakes(monkeypatch)
-    t = TrainTab(store, None)
-    qtbot.addWidget(t)
-    t.resize(1200, 800)
-    t.show()
-    monkeypatch.setattr(t, "ask_close", lambda: "stop")
-    yield t
-    t.shutdown()
-
-
-def _fake(tab: TrainTab, episodes: int = 3, **config) -> None:
-    tab.launch.select_agent("fake_learner")
-    tab.launch.form.set_values({"delay_ms": 0.0, **config})
-    tab.launch.set_budget(episodes=episodes)
-
-
 def test_a_finished_run_is_selected_and_ticks_compare(qtbot, tab, store) -> None:
-    _fake(tab, episodes=3)
+    fake_run(tab, episodes=3)
     with qtbot.waitSignal(tab.trainingFinished, timeout=60_000):
         qtbot.mouseClick(tab.startButton, CLICK)
     first = store.list_runs()[0].id
-    _fake(tab, episodes=3, delay_ms=2.0)
+    fake_run(tab, episodes=3, delay_ms=2.0)
     with qtbot.waitSignal(tab.runStarted, timeout=30_000) as started:
         qtbot.mouseClick(tab.startButton, CLICK)
     second = started.args[0]

@@ -18,6 +18,7 @@ from engine import Direction, Game, Rules, Spawn
 from engine.records import GameTrace, play_recorded
 from engine.store import GameRecorder
 from studio.widgets.board import BoardWidget
+from tests.studio.tab_fixtures import shown
 
 pytest_plugins = ("tests.studio.gui_fixtures",)
 
@@ -271,11 +272,7 @@ def _same_pixels(a: QImage, b: QImage, rect: QRectF) -> bool:
 
 @pytest.mark.parametrize("direction", list(Direction))
 def test_the_arrow_is_beside_the_board_and_leaves_every_tile_untouched(qtbot, direction):
-    board = BoardWidget(hint_margin=True)
-    qtbot.addWidget(board)
-    board.resize(420, 360)
-    board.show()
-    qtbot.waitExposed(board)
+    board = shown(qtbot, BoardWidget(hint_margin=True), (420, 360))
     board.set_board(np.array(ALL_LEGAL))
     without = _image(board)
     assert board.arrow_rect() is None
@@ -304,11 +301,7 @@ def test_a_board_without_the_band_makes_room_before_an_arrow(qtbot):
 
 
 def test_a_spawn_is_a_ring_round_its_tile_not_a_red_tile(qtbot):
-    board = BoardWidget()
-    qtbot.addWidget(board)
-    board.resize(360, 360)
-    board.show()
-    qtbot.waitExposed(board)
+    board = shown(qtbot, BoardWidget(), (360, 360))
     b = np.array(ALL_LEGAL)
     board.set_board(b)
     plain = _image(board)

@@ -25,7 +25,7 @@ import pytest
 
 from studio.cli import main
 from studio.progress import ECHO_ROOM, ProgressLine
-from tests.agents.fake_learner import registered
+from tests.agents.fake_learner import registered, train_argv
 
 WIDTH = 100
 ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -179,21 +179,7 @@ def test_train_on_a_terminal_fits_and_keeps_stdout_for_results(
     monkeypatch.setenv("COLUMNS", str(WIDTH))
     with terminal() as (stream, got):
         monkeypatch.setattr("sys.stderr", stream)
-        rc = main(
-            [
-                "train",
-                "--agent",
-                "fake-learner",
-                "--episodes",
-                "400",
-                "--rows",
-                "2",
-                "--cols",
-                "2",
-                "--seed",
-                "3",
-            ]
-        )
+        rc = main(train_argv(400))
         monkeypatch.undo()
     assert rc == 0
     shown, newlines = rows(b"".join(got))

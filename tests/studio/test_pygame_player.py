@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from engine import Direction, Game, Rules
-from engine.store import GameStore
 
 pygame = pytest.importorskip("pygame")
 
@@ -17,12 +16,6 @@ from studio.pygame_player import LAST_TILE, PygamePlayer, run_pygame  # noqa: E4
 
 def _key(key: int):
     return pygame.event.Event(pygame.KEYDOWN, key=key)
-
-
-@pytest.fixture
-def store(data_dir):
-    with GameStore.open(data_dir) as s:
-        yield s
 
 
 def test_keys_move_and_log_like_the_engine(store):

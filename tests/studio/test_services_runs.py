@@ -3,9 +3,6 @@ preset parity (the Train tab and ``train --preset`` store the same config, rules
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from PySide6.QtCore import Qt
 
@@ -22,13 +19,6 @@ from studio.services.runs import RunRequest, open_run, preset_budget, resolve
 from tests.studio.train_fakes import register_fakes
 
 pytest_plugins = ("tests.studio.gui_fixtures",)
-
-
-@pytest.fixture
-def store(data_dir: Path) -> Iterator[GameStore]:
-    s = GameStore.open(data_dir)
-    yield s
-    s.close()
 
 
 def cli_request(argv: list[str]) -> RunRequest:

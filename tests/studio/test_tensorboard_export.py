@@ -13,7 +13,7 @@ import pytest
 from engine.store import GameStore
 from studio.cli import main
 from studio.services.runs import TensorBoardMissing, export_run_tensorboard, write_tensorboard
-from tests.agents.fake_learner import registered
+from tests.agents.fake_learner import registered, train_argv
 
 
 def _read(directory: Path):
@@ -52,24 +52,7 @@ def test_scalars_read_back_with_steps_and_training_time(tmp_path: Path) -> None:
 
 def _trained_run(data_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> int:
     registered(monkeypatch)
-    assert (
-        main(
-            [
-                "train",
-                "--agent",
-                "fake-learner",
-                "--episodes",
-                "5",
-                "--rows",
-                "2",
-                "--cols",
-                "2",
-                "--seed",
-                "3",
-            ]
-        )
-        == 0
-    )
+    assert main(train_argv(5)) == 0
     capsys.readouterr()
     return 1
 

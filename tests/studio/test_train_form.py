@@ -6,7 +6,6 @@ and human labels on every agent's form."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,36 +18,16 @@ from agents.config import LABEL_WORDS, list_presets
 from engine import Game, Rules
 from engine.records import GameTrace, play_recorded
 from engine.store import HUMAN, GameRecorder, GameStore, Player
-from studio.tabs.train import SHORTCUTS, TrainTab
+from studio.tabs.train import SHORTCUTS
 from studio.tabs.train import launch as launch_module
 from studio.widgets.config_form import PRESET_PLACEHOLDER, ConfigForm
 from tests.studio.gui_helpers import load_preset_with_keys
 from tests.studio.train_fakes import FakeConfig, register_fakes
 
-pytest_plugins = ("tests.studio.gui_fixtures",)
+pytest_plugins = ("tests.studio.gui_fixtures", "tests.studio.tab_fixtures")
 
 CLICK = Qt.MouseButton.LeftButton
 CTRL = Qt.KeyboardModifier.ControlModifier
-
-
-@pytest.fixture
-def store(data_dir: Path) -> Iterator[GameStore]:
-    s = GameStore.open(data_dir)
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def tab(qtbot, store, monkeypatch) -> Iterator[TrainTab]:
-    register_fakes(monkeypatch)
-    t = TrainTab(store, None)
-    qtbot.addWidget(t)
-    t.resize(1200, 800)
-    t.show()
-    qtbot.waitExposed(t)
-    monkeypatch.setattr(t, "ask_close", lambda: "stop")
-    yield t
-    t.shutdown()
 
 
 def _fake_preset(tmp_path: Path, monkeypatch, name: str = "fake-preset", **extra) -> None:

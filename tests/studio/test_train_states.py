@@ -6,7 +6,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -14,35 +13,14 @@ import pytest
 from PySide6.QtCore import Qt
 
 from agents.base import Budget, MetricEvent
-from engine.store import GameStore
 from studio.tabs.train import SWEEP_CAPTION, TrainTab, eta_text
 from studio.tabs.train.live import LiveRun, eta_seconds
-from studio.tabs.train.sweep import LIST
 from studio.widgets.curves import RunSeries
-from tests.studio.train_fakes import register_fakes
+from tests.studio.tab_fixtures import lr_sweep_dialog
 
-pytest_plugins = ("tests.studio.gui_fixtures",)
+pytest_plugins = ("tests.studio.gui_fixtures", "tests.studio.tab_fixtures")
 
 CLICK = Qt.MouseButton.LeftButton
-
-
-@pytest.fixture
-def store(data_dir: Path) -> Iterator[GameStore]:
-    s = GameStore.open(data_dir)
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def tab(qtbot, store, monkeypatch) -> Iterator[TrainTab]:
-    register_fakes(monkeypatch)
-    t = TrainTab(store, None)
-    qtbot.addWidget(t)
-    t.resize(1200, 800)
-    t.show()
-    monkeypatch.setattr(t, "ask_close", lambda: "stop")
-    yield t
-    t.shutdown()
 
 
 def _event(elapsed: float, progress: float, episode: int = 1, step: int = 10) -> MetricEvent:
@@ -198,13 +176,7 @@ def test_being_played_now_only_while_a_run_of_the_window_plays(qtbot, tab, store
     # A sweep begins (its trials train in their own processes): the ended run's board goes.
     tab.launch.select_agent("ntuple")
     tab.launch.set_budget(episodes=400)
-    qtbot.mouseClick(tab.sweepButton, CLICK)
-    dialog = tab.sweepDialog
-    row = dialog.rows["lr"]
-    row.set_mode(LIST)
-    row.listEdit.selectAll()
-    qtbot.keyClicks(row.listEdit, "0.1,0.01")
-    dialog.workersSpin.setValue(1)
+    dialog = lr_sweep_dialog(qtbot, tab)
     qtbot.mouseClick(dialog.startButton, CLICK)
     assert tab.sweep is not None
     assert live_panel.boardCaption.text() == SWEEP_CAPTION
@@ -220,13 +192,7 @@ def test_closing_during_a_sweep_can_keep_it_training_without_the_window(qtbot, t
     window is gone."""
     tab.launch.select_agent("ntuple")
     tab.launch.set_budget(episodes=3000)
-    qtbot.mouseClick(tab.sweepButton, CLICK)
-    dialog = tab.sweepDialog
-    row = dialog.rows["lr"]
-    row.set_mode(LIST)
-    row.listEdit.selectAll()
-    qtbot.keyClicks(row.listEdit, "0.1,0.01")
-    dialog.workersSpin.setValue(1)
+    dialog = lr_sweep_dialog(qtbot, tab)
     dialog.evalGamesSpin.setValue(0)
     qtbot.mouseClick(dialog.startButton, CLICK)
     qtbot.waitUntil(lambda: tab.sweep is not None and bool(tab.sweep.progress.running), timeout=60_000)

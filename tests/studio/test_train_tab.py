@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -21,18 +20,12 @@ from engine.records import GameTrace, play_recorded
 from engine.store import GameStore
 from studio.tabs.train import TrainTab, write_metrics_csv
 from tests.studio.gui_helpers import load_preset_with_keys
+from tests.studio.tab_fixtures import fake_run
 from tests.studio.train_fakes import register_fakes
 
-pytest_plugins = ("tests.studio.gui_fixtures",)
+pytest_plugins = ("tests.studio.gui_fixtures", "tests.studio.tab_fixtures")
 
 CLICK = Qt.MouseButton.LeftButton
-
-
-@pytest.fixture
-def store(data_dir: Path) -> Iterator[GameStore]:
-    s = GameStore.open(data_dir)
-    yield s
-    s.close()
 
 
 def _make_tab(qtbot, store, parent=None) -> TrainTab:
@@ -42,22 +35,6 @@ def _make_tab(qtbot, store, parent=None) -> TrainTab:
         tab.resize(1200, 800)
         tab.show()
     return tab
-
-
-@pytest.fixture
-def tab(qtbot, store, monkeypatch) -> Iterator[TrainTab]:
-    register_fakes(monkeypatch)
-    t = _make_tab(qtbot, store)
-    # A test that fails mid-run must not leave a modal question open at teardown.
-    monkeypatch.setattr(t, "ask_close", lambda: "stop")
-    yield t
-    t.shutdown()
-
-
-def _fake(tab: TrainTab, episodes: int = 3, **config) -> None:
-    tab.launch.select_agent("fake_learner")
-    tab.launch.form.set_values({"delay_ms": 0.0, **config})
-    tab.launch.set_budget(episodes=episodes)
 
 
 def _train(qtbot, tab: TrainTab, timeout: int = 60_000) -> str:
@@ -112,7 +89,7 @@ def test_a_tiny_run_draws_curves_and_lands_in_the_store(qtbot, tab, store):
 
 
 def test_pause_stops_the_event_flow_resume_continues_stop_keeps_a_checkpoint(qtbot, tab, store):
-    _fake(tab, episodes=10**6, delay_ms=1.0)
+    fake_run(tab, episodes=10**6, delay_ms=1.0)
     with qtbot.waitSignal(tab.runStarted, timeout=30_000) as started:
         qtbot.mouseClick(tab.startButton, CLICK)
     run_id = started.args[0]
@@ -160,7 +137,7 @@ def test_a_failing_agent_shows_the_error_marks_the_run_failed_and_the_app_lives(
     assert "boom" in (run.error or "")
     box.close()
     # the tab still trains
-    _fake(tab, episodes=2)
+    fake_run(tab, episodes=2)
     assert _train(qtbot, tab) == "finished"
 
 
@@ -194,9 +171,9 @@ def test_budget_in_minutes(qtbot, tab):
 
 
 def test_runs_reopen_after_a_restart_and_overlay_to_compare(qtbot, tab, store, monkeypatch):
-    _fake(tab, episodes=3)
+    fake_run(tab, episodes=3)
     assert _train(qtbot, tab) == "finished"
-    _fake(tab, episodes=5)
+    fake_run(tab, episodes=5)
     assert _train(qtbot, tab) == "finished"
     tab.shutdown()
 
@@ -222,7 +199,7 @@ def test_runs_reopen_after_a_restart_and_overlay_to_compare(qtbot, tab, store, m
 
 
 def test_resume_a_stopped_run_from_its_last_checkpoint(qtbot, tab, store):
-    _fake(tab, episodes=10**6, delay_ms=0.5)
+    fake_run(tab, episodes=10**6, delay_ms=0.5)
     with qtbot.waitSignal(tab.runStarted, timeout=30_000) as started:
         qtbot.mouseClick(tab.startButton, CLICK)
     run_id = started.args[0]
@@ -249,7 +226,7 @@ def test_resume_a_stopped_run_from_its_last_checkpoint(qtbot, tab, store):
 
 
 def test_use_in_play_and_arena_and_export_csv(qtbot, tab, store, tmp_path):
-    _fake(tab, episodes=3)
+    fake_run(tab, episodes=3)
     assert _train(qtbot, tab) == "finished"
     run_id = store.list_runs()[0].id
     tab.select_runs([run_id])
@@ -276,7 +253,7 @@ def test_the_export_menu_writes_tensorboard_event_files(qtbot, tab, store, tmp_p
     pytest.importorskip("tensorboard")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    _fake(tab, episodes=3)
+    fake_run(tab, episodes=3)
     assert _train(qtbot, tab) == "finished"
     run_id = store.list_runs()[0].id
     tab.select_runs([run_id])
@@ -305,7 +282,7 @@ def test_closing_the_window_while_training_asks_then_stops_with_a_checkpoint(qtb
     tab = _make_tab(qtbot, store, parent=win)
     win.setCentralWidget(tab)
     win.show()
-    _fake(tab, episodes=10**6, delay_ms=1.0)
+    fake_run(tab, episodes=10**6, delay_ms=1.0)
     with qtbot.waitSignal(tab.runStarted, timeout=30_000) as started:
         qtbot.mouseClick(tab.startButton, CLICK)
     run_id = started.args[0]
@@ -445,7 +422,7 @@ def test_use_in_play_and_in_arena_through_the_window(qtbot, studio_window):
     win = studio_window
     win.show_tab("Train")
     train = win.tab("Train")
-    _fake(train, episodes=2)
+    fake_run(train, episodes=2)
     assert _train(qtbot, train) == "finished"
     run_id = win.store.list_runs()[0].id
     path = win.store.last_checkpoint(run_id)
@@ -466,7 +443,7 @@ def test_closing_the_main_window_during_training_asks_and_keeps_the_checkpoint(
     win = studio_window
     win.show_tab("Train")
     train = win.tab("Train")
-    _fake(train, episodes=10**6, delay_ms=1.0)
+    fake_run(train, episodes=10**6, delay_ms=1.0)
     with qtbot.waitSignal(train.runStarted, timeout=30_000) as started:
         qtbot.mouseClick(train.startButton, CLICK)
     monkeypatch.setattr(train, "ask_close", lambda: "cancel")

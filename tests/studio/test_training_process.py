@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
@@ -23,27 +21,15 @@ from studio.services.training_process import TrainingProcess, exit_reason
 from studio.tabs.train import TrainTab
 from tests.studio.train_fakes import register_fakes
 
-pytest_plugins = ("tests.studio.gui_fixtures",)
+pytest_plugins = ("tests.studio.gui_fixtures", "tests.studio.tab_fixtures")
 CLICK = Qt.MouseButton.LeftButton
 
 
 @pytest.fixture
-def store(data_dir: Path, monkeypatch) -> Iterator[GameStore]:
+def store(store: GameStore, monkeypatch) -> GameStore:
+    """The shared store, with the fake agents registered (these tests use them with and without the tab)."""
     register_fakes(monkeypatch)
-    s = GameStore.open(data_dir)
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def tab(qtbot, store, monkeypatch) -> Iterator[TrainTab]:
-    t = TrainTab(store, None)
-    qtbot.addWidget(t)
-    monkeypatch.setattr(t, "ask_close", lambda: "stop")
-    t.resize(1200, 800)
-    t.show()
-    yield t
-    t.shutdown()
+    return store
 
 
 def _start(qtbot, tab: TrainTab, episodes: int, delay_ms: float = 1.0) -> int:

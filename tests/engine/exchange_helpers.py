@@ -1,0 +1,55 @@
+"""What the exchange tests share: recorded games to export, a real export read back as JSON lines or
+arrays, and a hand-made ``.jsonl`` written out for import."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from engine import Direction, Game
+from engine.store import HUMAN, GameRecorder, Player
+
+if TYPE_CHECKING:
+    from engine.store import GameStore
+
+ORDER = (Direction.LEFT, Direction.UP, Direction.RIGHT, Direction.DOWN)
+
+
+def play_first_legal(
+    store: GameStore, seed: int, moves: int, player: Player = HUMAN, game: Game | None = None
+) -> int:
+    """A recorded game: the first legal move in the order left, up, right, down, ``moves`` times."""
+    rec = (
+        GameRecorder(store, game, player)
+        if game is not None
+        else GameRecorder(store, player=player, seed=seed)
+    )
+    for _ in range(moves):
+        if rec.game_over:
+            break
+        rec.play(next(d for d in ORDER if d in rec.game.legal_moves()))
+    rec.close()
+    assert rec.game_id is not None
+    return rec.game_id
+
+
+def exported_lines(store: GameStore, ids: list[int], tmp_path: Path) -> list[dict[str, Any]]:
+    """Games ``ids`` exported to ``tmp_path/export.jsonl``, one dict a line."""
+    path = store.export_jsonl(ids, tmp_path / "export.jsonl")
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def write_jsonl(path: Path, games: list[dict[str, Any]]) -> Path:
+    """``games`` as a ``.jsonl`` file at ``path``."""
+    path.write_text("".join(json.dumps(g) + "\n" for g in games))
+    return path
+
+
+def exported_arrays(store: GameStore, ids: list[int], tmp_path: Path) -> dict[str, np.ndarray]:
+    """Games ``ids`` exported to ``tmp_path/export.npz``, its arrays read back."""
+    path = store.export_npz(ids, tmp_path / "export.npz")
+    with np.load(path, allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
