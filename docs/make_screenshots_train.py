@@ -62,10 +62,8 @@ def main(size: tuple[int, int] = (1280, 800), out_dir: Path = ROOT / "docs", vie
 
     def shot(view: str) -> None:
         settle(app, 0.6)
-        names = [f"screenshot-{view}-{suffix}.png"] + (
-            [f"screenshot-{view}.png"] if size == (1280, 800) else []
-        )
-        for name in names:
+        extra = [f"screenshot-{view}.png"] if size == (1280, 800) else []
+        for name in [f"screenshot-{view}-{suffix}.png", *extra]:
             window.grab().save(str(out_dir / name))
             written.append(name)
 
