@@ -23,12 +23,6 @@ from engine.store.schema import APPLICATION_ID, SCHEMA_VERSION
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def store(data_dir):
-    with GameStore.open(data_dir) as s:
-        yield s
-
-
 def _play(
     store: GameStore, seed: int, moves: int, rules: Rules | None = None, player: Player = HUMAN
 ) -> tuple[int, Game]:

@@ -16,12 +16,6 @@ from engine.store.schema import SCHEMA_VERSION, _migrate_1_to_2
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
-@pytest.fixture
-def store(data_dir: Path):
-    with GameStore.open(data_dir) as s:
-        yield s
-
-
 def _run(store: GameStore) -> int:
     return store.create_run("dqn", {}, Rules(), {"episodes": 10})
 

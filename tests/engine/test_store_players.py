@@ -24,12 +24,6 @@ ORDER = (Direction.LEFT, Direction.UP, Direction.RIGHT, Direction.DOWN)
 
 
 @pytest.fixture
-def store(data_dir):
-    with GameStore.open(data_dir) as s:
-        yield s
-
-
-@pytest.fixture
 def v1_path(tmp_path) -> Path:
     """A copy of the schema-1 fixture (the checked-in file is never opened for writing)."""
     path = tmp_path / "studio.sqlite3"

@@ -17,12 +17,6 @@ from engine.store.schema import SCHEMA_VERSION
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
-@pytest.fixture
-def store(data_dir: Path):
-    with GameStore.open(data_dir) as s:
-        yield s
-
-
 def _game(store: GameStore, moves: int = 12, seed: int = 1) -> int:
     game = Game(seed=seed)
     trace = GameTrace.start(game)

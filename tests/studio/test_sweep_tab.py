@@ -5,13 +5,11 @@ show the trials, and a stopped sweep resumes to the end."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
 
 from agents.base import Budget
-from engine.store import GameStore
 from studio.services.sweep import KnobRange, rank_sweep
 from studio.tabs.train import TrainTab
 from studio.tabs.train.sweep import LIST, RANGE, SweepDialog
@@ -20,13 +18,6 @@ pytest_plugins = ("tests.studio.gui_fixtures",)
 
 CLICK = Qt.MouseButton.LeftButton
 SWEEP_TIMEOUT_MS = 180_000
-
-
-@pytest.fixture
-def store(data_dir: Path) -> Iterator[GameStore]:
-    s = GameStore.open(data_dir)
-    yield s
-    s.close()
 
 
 @pytest.fixture
