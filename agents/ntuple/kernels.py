@@ -830,6 +830,50 @@ def _tt_slot(b: np.uint64, level: int, mask: int) -> np.int64:
 
 
 @njit(cache=True, inline="always")
+def _leaf_max(
+    w: np.ndarray,
+    s: np.uint64,
+    ext: np.ndarray,
+    tlen: np.ndarray,
+    toff: np.ndarray,
+    stage_size: int,
+    stage_thr: np.ndarray,
+    n_live: int,
+    dg: int,
+    leaf_feat: np.ndarray,
+    leaf_b: np.ndarray,
+    leaf_r: np.ndarray,
+    vals: np.ndarray,
+) -> float:
+    """A max node ``s`` whose afterstates are leaves: ``vals[d]`` = reward + V(afterstate) of each move
+    (the reward alone for a 32768 merge, ``NEG_INF`` for an illegal move); returns the best (``NEG_INF``
+    when no move is legal). The features of all legal moves are found, and their weight lines
+    prefetched, before the first sum, so the loads of the four lookups overlap."""
+    n_feat = 8 * tlen.shape[0]
+    top = _has15(s)
+    moves4(s, leaf_b, leaf_r)
+    for d in range(4):
+        if leaf_b[d] != s and not (top and overflows(s, d)):
+            _fill_features(
+                leaf_feat[d], downgrade(leaf_b[d], dg), ext, tlen, toff, stage_size, stage_thr, n_live
+            )
+            for j in range(n_feat):
+                _prefetch(w, leaf_feat[d, j])
+    best = NEG_INF
+    for d in range(4):
+        vals[d] = NEG_INF
+        if leaf_b[d] == s:
+            continue
+        v = float(leaf_r[d])
+        if not (top and overflows(s, d)):
+            v += _sum_features(w, leaf_feat[d], n_feat)
+        vals[d] = v
+        if v > best:
+            best = v
+    return best
+
+
+@njit(cache=True, inline="always")
 def _leaf_chance(
     w: np.ndarray,
     a: np.uint64,
@@ -844,13 +888,13 @@ def _leaf_chance(
     leaf_feat: np.ndarray,
     leaf_b: np.ndarray,
     leaf_r: np.ndarray,
+    vals: np.ndarray,
 ) -> float:
     """The value of chance node ``a`` whose spawns lead to leaf max nodes (every chance node of a 2-ply
-    search, the deepest ones of any search): the mean over the spawns of the best reward + V(afterstate),
-    in the order and with the sums :func:`search_values`' general walk uses, so the values are the same
-    bit for bit. Most of a search's time is spent here, so it is a plain loop without the walk's stack.
+    search, the deepest ones of any search): the mean over the spawns of :func:`_leaf_max`, in the
+    order and with the sums :func:`search_values`' general walk uses, so the values are the same bit
+    for bit. Most of a search's time is spent here, so it is a plain loop without the walk's stack.
     """
-    n_feat = 8 * tlen.shape[0]
     acc = 0.0
     n_empty = 0
     for i in range(16):
@@ -863,25 +907,9 @@ def _leaf_chance(
             if p <= 0.0:
                 continue
             s = a | (np.uint64(tile) << shift)
-            top = _has15(s)
-            moves4(s, leaf_b, leaf_r)
-            # the features of all legal moves first, then the sums, so the weight loads overlap
-            for d in range(4):
-                if leaf_b[d] != s and not (top and overflows(s, d)):
-                    _fill_features(
-                        leaf_feat[d], downgrade(leaf_b[d], dg), ext, tlen, toff, stage_size, stage_thr, n_live
-                    )
-                    for j in range(n_feat):
-                        _prefetch(w, leaf_feat[d, j])
-            best = NEG_INF
-            for d in range(4):
-                if leaf_b[d] == s:
-                    continue
-                v = float(leaf_r[d])
-                if not (top and overflows(s, d)):
-                    v += _sum_features(w, leaf_feat[d], n_feat)
-                if v > best:
-                    best = v
+            best = _leaf_max(
+                w, s, ext, tlen, toff, stage_size, stage_thr, n_live, dg, leaf_feat, leaf_b, leaf_r, vals
+            )
             acc += p * (best if best > NEG_INF else 0.0)
     return acc / n_empty if n_empty > 0 else 0.0
 
@@ -942,8 +970,7 @@ def search_values(
     child_final = np.zeros(size, dtype=np.int64)
     n_feat = 8 * tlen.shape[0]
     leaf_feat = np.empty((4, n_feat), dtype=np.int64)  # a leaf max node's afterstates' features
-    leaf_v = np.zeros(4)
-    leaf_kind = np.zeros(4, dtype=np.int64)  # 0 illegal, 1 valued by the network, 2 a 32768 merge
+    leaf_v = np.zeros(4)  # a leaf max node's move values (_leaf_max)
     leaf_b = np.zeros(4, dtype=np.uint64)
     leaf_r = np.zeros(4, dtype=np.int64)
 
@@ -955,36 +982,16 @@ def search_values(
     while True:
         if phase == 0:
             if k >= final[k] and dnext[k] == 0:
-                # a max node whose afterstates are leaves (most nodes): the features of all its moves
-                # first, then the sums, so the loads of the four lookups overlap; values taken in
-                # move order, as below
-                bk = board[k]
-                top = _has15(bk)
-                moves4(bk, leaf_b, leaf_r)
-                for d in range(4):
-                    nb = leaf_b[d]
-                    r = leaf_r[d]
-                    if nb == bk:
-                        leaf_kind[d] = 0
-                    elif top and overflows(bk, d):
-                        leaf_kind[d] = 2
-                        leaf_v[d] = float(r)
-                    else:
-                        leaf_kind[d] = 1
-                        leaf_v[d] = float(r)
-                        _fill_features(
-                            leaf_feat[d], downgrade(nb, dg), ext, tlen, toff, stage_size, stage_thr, n_live
-                        )
-                for d in range(4):
-                    if leaf_kind[d] == 0:
-                        continue
-                    v = leaf_v[d]
-                    if leaf_kind[d] == 1:
-                        v += _sum_features(w, leaf_feat[d], n_feat)
-                    if k == 1:
-                        out[d] = v
-                    if v > best[k]:
-                        best[k] = v
+                # a max node whose afterstates are leaves (only the root can be one: a chance node
+                # whose spawns are leaves is valued whole by _leaf_chance)
+                bv = _leaf_max(
+                    w, board[k], ext, tlen, toff, stage_size, stage_thr, n_live, dg,
+                    leaf_feat, leaf_b, leaf_r, leaf_v,
+                )  # fmt: skip
+                if k == 1:
+                    out[:] = leaf_v
+                if bv > best[k]:
+                    best[k] = bv
                 dnext[k] = 4
             opened = False
             while dnext[k] < 4:
@@ -995,9 +1002,7 @@ def search_values(
                     continue
                 if _has15(board[k]) and overflows(board[k], d):
                     v = float(r)
-                elif k >= final[k]:
-                    v = r + evaluate(w, downgrade(nb, dg), ext, tlen, toff, stage_size, stage_thr, n_live)
-                else:
+                else:  # k < final[k] here: a leaf max node's moves were all valued above
                     sl = _tt_slot(nb, k, mask)
                     if tt_gen[sl] == gen and tt_key[sl] == nb and tt_level[sl] == k:
                         v = r + tt_val[sl]
@@ -1007,7 +1012,7 @@ def search_values(
                         if k + 1 >= child_final[k]:  # its spawns are leaf max nodes: valued in one loop
                             ev = _leaf_chance(
                                 w, nb, p4, ext, tlen, toff, stage_size, stage_thr, n_live, dg,
-                                leaf_feat, leaf_b, leaf_r,
+                                leaf_feat, leaf_b, leaf_r, leaf_v,
                             )  # fmt: skip
                             tt_key[sl] = nb
                             tt_level[sl] = k
