@@ -53,8 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.studio_only:
         train_studio(args.cpu_seconds, args.work, args.seed)
         return 0
-    from agents.base import Agent
+    from agents.fast_eval import evaluate_fast
     from agents.ntuple import cpp_reference as cref
+    from agents.spec import AgentSpec
 
     if args.cpp_repo is None or not cref.is_checkout(args.cpp_repo):
         parser.error("--cpp-repo must be a checkout of ziap/2048-tdl (src/network/learning.h)")
@@ -71,8 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     theirs_run = cref.finish(cpp)
     wall = time.time() - t0
     mine = json.loads((args.work / "studio_train.json").read_text())
-    played = Agent.load(args.work / "studio.npz").play_fast(args.games, seed=1_000_000)  # type: ignore[attr-defined]
-    tiles = played["max_tile"]
+    # 1-ply on the games of seeds 1,000,000 + i: eval --fast's jitted loop
+    spec = AgentSpec.from_checkpoint(args.work / "studio.npz", "ntuple")
+    mine_played = evaluate_fast(spec, args.games, seed=1_000_000).result
     out = subprocess.run(
         [str(binary), "agent", "-e", str(args.games)],
         cwd=args.work / "cpp",
@@ -85,10 +87,13 @@ def main(argv: list[str] | None = None) -> int:
         "cpu": cref.cpu_model(),
         "cpu_seconds": args.cpu_seconds,
         "wall_seconds": round(wall),
-        "studio": {**mine, "mean_score": float(played["score"].mean()),
-                   **{str(t): float((tiles >= t).mean()) for t in (2048, 8192, 16384, 32768)}},
+        "studio": {
+            **mine,
+            "mean_score": mine_played.mean_score,
+            **{str(t): f for t, f in mine_played.tile_at_least((2048, 8192, 16384, 32768)).items()},
+        },
         "cpp": {"moves": theirs_run.moves, "cpu_seconds": theirs_run.cpu_seconds, **theirs},
-    }  # fmt: skip
+    }
     row["studio_over_cpp"] = round(row["studio"]["mean_score"] / theirs["mean_score"], 3)
     print(json.dumps(row))
     return 0
