@@ -115,12 +115,15 @@ def _load_plugin(ep: EntryPoint) -> tuple[type[Agent] | None, str | None]:
     try:
         cls = ep.load()
     except (Exception, SystemExit) as e:  # anything a foreign module raises while imported
-        log.warning("plug-in agent %s (%s) failed to import", ep.name, ep.value, exc_info=True)
+        # INFO: the reason reaches the user through broken_plugins() (the greyed form entry, `agents`,
+        # `check-agent`, a refused `--agent`); a warning would repeat it on every start of every
+        # command, e.g. for the studio's own sb3-* agents wherever the optional extra is not installed
+        log.info("plug-in agent %s (%s) failed to import", ep.name, ep.value, exc_info=True)
         return None, _one_line(f"cannot import {ep.value}: {type(e).__name__}: {e}")
     try:
         problem = contract_problem(cls, ep.name)
     except Exception as e:  # a class whose attributes raise when read (properties, metaclasses)
-        log.warning("plug-in agent %s (%s) could not be checked", ep.name, ep.value, exc_info=True)
+        log.info("plug-in agent %s (%s) could not be checked", ep.name, ep.value, exc_info=True)
         problem = f"{type(e).__name__}: {e}"
     if problem:
         return None, _one_line(problem)
@@ -168,7 +171,7 @@ def _discover() -> dict[str, Plugin]:
             _AGENTS[ep.name] = ep.value
             _cache[ep.name] = cls
         else:
-            log.warning("plug-in agent %s left out: %s", ep.name, reason)
+            log.info("plug-in agent %s left out: %s", ep.name, reason)
     return found
 
 
