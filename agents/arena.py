@@ -37,7 +37,7 @@ from agents.base import Agent
 from agents.play_only import set_play_only
 from agents.ray_util import RAY_TASK_CPUS
 from agents.spec import AgentSpec
-from agents.threads import cpu_share, limit_threads
+from agents.threads import PLAY_TORCH_THREADS, cpu_share, limit_threads
 from engine import Game, Rules
 from engine.records import GameTrace, play_recorded
 
@@ -432,7 +432,7 @@ def _init_worker(moves: Any, threads: int, barrier: Any) -> None:
     set_play_only()  # its agents only play: torch learners skip their optimiser (a CPU-second of start)
     # This process's share of the cores, set before any agent's imports: torch reads the environment
     # when it loads (and again after each build, for the pools the build loaded).
-    _worker_threads = limit_threads(threads)
+    _worker_threads = limit_threads(threads, PLAY_TORCH_THREADS)
 
 
 def _worker_agent_for(spec: AgentSpec, rules: Rules) -> Agent:
@@ -443,7 +443,7 @@ def _worker_agent_for(spec: AgentSpec, rules: Rules) -> Agent:
         _worker_key, _worker_agent, _worker_error = key, None, None
         try:
             agent = spec.build()
-            _worker_threads = limit_threads(_worker_threads_n)
+            _worker_threads = limit_threads(_worker_threads_n, PLAY_TORCH_THREADS)
             warm_up(agent, rules)
             _worker_agent = agent
         except Exception as e:

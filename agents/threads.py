@@ -41,6 +41,15 @@ THREAD_ENV_VARS: tuple[str, ...] = (
 )
 
 
+#: Torch (with OpenMP, MKL and OpenBLAS) threads of a process that only plays: evaluation and Arena
+#: workers, ``eval`` playing in its own process, MCTS self-play workers. A move's forward pass is one
+#: board, or one search's few leaves: too little work to split. On a 16-core machine two evaluation
+#: workers with 8 torch threads each played no faster than with one each and kept 15.8 cores busy instead
+#: of 2, their OpenMP threads spinning at every pass's barrier (``bench eval``). numba keeps the
+#: process's share: its parallel kernels split whole games between threads.
+PLAY_TORCH_THREADS = 1
+
+
 def cpu_count() -> int:
     """Cores this process may run on (its CPU affinity where the OS has one, else all of them)."""
     try:
@@ -64,14 +73,16 @@ def thread_env(threads: int) -> dict[str, str]:
     return dict.fromkeys(THREAD_ENV_VARS, str(int(threads)))
 
 
-def limit_threads(threads: int) -> dict[str, Any]:
-    """Make this process use ``threads`` threads in torch, numba, OpenMP, MKL and OpenBLAS (see the
-    module's docstring for what binds when); returns :func:`threads_report`.
+def limit_threads(threads: int, torch_threads: int | None = None) -> dict[str, Any]:
+    """Make this process use ``threads`` threads in numba and ``torch_threads`` (default: ``threads``)
+    in torch, OpenMP, MKL and OpenBLAS (see the module's docstring for what binds when); returns
+    :func:`threads_report`. Processes that only play pass :data:`PLAY_TORCH_THREADS`.
 
     Idempotent: call it first thing in a worker (the environment, before torch loads) and again once the
     agent is built (torch's and numba's pools, now loaded). It never imports torch or numba itself: a
     worker that plays without them does not pay their import."""
-    os.environ.update(thread_env(threads))
+    torch_threads = threads if torch_threads is None else torch_threads
+    os.environ.update(thread_env(torch_threads))
     # numba first: its first set_num_threads starts its OpenMP layer, which sets the OpenMP thread count
     # (torch's too, the same libgomp) back to NUMBA_NUM_THREADS; torch's count set after it stays.
     numba = sys.modules.get("numba")
@@ -79,11 +90,11 @@ def limit_threads(threads: int) -> dict[str, Any]:
         numba.set_num_threads(max(1, min(threads, int(numba.config.NUMBA_NUM_THREADS))))
     torch = sys.modules.get("torch")
     if torch is not None and hasattr(torch, "set_num_threads"):
-        torch.set_num_threads(threads)
-        if torch.get_num_interop_threads() != threads:
+        torch.set_num_threads(torch_threads)
+        if torch.get_num_interop_threads() != torch_threads:
             # Refused once inter-op work started in this process (or after an earlier call): kept then.
             with contextlib.suppress(RuntimeError):
-                torch.set_num_interop_threads(threads)
+                torch.set_num_interop_threads(torch_threads)
     return threads_report()
 
 
@@ -106,8 +117,11 @@ def threads_report() -> dict[str, Any]:
     }
 
 
-def report_matches(report: dict[str, Any], threads: int) -> bool:
-    """Every count in a :func:`threads_report` that is known equals ``threads``."""
-    counts = [report.get(k) for k in ("torch", "interop", "numba")]
-    env = [report.get(var) for var in THREAD_ENV_VARS]
-    return all(c is None or c == threads for c in counts) and all(v == str(threads) for v in env)
+def report_matches(report: dict[str, Any], threads: int, torch_threads: int | None = None) -> bool:
+    """A :func:`threads_report` says what :func:`limit_threads` (``threads``, ``torch_threads``) set:
+    numba's count equals ``threads``, torch's counts and the environment ``torch_threads`` (default:
+    ``threads``); counts of libraries not loaded are passed over."""
+    tt = threads if torch_threads is None else torch_threads
+    torch_ok = all(report.get(k) in (None, tt) for k in ("torch", "interop"))
+    env_ok = all(report.get(var) == str(tt) for var in THREAD_ENV_VARS)
+    return torch_ok and env_ok and report.get("numba") in (None, threads)

@@ -36,7 +36,7 @@ from agents.ray_util import RAY_TASK_CPUS, init_ray
 
 # import_ray: re-exported for the callers that took it from here (bench mcts, tests).
 from agents.ray_util import import_ray as import_ray
-from agents.threads import cpu_share, limit_threads, threads_report
+from agents.threads import PLAY_TORCH_THREADS, cpu_share, limit_threads, threads_report
 
 Weights = Mapping[str, np.ndarray]
 KeepGoing = Callable[[], bool]
@@ -149,10 +149,12 @@ def _process_main(conn: Connection, spec: WorkerSpec, threads: int = 1) -> None:
     """A worker process: build the worker, then answer messages until told to stop or the pipe closes.
 
     ``threads``: this process's share of the cores, for torch, numba, OpenMP and BLAS."""
-    limit_threads(threads)  # the environment first: the worker's libraries read it as they load
+    # The environment first: the worker's libraries read it as they load. Torch on one thread: a
+    # self-play worker only plays (the learner trains in the parent).
+    limit_threads(threads, PLAY_TORCH_THREADS)
     try:
         worker = spec.build(threads=threads)
-        limit_threads(threads)  # and the pools the build loaded
+        limit_threads(threads, PLAY_TORCH_THREADS)  # and the pools the build loaded
     except BaseException:
         conn.send(("error", -1, traceback.format_exc()))
         return

@@ -47,7 +47,7 @@ from agents.config import ConfigError, load_preset
 from agents.fast_eval import check_fast, evaluate_fast
 from agents.ray_util import RAY_MISSING
 from agents.spec import AgentSpec
-from agents.threads import cpu_share, limit_threads, threads_report
+from agents.threads import PLAY_TORCH_THREADS, cpu_share, limit_threads, threads_report
 from engine.store import GameStore
 from studio.cli import MAX_WORKERS, CliError, ctrl_c_stops, whole
 from studio.commands import _agent_flags as flags
@@ -272,7 +272,7 @@ def _pin_threads(specs: list[AgentSpec]) -> None:
     for spec in specs:
         if spec.name is not None:
             flags.config_class(spec.name)
-    limit_threads(cpu_share(1))
+    limit_threads(cpu_share(1), PLAY_TORCH_THREADS)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -269,14 +269,14 @@ def _result(scores: list[int], tiles: list[int]) -> EvalResult:
 
 def test_a_pool_is_kept_from_one_evaluation_to_the_next() -> None:
     from agents.arena import EvalPool
-    from agents.threads import cpu_share, report_matches
+    from agents.threads import PLAY_TORCH_THREADS, cpu_share, report_matches
 
     greedy, rnd = AgentSpec("greedy"), AgentSpec("random")
     with EvalPool(2) as pool:
         assert not pool.running
         reports = pool.prepare(greedy)  # both workers started, the agent built in each
         assert pool.running and len({r["pid"] for r in reports}) == 2
-        assert all(report_matches(r, cpu_share(2)) for r in reports)
+        assert all(report_matches(r, cpu_share(2), PLAY_TORCH_THREADS) for r in reports)
         pids = {r["pid"] for r in reports}
         a = evaluate(greedy, games=6, seed=42, pool=pool)
         b = evaluate(rnd, games=6, seed=42, pool=pool)  # another agent, the same processes

@@ -17,6 +17,7 @@ from agents.arena import evaluate
 from agents.registry import register
 from agents.spec import AgentSpec
 from agents.threads import (
+    PLAY_TORCH_THREADS,
     THREAD_ENV_VARS,
     cpu_count,
     cpu_share,
@@ -50,6 +51,10 @@ def test_report_matches_checks_every_known_count() -> None:
     assert report_matches(good, 2) and not report_matches(good, 1)
     assert not report_matches({**good, "interop": 4}, 2)
     assert not report_matches({**good, "MKL_NUM_THREADS": None}, 2)
+    # a process that only plays: numba at its share, torch and the environment at one thread
+    play: dict[str, Any] = {"pid": 1, "torch": 1, "interop": 1, "numba": 8, **thread_env(1)}
+    assert report_matches(play, 8, 1) and not report_matches(play, 8) and not report_matches(play, 1)
+    assert not report_matches({**play, "torch": 8}, 8, 1)
 
 
 _CHILD = """
@@ -85,6 +90,24 @@ def test_limit_threads_sets_torch_interop_numba_and_the_environment(order: str) 
         assert got["before"]["torch"] is None  # never imported by the helper itself
 
 
+_PLAY_CHILD = """
+import json, numba, torch
+from agents.threads import limit_threads
+print(json.dumps(limit_threads(2, 1)))
+"""
+
+
+@pytest.mark.skipif(cpu_count() < 2, reason="numba cannot run two threads on one core")
+def test_a_play_process_runs_numba_at_its_share_and_torch_on_one_thread() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_ENV_VARS and k != "NUMBA_NUM_THREADS"}
+    out = subprocess.run(
+        [sys.executable, "-c", _PLAY_CHILD], capture_output=True, text=True, env=env, check=True
+    ).stdout
+    got = json.loads(out)
+    assert (got["numba"], got["torch"], got["interop"], got["OMP_NUM_THREADS"]) == (2, 1, 1, "1")
+    assert report_matches(got, 2, 1)
+
+
 @pytest.fixture
 def torch_fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AgentSpec:
     """The stand-in torch agent, its workers meeting in ``tmp_path`` before the first game."""
@@ -105,8 +128,8 @@ def test_each_evaluation_worker_reports_its_share_of_the_cores(torch_fake: Agent
     assert len(reports) == 2 and len({r["pid"] for r in reports}) == 2
     assert os.getpid() not in {r["pid"] for r in reports}
     for r in reports:
-        assert r["torch"] == share and r["interop"] == share and r["numba"] == share, r
-        assert report_matches(r, share), r
+        assert r["torch"] == PLAY_TORCH_THREADS == r["interop"] and r["numba"] == share, r
+        assert report_matches(r, share, PLAY_TORCH_THREADS), r
     assert result.to_dict()["worker_threads"] == [dict(r) for r in reports]
     # The shares changed nothing the games depend on.
     assert result.scores.tolist() == one.scores.tolist()
@@ -125,8 +148,8 @@ def test_each_selfplay_worker_process_reports_its_share_of_the_cores() -> None:
     share = cpu_share(2)
     assert len({r["pid"] for r in reports}) == 2
     for r in reports:
-        assert r["torch"] == share and r["interop"] == share and r["numba"] == share, r
-        assert report_matches(r, share), r
+        assert r["torch"] == PLAY_TORCH_THREADS == r["interop"] and r["numba"] == share, r
+        assert report_matches(r, share, PLAY_TORCH_THREADS), r
 
 
 def test_the_periodic_evaluator_plays_on_one_core(tmp_path: Path) -> None:

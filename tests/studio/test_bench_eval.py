@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agents.threads import cpu_share, report_matches
+from agents.threads import PLAY_TORCH_THREADS, cpu_share, report_matches
 from studio.cli import main
 
 
@@ -53,9 +53,9 @@ def test_bench_eval_json_per_agent_one_and_two_workers(capsys: pytest.CaptureFix
         assert two["same_games"] is True  # the same seeds, the same network: the same scores
         assert two["startup_s"] > 0 and two["cores_used"] > 0 and two["games"] >= 4
         assert len(two["worker_threads"]) >= 1
-        assert all(report_matches(t, cpu_share(2)) for t in two["worker_threads"])
-    # the policy network is torch's: its workers report torch's pools at their share
-    assert all(t["torch"] == cpu_share(2) for t in results["policy_2"]["worker_threads"])
+        assert all(report_matches(t, cpu_share(2), PLAY_TORCH_THREADS) for t in two["worker_threads"])
+    # the policy network is torch's: its workers play on one torch thread
+    assert all(t["torch"] == PLAY_TORCH_THREADS for t in results["policy_2"]["worker_threads"])
     info = report["info"]
     assert info["workers"] == 2 and info["min_games"] == 4 and info["threads"]["torch"] == 1
     assert info["machine"]["cpus"] >= 1 and info["machine"]["cpu"]
