@@ -216,6 +216,10 @@ class Agent:
     #: (expected future score: a gap is points given up), ``"share"`` (probabilities or visit shares
     #: summing to 1), or ``"rank"`` (any other scale: only the order and relative gaps mean something)
     value_kind: ClassVar[str] = "rank"
+    #: :meth:`review_values` gives each move's value in **points** (the score still to come, a game's
+    #: end seen one move ahead) although :attr:`value_kind` is not "points": the game review can grade
+    #: with this agent (an actor-critic's critic, looked one move ahead and mapped to points)
+    reviews_in_points: ClassVar[bool] = False
 
     def __init__(
         self, config: AgentConfig | None = None, rules: Rules | None = None, seed: int | None = None
@@ -243,6 +247,11 @@ class Agent:
     def move_values(self, game: Game) -> dict[Direction, float]:
         """A value per **legal** move (higher is better): hints in the GUI, "why this move"."""
         raise NotImplementedError(f"{self.name} does not rate moves")
+
+    def review_values(self, game: Game) -> dict[Direction, float]:
+        """A value per legal move as the game review reads it: :meth:`move_values`, except for an agent
+        that :attr:`reviews_in_points` (it returns points here)."""
+        return self.move_values(game)
 
     def act(self, game: Game) -> Direction:
         """The move to play: always legal. Default: the best of :meth:`move_values`, ties by action order."""

@@ -135,6 +135,10 @@ def save_checkpoint(agent: Agent, path: str | Path, *, require_finite: bool = Fa
         "state": state_meta,
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
+    if agent.reviews_in_points:
+        # Said in the file: a window lists such checkpoints as reviewers from their metadata, without
+        # importing the agent's class (an SB3 agent's import takes seconds).
+        meta["reviews_in_points"] = True
     payload = {k: np.ascontiguousarray(v) for k, v in arrays.items()}
     for k, v in payload.items():
         if k == META_KEY or v.dtype == object:

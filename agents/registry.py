@@ -107,6 +107,8 @@ def contract_problem(cls: Any, name: str) -> str | None:
         return f"{cls.__name__} plays no move: it overrides neither act nor move_values"
     if agent.trainable and agent.train is base.Agent.train:
         return f"{cls.__name__} says it is trainable but does not override train"
+    if agent.reviews_in_points is True and agent.review_values is base.Agent.review_values:
+        return f"{cls.__name__} says it reviews in points but does not override review_values"
     return None
 
 

@@ -41,12 +41,14 @@ from agents.nn.state import (
     optimizer_state,
     set_numpy_rng_state,
 )
-from agents.sb3.bridge import LoggedValues, StepSchedule, StudioCallback, game_of, make_vec_env
+from agents.review import Calibration, fit_calibration
+from agents.sb3.bridge import LoggedValues, StepSchedule, StudioCallback, game_of, make_vec_env, shape_reward
 from agents.sb3.config import A2CConfig, DQNConfig, MaskablePPOConfig, PPOConfig, SB3Config
 from agents.sb3.features import EXTRACTORS, MaskedDQNPolicy
+from agents.td_afterstate import expand
 from agents.training import TrainTracker
 from engine import DIRECTIONS, Direction, Game, Rules
-from engine.boards import game_exponents
+from engine.boards import afterstates, game_exponents
 
 ACTIVATION: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "tanh": nn.Tanh}
 
@@ -225,8 +227,80 @@ class SB3Agent(Agent):
 
 
 class _OnPolicyAgent(SB3Agent):
+    """An actor-critic (PPO, MaskablePPO, A2C): it plays by its policy and reviews by its critic.
+
+    The critic values a board in the learner's shaped, discounted reward, not in points. To grade moves
+    it looks one move ahead (:meth:`lookahead`: each move's shaped reward plus ``gamma`` times the
+    critic's expected value of the board after the spawn, 0 where no move is left), and a monotone map
+    fitted on :data:`REVIEW_GAMES` games the agent plays itself (seeds from :data:`REVIEW_SEED`) turns
+    that into the score those games still made (:func:`agents.review.fit_calibration`, as heuristic
+    expectimax's calibration). The map is fitted on the first review call and again after the weights
+    change; the same weights give the same map."""
+
     config: Any
     passed = (*SB3Agent.passed, "n_steps", "gae_lambda", "ent_coef", "vf_coef", "normalize_advantage")
+    reviews_in_points = True
+    REVIEW_GAMES: ClassVar[int] = 12
+    REVIEW_SEED: ClassVar[int] = 1000
+    _review_map: Calibration | None = None
+
+    @torch.no_grad()
+    def critic_values(self, exps_BRC: np.ndarray) -> np.ndarray:
+        """The critic's value of each board ``(B, R, C)`` (exponents), float64 ``(B,)``."""
+        policy: Any = self.model.policy
+        policy.set_training_mode(False)
+        values = policy.predict_values(torch.as_tensor(exps_BRC, device=self.device))
+        return values.reshape(-1).double().cpu().numpy()
+
+    def lookahead(self, game: Game) -> dict[Direction, float]:
+        """Each legal move's shaped reward + ``gamma`` x the critic's expected value of the board after
+        the spawn (a board with no legal move is worth 0), in the learner's reward units."""
+        if self.rules.spawn_per_move != 1:
+            raise ValueError(f"{self.name} reviews one-spawn games only, not {self.rules.spawn_per_move}")
+        after, gained, _ = afterstates(game_exponents(game)[None])
+        legal = np.flatnonzero(game.legal_mask())
+        ex = expand(after[0, legal], self.rules.p4)
+        alive = ex.legal.any(axis=1)
+        v = np.zeros(len(ex.children))
+        if alive.any():
+            v[alive] = self.critic_values(ex.children[alive])
+        expected = np.zeros(len(legal))
+        np.add.at(expected, ex.parent, ex.prob * v)
+        cfg = self.config
+        values = shape_reward(gained[0, legal], cfg.reward, cfg.reward_scale) + cfg.gamma * expected
+        return {DIRECTIONS[int(a)]: float(x) for a, x in zip(legal, values, strict=True)}
+
+    def review_map(self) -> Calibration:
+        """The map from :meth:`lookahead` values to points (fitted once per set of weights)."""
+        if self._review_map is None:
+            raw: list[float] = []
+            remaining: list[float] = []
+            for k in range(self.REVIEW_GAMES):
+                game = Game(rules=self.rules, seed=self.REVIEW_SEED + k)
+                before: list[int] = []
+                while not game.game_over:
+                    move = self.act(game)
+                    raw.append(self.lookahead(game)[move])
+                    before.append(game.score)
+                    game.step(move)
+                remaining += [game.score - s for s in before]
+            self._review_map = fit_calibration(raw, remaining, games=self.REVIEW_GAMES)
+        return self._review_map
+
+    def review_values(self, game: Game) -> dict[Direction, float]:
+        values = self.lookahead(game)
+        points = self.review_map().points(np.array(list(values.values())))
+        return {d: float(p) for d, p in zip(values, points, strict=True)}
+
+    def train(
+        self, budget: Budget, control: Control | None = None, context: TrainContext | None = None
+    ) -> Iterator[MetricEvent]:
+        self._review_map = None  # the weights change
+        yield from super().train(budget, control, context)
+
+    def set_state(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
+        super().set_state(arrays, meta)
+        self._review_map = None
 
 
 class SB3PPOAgent(_OnPolicyAgent):

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
+import numpy.typing as npt
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import KVWriter
 from stable_baselines3.common.monitor import Monitor
@@ -40,6 +41,13 @@ LOGGED: dict[str, tuple[str, float]] = {
 }
 
 
+def shape_reward(score_gained: npt.ArrayLike, kind: str, scale: float) -> npt.NDArray[np.float64]:
+    """The reward the learner sees for moves that gained ``score_gained``: the score gained
+    (``kind`` "score") or log2(1 + score gained), times ``scale``."""
+    raw = np.asarray(score_gained, dtype=np.float64)
+    return (raw if kind == "score" else np.log2(1.0 + raw)) * scale
+
+
 class ShapedReward(gym.Wrapper[Any, Any, Any, Any]):
     """The reward the learner sees: the score gained, or log2(1 + score gained), times a scale."""
 
@@ -50,8 +58,7 @@ class ShapedReward(gym.Wrapper[Any, Any, Any, Any]):
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
-        r = float(reward) if self.kind == "score" else math.log2(1.0 + float(reward))
-        return obs, r * self.scale, terminated, truncated, info
+        return obs, float(shape_reward(float(reward), self.kind, self.scale)), terminated, truncated, info
 
 
 def make_vec_env(rules: Rules, n_envs: int, reward: str, scale: float) -> DummyVecEnv:

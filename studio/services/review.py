@@ -255,6 +255,8 @@ def grading_info(agent: Agent) -> dict[str, Any]:
     sees_death = min([depth, *policy]) >= 2
     if agent.value_kind == "points":
         return {"value_kind": "points", "unit": UNIT, "calibration": None, "sees_death": sees_death}
+    if agent.reviews_in_points:  # its review values are points and see a game's end one move ahead
+        return {"value_kind": "points", "unit": UNIT, "calibration": None, "sees_death": True}
     changed = {
         k: getattr(agent.config, k)
         for k in ("heuristic", "prob_cutoff")
@@ -331,29 +333,32 @@ def calibrate(
 # ------------------------------------------------------------------------------------ choosing
 
 
-#: (path, size, mtime) -> whether the checkpoint's archive and metadata read: a run's files are read
-#: once per window, not at every review
-_READABLE: dict[tuple[str, int, int], bool] = {}
+#: (path, size, mtime) -> the checkpoint's metadata, None when its archive or metadata do not read: a
+#: run's files are read once per window, not at every review
+_METADATA: dict[tuple[str, int, int], dict[str, Any] | None] = {}
 
 
-def _readable(path: Path) -> bool:
-    """True when ``path`` is a checkpoint whose archive and metadata read (the arrays are not
-    inflated): a damaged or truncated best checkpoint is passed over, so the default reviewer falls
-    back to the next one instead of refusing to review."""
+def _checkpoint_meta(path: Path) -> dict[str, Any] | None:
+    """The metadata of the checkpoint at ``path`` (the arrays are not inflated), or None when it does not
+    read: a damaged or truncated best checkpoint is passed over, so the default reviewer falls back to
+    the next one instead of refusing to review."""
     from agents.checkpoint import CheckpointError, read_checkpoint
 
     try:
         st = path.stat()
     except OSError:
-        return False
+        return None
     key = (str(path), st.st_size, st.st_mtime_ns)
-    if key not in _READABLE:
+    if key not in _METADATA:
         try:
-            read_checkpoint(path, arrays=False)
-            _READABLE[key] = True
+            _METADATA[key] = read_checkpoint(path, arrays=False)[0]
         except CheckpointError:
-            _READABLE[key] = False
-    return _READABLE[key]
+            _METADATA[key] = None
+    return _METADATA[key]
+
+
+def _readable(path: Path) -> bool:
+    return _checkpoint_meta(path) is not None
 
 
 def _ntuple_candidates(store: GameStore) -> list[tuple[float, int, Path]]:
@@ -431,6 +436,9 @@ def resolve_reviewer(
             return Reviewer(
                 AgentSpec.from_checkpoint(checkpoint, "ntuple", label=f"n-tuple run {run_id}"), depth
             )
+    for _label, spec in _critic_reviewers(store) if store is not None else []:
+        if spec.checkpoint == checkpoint:
+            return Reviewer(spec, depth)
     return Reviewer(AgentSpec.from_checkpoint(checkpoint), depth)
 
 
@@ -444,15 +452,44 @@ def reviewer_choices(store: GameStore | None) -> list[tuple[str, tuple[str, int 
         for _score, run_id, path in sorted(_ntuple_candidates(store), key=lambda f: (-f[0], -f[1]))[:5]:
             out.append((f"n-tuple run {run_id}, 2-ply", (str(path.resolve()), DEFAULT_DEPTH)))
     out += [(f"expectimax d{d}", ("expectimax", d)) for d in (1, 2, 3)]
+    if store is not None:
+        out += [(label, (str(spec.checkpoint), None)) for label, spec in _critic_reviewers(store)]
     out += [(f"{name} (plug-in)", (name, None)) for name in _plugin_reviewers()]
     return out
 
 
 def _plugin_reviewers() -> list[str]:
-    """Plug-in agents whose move values are points (a gap is points given up): they can grade moves."""
+    """Plug-in agents whose move values are points (a gap is points given up): they can grade moves.
+    (Those that map a critic to points review from a trained checkpoint: :func:`_critic_reviewers`.)"""
     from agents.registry import get_agent_class, plugins
 
     return [p.name for p in plugins() if p.reason is None and get_agent_class(p.name).value_kind == "points"]
+
+
+#: runs looked at for :func:`_critic_reviewers`, newest first (each costs a read of a checkpoint's
+#: metadata the first time)
+CRITIC_RUNS_SCANNED = 200
+
+
+def _critic_reviewers(store: GameStore, most: int = 3) -> list[tuple[str, AgentSpec]]:
+    """(label, spec) of the newest runs' checkpoints (best, else last) of the learners that review by a
+    critic mapped to points (:attr:`agents.base.Agent.reviews_in_points`, e.g. MaskablePPO), ``most``
+    per agent: "sb3-maskppo run 7". Known from each checkpoint's metadata: no agent class is imported
+    (the reviewer box is filled on the window's thread)."""
+    out: list[tuple[str, AgentSpec]] = []
+    per_agent: dict[str, int] = {}
+    for run in store.list_runs(limit=CRITIC_RUNS_SCANNED):
+        if per_agent.get(run.agent, 0) >= most:
+            continue
+        best = store.best_checkpoint(run.id)
+        path = best.path if best is not None and best.path.is_file() else store.last_checkpoint(run.id)
+        meta = _checkpoint_meta(path) if path is not None else None
+        if path is None or meta is None or meta.get("reviews_in_points") is not True:
+            continue
+        label = f"{run.agent} run {run.id}"
+        out.append((label, AgentSpec.from_checkpoint(str(path.resolve()), run.agent, label=label)))
+        per_agent[run.agent] = per_agent.get(run.agent, 0) + 1
+    return out
 
 
 # ------------------------------------------------------------------------------------------ results
@@ -614,7 +651,7 @@ def position_values(agent: Agent, rules: Rules, board: np.ndarray, score: int = 
     """The agent's raw value of each move from ``board``, float64[4] in action order (NaN: illegal)."""
     game = Game(rules=rules, board=board, score=score)
     out = np.full(4, np.nan)
-    for d, v in agent.move_values(game).items():
+    for d, v in agent.review_values(game).items():
         out[int(d)] = v
     mask = game.legal_mask()
     out[~mask] = np.nan  # an agent rating an illegal move never makes it the best

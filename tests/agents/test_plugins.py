@@ -215,6 +215,14 @@ BROKEN_CASES = {
         {"idle_mod": "from agents.base import Agent\nclass IdleAgent(Agent):\n    name = 'idle'\n"},
         "IdleAgent plays no move: it overrides neither act nor move_values",
     ),
+    "reviews in points without review values": (
+        {"critic": "critic_mod:CriticAgent"},
+        {
+            "critic_mod": "from agents.base import Agent\nclass CriticAgent(Agent):\n    name = 'critic'\n"
+            "    reviews_in_points = True\n    def move_values(self, game):\n        return {}\n"
+        },
+        "CriticAgent says it reviews in points but does not override review_values",
+    ),
 }
 
 
