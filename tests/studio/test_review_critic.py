@@ -72,7 +72,7 @@ def slow_lookahead(agent: Any, board: np.ndarray) -> dict[int, float]:
 
 
 def test_the_lookahead_is_reward_plus_the_critics_expected_value_after_the_spawn(checkpoint: Path) -> None:
-    agent = Agent.load(checkpoint)
+    agent: Any = Agent.load(checkpoint)
     fast = agent.lookahead(Game(board=CHAIN))
     slow = slow_lookahead(agent, CHAIN)
     assert sorted(int(d) for d in fast) == sorted(slow) == [0, 1, 3]  # up, left, right
@@ -85,7 +85,7 @@ def test_the_lookahead_is_reward_plus_the_critics_expected_value_after_the_spawn
 def test_review_values_are_points_fitted_on_its_own_games_and_keep_the_critics_order(
     checkpoint: Path,
 ) -> None:
-    agent = Agent.load(checkpoint)
+    agent: Any = Agent.load(checkpoint)
     assert agent.reviews_in_points and agent.value_kind == "share"  # hints stay the policy's shares
     fit = agent.review_map()
     assert fit.games == 3 and fit.positions > 50
