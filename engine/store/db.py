@@ -31,6 +31,7 @@ from engine.core import Direction, Rules, legal_mask, slide_unchecked
 from engine.paths import database_path
 from engine.records import GameTrace
 from engine.store import codec, exchange, schema
+from engine.store.base import one_row
 from engine.store.filters import GameFilter
 from engine.store.model import (
     DAMAGED,
@@ -230,11 +231,8 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
         d = Direction.parse(direction)
         triples = codec.spawn_triples(spawns)
         with self._tx(write=True) as con:
-            row = con.execute(
-                "SELECT rows, cols, status, n_moves, players FROM games WHERE id = ?", (game_id,)
-            ).fetchone()
-            if row is None:
-                raise StoreError(f"no game {game_id} (deleted?)")
+            sql = "SELECT rows, cols, status, n_moves, players FROM games WHERE id = ?"
+            row = one_row(con, sql, game_id, f"no game {game_id} (deleted?)")
             if row["status"] != "playing":
                 raise StoreError(f"game {game_id} is {row['status']}: no more moves can be added")
             if index != row["n_moves"]:
@@ -298,11 +296,8 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
         if status not in ("finished", "abandoned"):
             raise StoreError(f"a game finishes as 'finished' or 'abandoned', not {status!r}")
         with self._tx(write=True) as con:
-            row = con.execute(
-                "SELECT rows, cols, status, initial_board FROM games WHERE id = ?", (game_id,)
-            ).fetchone()
-            if row is None:
-                raise StoreError(f"no game {game_id}")
+            sql = "SELECT rows, cols, status, initial_board FROM games WHERE id = ?"
+            row = one_row(con, sql, game_id, f"no game {game_id}")
             if row["status"] != "playing":
                 raise StoreError(f"game {game_id} is already {row['status']}")
             shape = (row["rows"], row["cols"])
@@ -322,9 +317,7 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
         A finished game, one being played (here or by another live process) or no such game: a
         StoreError (a killed player's game is ``abandoned`` once a store is opened again)."""
         with self._tx(write=True) as con:
-            row = con.execute("SELECT status FROM games WHERE id = ?", (game_id,)).fetchone()
-            if row is None:
-                raise StoreError(f"no game {game_id}")
+            row = one_row(con, "SELECT status FROM games WHERE id = ?", game_id, f"no game {game_id}")
             if row["status"] != "abandoned":
                 raise StoreError(f"game {game_id} is {row['status']}: it cannot be continued here")
             con.execute(
@@ -517,11 +510,9 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
             return int(con.execute(f"SELECT count(*) FROM games{where}", params).fetchone()[0])
 
     def get_game(self, game_id: int) -> GameSummary:
-        with self._tx(write=False) as con:
-            row = con.execute(f"SELECT {_GAME_COLUMNS} FROM games WHERE id = ?", (game_id,)).fetchone()
-        if row is None:
-            raise StoreError(f"no game {game_id}")
-        return _summary(row)
+        return _summary(
+            self._get(f"SELECT {_GAME_COLUMNS} FROM games WHERE id = ?", game_id, f"no game {game_id}")
+        )
 
     def load_game(self, game_id: int) -> GameRecord:
         """A game with its whole trajectory as numpy arrays (see :class:`GameRecord`).
@@ -530,12 +521,8 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
         tile past 2**62, a move row of the wrong type, a gap in the moves) is a one-line StoreError.
         """
         with self._tx(write=False) as con:
-            row = con.execute(
-                f"SELECT {_GAME_COLUMNS}, rows, cols, initial_board, final_board FROM games WHERE id = ?",
-                (game_id,),
-            ).fetchone()
-            if row is None:
-                raise StoreError(f"no game {game_id}")
+            sql = f"SELECT {_GAME_COLUMNS}, rows, cols, initial_board, final_board FROM games WHERE id = ?"
+            row = one_row(con, sql, game_id, f"no game {game_id}")
             cur = con.cursor()
             cur.row_factory = None  # plain tuples: the fastest way through 10^4 rows
             moves = cur.execute(
