@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Literal
@@ -49,6 +50,23 @@ class StoreBase:
         """:func:`one_row` in a read transaction of its own."""
         with self._tx(write=False) as con:
             return one_row(con, sql, key, missing)
+
+    def _rows_of(
+        self, select: str, column: str, ids: Sequence[int] | None, *conditions: str
+    ) -> list[sqlite3.Row]:
+        """The rows of ``select`` (a SELECT without WHERE) that meet ``conditions`` (SQL tests, all of
+        them) and, unless ``ids`` is None, whose ``column`` is one of ``ids``: none for an empty list."""
+        tests = list(conditions)
+        params: list[int] = []
+        if ids is not None:
+            params = [int(i) for i in ids]
+            if not params:
+                return []
+            tests.append(f"{column} IN ({', '.join('?' * len(params))})")
+        sql = select + (" WHERE " + " AND ".join(tests) if tests else "")
+        with self._tx(write=False) as con:
+            rows: list[sqlite3.Row] = con.execute(sql, params).fetchall()
+        return rows
 
     def _set_status(self, table: Table, row_id: int, status: str, error: str | None, *, drive: bool) -> None:
         """Set a run's or sweep's status and error text; ``drive``: also record this process (and this

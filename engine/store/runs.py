@@ -361,17 +361,8 @@ class RunsMixin(StoreBase):
     def runs_disk_use(self, run_ids: Sequence[int] | None = None) -> dict[int, int]:
         """Bytes of checkpoint files per run (every run, or those of ``run_ids``), in one query: what a
         table of runs shows (``engine.store.model.format_size`` writes it as ``"168 MB"``)."""
-        sql = "SELECT run_id, path FROM run_checkpoints"
-        params: list[int] = []
-        if run_ids is not None:
-            ids = [int(i) for i in run_ids]
-            if not ids:
-                return {}
-            sql += f" WHERE run_id IN ({', '.join('?' * len(ids))})"
-            params = ids
-        with self._tx(write=False) as con:
-            rows = con.execute(sql, params).fetchall()
-        out = {int(i): 0 for i in params}
+        rows = self._rows_of("SELECT run_id, path FROM run_checkpoints", "run_id", run_ids)
+        out = {} if run_ids is None else {int(i): 0 for i in run_ids}
         seen: set[Path] = set()
         base = self._path.parent
         for r in rows:

@@ -165,16 +165,9 @@ class SweepsMixin(StoreBase):
 
     def sweep_of_runs(self, run_ids: Sequence[int] | None = None) -> dict[int, tuple[int, int]]:
         """run id -> (sweep id, trial index) for the runs that are sweep trials (all, or of ``run_ids``)."""
-        sql = "SELECT run_id, sweep_id, trial FROM sweep_trials WHERE run_id IS NOT NULL"
-        params: list[int] = []
-        if run_ids is not None:
-            ids = [int(i) for i in run_ids]
-            if not ids:
-                return {}
-            sql += f" AND run_id IN ({','.join('?' * len(ids))})"
-            params = ids
-        with self._tx(write=False) as con:
-            return {int(r[0]): (int(r[1]), int(r[2])) for r in con.execute(sql, params).fetchall()}
+        sql = "SELECT run_id, sweep_id, trial FROM sweep_trials"
+        rows = self._rows_of(sql, "run_id", run_ids, "run_id IS NOT NULL")
+        return {int(r[0]): (int(r[1]), int(r[2])) for r in rows}
 
     def delete_sweep(self, sweep_id: int) -> None:
         """Delete a sweep record and its trial list (its runs stay, as ordinary runs).
