@@ -44,6 +44,11 @@ from engine import fast as F
 from engine.core import Rules, seed_to_state, to_exponents, validate_board
 from engine.game import Game
 
+#: What :meth:`BatchEngine.step` returns: ``(obs, reward, done, mask)``.
+StepOutputs = tuple[
+    npt.NDArray[np.uint8], npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.bool_]
+]
+
 # Status codes the kernel leaves per game.
 _MOVED, _ILLEGAL, _OVERFLOW, _SKIPPED = 0, 1, 2, 3
 
@@ -279,9 +284,7 @@ class BatchEngine:
         self.episodes = 0
         return self.observation(), self.legal_mask()
 
-    def step(
-        self, actions: npt.ArrayLike
-    ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    def step(self, actions: npt.ArrayLike) -> StepOutputs:
         """Move every game once: ``actions`` (n,) ints in 0..3 -> ``(obs, reward, done, mask)``."""
         a = actions
         if a.__class__ is not np.ndarray or a.dtype != np.int64 or not a.flags.c_contiguous:
@@ -310,21 +313,17 @@ class BatchEngine:
         if not _LITTLE:
             obs[:] = _observe_numpy(self._st[_BOARD].view(np.uint64))
             mask[:] = ((self._st[_BITS, :, None] >> np.arange(4)) & 1).astype(bool)
+        outputs = (obs, reward, done, mask)
         if left:
-            n_done += self._step_general(a, obs, reward, done, mask)
+            n_done += self._step_general(a, outputs)
         self.episodes += n_done
-        return obs, reward, done, mask
+        return outputs
 
-    def _step_general(
-        self,
-        actions: npt.NDArray[np.int64],
-        obs: npt.NDArray[np.uint8],
-        reward: npt.NDArray[np.int64],
-        done: npt.NDArray[np.bool_],
-        mask: npt.NDArray[np.bool_],
-    ) -> int:
+    def _step_general(self, actions: npt.NDArray[np.int64], outputs: StepOutputs) -> int:
         """The games the kernel left: those about to make a 65536 join the general path, then every
-        general-path game moves here, one at a time (rare: it takes two 32768s). Returns how many ended."""
+        general-path game moves here, one at a time (rare: it takes two 32768s), writing their part of
+        the step's ``outputs``. Returns how many ended."""
+        obs, reward, done, mask = outputs
         st, status = self._st, self._status
         n_done = 0
         for k in np.flatnonzero((status == _OVERFLOW) | (status == _SKIPPED)):

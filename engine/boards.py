@@ -15,6 +15,7 @@ import numpy.typing as npt
 
 from engine import Game, to_exponents
 from engine import fast as _fast
+from engine.core import from_left_frame, to_left_frame
 
 N_ACTIONS = 4
 _NIBBLE_SHIFTS = np.array([0, 4, 8, 12], dtype=np.int64)
@@ -90,35 +91,14 @@ def _slide_left_lines(lines_LC: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
     return np.take_along_axis(t, order, axis=1), value_L, merges_L
 
 
-def _to_left(e: np.ndarray, d: int) -> np.ndarray:
-    """View boards ``(B, R, C)`` so that move ``d`` is a left move (as engine.core does for one board)."""
-    if d == 1:
-        return e
-    if d == 3:
-        return e[:, :, ::-1]
-    if d == 0:
-        return e.transpose(0, 2, 1)
-    return e[:, ::-1, :].transpose(0, 2, 1)
-
-
-def _from_left(v: np.ndarray, d: int) -> np.ndarray:
-    if d == 1:
-        return v
-    if d == 3:
-        return v[:, :, ::-1]
-    if d == 0:
-        return v.transpose(0, 2, 1)
-    return v.transpose(0, 2, 1)[:, ::-1, :]
-
-
 def slide_batch(exps_BRC: np.ndarray, direction: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Move ``direction`` on every board (no spawn): ``(boards after (B, R, C) uint8, merged value (B,),
     merges (B,))``. An illegal move returns the board unchanged with value 0."""
     e = np.asarray(exps_BRC)
-    view = _to_left(e, direction)
+    view = to_left_frame(e, direction)
     b, r, c = view.shape
     lines, value, merges = _slide_left_lines(view.reshape(b * r, c))
-    out = _from_left(lines.reshape(b, r, c), direction)
+    out = from_left_frame(lines.reshape(b, r, c), direction)
     return (
         np.ascontiguousarray(out, dtype=np.uint8),
         value.reshape(b, r).sum(axis=1),

@@ -264,26 +264,25 @@ def slide_row_left(row: list[int]) -> tuple[list[int], int]:
     return out, reward
 
 
-def _to_left_frame(board: Board, d: Direction) -> Board:
-    """View ``board`` so that move ``d`` becomes a left move: each line's wall end comes first."""
-    if d is Direction.LEFT:
-        return board
-    if d is Direction.RIGHT:
-        return board[:, ::-1]
-    if d is Direction.UP:
-        return board.T
-    return board[::-1, :].T  # DOWN: columns read bottom to top
+def to_left_frame(a: npt.NDArray[Any], d: int) -> npt.NDArray[Any]:
+    """View ``a`` so that move ``d`` becomes a left move: each line's wall end comes first.
+
+    ``a`` is a board or boards stacked on leading axes (the last two are rows x cols), so
+    :mod:`engine.boards` turns a whole batch with the same four views."""
+    if d == Direction.LEFT:
+        return a
+    if d == Direction.RIGHT:
+        return a[..., ::-1]
+    if d == Direction.UP:
+        return np.swapaxes(a, -1, -2)
+    return np.swapaxes(a[..., ::-1, :], -1, -2)  # DOWN: columns read bottom to top
 
 
-def _from_left_frame(view: Board, d: Direction) -> Board:
-    """The inverse of :func:`_to_left_frame`."""
-    if d is Direction.LEFT:
-        return view
-    if d is Direction.RIGHT:
-        return view[:, ::-1]
-    if d is Direction.UP:
-        return view.T
-    return view.T[::-1, :]  # DOWN
+def from_left_frame(view: npt.NDArray[Any], d: int) -> npt.NDArray[Any]:
+    """The inverse of :func:`to_left_frame`: the left, right and up views are their own inverses."""
+    if d == Direction.DOWN:
+        return np.swapaxes(view, -1, -2)[..., ::-1, :]
+    return to_left_frame(view, d)
 
 
 def slide(board: Any, direction: Direction | int | str) -> tuple[Board, int]:
@@ -305,14 +304,14 @@ def slide_unchecked(board: Board, d: Direction) -> tuple[Board, int]:
     and a parsed :class:`Direction`: the same result without the checks, for search loops that
     slide thousands of boards. ``slide_unchecked(np.array([[2, 2, 2, 2]]), Direction.LEFT)`` ->
     ``([[4, 4, 0, 0]], 8)``."""
-    view = _to_left_frame(board, d)
+    view = to_left_frame(board, d)
     out_view = np.empty_like(view)
     reward = 0
     for i in range(view.shape[0]):
         line, r = slide_row_left([int(x) for x in view[i]])
         out_view[i] = line
         reward += r
-    out = np.ascontiguousarray(_from_left_frame(out_view, d))
+    out = np.ascontiguousarray(from_left_frame(out_view, d))
     return out, reward
 
 

@@ -105,13 +105,8 @@ for _t in (ROW_LEFT, ROW_RIGHT, ROW_SCORE, ROW_OVERFLOW, ROW_FLAGS, _ROW_LR):
 MAX_EXPONENT = 15  # the largest exponent a nibble holds (32768)
 OVERFLOW_SHIFT = 4  # step_bits: bit 4 + d set when move d would merge two 32768s
 
-_U0 = np.uint64(0)
-_U1 = np.uint64(1)
-_U4 = np.uint64(4)
-_U11 = np.uint64(11)
-_U16 = np.uint64(16)
-_U32 = np.uint64(32)
-_U48 = np.uint64(48)
+# uint64 shift amounts for the kernels (numba freezes these globals into constants)
+_U0, _U1, _U4, _U11, _U16, _U32, _U48 = (np.uint64(k) for k in (0, 1, 4, 11, 16, 32, 48))
 _NIB = np.uint64(0xF)
 _ROW = np.uint64(0xFFFF)
 _INV_2_53 = 1.0 / 9007199254740992.0

@@ -12,6 +12,8 @@
   move of a game, written in chunks (a killed review resumes).
 * :mod:`engine.store.sweeps` — sweeps: a spec and its planned trials, each linked to its run.
 * :mod:`engine.store.runs` — the runs half of :class:`GameStore`: runs, metric history, checkpoints.
+* :mod:`engine.store.base` — what the runs / reviews / sweeps halves share: transactions, one-row
+  reads, the status and driver of a run or sweep.
 * :mod:`engine.store.exchange` — ``.npz`` (seed 003's layout) and ``.jsonl`` export / checked import.
 * :mod:`engine.store.codec` — board and spawn byte encodings; :mod:`engine.store.metrics` — metric
   blocks; :mod:`engine.store.values` — JSON / seed / rules column conversions.

@@ -31,6 +31,7 @@ from engine.core import Direction, Rules, legal_mask, slide_unchecked
 from engine.paths import database_path
 from engine.records import GameTrace
 from engine.store import codec, exchange, schema
+from engine.store.base import one_row
 from engine.store.filters import GameFilter
 from engine.store.model import (
     DAMAGED,
@@ -230,11 +231,8 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
         d = Direction.parse(direction)
         triples = codec.spawn_triples(spawns)
         with self._tx(write=True) as con:
-            row = con.execute(
-                "SELECT rows, cols, status, n_moves, players FROM games WHERE id = ?", (game_id,)
-            ).fetchone()
-            if row is None:
-                raise StoreError(f"no game {game_id} (deleted?)")
+            sql = "SELECT rows, cols, status, n_moves, players FROM games WHERE id = ?"
+            row = one_row(con, sql, game_id, f"no game {game_id} (deleted?)")
             if row["status"] != "playing":
                 raise StoreError(f"game {game_id} is {row['status']}: no more moves can be added")
             if index != row["n_moves"]:
@@ -298,11 +296,8 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
         if status not in ("finished", "abandoned"):
             raise StoreError(f"a game finishes as 'finished' or 'abandoned', not {status!r}")
         with self._tx(write=True) as con:
-            row = con.execute(
-                "SELECT rows, cols, status, initial_board FROM games WHERE id = ?", (game_id,)
-            ).fetchone()
-            if row is None:
-                raise StoreError(f"no game {game_id}")
+            sql = "SELECT rows, cols, status, initial_board FROM games WHERE id = ?"
+            row = one_row(con, sql, game_id, f"no game {game_id}")
             if row["status"] != "playing":
                 raise StoreError(f"game {game_id} is already {row['status']}")
             shape = (row["rows"], row["cols"])
@@ -322,9 +317,7 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
         A finished game, one being played (here or by another live process) or no such game: a
         StoreError (a killed player's game is ``abandoned`` once a store is opened again)."""
         with self._tx(write=True) as con:
-            row = con.execute("SELECT status FROM games WHERE id = ?", (game_id,)).fetchone()
-            if row is None:
-                raise StoreError(f"no game {game_id}")
+            row = one_row(con, "SELECT status FROM games WHERE id = ?", game_id, f"no game {game_id}")
             if row["status"] != "abandoned":
                 raise StoreError(f"game {game_id} is {row['status']}: it cannot be continued here")
             con.execute(
@@ -368,81 +361,70 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
             raise StoreError(f"trace boards are {layouts.shape[1:]}, the rules say {rules.shape}")
         if status is None:
             status = "abandoned" if legal_mask(final).any() else "finished"
+        game = exchange.IncomingGame(
+            rules=rules,
+            meta={},
+            initial_board=np.asarray(trace.initial_board),
+            layouts=layouts,
+            moves=np.asarray(trace.moves, dtype=np.int64),
+            rewards=np.asarray(trace.rewards, dtype=np.int64),
+            scores=np.asarray(trace.scores, dtype=np.int64),
+            spawns=[codec.spawn_triples(s) for s in trace.spawns],
+            final_board=np.asarray(final),
+            players=[player],
+            move_players=np.zeros(n, dtype=np.int64),
+        )
         now = time.time()
+        started = now if started is None else started
         with self._tx(write=True) as con:
             return self._insert_game(
-                con,
-                players=[player],
-                move_players=None,
-                run_id=run_id,
-                rules=rules,
-                seed=trace.seed,
-                started=now if started is None else started,
-                ended=now if ended is None else ended,
-                status=status,
-                initial=np.asarray(trace.initial_board),
-                layouts=layouts,
-                moves=np.asarray(trace.moves, dtype=np.int64),
-                rewards=np.asarray(trace.rewards, dtype=np.int64),
-                scores=np.asarray(trace.scores, dtype=np.int64),
-                spawns=[codec.spawn_triples(s) for s in trace.spawns],
-                final=np.asarray(final),
-                origin=None,
+                con, game, run_id, trace.seed, (started, now if ended is None else ended), status
             )
 
     def _insert_game(
         self,
         con: sqlite3.Connection,
-        *,
-        players: Sequence[Player],
-        move_players: np.ndarray | None,
+        g: exchange.IncomingGame,
         run_id: int | None,
-        rules: Rules,
         seed: int | None,
-        started: float,
-        ended: float | None,
+        times: tuple[float, float],
         status: str,
-        initial: np.ndarray,
-        layouts: np.ndarray,
-        moves: np.ndarray,
-        rewards: np.ndarray,
-        scores: np.ndarray,
-        spawns: Sequence[Sequence[tuple[int, int, int]]],
-        final: np.ndarray,
-        origin: dict[str, Any] | None,
+        origin: dict[str, Any] | None = None,
     ) -> int:
-        n = len(moves)
+        """Write a whole game (its ``meta`` is not read: the caller gives seed, start and end times,
+        status and where it came from); returns its id."""
+        n = len(g.moves)
         if status not in GAME_STATUSES:
             raise StoreError(f"game status must be one of {', '.join(GAME_STATUSES)}, got {status!r}")
-        who = (
-            np.zeros(n, dtype=np.int64) if move_players is None else np.asarray(move_players, dtype=np.int64)
-        )
+        rules, scores, final = g.rules, g.scores, g.final_board
+        started, ended = times
         cur = con.execute(
             "INSERT INTO games (source, agent, checkpoint, players, run_id, rules, rows, cols, seed, started, "
             "updated, ended, status, score, max_tile, n_moves, initial_board, final_board, origin) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                *_identity(players),
+                *_identity(g.players),
                 run_id,
                 to_json(rules, "rules"),
                 rules.rows,
                 rules.cols,
                 seed_text(seed),
                 started,
-                ended if ended is not None else started,
+                ended,
                 ended,
                 status,
                 int(scores[-1]) if n else 0,
                 int(final.max()),
                 n,
-                codec.encode_board(initial),
+                codec.encode_board(g.initial_board),
                 codec.encode_board(final),
                 None if origin is None else to_json(origin, "origin"),
             ),
         )
         game_id = int(cur.lastrowid or 0)
-        boards = codec.encode_boards(layouts)
+        boards = codec.encode_boards(g.layouts)
         cols = rules.cols
+        who = np.asarray(g.move_players, dtype=np.int64)
         con.executemany(
             "INSERT INTO moves (game_id, idx, board, direction, reward, score, spawns, player) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -451,10 +433,10 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
                     game_id,
                     i,
                     boards[i],
-                    int(moves[i]),
-                    int(rewards[i]),
+                    int(g.moves[i]),
+                    int(g.rewards[i]),
                     int(scores[i]),
-                    codec.encode_spawns(spawns[i], cols),
+                    codec.encode_spawns(g.spawns[i], cols),
                     int(who[i]),
                 )
                 for i in range(n)
@@ -517,11 +499,9 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
             return int(con.execute(f"SELECT count(*) FROM games{where}", params).fetchone()[0])
 
     def get_game(self, game_id: int) -> GameSummary:
-        with self._tx(write=False) as con:
-            row = con.execute(f"SELECT {_GAME_COLUMNS} FROM games WHERE id = ?", (game_id,)).fetchone()
-        if row is None:
-            raise StoreError(f"no game {game_id}")
-        return _summary(row)
+        return _summary(
+            self._get(f"SELECT {_GAME_COLUMNS} FROM games WHERE id = ?", game_id, f"no game {game_id}")
+        )
 
     def load_game(self, game_id: int) -> GameRecord:
         """A game with its whole trajectory as numpy arrays (see :class:`GameRecord`).
@@ -530,12 +510,8 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
         tile past 2**62, a move row of the wrong type, a gap in the moves) is a one-line StoreError.
         """
         with self._tx(write=False) as con:
-            row = con.execute(
-                f"SELECT {_GAME_COLUMNS}, rows, cols, initial_board, final_board FROM games WHERE id = ?",
-                (game_id,),
-            ).fetchone()
-            if row is None:
-                raise StoreError(f"no game {game_id}")
+            sql = f"SELECT {_GAME_COLUMNS}, rows, cols, initial_board, final_board FROM games WHERE id = ?"
+            row = one_row(con, sql, game_id, f"no game {game_id}")
             cur = con.cursor()
             cur.row_factory = None  # plain tuples: the fastest way through 10^4 rows
             moves = cur.execute(
@@ -668,27 +644,10 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
             for g in games:
                 m = g.meta
                 started = m["started"] if m["started"] is not None else now
-                ids.append(
-                    self._insert_game(
-                        con,
-                        players=g.players,
-                        move_players=g.move_players,
-                        run_id=None,
-                        rules=g.rules,
-                        seed=m["seed"],
-                        started=started,
-                        ended=m["ended"] if m["ended"] is not None else started,
-                        status="abandoned" if m["status"] == "playing" else m["status"],
-                        initial=g.initial_board,
-                        layouts=g.layouts,
-                        moves=g.moves,
-                        rewards=g.rewards,
-                        scores=g.scores,
-                        spawns=g.spawns,
-                        final=g.final_board,
-                        origin={"file": name, "id": m["id"], "source": m["source"]},
-                    )
-                )
+                times = (started, m["ended"] if m["ended"] is not None else started)
+                status = "abandoned" if m["status"] == "playing" else m["status"]
+                origin = {"file": name, "id": m["id"], "source": m["source"]}
+                ids.append(self._insert_game(con, g, None, m["seed"], times, status, origin))
                 for review in g.reviews:
                     insert_review(con, ids[-1], review)
         return ids

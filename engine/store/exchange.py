@@ -159,7 +159,10 @@ Triple = tuple[int, int, int]
 
 @dataclass
 class IncomingGame:
-    """One game read from a file and fully checked; ``meta`` holds source, agent, seed, times, status, id."""
+    """One game read from a file and fully checked; ``meta`` holds source, agent, seed, times, status, id.
+
+    Also the form :meth:`GameStore.record_trace` hands a whole in-memory game to the store's one writer
+    of whole games (with an empty ``meta``)."""
 
     rules: Rules
     meta: dict[str, Any]

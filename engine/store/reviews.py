@@ -19,12 +19,12 @@ import json
 import sqlite3
 import time
 from collections.abc import Mapping
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from engine.store.base import StoreBase, one_row
 from engine.store.model import StoreError
 
 
@@ -79,18 +79,14 @@ def _info(r: sqlite3.Row) -> ReviewInfo:
     )
 
 
-class ReviewsMixin:
+class ReviewsMixin(StoreBase):
     """Reviews API of :class:`engine.store.GameStore` (see there for threads and transactions)."""
-
-    def _tx(self, write: bool) -> AbstractContextManager[sqlite3.Connection]:
-        raise NotImplementedError  # provided by GameStore
 
     def open_review(self, game_id: int, key: str, reviewer: Mapping[str, Any]) -> ReviewInfo:
         """The review of ``game_id`` by reviewer ``key``: the stored one, or a new empty one."""
         now = time.time()
         with self._tx(write=True) as con:
-            if con.execute("SELECT 1 FROM games WHERE id = ?", (game_id,)).fetchone() is None:
-                raise StoreError(f"no game {game_id}")
+            one_row(con, "SELECT 1 FROM games WHERE id = ?", game_id, f"no game {game_id}")
             con.execute(
                 "INSERT OR IGNORE INTO reviews (game_id, reviewer_key, reviewer, created, updated) "
                 "VALUES (?, ?, ?, ?, ?)",
@@ -110,9 +106,9 @@ class ReviewsMixin:
             raise StoreError(f"review values must be n x 4, got shape {vals.shape}")
         n = int(vals.shape[0])
         with self._tx(write=True) as con:
-            row = con.execute("SELECT reviewed FROM reviews WHERE id = ?", (review_id,)).fetchone()
-            if row is None:
-                raise StoreError(f"no review {review_id}")
+            row = one_row(
+                con, "SELECT reviewed FROM reviews WHERE id = ?", review_id, f"no review {review_id}"
+            )
             if int(row[0]) != first:
                 raise StoreError(f"review {review_id} stands at move {row[0]}, not {first}")
             if n:

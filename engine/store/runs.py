@@ -12,7 +12,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +20,8 @@ import numpy as np
 
 from engine.core import Rules
 from engine.store import metrics
+from engine.store.base import StoreBase, check_status, one_row
 from engine.store.model import RUN_STATUSES, CheckpointInfo, RunMessage, RunSummary, StoreError
-from engine.store.process import owner_gone
 from engine.store.values import rules_of, seed_text, seed_value, to_json
 
 _CHECKPOINT_COLUMNS = "id, run_id, path, episode, step, final, created, eval_score, best"
@@ -31,14 +31,8 @@ _RUN_COLUMNS = (
 )
 
 
-class RunsMixin:
+class RunsMixin(StoreBase):
     """Runs API of :class:`engine.store.GameStore` (see there for threads and transactions)."""
-
-    _path: Path
-    _host: str
-
-    def _tx(self, write: bool) -> AbstractContextManager[sqlite3.Connection]:
-        raise NotImplementedError  # provided by GameStore
 
     def create_run(
         self,
@@ -55,7 +49,7 @@ class RunsMixin:
         Inside :meth:`linking_runs_to` the run is also linked to that sweep trial, in the same
         transaction: a kill can never leave a trial's run without its link (an orphan run that the
         sweep's resume would not know and would train again under a new one)."""
-        _check_run_status(status)
+        check_status(status, RUN_STATUSES, "run")
         r = rules_of(rules)
         now = time.time()
         link = getattr(self, "_link_next_run", None)
@@ -103,39 +97,14 @@ class RunsMixin:
 
         Setting ``running`` or ``paused`` also records this process as the one driving the run.
         """
-        _check_run_status(status)
-        with self._tx(write=True) as con:
-            if status in ("running", "paused"):
-                cur = con.execute(
-                    "UPDATE runs SET status = ?, error = ?, updated = ?, pid = ?, host = ? WHERE id = ?",
-                    (status, error, time.time(), os.getpid(), self._host, run_id),
-                )
-            else:
-                cur = con.execute(
-                    "UPDATE runs SET status = ?, error = ?, updated = ? WHERE id = ?",
-                    (status, error, time.time(), run_id),
-                )
-            if cur.rowcount == 0:
-                raise StoreError(f"no run {run_id}")
+        check_status(status, RUN_STATUSES, "run")
+        self._set_status("runs", run_id, status, error, drive=status in ("running", "paused"))
 
     def claim_run(self, run_id: int) -> None:
         """Make this process the one owner of run ``run_id`` (status running), in one write transaction,
         so two processes resuming a run cannot both proceed. StoreError naming the owner when another
         live process trains it; an owner on this machine whose process is gone is taken over."""
-        with self._tx(write=True) as con:
-            row = con.execute("SELECT status, pid, host FROM runs WHERE id = ?", (run_id,)).fetchone()
-            if row is None:
-                raise StoreError(f"no run {run_id}")
-            pid, host = row["pid"], row["host"]
-            dead = owner_gone(pid, host, self._host)
-            if row["status"] in ("running", "paused") and pid != os.getpid() and not dead:
-                raise StoreError(
-                    f"run {run_id} is {row['status']} in process {pid} on {host}: stop it there first"
-                )
-            con.execute(
-                "UPDATE runs SET status = 'running', error = NULL, updated = ?, pid = ?, host = ? WHERE id = ?",
-                (time.time(), os.getpid(), self._host, run_id),
-            )
+        self._claim("runs", run_id, ("running", "paused"))
 
     def log_metrics(self, run_id: int, events: Sequence[Any]) -> None:
         """Append metric events (``agents.base.MetricEvent``) to a run's history, in one transaction.
@@ -151,9 +120,9 @@ class RunsMixin:
         except (TypeError, ValueError, AttributeError) as e:
             raise StoreError(f"run {run_id}: bad metric event: {e}") from None
         with self._tx(write=True) as con:
-            row = con.execute("SELECT n_events, last_metrics FROM runs WHERE id = ?", (run_id,)).fetchone()
-            if row is None:
-                raise StoreError(f"no run {run_id}")
+            row = one_row(
+                con, "SELECT n_events, last_metrics FROM runs WHERE id = ?", run_id, f"no run {run_id}"
+            )
             first = int(row["n_events"])
             _insert_block(con, run_id, first, 0, block)
             con.executemany(
@@ -273,8 +242,7 @@ class RunsMixin:
         except ValueError:
             stored = str(p.resolve())
         with self._tx(write=True) as con:
-            if con.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
-                raise StoreError(f"no run {run_id}")
+            _check_run(con, run_id)
             cur = con.execute(
                 "INSERT INTO run_checkpoints (run_id, path, episode, step, final, created) VALUES (?, ?, ?, ?, ?, ?)",
                 (run_id, stored, int(episode), int(step), int(bool(final)), time.time()),
@@ -327,9 +295,8 @@ class RunsMixin:
         if not math.isfinite(score):
             raise StoreError(f"checkpoint {checkpoint_id}: evaluation score must be finite, got {score}")
         with self._tx(write=True) as con:
-            row = con.execute("SELECT run_id FROM run_checkpoints WHERE id = ?", (checkpoint_id,)).fetchone()
-            if row is None:
-                raise StoreError(f"no checkpoint {checkpoint_id}")
+            sql = "SELECT run_id FROM run_checkpoints WHERE id = ?"
+            row = one_row(con, sql, checkpoint_id, f"no checkpoint {checkpoint_id}")
             run_id = row["run_id"]
             con.execute("UPDATE run_checkpoints SET eval_score = ? WHERE id = ?", (score, checkpoint_id))
             best = con.execute(
@@ -394,17 +361,8 @@ class RunsMixin:
     def runs_disk_use(self, run_ids: Sequence[int] | None = None) -> dict[int, int]:
         """Bytes of checkpoint files per run (every run, or those of ``run_ids``), in one query: what a
         table of runs shows (``engine.store.model.format_size`` writes it as ``"168 MB"``)."""
-        sql = "SELECT run_id, path FROM run_checkpoints"
-        params: list[int] = []
-        if run_ids is not None:
-            ids = [int(i) for i in run_ids]
-            if not ids:
-                return {}
-            sql += f" WHERE run_id IN ({', '.join('?' * len(ids))})"
-            params = ids
-        with self._tx(write=False) as con:
-            rows = con.execute(sql, params).fetchall()
-        out = {int(i): 0 for i in params}
+        rows = self._rows_of("SELECT run_id, path FROM run_checkpoints", "run_id", run_ids)
+        out = {} if run_ids is None else {int(i): 0 for i in run_ids}
         seen: set[Path] = set()
         base = self._path.parent
         for r in rows:
@@ -436,11 +394,9 @@ class RunsMixin:
             return [_run_summary(r) for r in con.execute(sql, params).fetchall()]
 
     def get_run(self, run_id: int) -> RunSummary:
-        with self._tx(write=False) as con:
-            row = con.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
-        if row is None:
-            raise StoreError(f"no run {run_id}")
-        return _run_summary(row)
+        return _run_summary(
+            self._get(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", run_id, f"no run {run_id}")
+        )
 
     def delete_run(self, run_id: int) -> None:
         """Delete a run's record, metrics and checkpoint entries (not the files; its games stay, unlinked)."""
@@ -449,9 +405,9 @@ class RunsMixin:
                 raise StoreError(f"no run {run_id}")
 
 
-def _check_run_status(status: str) -> None:
-    if status not in RUN_STATUSES:
-        raise StoreError(f"run status must be one of {', '.join(RUN_STATUSES)}, got {status!r}")
+def _check_run(con: sqlite3.Connection, run_id: int) -> None:
+    """StoreError ``no run 7`` unless the run exists."""
+    one_row(con, "SELECT 1 FROM runs WHERE id = ?", run_id, f"no run {run_id}")
 
 
 def _finite_or_none(d: Mapping[str, float]) -> dict[str, float | None]:
@@ -498,8 +454,7 @@ def _history(
     con: sqlite3.Connection, run_id: int, since: int = 0
 ) -> tuple[list[sqlite3.Row], dict[str, Any]]:
     """A run's metric blocks (rows, in event order) and their events as one block (from event ``since``)."""
-    if con.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
-        raise StoreError(f"no run {run_id}")
+    _check_run(con, run_id)
     rows = con.execute(
         "SELECT id, first, level, n, kinds, kind, episode, step, elapsed, progress, names, vals "
         "FROM run_metric_blocks WHERE run_id = ? AND first + n > ? ORDER BY first",

@@ -14,12 +14,11 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.store.base import StoreBase, check_status
 from engine.store.model import StoreError
-from engine.store.process import owner_gone
 from engine.store.values import seed_text, seed_value, to_json
 
 #: A sweep's life: ``running`` while a driver works on it, then how it ended.
@@ -65,11 +64,6 @@ _SWEEP_COLUMNS = (
 )
 
 
-def _check_status(status: str) -> None:
-    if status not in SWEEP_STATUSES:
-        raise StoreError(f"sweep status must be one of {', '.join(SWEEP_STATUSES)}, got {status!r}")
-
-
 def _sweep(r: sqlite3.Row) -> SweepInfo:
     spec = json.loads(r["spec"])
     return SweepInfo(
@@ -87,13 +81,8 @@ def _sweep(r: sqlite3.Row) -> SweepInfo:
     )
 
 
-class SweepsMixin:
+class SweepsMixin(StoreBase):
     """Sweeps API of :class:`engine.store.GameStore` (see there for threads and transactions)."""
-
-    _host: str
-
-    def _tx(self, write: bool) -> AbstractContextManager[sqlite3.Connection]:
-        raise NotImplementedError  # provided by GameStore
 
     def create_sweep(
         self,
@@ -122,42 +111,13 @@ class SweepsMixin:
 
     def set_sweep_status(self, sweep_id: int, status: str, error: str | None = None) -> None:
         """Set a sweep's status; ``running`` also records this process as its driver."""
-        _check_status(status)
-        with self._tx(write=True) as con:
-            if status == "running":
-                cur = con.execute(
-                    "UPDATE sweeps SET status = ?, error = ?, updated = ?, pid = ?, host = ? WHERE id = ?",
-                    (status, error, time.time(), os.getpid(), self._host, sweep_id),
-                )
-            else:
-                cur = con.execute(
-                    "UPDATE sweeps SET status = ?, error = ?, updated = ? WHERE id = ?",
-                    (status, error, time.time(), sweep_id),
-                )
-            if cur.rowcount == 0:
-                raise StoreError(f"no sweep {sweep_id}")
-
-    def _driver(self, con: sqlite3.Connection, sweep_id: int) -> tuple[sqlite3.Row, bool]:
-        """The sweep's status / pid / host row, and whether its driver is certainly gone."""
-        row = con.execute("SELECT status, pid, host FROM sweeps WHERE id = ?", (sweep_id,)).fetchone()
-        if row is None:
-            raise StoreError(f"no sweep {sweep_id}")
-        return row, owner_gone(row["pid"], row["host"], self._host)
+        check_status(status, SWEEP_STATUSES, "sweep")
+        self._set_status("sweeps", sweep_id, status, error, drive=status == "running")
 
     def claim_sweep(self, sweep_id: int) -> None:
         """Make this process the sweep's one driver (status running). StoreError naming the driver when
         another live process drives it; a driver on this machine whose process is gone is taken over."""
-        with self._tx(write=True) as con:
-            row, gone = self._driver(con, sweep_id)
-            pid, host = row["pid"], row["host"]
-            if row["status"] == "running" and pid != os.getpid() and not gone:
-                raise StoreError(
-                    f"sweep {sweep_id} is running in process {pid} on {host}: stop it there first"
-                )
-            con.execute(
-                "UPDATE sweeps SET status = 'running', error = NULL, updated = ?, pid = ?, host = ? WHERE id = ?",
-                (time.time(), os.getpid(), self._host, sweep_id),
-            )
+        self._claim("sweeps", sweep_id, ("running",))
 
     def link_trial(self, sweep_id: int, trial: int, run_id: int) -> None:
         """Record ``run_id`` as the run of a sweep's trial (made when the run is created)."""
@@ -200,24 +160,14 @@ class SweepsMixin:
         return [_sweep(r) for r in rows]
 
     def get_sweep(self, sweep_id: int) -> SweepInfo:
-        with self._tx(write=False) as con:
-            row = con.execute(f"SELECT {_SWEEP_COLUMNS} FROM sweeps s WHERE s.id = ?", (sweep_id,)).fetchone()
-        if row is None:
-            raise StoreError(f"no sweep {sweep_id}")
-        return _sweep(row)
+        sql = f"SELECT {_SWEEP_COLUMNS} FROM sweeps s WHERE s.id = ?"
+        return _sweep(self._get(sql, sweep_id, f"no sweep {sweep_id}"))
 
     def sweep_of_runs(self, run_ids: Sequence[int] | None = None) -> dict[int, tuple[int, int]]:
         """run id -> (sweep id, trial index) for the runs that are sweep trials (all, or of ``run_ids``)."""
-        sql = "SELECT run_id, sweep_id, trial FROM sweep_trials WHERE run_id IS NOT NULL"
-        params: list[int] = []
-        if run_ids is not None:
-            ids = [int(i) for i in run_ids]
-            if not ids:
-                return {}
-            sql += f" AND run_id IN ({','.join('?' * len(ids))})"
-            params = ids
-        with self._tx(write=False) as con:
-            return {int(r[0]): (int(r[1]), int(r[2])) for r in con.execute(sql, params).fetchall()}
+        sql = "SELECT run_id, sweep_id, trial FROM sweep_trials"
+        rows = self._rows_of(sql, "run_id", run_ids, "run_id IS NOT NULL")
+        return {int(r[0]): (int(r[1]), int(r[2])) for r in rows}
 
     def delete_sweep(self, sweep_id: int) -> None:
         """Delete a sweep record and its trial list (its runs stay, as ordinary runs).
@@ -226,7 +176,7 @@ class SweepsMixin:
         would go on launching trials of a sweep that no longer exists, each failing and leaving a run
         behind. A driver of this machine whose process is gone does not count."""
         with self._tx(write=True) as con:
-            row, gone = self._driver(con, sweep_id)
+            row, gone = self._driver(con, "sweeps", sweep_id)
             pid, host = row["pid"], row["host"]
             if row["status"] == "running" and not gone:
                 where = (

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from engine import Direction, Game, IllegalMoveError, Rules, slide, slide_row_left
+from engine.core import from_left_frame, to_left_frame
 
 
 @pytest.mark.parametrize(
@@ -80,3 +81,21 @@ def test_seeded_games_reproduce():
 
     assert play(7) == play(7)
     assert play(7) != play(8)
+
+
+@pytest.mark.parametrize("d", list(Direction))
+def test_the_left_frame_of_a_stack_is_each_boards_frame_and_from_left_frame_undoes_it(d):
+    boards = np.arange(2 * 3 * 4).reshape(2, 3, 4)
+    view = to_left_frame(boards, d)
+    for b, v in zip(boards, view):
+        assert np.array_equal(to_left_frame(b, d), v)
+    assert np.array_equal(from_left_frame(view, d), boards)
+    assert np.array_equal(from_left_frame(to_left_frame(boards[0], d), d), boards[0])
+    # each line of the view starts at the wall the move slides towards
+    walls = {
+        Direction.LEFT: boards[0, :, 0],
+        Direction.RIGHT: boards[0, :, -1],
+        Direction.UP: boards[0, 0, :],
+        Direction.DOWN: boards[0, -1, :],
+    }
+    assert np.array_equal(view[0, :, 0], walls[d])
