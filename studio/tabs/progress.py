@@ -40,7 +40,7 @@ from PySide6.QtWidgets import (
 from engine.store import GameStore
 from studio.services.progress import MINE, PHASES, Progress, progress, rolling_mean
 from studio.services.review import Reviewer, resolve_reviewer
-from studio.tabs.common import button, fill_reviewer_combo
+from studio.tabs.common import StoreTab, button, fill_reviewer_combo
 from studio.widgets.curves import SIAxis, TileAxis
 from studio.widgets.review_graph import GRADE_COLOURS
 
@@ -61,21 +61,18 @@ MEAN_COLOUR = "#d0312d"
 BAR_COLOUR = GRADE_COLOURS["blunder"]
 
 
-class ProgressTab(QWidget):
+class ProgressTab(StoreTab):
     """Your progress. ``openInReplay(game_id)`` when a point is clicked."""
 
     status = Signal(str)
     openInReplay = Signal(int)
 
     def __init__(self, store: GameStore, settings: QSettings, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("progressTab")
-        self.store = store
+        super().__init__("progressTab", store, parent)
         self.settings = settings
         self.data: Progress | None = None
         self.load_worker: Any = None
         self.review_worker: Any = None
-        self._dirty = True
         self._again = False  # a refresh was asked for while one was loading
         self._stop: threading.Event | None = None
         self._closed = False
@@ -209,11 +206,6 @@ class ProgressTab(QWidget):
         return w
 
     # ------------------------------------------------------------------ the Tab protocol
-    def mark_dirty(self) -> None:
-        # Re-read when next shown, as the Games tab does: a watched agent writes a move 60 times a
-        # second, and every write would start a reload.
-        self._dirty = True
-
     def shutdown(self) -> None:
         self._closed = True
         if self.reviewing:
@@ -221,11 +213,6 @@ class ProgressTab(QWidget):
         for worker in (self.review_worker, self.load_worker):
             if worker is not None:
                 worker.wait(30_000)
-
-    def showEvent(self, event: Any) -> None:
-        super().showEvent(event)
-        if self._dirty:
-            self.refresh()
 
     # ------------------------------------------------------------------ filters
     @property
