@@ -12,6 +12,7 @@ and wired by name when a tab declares them.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -86,6 +87,53 @@ class StoreTab(QWidget):
 
     def refresh(self) -> None:
         """Re-read the store (each tab its own way; it clears ``_dirty``)."""
+        raise NotImplementedError
+
+
+class ReviewingTab(StoreTab):
+    """A :class:`StoreTab` that reviews games in a worker thread (Replay: the game shown; Progress:
+    the person's unreviewed games). ``review_worker`` is the review running, or the last one; the
+    subclass has the ``_on_review_progress``, ``_on_review_result`` and ``_on_review_error`` slots."""
+
+    status: Any  # the tab's Signal(str)
+
+    def __init__(self, name: str, store: GameStore, parent: QWidget | None = None) -> None:
+        super().__init__(name, store, parent)
+        self.review_worker: CallWorker | None = None
+        self._review_stop: threading.Event | None = None
+
+    @property
+    def reviewing(self) -> bool:
+        return self.review_worker is not None and not self.review_worker.done
+
+    def cancel_review(self) -> None:
+        """Stop the review after the move in hand; what was reviewed stays in the store."""
+        if self.reviewing and self._review_stop is not None:
+            self._review_stop.set()
+            self.status.emit("Cancelling the review…")
+
+    def _review_worker(self, job: Callable[[Callable[..., None]], Any], stop: threading.Event) -> CallWorker:
+        """A worker for a new review ``job`` (which ends early once ``stop`` is set), wired to the
+        review slots; the last review's worker is let go. The caller connects ``finished`` and starts it."""
+        from studio.worker import CallWorker
+
+        if self.review_worker is not None:
+            self.review_worker.deleteLater()
+        self._review_stop = stop
+        worker = CallWorker(job, parent=self)
+        worker.progress.connect(self._on_review_progress)
+        worker.result.connect(self._on_review_result)
+        worker.error.connect(self._on_review_error)
+        self.review_worker = worker
+        return worker
+
+    def _on_review_progress(self, done: float, total: float, text: str) -> None:
+        raise NotImplementedError
+
+    def _on_review_result(self, value: object) -> None:
+        raise NotImplementedError
+
+    def _on_review_error(self, message: str) -> None:
         raise NotImplementedError
 
 

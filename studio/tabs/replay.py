@@ -60,7 +60,7 @@ from studio.services.review import (
     stored_review,
 )
 from studio.settings import get_bool, get_int
-from studio.tabs.common import StoreTab, button, fill_reviewer_combo, wait_worker
+from studio.tabs.common import ReviewingTab, button, fill_reviewer_combo, wait_worker
 from studio.text import game_status, plural
 from studio.theme import load_theme
 from studio.widgets.board import BEST_ARROW, BoardWidget
@@ -113,7 +113,7 @@ def spawn_text(spawns: Any) -> str:
     return ", ".join(f"{s.value} at ({s.row}, {s.col})" for s in spawns)
 
 
-class ReplayTab(StoreTab):
+class ReplayTab(ReviewingTab):
     """Replays one game record; :meth:`open_game` is how other tabs send a game here."""
 
     status = Signal(str)
@@ -125,8 +125,6 @@ class ReplayTab(StoreTab):
         self.settings = settings
         self.record: Any = None
         self.review: GameReview | None = None
-        self.review_worker: Any = None  # CallWorker of the review in progress (or the last one)
-        self._review_stop: threading.Event | None = None
         self._review_game: int | None = None
         self._review_reviewer: Reviewer | None = None
         self._live_due = 0.0  # when the graph may next be redrawn from the store during a review
@@ -642,15 +640,9 @@ class ReplayTab(StoreTab):
         if not self.reviewing:
             self._set_review(self._stored_review())
 
-    @property
-    def reviewing(self) -> bool:
-        return self.review_worker is not None and not self.review_worker.done
-
     def start_review(self) -> bool:
         """Review the shown game in a worker thread with the chosen reviewer; False when it cannot
         start (no game, already reviewing, no such reviewer)."""
-        from studio.worker import CallWorker
-
         if self.record is None or self.reviewing or self.record.n_moves == 0:
             return False
         try:
@@ -667,18 +659,11 @@ class ReplayTab(StoreTab):
             with GameStore(db_path) as store:  # the worker thread's own connection
                 return _review(store, game_id, reviewer, report, stop)
 
-        if self.review_worker is not None:
-            self.review_worker.deleteLater()
-        self._review_stop = stop
         self._review_game = game_id
         self._review_reviewer = reviewer
         self._live_due = 0.0
-        worker = CallWorker(job, parent=self)
-        worker.progress.connect(self._on_review_progress)
-        worker.result.connect(self._on_review_result)
-        worker.error.connect(self._on_review_error)
+        worker = self._review_worker(job, stop)
         worker.finished.connect(self._update_controls)
-        self.review_worker = worker
         done = len(self.review.moves) if self.review is not None else 0
         self.reviewProgress.setRange(0, self.record.n_moves)
         self.reviewProgress.setValue(done)
@@ -686,12 +671,6 @@ class ReplayTab(StoreTab):
         self.status.emit(f"Reviewing game #{game_id} with {reviewer.label}…")
         self._update_controls()
         return True
-
-    def cancel_review(self) -> None:
-        """Stop the review after the move in hand; what was evaluated stays in the store."""
-        if self.reviewing and self._review_stop is not None:
-            self._review_stop.set()
-            self.status.emit("Cancelling the review…")
 
     def wait_review(self, timeout_ms: int = 60_000) -> bool:
         return wait_worker(self.review_worker, timeout_ms)
