@@ -22,22 +22,14 @@ same pictures while the agents and fonts stay the same. Under Xvfb (``Xvfb :99 &
 
 from __future__ import annotations
 
-import argparse
-import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-if not os.environ.get("DISPLAY"):
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import numpy as np  # noqa: E402
-from PySide6.QtCore import QSettings  # noqa: E402
-from PySide6.QtWidgets import QApplication  # noqa: E402
+import numpy as np
+from PySide6.QtWidgets import QApplication
+from screenshots_common import ROOT, Shots, open_window, parser, settle
 
 #: The replayed game: a person's (seeded moves, see shared_game), seed 1; greedy plays the moves in
 #: AGENT_STRETCH under Watch.
@@ -50,13 +42,6 @@ PROGRESS_SEED = 2026  # games reaching 512, 1024 and 2048 among the reviewed one
 #: The Play tab's game for the coach: seed, and the moves played before the graded one.
 COACH_SEED = 11
 COACH_MOVES = 150
-
-
-def settle(app: QApplication, seconds: float) -> None:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        app.processEvents()
-        time.sleep(0.02)
 
 
 def wait_for(app: QApplication, done, timeout: float, what: str) -> None:
@@ -154,7 +139,6 @@ def main(size: tuple[int, int] = (1280, 800), out_dir: Path = ROOT / "docs") -> 
     from agents.review import BLUNDER, MISTAKE
     from agents.spec import AgentSpec
     from engine.store import GameStore
-    from studio.app import create_window
     from studio.services.review import Reviewer, review_game
 
     started = time.monotonic()
@@ -172,24 +156,9 @@ def main(size: tuple[int, int] = (1280, 800), out_dir: Path = ROOT / "docs") -> 
         replay_id = shared_game(store, REVIEW_SEED)
     print(f"games played and reviewed in {time.monotonic() - started:.0f} s")
 
-    app = QApplication.instance() or QApplication(sys.argv[:1])
-    settings = QSettings(str(tmp / "settings.ini"), QSettings.Format.IniFormat)
-    window = create_window(tmp / "data", settings=settings)
-    suffix = f"{size[0]}x{size[1]}"
-    written: list[str] = []
-
-    window.resize(*size)
-    window.show()
+    app, window = open_window(tmp, size)
     settle(app, 0.5)
-
-    def shot(view: str) -> None:
-        settle(app, 0.6)
-        names = [f"screenshot-{view}-{suffix}.png"]
-        if view == "review" and size == (1280, 800):
-            names.append("screenshot-review.png")
-        for name in names:
-            window.grab().save(str(out_dir / name))
-            written.append(name)
+    shot = Shots(app, window, size, out_dir, readme=("review",))
 
     # Review: the shared game, reviewed by expectimax d2 with the tab's Review button.
     window.show_tab("Replay")
@@ -240,13 +209,9 @@ def main(size: tuple[int, int] = (1280, 800), out_dir: Path = ROOT / "docs") -> 
         raise RuntimeError("the Progress tab did not load")
     shot("progress")
 
-    window.close()
-    print("wrote " + ", ".join(written) + f" to {out_dir} in {time.monotonic() - started:.0f} s")
+    shot.close(f" in {time.monotonic() - started:.0f} s")
 
 
 if __name__ == "__main__":
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--size", default="1280x800", help="window size WxH (default 1280x800)")
-    args = p.parse_args()
-    w, h = (int(x) for x in args.size.lower().split("x"))
-    main((w, h))
+    args = parser(__doc__).parse_args()
+    main(args.size, args.out)

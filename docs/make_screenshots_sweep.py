@@ -10,34 +10,20 @@ so the figures differ from run to run.
 
 from __future__ import annotations
 
-import argparse
-import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-if not os.environ.get("DISPLAY"):
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from PySide6.QtCore import QPoint, QSettings  # noqa: E402
-from PySide6.QtGui import QPainter, QPixmap  # noqa: E402
-from PySide6.QtWidgets import QApplication, QWidget  # noqa: E402
+from PySide6.QtCore import QPoint
+from PySide6.QtGui import QPainter, QPixmap
+from PySide6.QtWidgets import QWidget
+from screenshots_common import ROOT, open_window, parser, settle
 
 #: Each trial's budget (minutes) and the sweep's shape: 4 learning rates x 2 seeds.
 TRIAL_MINUTES = 0.25
 LR_VALUES = "1,0.3,0.1,0.03"
 SEEDS = 2
 WORKERS = 4
-
-
-def settle(app: QApplication, seconds: float) -> None:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        app.processEvents()
-        time.sleep(0.02)
 
 
 def grab_with_dialog(window: QWidget, dialog: QWidget) -> QPixmap:
@@ -51,15 +37,9 @@ def grab_with_dialog(window: QWidget, dialog: QWidget) -> QPixmap:
 
 
 def main(size: tuple[int, int] = (1280, 800), out_dir: Path = ROOT / "docs") -> None:
-    from studio.app import create_window
     from studio.tabs.train.sweep import LIST
 
-    app = QApplication.instance() or QApplication(sys.argv[:1])
-    tmp = Path(tempfile.mkdtemp(prefix="studio-shots-sweep-"))
-    settings = QSettings(str(tmp / "settings.ini"), QSettings.Format.IniFormat)
-    window = create_window(tmp / "data", settings=settings)
-    window.resize(*size)
-    window.show()
+    app, window = open_window(Path(tempfile.mkdtemp(prefix="studio-shots-sweep-")), size)
     window.show_tab("Train")
     train = window.tab("Train")
     settle(app, 0.5)
@@ -94,9 +74,5 @@ def main(size: tuple[int, int] = (1280, 800), out_dir: Path = ROOT / "docs") -> 
 
 
 if __name__ == "__main__":
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--size", default="1280x800", help="window size WxH (default 1280x800)")
-    p.add_argument("--out", default=str(ROOT / "docs"), help="where the files go (default docs/)")
-    args = p.parse_args()
-    w, h = (int(x) for x in args.size.lower().split("x"))
-    main((w, h), Path(args.out))
+    args = parser(__doc__).parse_args()
+    main(args.size, args.out)

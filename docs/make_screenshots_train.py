@@ -17,20 +17,11 @@ depend on the machine, so the pictures differ from run to run in their details.
 
 from __future__ import annotations
 
-import argparse
-import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-if not os.environ.get("DISPLAY"):
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from PySide6.QtCore import QSettings  # noqa: E402
-from PySide6.QtWidgets import QApplication  # noqa: E402
+from screenshots_common import ROOT, Shots, open_window, parser, settle
 
 DQN_SECONDS = 45.0
 NTUPLE_SECONDS = 60.0
@@ -39,34 +30,12 @@ ARENA_GAMES = 50
 ARENA_SECONDS = 7.0  # mid-run: the baselines done, expectimax and the n-tuple network still playing
 
 
-def settle(app: QApplication, seconds: float) -> None:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        app.processEvents()
-        time.sleep(0.02)
-
-
 def main(size: tuple[int, int] = (1280, 800), out_dir: Path = ROOT / "docs", views: str = "all") -> None:
     from agents.spec import AgentSpec
     from engine import Direction, Rules
-    from studio.app import create_window
 
-    app = QApplication.instance() or QApplication(sys.argv[:1])
-    tmp = Path(tempfile.mkdtemp(prefix="studio-shots-train-"))
-    settings = QSettings(str(tmp / "settings.ini"), QSettings.Format.IniFormat)
-    window = create_window(tmp / "data", settings=settings)
-    window.resize(*size)
-    window.show()
-    suffix = f"{size[0]}x{size[1]}"
-    written: list[str] = []
-
-    def shot(view: str) -> None:
-        settle(app, 0.6)
-        extra = [f"screenshot-{view}.png"] if size == (1280, 800) else []
-        for name in [f"screenshot-{view}-{suffix}.png", *extra]:
-            window.grab().save(str(out_dir / name))
-            written.append(name)
-
+    app, window = open_window(Path(tempfile.mkdtemp(prefix="studio-shots-train-")), size)
+    shot = Shots(app, window, size, out_dir)
     window.show_tab("Train")
     train = window.tab("Train")
     settle(app, 0.5)
@@ -107,8 +76,7 @@ def main(size: tuple[int, int] = (1280, 800), out_dir: Path = ROOT / "docs", vie
     train.curves.redraw()
     shot("compare")
     if views == "train":
-        window.close()
-        print("wrote " + ", ".join(written) + f" to {out_dir}")
+        shot.close()
         return
 
     # Arena, mid-run: the n-tuple checkpoint against the baselines, through "Use in Arena".
@@ -143,16 +111,13 @@ def main(size: tuple[int, int] = (1280, 800), out_dir: Path = ROOT / "docs", vie
     while play.last_hint is None and time.monotonic() - started < 30:
         settle(app, 0.1)
     shot("hint")
-    window.close()
-    print("wrote " + ", ".join(written) + f" to {out_dir}")
+    shot.close()
 
 
 if __name__ == "__main__":
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--size", default="1280x800", help="window size WxH (default 1280x800)")
+    p = parser(__doc__)
     p.add_argument(
         "--views", choices=("all", "train"), default="all", help="train: only the Train tab's pictures"
     )
     args = p.parse_args()
-    w, h = (int(x) for x in args.size.lower().split("x"))
-    main((w, h), views=args.views)
+    main(args.size, args.out, views=args.views)

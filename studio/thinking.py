@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,104 +83,113 @@ class GradeResult:
     fallback: str | None = None
 
 
+def _kept(cache: OrderedDict[Any, Agent], key: Any, build: Callable[[], Agent]) -> Agent:
+    """``cache[key]``, built on a miss; the least recently used of more than AGENT_CACHE agents goes."""
+    if key in cache:
+        cache.move_to_end(key)
+    else:
+        cache[key] = build()
+        while len(cache) > AGENT_CACHE:
+            cache.popitem(last=False)
+    return cache[key]
+
+
 class _Emitter(QObject):
     done = Signal(object)
 
 
-class _ThinkTask(QRunnable):
-    def __init__(self, thinker: Thinker, ticket: int, spec: AgentSpec, game: Game, want_values: bool):
+class _Task(QRunnable):
+    """One request on the Thinker's thread about (a copy of) ``game``: skipped when its ticket is stale
+    before it starts; an agent's exception becomes the result's ``error`` (and the log's traceback)."""
+
+    def __init__(self, thinker: Thinker, ticket: int, game: Game) -> None:
         super().__init__()
-        self.thinker, self.ticket, self.spec, self.game, self.want_values = (
-            thinker,
-            ticket,
-            spec,
-            game,
-            want_values,
-        )
+        self.thinker, self.ticket, self.game = thinker, ticket, game
         self.setAutoDelete(True)
 
     def run(self) -> None:
+        if self.ticket != self.thinker.ticket:
+            return  # stale before it started: skip the work entirely
         t0 = time.perf_counter()
-        values: dict[Direction, float] | None = None
-        agent_name = self.spec.name or "checkpoint"
         try:
-            if self.ticket != self.thinker.ticket:
-                return  # stale before it started: skip the work entirely
-            agent = self.thinker.agent_for(self.spec, self.game.rules)
-            agent_name = agent.name
-            if self.want_values:
-                try:
-                    values = {Direction(d): float(v) for d, v in agent.move_values(self.game).items()}
-                except NotImplementedError:
-                    values = None
-            choice = choose(agent, self.game, values)
-            result = ThinkResult(
-                self.ticket,
-                self.spec,
-                agent_name,
-                self.game.moves,
-                values,
-                choice,
-                time.perf_counter() - t0,
-                value_kind=value_kind(agent),
-            )
+            result = self._work(t0)
         except Exception as e:  # an agent bug or a bad checkpoint must not take the window down
-            log.exception("agent %s failed to think about move %d", agent_name, self.game.moves)
-            result = ThinkResult(
-                self.ticket,
-                self.spec,
-                agent_name,
-                self.game.moves,
-                None,
-                None,
-                time.perf_counter() - t0,
-                error=str(e) or type(e).__name__,
-            )
+            log.exception("%s move %d", self._failure(), self.game.moves)
+            result = self._failed(str(e) or type(e).__name__, time.perf_counter() - t0)
         self.thinker.emitter.done.emit(result)
 
+    def _work(self, t0: float) -> ThinkResult | GradeResult:
+        raise NotImplementedError
 
-class _GradeTask(QRunnable):
+    def _failure(self) -> str:
+        """What failed, for the log ("agent greedy failed to think about")."""
+        raise NotImplementedError
+
+    def _failed(self, error: str, seconds: float) -> ThinkResult | GradeResult:
+        raise NotImplementedError
+
+
+class _ThinkTask(_Task):
+    """An agent's move (and its move values when ``want_values``)."""
+
+    def __init__(self, thinker: Thinker, ticket: int, spec: AgentSpec, game: Game, want_values: bool):
+        super().__init__(thinker, ticket, game)
+        self.spec, self.want_values = spec, want_values
+        self.agent_name = spec.name or "checkpoint"  # the built agent's own name once it is loaded
+
+    def _work(self, t0: float) -> ThinkResult:
+        agent = self.thinker.agent_for(self.spec, self.game.rules)
+        self.agent_name = agent.name
+        values: dict[Direction, float] | None = None
+        if self.want_values:
+            try:
+                values = {Direction(d): float(v) for d, v in agent.move_values(self.game).items()}
+            except NotImplementedError:
+                values = None
+        choice = choose(agent, self.game, values)
+        seconds = time.perf_counter() - t0
+        return self._result(values, choice, seconds, value_kind=value_kind(agent))
+
+    def _failure(self) -> str:
+        return f"agent {self.agent_name} failed to think about"
+
+    def _failed(self, error: str, seconds: float) -> ThinkResult:
+        return self._result(None, None, seconds, error=error)
+
+    def _result(
+        self, values: dict[Direction, float] | None, choice: Direction | None, seconds: float, **more: Any
+    ) -> ThinkResult:
+        return ThinkResult(
+            self.ticket, self.spec, self.agent_name, self.game.moves, values, choice, seconds, **more
+        )
+
+
+class _GradeTask(_Task):
     """Grade one move (the board before it, the move) with a reviewer (built once and kept)."""
 
     def __init__(self, thinker: Thinker, ticket: int, reviewer: Any, game: Game, played: Direction):
-        super().__init__()
-        self.thinker, self.ticket, self.reviewer, self.game, self.played = (
-            thinker,
-            ticket,
-            reviewer,
-            game,
-            played,
-        )
-        self.setAutoDelete(True)
+        super().__init__(thinker, ticket, game)
+        self.reviewer, self.played = reviewer, played
 
-    def run(self) -> None:
+    def _work(self, t0: float) -> GradeResult:
         from studio.services.review import grade_played
 
-        t0 = time.perf_counter()
-        reviewer = self.reviewer
-        grade: MoveGrade | None = None
-        error: str | None = None
-        try:
-            if self.ticket != self.thinker.ticket:
-                return
-            g = self.game
-            agent = self.thinker.reviewer_for(reviewer, g.rules)
-            grade = grade_played(agent, g.rules, g.board, self.played, g.score, g.moves)
-        except Exception as e:  # an agent bug or a bad checkpoint must not take the window down
-            log.exception("reviewer %s failed to grade move %d", reviewer.label, self.game.moves)
-            error = str(e) or type(e).__name__
-        result = GradeResult(
-            self.ticket,
-            reviewer.spec,
-            reviewer.label,
-            self.game.moves,
-            grade,
-            time.perf_counter() - t0,
-            error,
-            "points",
-            reviewer.fallback,
+        g = self.game
+        agent = self.thinker.reviewer_for(self.reviewer, g.rules)
+        grade = grade_played(agent, g.rules, g.board, self.played, g.score, g.moves)
+        return self._result(grade, time.perf_counter() - t0, None)
+
+    def _failure(self) -> str:
+        return f"reviewer {self.reviewer.label} failed to grade"
+
+    def _failed(self, error: str, seconds: float) -> GradeResult:
+        return self._result(None, seconds, error)
+
+    def _result(self, grade: MoveGrade | None, seconds: float, error: str | None) -> GradeResult:
+        r = self.reviewer
+        return GradeResult(
+            self.ticket, r.spec, r.label, self.game.moves, grade, seconds, error, "points", r.fallback
         )
-        self.thinker.emitter.done.emit(result)
 
 
 class Thinker(QObject):
@@ -201,25 +211,11 @@ class Thinker(QObject):
         self._reviewers: OrderedDict[tuple[AgentSpec, int | None, Rules], Agent] = OrderedDict()
 
     def agent_for(self, spec: AgentSpec, rules: Rules) -> Agent:
-        key = (spec, rules)
-        if key in self._agents:
-            self._agents.move_to_end(key)
-        else:
-            self._agents[key] = spec.build(rules, exact=False)
-            while len(self._agents) > AGENT_CACHE:
-                self._agents.popitem(last=False)
-        return self._agents[key]
+        return _kept(self._agents, (spec, rules), lambda: spec.build(rules, exact=False))
 
     def reviewer_for(self, reviewer: Any, rules: Rules) -> Agent:
         """The built reviewer (:class:`studio.services.review.Reviewer`), kept for the next move."""
-        key = (reviewer.spec, reviewer.depth, rules)
-        if key in self._reviewers:
-            self._reviewers.move_to_end(key)
-        else:
-            self._reviewers[key] = reviewer.build(rules)
-            while len(self._reviewers) > AGENT_CACHE:
-                self._reviewers.popitem(last=False)
-        return self._reviewers[key]
+        return _kept(self._reviewers, (reviewer.spec, reviewer.depth, rules), lambda: reviewer.build(rules))
 
     def request(self, spec: AgentSpec, game: Game, *, want_values: bool) -> int:
         """Start thinking about (a copy of) ``game``; returns the ticket. Older requests become stale."""

@@ -30,7 +30,6 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QComboBox,
     QFileDialog,
     QFormLayout,
@@ -53,7 +52,7 @@ from PySide6.QtWidgets import (
 from agents.arena import BACKENDS, EtaModel, tile_thresholds
 from agents.ray_util import RAY_MISSING
 from studio.services.runs import have_ray
-from studio.tabs.common import button, panes, spin
+from studio.tabs.common import button, panes, spin, table, titled_row, wait_worker
 from studio.text import duration, plural
 from studio.widgets.curves import RUN_COLOURS
 from studio.worker import CallWorker
@@ -367,7 +366,7 @@ class ArenaTab(QWidget):
     def _build_right(self) -> QSplitter:
         """Results table above; seed 004's max-tile table beside its bar chart below."""
         right = QSplitter(Qt.Orientation.Vertical)
-        self.resultsTable = self._table("resultsTable", list(RESULT_COLUMNS))
+        self.resultsTable = table("resultsTable", list(RESULT_COLUMNS))
         self.resultsTable.setToolTip(
             "Mean ± 95% CI: the mean score and its 95% confidence interval (1.96·s/√n).\n"
             "Double-click: replay this agent's best game"
@@ -378,26 +377,22 @@ class ArenaTab(QWidget):
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         header.setMinimumSectionSize(40)
         self.resultsTable.itemDoubleClicked.connect(lambda item: self.open_best_game(item.row()))
-        top = QWidget()
-        tl = QVBoxLayout(top)
-        tl.setContentsMargins(0, 0, 0, 0)
-        head = QHBoxLayout()
-        head.addWidget(QLabel("<b>Results</b>"))
-        head.addStretch(1)
         self.replayButton = button(
             "Replay best game",
             "replayButton",
             lambda: self.open_best_game(self.resultsTable.currentRow()),
             "Open the selected agent's highest-scoring game in Replay",
         )
-        head.addWidget(self.replayButton)
-        tl.addLayout(head)
+        top = QWidget()
+        tl = QVBoxLayout(top)
+        tl.setContentsMargins(0, 0, 0, 0)
+        tl.addLayout(titled_row("Results", self.replayButton))
         tl.addWidget(self.resultsTable)
         right.addWidget(top)
         # Below: seed 004's table beside its bar chart.
         bottom = QSplitter(Qt.Orientation.Horizontal)
         self.bottomSplitter = bottom
-        self.tileTable = self._table("tileTable", ["Max tile"])
+        self.tileTable = table("tileTable", ["Max tile"])
         self.tileTable.setToolTip(
             "Games whose largest tile was at least this one (seed 004's table): a game that made 4096 reached 2048"
         )
@@ -436,18 +431,6 @@ class ArenaTab(QWidget):
     def _save_backend(self, _index: int = 0) -> None:
         if self.settings is not None:
             self.settings.setValue(BACKEND_KEY, self.backend())
-
-    def _table(self, name: str, headers: list[str]) -> QTableWidget:
-        t = QTableWidget(0, len(headers))
-        t.setObjectName(name)
-        t.setHorizontalHeaderLabels(headers)
-        t.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        t.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        t.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        t.verticalHeader().hide()
-        t.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        t.horizontalHeader().setStretchLastSection(True)
-        return t
 
     def _fill_agents(self) -> None:
         from agents.registry import agent_names
@@ -662,13 +645,7 @@ class ArenaTab(QWidget):
             self.progressLabel.setText("Cancelling…")
 
     def wait_finished(self, timeout_ms: int = 120_000) -> bool:
-        from PySide6.QtWidgets import QApplication
-
-        if self.worker is None:
-            return True
-        ok = self.worker.wait(timeout_ms)
-        QApplication.processEvents()
-        return ok
+        return wait_worker(self.worker, timeout_ms)
 
     def mark_dirty(self) -> None:
         """Nothing to re-read: the arena lists its own contestants and results."""

@@ -1,5 +1,8 @@
 """What every tab shares: small widget makers, the non-blocking error box, and what a tab offers the window.
 
+:class:`StoreTab` is the base of the tabs that show the store (Games, Replay, Progress): they re-read
+it when shown after a change, not on every write.
+
 :class:`Tab` is the protocol the main window relies on instead of probing tabs with ``hasattr``:
 every tab has a ``status`` signal and ``mark_dirty`` / ``shutdown``; the optional signals
 (``gamesChanged``, ``openInReplay``, ``useInPlay``, ``useInArena``) are listed in :data:`ROUTED`
@@ -9,24 +12,36 @@ and wired by name when a tab declares them.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QApplication,
     QComboBox,
     QHBoxLayout,
+    QHeaderView,
+    QLabel,
     QMessageBox,
     QPushButton,
     QSpinBox,
     QSplitter,
+    QTableWidget,
     QWidget,
 )
 
+from studio.widgets.config_form import ERROR_STYLE
+
 if TYPE_CHECKING:
     from engine.store import GameStore
+    from studio.worker import CallWorker
 
 log = logging.getLogger(__name__)
+
+#: The colour of a note under a field or a panel (an error is in ERROR_STYLE's red).
+NOTE_STYLE = "color: #6b625a;"
 
 #: Signals a tab may declare, which the main window routes (signal name -> what it means).
 ROUTED = {
@@ -50,6 +65,78 @@ class Tab(Protocol):
         """The window is closing: stop timers and background work (idempotent)."""
 
 
+class StoreTab(QWidget):
+    """A tab that shows what the store holds (Games, Replay, Progress). :meth:`mark_dirty` only marks
+    it: the store is re-read (:meth:`refresh`) when the tab is next shown, not on every write (a
+    watched agent writes a move 60 times a second)."""
+
+    def __init__(self, name: str, store: GameStore, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName(name)
+        self.store = store
+        self._dirty = True
+
+    def mark_dirty(self) -> None:
+        """Games changed elsewhere: re-read the store next time the tab is shown."""
+        self._dirty = True
+
+    def showEvent(self, event: Any) -> None:
+        super().showEvent(event)
+        if self._dirty:
+            self.refresh()
+
+    def refresh(self) -> None:
+        """Re-read the store (each tab its own way; it clears ``_dirty``)."""
+        raise NotImplementedError
+
+
+class ReviewingTab(StoreTab):
+    """A :class:`StoreTab` that reviews games in a worker thread (Replay: the game shown; Progress:
+    the person's unreviewed games). ``review_worker`` is the review running, or the last one; the
+    subclass has the ``_on_review_progress``, ``_on_review_result`` and ``_on_review_error`` slots."""
+
+    status: Any  # the tab's Signal(str)
+
+    def __init__(self, name: str, store: GameStore, parent: QWidget | None = None) -> None:
+        super().__init__(name, store, parent)
+        self.review_worker: CallWorker | None = None
+        self._review_stop: threading.Event | None = None
+
+    @property
+    def reviewing(self) -> bool:
+        return self.review_worker is not None and not self.review_worker.done
+
+    def cancel_review(self) -> None:
+        """Stop the review after the move in hand; what was reviewed stays in the store."""
+        if self.reviewing and self._review_stop is not None:
+            self._review_stop.set()
+            self.status.emit("Cancelling the review…")
+
+    def _review_worker(self, job: Callable[[Callable[..., None]], Any], stop: threading.Event) -> CallWorker:
+        """A worker for a new review ``job`` (which ends early once ``stop`` is set), wired to the
+        review slots; the last review's worker is let go. The caller connects ``finished`` and starts it."""
+        from studio.worker import CallWorker
+
+        if self.review_worker is not None:
+            self.review_worker.deleteLater()
+        self._review_stop = stop
+        worker = CallWorker(job, parent=self)
+        worker.progress.connect(self._on_review_progress)
+        worker.result.connect(self._on_review_result)
+        worker.error.connect(self._on_review_error)
+        self.review_worker = worker
+        return worker
+
+    def _on_review_progress(self, done: float, total: float, text: str) -> None:
+        raise NotImplementedError
+
+    def _on_review_result(self, value: object) -> None:
+        raise NotImplementedError
+
+    def _on_review_error(self, message: str) -> None:
+        raise NotImplementedError
+
+
 def button(
     text: str, name: str, slot: Callable[..., Any], tip: str = "", *, takes_focus: bool = True
 ) -> QPushButton:
@@ -67,6 +154,52 @@ def button(
     return b
 
 
+def label(name: str, text: str = "", *, wrap: bool = False, style: str = "", hidden: bool = False) -> QLabel:
+    """A label with an object name (tests find it); ``wrap`` wraps long text, ``hidden`` until shown."""
+    lab = QLabel(text)
+    lab.setObjectName(name)
+    lab.setWordWrap(wrap)
+    if style:
+        lab.setStyleSheet(style)
+    if hidden:
+        lab.hide()
+    return lab
+
+
+def error_label(name: str) -> QLabel:
+    """A red, wrapped label, hidden until there is an error to show."""
+    return label(name, wrap=True, style=ERROR_STYLE, hidden=True)
+
+
+def titled_row(title: str, *actions: QWidget, beside: Sequence[QWidget] = ()) -> QHBoxLayout:
+    """A panel's head: its bold title, the widgets ``beside`` it (a picker), and the ``actions``
+    (its buttons) at the right."""
+    head = QHBoxLayout()
+    head.addWidget(QLabel(f"<b>{title}</b>"))
+    for w in beside:
+        head.addWidget(w)
+    head.addStretch(1)
+    for w in actions:
+        head.addWidget(w)
+    return head
+
+
+def table(name: str, headers: list[str], *, multi: bool = False) -> QTableWidget:
+    """A read-only table of whole rows (``multi``: several at once), its columns as wide as their
+    contents but the last, which takes what is left."""
+    t = QTableWidget(0, len(headers))
+    t.setObjectName(name)
+    t.setHorizontalHeaderLabels(headers)
+    t.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    t.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    mode = QAbstractItemView.SelectionMode
+    t.setSelectionMode(mode.ExtendedSelection if multi else mode.SingleSelection)
+    t.verticalHeader().hide()
+    t.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    t.horizontalHeader().setStretchLastSection(True)
+    return t
+
+
 def spin(name: str, low: int, high: int, value: int, tip: str = "") -> QSpinBox:
     """An integer spin box with its range, value and tooltip."""
     s = QSpinBox()
@@ -76,6 +209,16 @@ def spin(name: str, low: int, high: int, value: int, tip: str = "") -> QSpinBox:
     if tip:
         s.setToolTip(tip)
     return s
+
+
+def wait_worker(worker: CallWorker | None, timeout_ms: int) -> bool:
+    """Block until ``worker``'s thread has ended (True; also for no worker) or ``timeout_ms`` passed
+    (False), then deliver its queued signals (tests, shutdown)."""
+    if worker is None:
+        return True
+    ok = worker.wait(timeout_ms)
+    QApplication.processEvents()
+    return ok
 
 
 def panes(owner: QWidget, left: QWidget, right: QWidget, left_width: int = 320) -> QSplitter:

@@ -39,7 +39,7 @@ from PySide6.QtWidgets import (
 )
 
 from engine.store import SOURCES, GameStore, format_time
-from studio.tabs.common import button
+from studio.tabs.common import StoreTab, button
 from studio.text import GAME_STATUS_WORDS, game_status, plural
 from studio.widgets.filter_bar import FilterBar
 from studio.widgets.histogram import TileHistogram
@@ -176,7 +176,7 @@ class GamesTableModel(QAbstractTableModel):
         return self.games[row]
 
 
-class GamesTab(QWidget):
+class GamesTab(StoreTab):
     """The games library. ``openInReplay(game_id)`` asks the window to show a game in Replay."""
 
     openInReplay = Signal(int)
@@ -184,13 +184,10 @@ class GamesTab(QWidget):
     status = Signal(str)
 
     def __init__(self, store: GameStore, settings: QSettings, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("gamesTab")
-        self.store = store
+        super().__init__("gamesTab", store, parent)
         self.settings = settings
         self.last_error = ""
         self.last_message = ""  # the last import's "N imported, M already in the library"
-        self._dirty = True
         self._box: QMessageBox | None = None
         self._build()
 
@@ -275,16 +272,8 @@ class GamesTab(QWidget):
             self.table.setColumnWidth(col, max(self.table.columnWidth(col), need))
 
     # ------------------------------------------------------------------ data
-    def mark_dirty(self) -> None:
-        self._dirty = True
-
     def shutdown(self) -> None:
         """Nothing runs in the background here."""
-
-    def showEvent(self, event: Any) -> None:
-        super().showEvent(event)
-        if self._dirty:
-            self.refresh()
 
     def refresh(self) -> None:
         """Re-read the games that pass the filters, keeping the selected ones selected."""

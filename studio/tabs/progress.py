@@ -40,7 +40,7 @@ from PySide6.QtWidgets import (
 from engine.store import GameStore
 from studio.services.progress import MINE, PHASES, Progress, progress, rolling_mean
 from studio.services.review import Reviewer, resolve_reviewer
-from studio.tabs.common import button, fill_reviewer_combo
+from studio.tabs.common import ReviewingTab, button, fill_reviewer_combo
 from studio.widgets.curves import SIAxis, TileAxis
 from studio.widgets.review_graph import GRADE_COLOURS
 
@@ -61,23 +61,18 @@ MEAN_COLOUR = "#d0312d"
 BAR_COLOUR = GRADE_COLOURS["blunder"]
 
 
-class ProgressTab(QWidget):
+class ProgressTab(ReviewingTab):
     """Your progress. ``openInReplay(game_id)`` when a point is clicked."""
 
     status = Signal(str)
     openInReplay = Signal(int)
 
     def __init__(self, store: GameStore, settings: QSettings, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("progressTab")
-        self.store = store
+        super().__init__("progressTab", store, parent)
         self.settings = settings
         self.data: Progress | None = None
         self.load_worker: Any = None
-        self.review_worker: Any = None
-        self._dirty = True
         self._again = False  # a refresh was asked for while one was loading
-        self._stop: threading.Event | None = None
         self._closed = False
         self._build()
 
@@ -209,11 +204,6 @@ class ProgressTab(QWidget):
         return w
 
     # ------------------------------------------------------------------ the Tab protocol
-    def mark_dirty(self) -> None:
-        # Re-read when next shown, as the Games tab does: a watched agent writes a move 60 times a
-        # second, and every write would start a reload.
-        self._dirty = True
-
     def shutdown(self) -> None:
         self._closed = True
         if self.reviewing:
@@ -221,11 +211,6 @@ class ProgressTab(QWidget):
         for worker in (self.review_worker, self.load_worker):
             if worker is not None:
                 worker.wait(30_000)
-
-    def showEvent(self, event: Any) -> None:
-        super().showEvent(event)
-        if self._dirty:
-            self.refresh()
 
     # ------------------------------------------------------------------ filters
     @property
@@ -255,10 +240,6 @@ class ProgressTab(QWidget):
     @property
     def loading(self) -> bool:
         return self.load_worker is not None and not self.load_worker.done
-
-    @property
-    def reviewing(self) -> bool:
-        return self.review_worker is not None and not self.review_worker.done
 
     def refresh(self) -> None:
         """Re-read the figures in a worker thread (one load at a time; a request during one reruns it)."""
@@ -416,8 +397,6 @@ class ProgressTab(QWidget):
 
     def start_review(self) -> bool:
         """Review the unreviewed games in a worker thread; False when there are none or one runs."""
-        from studio.worker import CallWorker
-
         if self.data is None or self.reviewing or not self.data.unreviewed:
             return False
         try:
@@ -447,15 +426,8 @@ class ProgressTab(QWidget):
                 )
             return sum(r.complete for r in reviews), skipped
 
-        if self.review_worker is not None:
-            self.review_worker.deleteLater()
-        self._stop = stop
-        worker = CallWorker(job, parent=self)
-        worker.progress.connect(self._on_review_progress)
-        worker.result.connect(self._on_review_result)
-        worker.error.connect(self._on_review_error)
+        worker = self._review_worker(job, stop)
         worker.finished.connect(self._on_review_finished)
-        self.review_worker = worker
         self.reviewProgress.setRange(0, 1000 * len(ids))
         self.reviewProgress.setValue(0)
         self.reviewProgress.setFormat(f"game 1 of {len(ids)}")
@@ -463,12 +435,6 @@ class ProgressTab(QWidget):
         self.status.emit(f"Reviewing {len(ids):,} games…")
         self._update_controls()
         return True
-
-    def cancel_review(self) -> None:
-        """Stop after the move in hand; every reviewed move stays in the store."""
-        if self.reviewing and self._stop is not None:
-            self._stop.set()
-            self.status.emit("Cancelling the review…")
 
     def wait_review(self, timeout_s: float = 120.0) -> bool:
         """Block until the review has ended and the figures are re-read (tests)."""

@@ -60,7 +60,7 @@ from studio.services.review import (
     stored_review,
 )
 from studio.settings import get_bool, get_int
-from studio.tabs.common import button, fill_reviewer_combo
+from studio.tabs.common import ReviewingTab, button, fill_reviewer_combo, wait_worker
 from studio.text import game_status, plural
 from studio.theme import load_theme
 from studio.widgets.board import BEST_ARROW, BoardWidget
@@ -113,7 +113,7 @@ def spawn_text(spawns: Any) -> str:
     return ", ".join(f"{s.value} at ({s.row}, {s.col})" for s in spawns)
 
 
-class ReplayTab(QWidget):
+class ReplayTab(ReviewingTab):
     """Replays one game record; :meth:`open_game` is how other tabs send a game here."""
 
     status = Signal(str)
@@ -121,21 +121,16 @@ class ReplayTab(QWidget):
     reviewed = Signal(object)
 
     def __init__(self, store: GameStore, settings: QSettings, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("replayTab")
-        self.store = store
+        super().__init__("replayTab", store, parent)
         self.settings = settings
         self.record: Any = None
         self.review: GameReview | None = None
-        self.review_worker: Any = None  # CallWorker of the review in progress (or the last one)
-        self._review_stop: threading.Event | None = None
         self._review_game: int | None = None
         self._review_reviewer: Reviewer | None = None
         self._live_due = 0.0  # when the graph may next be redrawn from the store during a review
         self.prepare_worker: Any = None  # CallWorker following the training run that prepares a reviewer
         self._prepare_process: Any = None
         self.position = 0
-        self._dirty = True
         self._timer = QTimer(self)
         self._timer.timeout.connect(self._tick)
         self._build()
@@ -386,15 +381,6 @@ class ReplayTab(QWidget):
         fill_reviewer_combo(self.reviewerCombo, self.store)
 
     # ------------------------------------------------------------------ list
-    def mark_dirty(self) -> None:
-        """Games changed elsewhere: reload the list next time the tab is shown."""
-        self._dirty = True
-
-    def showEvent(self, event: Any) -> None:
-        super().showEvent(event)
-        if self._dirty:
-            self.refresh()
-
     def refresh(self) -> None:
         """Re-read the game list from the store (keeps the selection when it is still listed)."""
         self._dirty = False
@@ -654,15 +640,9 @@ class ReplayTab(QWidget):
         if not self.reviewing:
             self._set_review(self._stored_review())
 
-    @property
-    def reviewing(self) -> bool:
-        return self.review_worker is not None and not self.review_worker.done
-
     def start_review(self) -> bool:
         """Review the shown game in a worker thread with the chosen reviewer; False when it cannot
         start (no game, already reviewing, no such reviewer)."""
-        from studio.worker import CallWorker
-
         if self.record is None or self.reviewing or self.record.n_moves == 0:
             return False
         try:
@@ -679,18 +659,11 @@ class ReplayTab(QWidget):
             with GameStore(db_path) as store:  # the worker thread's own connection
                 return _review(store, game_id, reviewer, report, stop)
 
-        if self.review_worker is not None:
-            self.review_worker.deleteLater()
-        self._review_stop = stop
         self._review_game = game_id
         self._review_reviewer = reviewer
         self._live_due = 0.0
-        worker = CallWorker(job, parent=self)
-        worker.progress.connect(self._on_review_progress)
-        worker.result.connect(self._on_review_result)
-        worker.error.connect(self._on_review_error)
+        worker = self._review_worker(job, stop)
         worker.finished.connect(self._update_controls)
-        self.review_worker = worker
         done = len(self.review.moves) if self.review is not None else 0
         self.reviewProgress.setRange(0, self.record.n_moves)
         self.reviewProgress.setValue(done)
@@ -699,20 +672,8 @@ class ReplayTab(QWidget):
         self._update_controls()
         return True
 
-    def cancel_review(self) -> None:
-        """Stop the review after the move in hand; what was evaluated stays in the store."""
-        if self.reviewing and self._review_stop is not None:
-            self._review_stop.set()
-            self.status.emit("Cancelling the review…")
-
     def wait_review(self, timeout_ms: int = 60_000) -> bool:
-        from PySide6.QtWidgets import QApplication
-
-        if self.review_worker is None:
-            return True
-        ok = bool(self.review_worker.wait(timeout_ms))
-        QApplication.processEvents()
-        return ok
+        return wait_worker(self.review_worker, timeout_ms)
 
     def _on_review_progress(self, done: float, total: float, _text: str) -> None:
         self.reviewProgress.setRange(0, max(int(total), 1))
@@ -803,18 +764,20 @@ class ReplayTab(QWidget):
             )
 
     def next_mistake(self) -> None:
-        if self.review is not None:
-            move = self.review.next_mistake(self.position)
-            if move is not None:
-                self.pause()
-                self.step_to(move)
+        self._step_to_mistake(forward=True)
 
     def previous_mistake(self) -> None:
-        if self.review is not None:
-            move = self.review.previous_mistake(self.position)
-            if move is not None:
-                self.pause()
-                self.step_to(move)
+        self._step_to_mistake(forward=False)
+
+    def _step_to_mistake(self, forward: bool) -> None:
+        """Pause and step to the review's next (or previous) mistake from the position shown, if any."""
+        if self.review is None:
+            return
+        find = self.review.next_mistake if forward else self.review.previous_mistake
+        move = find(self.position)
+        if move is not None:
+            self.pause()
+            self.step_to(move)
 
     # ------------------------------------------------------------------ preparing a reviewer
     @property
@@ -898,13 +861,7 @@ class ReplayTab(QWidget):
 
     def wait_prepared(self, timeout_ms: int = 600_000) -> bool:
         """Block until the reviewer is prepared (tests)."""
-        from PySide6.QtWidgets import QApplication
-
-        if self.prepare_worker is None:
-            return True
-        ok = bool(self.prepare_worker.wait(timeout_ms))
-        QApplication.processEvents()
-        return ok
+        return wait_worker(self.prepare_worker, timeout_ms)
 
     def shutdown(self) -> None:
         """The window is closing."""

@@ -24,14 +24,12 @@ from studio.theme import Theme, digits_scale, load_theme
 
 #: Keys the board answers: arrows and WASD (seed 000's controls).
 KEY_DIRECTIONS: dict[int, Direction] = {
-    Qt.Key.Key_Up: Direction.UP,
-    Qt.Key.Key_W: Direction.UP,
-    Qt.Key.Key_Left: Direction.LEFT,
-    Qt.Key.Key_A: Direction.LEFT,
-    Qt.Key.Key_Down: Direction.DOWN,
-    Qt.Key.Key_S: Direction.DOWN,
-    Qt.Key.Key_Right: Direction.RIGHT,
-    Qt.Key.Key_D: Direction.RIGHT,
+    key: direction
+    for keys in (
+        (Qt.Key.Key_Up, Qt.Key.Key_Left, Qt.Key.Key_Down, Qt.Key.Key_Right),
+        (Qt.Key.Key_W, Qt.Key.Key_A, Qt.Key.Key_S, Qt.Key.Key_D),
+    )
+    for key, direction in zip(keys, (Direction.UP, Direction.LEFT, Direction.DOWN, Direction.RIGHT))
 }
 
 SLIDE_PART = 0.6  # fraction of an animation spent sliding; the rest pops merges and grows spawns
@@ -224,14 +222,19 @@ class BoardWidget(QWidget):
         self.update()
         self.animationFinished.emit()
 
-    def set_hint(self, direction: Direction | None) -> None:
-        """Draw an arrow for the agent's choice beside the board (None clears it)."""
+    def _arrow(self, direction: Direction | None) -> Direction | None:
+        """``direction``, for an arrow beside the board that is repainted now; the room for the arrows
+        is made with the first one (the board then keeps its size)."""
         if direction is not None and not self.hint_margin:
-            self.hint_margin = True  # make room once; the board then keeps its size
+            self.hint_margin = True
             self.updateGeometry()
             self._place_overlay_button()
-        self._hint = direction
         self.update()
+        return direction
+
+    def set_hint(self, direction: Direction | None) -> None:
+        """Draw an arrow for the agent's choice beside the board (None clears it)."""
+        self._hint = self._arrow(direction)
 
     @property
     def hint(self) -> Direction | None:
@@ -240,12 +243,7 @@ class BoardWidget(QWidget):
     def set_best_hint(self, direction: Direction | None) -> None:
         """A second arrow, in :data:`BEST_ARROW` green, for a better move than the hint's (a review's
         best move beside the move played); the same direction as the hint paints the hint green."""
-        if direction is not None and not self.hint_margin:
-            self.hint_margin = True
-            self.updateGeometry()
-            self._place_overlay_button()
-        self._best_hint = direction
-        self.update()
+        self._best_hint = self._arrow(direction)
 
     @property
     def best_hint(self) -> Direction | None:

@@ -406,6 +406,17 @@ class PresetCombo(QComboBox):
         )
 
 
+def _fields_layout(widget: QWidget, indent: int) -> QFormLayout:
+    """The form's label / field rows in ``widget``, ``indent`` pixels from the left (the advanced
+    fields sit a step in). Fields take the width; a narrow panel puts a long label above its field
+    rather than cutting the field at the edge."""
+    form = QFormLayout(widget)
+    form.setContentsMargins(indent, 0, 0, 0)
+    form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+    form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+    return form
+
+
 class ConfigForm(QWidget):
     """The form of one config class; ``set_config_class`` rebuilds it for another agent.
 
@@ -482,11 +493,7 @@ class ConfigForm(QWidget):
         outer.addWidget(self.presetHeader)
 
         self._body = QWidget()
-        self._form = QFormLayout(self._body)
-        self._form.setContentsMargins(0, 0, 0, 0)
-        self._form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
-        # A narrow panel puts a long label above its field rather than cutting the field at the edge.
-        self._form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+        self._form = _fields_layout(self._body, indent=0)
         outer.addWidget(self._body)
 
         self.advancedToggle = QToolButton()
@@ -499,10 +506,7 @@ class ConfigForm(QWidget):
         self.advancedToggle.toggled.connect(self._fold)
         outer.addWidget(self.advancedToggle)
         self._advanced = QWidget()
-        self._advanced_form = QFormLayout(self._advanced)
-        self._advanced_form.setContentsMargins(12, 0, 0, 0)
-        self._advanced_form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
-        self._advanced_form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+        self._advanced_form = _fields_layout(self._advanced, indent=12)
         self._advanced.hide()
         outer.addWidget(self._advanced)
 

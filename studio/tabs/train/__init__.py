@@ -184,9 +184,8 @@ class TrainTab(QWidget):
         self.runsPanel = RunsPanel(self.store)
         self.follower = Follower(self.store, self.curves, self)
         self.follower.ended.connect(self._on_followed_end)
-        self._wire_runs_panel()
         self.sweepPanel = SweepPanel(self.store)
-        self._wire_sweep_panel()
+        self._wire_panels()
         # The runs and the sweeps share the pane under the curves: a sweep's ranking needs the height.
         self.bottomTabs = PageTabs()
         self.bottomTabs.setObjectName("bottomTabs")
@@ -259,31 +258,33 @@ class TrainTab(QWidget):
                 text = QKeySequence(keys).toString(QKeySequence.SequenceFormat.NativeText)
                 b.setToolTip(f"{b.toolTip()} ({text})")
 
-    def _wire_runs_panel(self) -> None:
-        p = self.runsPanel
-        p.showRuns.connect(self.show_runs)
-        p.resumeRun.connect(self.resume)
-        p.pauseRuns.connect(self._pause_runs)
-        p.stopRuns.connect(self._stop_runs)
-        p.checkpointRuns.connect(self._checkpoint_runs)
-        p.useInPlay.connect(self.useInPlay)
-        p.useInArena.connect(self.useInArena)
-        p.status.connect(self.status)
-        p.selectionChanged.connect(self._on_selection)
+    def _wire_panels(self) -> None:
+        """The runs' and the sweeps' panels ask the tab (their signal -> the tab's slot)."""
+        p, s = self.runsPanel, self.sweepPanel
+        wires = [
+            (p.showRuns, self.show_runs),
+            (p.resumeRun, self.resume),
+            (p.pauseRuns, self._pause_runs),
+            (p.stopRuns, self._stop_runs),
+            (p.checkpointRuns, self._checkpoint_runs),
+            (p.useInPlay, self.useInPlay),
+            (p.useInArena, self.useInArena),
+            (p.selectionChanged, self._on_selection),
+            (s.sweepSelected, self.show_sweep_runs),
+            (s.applyBest, self.apply_config),
+            (s.resumeSweep, self.resume_sweep),
+            (s.stopSweep, self.stop_sweep),
+            (p.status, self.status),
+            (s.status, self.status),
+        ]
+        for signal, slot in wires:
+            signal.connect(slot)
         # The tests and the window's users know these by the tab's names.
         self.runsTable = p.runsTable
         for name in ("showRunsButton", "resumeButton", "useInPlayButton", "useInArenaButton", "exportButton"):
             setattr(self, name, getattr(p, name))
         self.selected_run_ids, self.select_runs = p.selected_run_ids, p.select_runs
         self.export_csv, self.use_in_play, self.use_in_arena = p.export_csv, p.use_in_play, p.use_in_arena
-
-    def _wire_sweep_panel(self) -> None:
-        p = self.sweepPanel
-        p.sweepSelected.connect(self.show_sweep_runs)
-        p.applyBest.connect(self.apply_config)
-        p.resumeSweep.connect(self.resume_sweep)
-        p.stopSweep.connect(self.stop_sweep)
-        p.status.connect(self.status)
 
     # ================================================================== the launch form
     def _on_agent_changed(self, cls: Any) -> None:
@@ -319,14 +320,21 @@ class TrainTab(QWidget):
     def is_paused(self) -> bool:
         return self.focus is not None and self.focus.worker.paused
 
-    def start(self) -> bool:
-        """Start a new run with the form's settings (beside any that train); False when it cannot."""
+    def _form_request(self, verb: str) -> RunRequest | None:
+        """The run the form asks for; None after saying why it cannot ``verb`` (in the status bar and
+        under Start)."""
         self.launch.ensure_loaded()
         try:
-            request = self.launch.request()
+            return self.launch.request()
         except RunError as e:
-            self.status.emit(f"cannot start: {e}")
+            self.status.emit(f"cannot {verb}: {e}")
             self.etaLabel.setText(f"Fix {e.field}: {e}" if e.field else str(e))
+            return None
+
+    def start(self) -> bool:
+        """Start a new run with the form's settings (beside any that train); False when it cannot."""
+        request = self._form_request("start")
+        if request is None:
             return False
         series = RunSeries(f"{request.agent} (new run)")
         series.set_config(request.config)
@@ -603,12 +611,8 @@ class TrainTab(QWidget):
 
     def open_sweep_dialog(self) -> SweepDialog | None:
         """The Sweep dialog over the form's settings (None when the form cannot make a run)."""
-        self.launch.ensure_loaded()
-        try:
-            base = self.launch.request()
-        except RunError as e:
-            self.status.emit(f"cannot sweep: {e}")
-            self.etaLabel.setText(f"Fix {e.field}: {e}" if e.field else str(e))
+        base = self._form_request("sweep")
+        if base is None:
             return None
         if self.sweepDialog is not None:
             self.sweepDialog.close()

@@ -49,7 +49,7 @@ from agents.runner import (
 )
 from engine import Rules
 from studio.services.runs import BACKENDS, RunRequest, preset_budget
-from studio.tabs.common import button, spin
+from studio.tabs.common import ERROR_STYLE, NOTE_STYLE, button, error_label, label, spin
 from studio.widgets.config_form import ConfigForm
 
 log = logging.getLogger(__name__)
@@ -59,8 +59,6 @@ CHECKPOINT_EVERY_MIN = 2.0
 #: The agent "Train from my games" selects, and the settings it fills in.
 IMITATION_AGENT = "imitation"
 IMITATION_FROM_HUMANS = {"source": "human"}
-ERROR_STYLE = "color: #c62828;"
-NOTE_STYLE = "color: #6b625a;"
 #: Fewer moves than this and imitation learns next to nothing (validation accuracy near chance):
 #: the form says so in red, and Start asks first.
 MIN_IMITATION_MOVES = 2000
@@ -68,15 +66,6 @@ MIN_IMITATION_MOVES = 2000
 COUNT_DELAY_MS = 250
 #: Lines of the agent's description under the picker (the rest: "…", the whole in the tooltip).
 DESCRIPTION_LINES = 2
-
-
-def _error_label(name: str) -> QLabel:
-    label = QLabel()
-    label.setObjectName(name)
-    label.setWordWrap(True)
-    label.setStyleSheet(ERROR_STYLE)
-    label.hide()
-    return label
 
 
 class ElidedLabel(QLabel):
@@ -175,7 +164,7 @@ class LaunchForm(QWidget):
         settings_box = self._settings_box()  # builds the form, whose preset rows go on top
         layout.addWidget(self.form.presetHeader)
         layout.addWidget(self._budget_box())
-        self.requestError = _error_label("requestError")
+        self.requestError = error_label("requestError")
         layout.addWidget(self.requestError)
         inner = QWidget()
         inner.setObjectName("launchDetails")
@@ -242,10 +231,7 @@ class LaunchForm(QWidget):
         self.agentDescription.setObjectName("agentDescription")
         self.agentDescription.setStyleSheet("color: #6b625a;")
         ab.addWidget(self.agentDescription)
-        self.dataNote = QLabel()
-        self.dataNote.setObjectName("dataNote")
-        self.dataNote.setWordWrap(True)
-        self.dataNote.hide()
+        self.dataNote = label("dataNote", wrap=True, hidden=True)
         ab.addWidget(self.dataNote)
         return box
 
@@ -259,11 +245,7 @@ class LaunchForm(QWidget):
         self.form.changed.connect(self._count_timer.start)
         self.form.extra_changes = self._preset_extra_changes
         sb.addWidget(self.form)
-        self.presetNote = QLabel()
-        self.presetNote.setObjectName("presetNote")
-        self.presetNote.setWordWrap(True)
-        self.presetNote.setStyleSheet(NOTE_STYLE)
-        self.presetNote.hide()
+        self.presetNote = label("presetNote", wrap=True, style=NOTE_STYLE, hidden=True)
         self.form.add_note(self.presetNote)  # under the preset's marker, not below the whole form
         return box
 
@@ -290,7 +272,7 @@ class LaunchForm(QWidget):
         rl.addRow("Chance of a 4", self.p4Spin)
         rl.addRow("Start tiles", self.startTilesSpin)
         rl.addRow("Spawns per move", self.spawnSpin)
-        self.rulesError = _error_label("rulesError")
+        self.rulesError = error_label("rulesError")
         rl.addRow(self.rulesError)
         for w in (self.rowsSpin, self.colsSpin, self.startTilesSpin, self.spawnSpin):
             w.valueChanged.connect(self._check_rules)
@@ -329,7 +311,7 @@ class LaunchForm(QWidget):
             bl.addRow(check, editor)
             check.toggled.connect(self._sync_inputs)
             editor.valueChanged.connect(self.form.refresh_preset_marker)
-        self.budgetError = _error_label("budgetError")
+        self.budgetError = error_label("budgetError")
         bl.addRow(self.budgetError)
         return box
 
@@ -351,10 +333,7 @@ class LaunchForm(QWidget):
         self.rayAddressEdit.setObjectName("rayAddressEdit")
         self.rayAddressEdit.setPlaceholderText("empty: a local Ray; or HOST:6379")
         self.rayAddressEdit.setToolTip("A running Ray cluster to join (ray start --head on that machine)")
-        self.parallelNote = QLabel()
-        self.parallelNote.setObjectName("parallelNote")
-        self.parallelNote.setWordWrap(True)
-        self.parallelNote.setStyleSheet("color: #6b625a;")
+        self.parallelNote = label("parallelNote", wrap=True, style=NOTE_STYLE)
         pl.addRow("Workers", self.workersSpin)
         pl.addRow("Backend", self.backendCombo)
         pl.addRow("Ray address", self.rayAddressEdit)
@@ -690,7 +669,7 @@ class LaunchForm(QWidget):
         description = str(preset.get("description", ""))
         also = [f"the rules ({self.rowsSpin.value()}×{self.colsSpin.value()})"]
         if budget is not None:
-            also.append(f"the budget ({_budget_words(budget)})")
+            also.append(f"the budget ({budget_words(budget)})")
         self.presetNote.setText(f"{title} also sets {' and '.join(also)}.")
         self.presetNote.setToolTip(description)
         self.presetNote.show()
@@ -752,8 +731,8 @@ class LaunchForm(QWidget):
             self.requestError.show()
 
     def clear_errors(self) -> None:
-        for label in (self.budgetError, self.requestError):
-            label.hide()
+        for note in (self.budgetError, self.requestError):
+            note.hide()
         self._check_rules()
 
     def is_ready(self) -> bool:
@@ -785,7 +764,8 @@ def small_data_warning(games: int, moves: int) -> str:
     return f"{moves:,} moves{of}: too few to learn from; validation accuracy will be near chance."
 
 
-def _budget_words(budget: Budget) -> str:
+def budget_words(budget: Budget) -> str:
+    """``"1,000 episodes or 5 min or 20,000 moves"``: the budget's limits ("" for none)."""
     parts = []
     if budget.episodes is not None:
         parts.append(f"{budget.episodes:,} episodes")

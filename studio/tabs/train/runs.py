@@ -22,12 +22,8 @@ from PySide6.QtGui import QColor, QIcon, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFileDialog,
-    QHBoxLayout,
-    QHeaderView,
-    QLabel,
     QMenu,
     QPushButton,
-    QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
@@ -36,7 +32,7 @@ from PySide6.QtWidgets import (
 from engine.store import GameStore, RunSummary, format_time
 from engine.store.model import format_size
 from studio.services.runs import export_run_tensorboard, write_metrics_csv
-from studio.tabs.common import button, error_box
+from studio.tabs.common import button, error_box, table, titled_row
 from studio.text import duration
 from studio.widgets.curves import RUN_COLOURS
 
@@ -102,9 +98,6 @@ class RunsPanel(QWidget):
         self._icons: dict[str, QIcon] = {}
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        head = QHBoxLayout()
-        head.addWidget(QLabel("<b>Runs</b>"))
-        head.addStretch(1)
         self.showRunsButton = button(
             "Show / compare",
             "showRunsButton",
@@ -163,18 +156,8 @@ class RunsPanel(QWidget):
             self.useInArenaButton,
             self.exportButton,
         )
-        for b in self.buttons:
-            head.addWidget(b)
-        layout.addLayout(head)
-        t = self.runsTable = QTableWidget(0, len(RUN_COLUMNS))
-        t.setObjectName("runsTable")
-        t.setHorizontalHeaderLabels(list(RUN_COLUMNS))
-        t.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        t.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        t.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        t.verticalHeader().hide()
-        t.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        t.horizontalHeader().setStretchLastSection(True)
+        layout.addLayout(titled_row("Runs", *self.buttons))
+        t = self.runsTable = table("runsTable", list(RUN_COLUMNS), multi=True)
         t.itemSelectionChanged.connect(self._on_selection)
         t.itemDoubleClicked.connect(lambda _item: self.show_selected())
         t.itemChanged.connect(self._on_item_changed)

@@ -76,7 +76,8 @@ from studio.services.sweep import (
     run_sweep,
     swept_knobs,
 )
-from studio.tabs.common import button, spin
+from studio.tabs.common import NOTE_STYLE, button, error_label, label, spin, titled_row
+from studio.tabs.train.launch import budget_words
 from studio.worker import CallWorker, _Loop, _Worker
 
 __all__ = [
@@ -93,8 +94,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 FIXED, LIST, RANGE = "fixed", "list", "range"
-ERROR_STYLE = "color: #c62828;"
-NOTE_STYLE = "color: #6b625a;"
 #: How often the panel re-ranks a running sweep (besides at each trial's end).
 RANK_EVERY_MS = 3000
 #: Trial dots and point means in the scatter.
@@ -252,15 +251,9 @@ class SweepDialog(QDialog):
         layout.addWidget(intro)
         layout.addWidget(self._knobs_box(), 1)
         layout.addWidget(self._options_box())
-        self.trialsLabel = QLabel()
-        self.trialsLabel.setObjectName("trialsLabel")
-        self.trialsLabel.setStyleSheet("font-weight: bold;")
+        self.trialsLabel = label("trialsLabel", style="font-weight: bold;")
         layout.addWidget(self.trialsLabel)
-        self.errorLabel = QLabel()
-        self.errorLabel.setObjectName("sweepError")
-        self.errorLabel.setWordWrap(True)
-        self.errorLabel.setStyleSheet(ERROR_STYLE)
-        self.errorLabel.hide()
+        self.errorLabel = error_label("sweepError")
         layout.addWidget(self.errorLabel)
         buttons = QDialogButtonBox()
         self.startButton = buttons.addButton("Start sweep", QDialogButtonBox.ButtonRole.AcceptRole)
@@ -354,10 +347,7 @@ class SweepDialog(QDialog):
         form.addRow("Rank by", self.metricCombo)
         form.addRow("Closing evaluation", _with_suffix(self.evalGamesSpin, "games"))
         form.addRow("Trials", run)
-        self.budgetLabel = QLabel(_budget_text(self.base))
-        self.budgetLabel.setObjectName("sweepBudgetLabel")
-        self.budgetLabel.setStyleSheet(NOTE_STYLE)
-        self.budgetLabel.setWordWrap(True)
+        self.budgetLabel = label("sweepBudgetLabel", _budget_text(self.base), wrap=True, style=NOTE_STYLE)
         form.addRow("Each trial", self.budgetLabel)
         for s in (self.samplesSpin, self.seedsSpin, self.seedSpin, self.evalGamesSpin, self.workersSpin):
             s.valueChanged.connect(self.update_plan)
@@ -432,16 +422,7 @@ def _with_suffix(w: QWidget, text: str) -> QHBoxLayout:
 
 
 def _budget_text(base: RunRequest) -> str:
-    b = base.budget
-    parts = []
-    if b is not None:
-        if b.episodes is not None:
-            parts.append(f"{b.episodes:,} episodes")
-        if b.seconds is not None:
-            parts.append(f"{b.seconds / 60:g} min")
-        if b.steps is not None:
-            parts.append(f"{b.steps:,} moves")
-    budget = " or ".join(parts) or "no budget"
+    budget = (budget_words(base.budget) if base.budget is not None else "") or "no budget"
     preset = f" (preset {base.preset})" if base.preset else ""
     return f"{budget}, with the form's settings{preset} and rules (change them in the form)"
 
@@ -607,8 +588,6 @@ class SweepPanel(QWidget):
 
     def _build_head(self) -> QHBoxLayout:
         """The sweep picker and the actions (the summary line under them is made here too)."""
-        head = QHBoxLayout()
-        head.addWidget(QLabel("<b>Sweep</b>"))
         self.sweepCombo = QComboBox()
         self.sweepCombo.setObjectName("sweepCombo")
         self.sweepCombo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
@@ -616,12 +595,8 @@ class SweepPanel(QWidget):
             "Sweeps of the store, newest first: pick one to rank it and compare its runs"
         )
         self.sweepCombo.currentIndexChanged.connect(self._on_combo)
-        head.addWidget(self.sweepCombo)
-        self.summaryLabel = QLabel()
-        self.summaryLabel.setObjectName("sweepSummary")
-        self.summaryLabel.setStyleSheet(NOTE_STYLE)
+        self.summaryLabel = label("sweepSummary", style=NOTE_STYLE)
         self.summaryLabel.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        head.addStretch(1)
         self.applyBestButton = button(
             "Apply best",
             "applyBestButton",
@@ -634,9 +609,8 @@ class SweepPanel(QWidget):
         self.stopSweepButton = button(
             "Stop", "stopSweepButton", self.stopSweep.emit, "Stop the sweep: every trial saves a checkpoint"
         )
-        for b in (self.applyBestButton, self.resumeSweepButton, self.stopSweepButton):
-            head.addWidget(b)
-        return head
+        actions = (self.applyBestButton, self.resumeSweepButton, self.stopSweepButton)
+        return titled_row("Sweep", *actions, beside=[self.sweepCombo])
 
     def _build_table(self) -> QTableWidget:
         self.rankTable = QTableWidget(0, 0)
