@@ -49,7 +49,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from agents.base import Control, MetricEvent
 from agents.runner import IncompatibleCheckpoint, NoCheckpoint, RunBusy, RunError
@@ -397,7 +397,8 @@ def _trial_main(config: dict[str, Any], jobs: dict[int, _Job], hub: Any) -> None
         else:
             request = replace(request, sweep_trial=None)  # the driver links its own record
         try:
-            run = open_run(request, relay, control)
+            # the relay answers what a run asks of its store (GameStore's methods, by the same names)
+            run = open_run(request, cast(GameStore, relay), control)
             # The driver makes (or claims) the run's record now, as a local trial does.
             relay.note(TrialBegan())
             report()
