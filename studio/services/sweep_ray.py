@@ -44,7 +44,6 @@ import sqlite3
 import tempfile
 import threading
 import time
-import traceback
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -413,10 +412,9 @@ def _trial_main(config: dict[str, Any], jobs: dict[int, _Job], hub: Any) -> None
                     report()
                     due = time.monotonic() + REPORT_EVERY_S
             relay.note(TrialEnded(run.status))
-        except RunError as e:  # refused, or stopped itself (diverged): one line is enough
-            relay.note(Failed(str(e), e.field))
-        except Exception as e:  # the runner marked the run failed; the traceback goes to the driver
-            relay.note(Failed(f"{type(e).__name__}: {e}", None, traceback.format_exc()))
+        except Exception as e:  # refused or stopped itself (one line), or a bug (its traceback goes to
+            # the driver): the runner has marked the run failed
+            relay.note(Failed.of(e))
         report()
     finally:
         done.set()
@@ -603,7 +601,7 @@ class RayTrials:
             try:
                 job = _resume_job(self.store, trial, req) if req.resume is not None else _Job(trial, req)
             except RunError as e:
-                yield trial, Failed(str(e), e.field)
+                yield trial, Failed.of(e)
                 continue
             self.states[trial] = _TrialState(job)
         if not self.states:
