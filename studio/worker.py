@@ -26,16 +26,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from agents.base import MetricEvent
-from studio.services.messages import (
-    CheckpointSaved,
-    ChildMessage,
-    Detached,
-    Done,
-    Events,
-    Failed,
-    Started,
-    is_last_word,
-)
+from studio.services import messages
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -273,10 +264,10 @@ class RunWorker(_Worker):
         assert proc is not None  # start() made it
         ended = False
         for msg in proc.messages():
-            if isinstance(msg, Events):
+            if isinstance(msg, messages.Events):
                 loop.batch.emit(msg.events)
             else:
-                ended = is_last_word(msg)
+                ended = messages.is_last_word(msg)
                 loop.result.emit(msg)
         if proc.detached:
             return  # the run trains on without this window: nothing to wait for
@@ -293,19 +284,18 @@ class RunWorker(_Worker):
         self.batch.emit(events)
 
     def _handle_result(self, value: object) -> None:
-        msg: ChildMessage = value  # type: ignore[assignment]  # what _body emits: a child's message
-        match msg:
-            case Started():
+        match msg := value:  # what _body emits: a child's message other than Events
+            case messages.Started():
                 self.run_id, self.agent, self.status = msg.run_id, msg.agent, "running"
                 self.started.emit(msg.run_id, msg.agent)
-            case CheckpointSaved():
+            case messages.CheckpointSaved():
                 self.last_checkpoint = msg.path
                 self.checkpointSaved.emit(msg.path)
-            case Detached():
+            case messages.Detached():
                 self.status = "detached"
-            case Done():
+            case messages.Done():
                 self.status, self.last_checkpoint = msg.status, msg.last_checkpoint
                 self.games_logged = msg.games_logged
-            case Failed():
+            case messages.Failed():
                 self.error_field, self.status = msg.field, "failed"
                 self._on_error(msg.message, msg.traceback)

@@ -30,7 +30,6 @@ SETTINGS_EPILOG = "Give --agent NAME (with --help) to list that agent's settings
 def register_two_stage(
     subparsers: Any,
     name: str,
-    *,
     help: str,
     build: Callable[[argparse.Namespace], argparse.ArgumentParser],
     run: Callable[[argparse.Namespace], int],

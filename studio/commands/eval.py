@@ -54,6 +54,7 @@ from studio.commands import _agent_flags as flags
 from studio.progress import ProgressLine
 from studio.text import table
 
+HELP = "evaluate agents side by side (N games, K processes)"
 DESCRIPTION = """Evaluate agents: N games each, the same N seeds for every contestant.
 
 Contestants: each --agent (its defaults + the settings given here), each --preset (that preset's
@@ -73,13 +74,7 @@ no game recorded; hundreds of deep-search games in minutes."""
 
 
 def register(subparsers: Any) -> None:
-    flags.register_two_stage(
-        subparsers,
-        "eval",
-        help="evaluate agents side by side (N games, K processes)",
-        build=build_parser,
-        run=run,
-    )
+    flags.register_two_stage(subparsers, "eval", HELP, build_parser, run)
 
 
 def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:

@@ -16,7 +16,8 @@ import numpy as np
 from engine import jsonsafe
 from engine.core import DIRECTIONS
 from engine.store import SOURCE_FILTERS, GameFilter, GameRecord, GameStore, GameSummary, format_time
-from studio.cli import MAX_ID, CliError, record_id, whole
+from studio.cli import MAX_ID, CliError, whole
+from studio.commands import _records as records
 from studio.text import (
     GAME_STATUS_WORDS,
     board_lines,
@@ -27,32 +28,22 @@ from studio.text import (
     table,
 )
 
-DEFAULT_LIMIT = 50
+HELP = "list, show, export, import and delete recorded games"
+DESCRIPTION = "The game records: every game played by a person or an agent, move by move."
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "games",
-        help="list, show, export, import and delete recorded games",
-        description="The game records: every game played by a person or an agent, move by move.",
-    )
-    sub = parser.add_subparsers(dest="games_command", metavar="ACTION", required=True)
+    sub = records.action_group(subparsers, "games", HELP, DESCRIPTION)
 
     p = sub.add_parser("list", help="list games, newest first (filters combine)")
     _add_filters(p)
-    p.add_argument(
-        "--limit",
-        type=whole(1),
-        default=DEFAULT_LIMIT,
-        help=f"at most this many rows (default {DEFAULT_LIMIT})",
-    )
+    records.add_limit_flag(p)
     p.add_argument("--json", action="store_true", help="print one JSON object per game instead of a table")
     p.set_defaults(func=run_list)
 
-    p = sub.add_parser("show", help="one game: who played, rules, score, boards (--moves: every move)")
-    p.add_argument("id", type=record_id, help="game id (see games list)")
+    what = "one game: who played, rules, score, boards (--moves: every move)"
+    p = records.add_id_action(sub, "show", what, "game id (see games list)", run_show)
     p.add_argument("--moves", action="store_true", help="also print every move")
-    p.set_defaults(func=run_show)
 
     p = sub.add_parser("export", help="write games with their reviews to .npz (seed 003's layout) or .jsonl")
     p.add_argument("ids", nargs="*", help="game ids: 3 7 12, 3,7,12 or 3-12")

@@ -18,19 +18,16 @@ from typing import Any
 
 from engine.store import GameStore
 from studio.cli import whole
+from studio.commands import _records as records
 from studio.services.progress import ALL, DEFAULT_LIMIT, MINE, PHASES, SOURCES, Progress, progress
 from studio.services.review import resolve_reviewer
 
-#: The most games one call may list.
-MAX_GAMES = 100_000
+HELP = "your games over time: score, highest tile, review accuracy, blunders per game phase"
+DESCRIPTION = "A person's games over time (the Progress tab's figures), oldest first."
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "progress",
-        help="your games over time: score, highest tile, review accuracy, blunders per game phase",
-        description="A person's games over time (the Progress tab's figures), oldest first.",
-    )
+    p = subparsers.add_parser("progress", help=HELP, description=DESCRIPTION)
     p.add_argument(
         "--source",
         choices=SOURCES,
@@ -39,15 +36,14 @@ def register(subparsers: Any) -> None:
         "mixed, agent, evaluation, training, imported, or all",
     )
     p.add_argument("--since", metavar="DATE", help="games started on or after DATE (YYYY-MM-DD)")
-    p.add_argument(
-        "--reviewer",
-        metavar="NAME|CHECKPOINT",
-        help="read this reviewer's stored reviews (default: the default reviewer, as review uses)",
+    records.add_reviewer_flags(
+        p,
+        "read this reviewer's stored reviews (default: the default reviewer, as review uses)",
+        "the preferred reviewer's search depth",
     )
-    p.add_argument("--depth", type=whole(1, 5), help="the preferred reviewer's search depth")
     p.add_argument(
         "--limit",
-        type=whole(1, MAX_GAMES),
+        type=whole(1, records.MAX_GAMES),
         default=DEFAULT_LIMIT,
         help=f"the newest this many games ({DEFAULT_LIMIT})",
     )

@@ -25,6 +25,7 @@ from typing import Any
 from agents.review import GRADES
 from engine.store import SOURCE_FILTERS, GameFilter, GameStore
 from studio.cli import CliError, record_id, whole
+from studio.commands import _records as records
 from studio.progress import ProgressLine
 from studio.services.review import (
     DEFAULT_RULE,
@@ -38,30 +39,25 @@ from studio.services.review import (
     review_games,
 )
 
-#: The most games one ``review`` may take on.
-MAX_GAMES = 100_000
+HELP = "grade every move of a game with a strong agent (accuracy, mistakes, blunders)"
+DESCRIPTION = "Review a logged game: every move graded against a strong agent's best move."
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "review",
-        help="grade every move of a game with a strong agent (accuracy, mistakes, blunders)",
-        description="Review a logged game: every move graded against a strong agent's best move.",
-    )
+    p = subparsers.add_parser("review", help=HELP, description=DESCRIPTION)
     p.add_argument("id", type=record_id, nargs="?", help="game id (see: python main.py games list)")
-    p.add_argument(
-        "--reviewer",
-        metavar="NAME|CHECKPOINT",
-        help=f"agent name or checkpoint file (default: {DEFAULT_RULE})",
-    )
-    p.add_argument(
-        "--depth", type=whole(1, 5), help="the reviewer's search depth (default 2 for the default)"
+    records.add_reviewer_flags(
+        p,
+        f"agent name or checkpoint file (default: {DEFAULT_RULE})",
+        "the reviewer's search depth (default 2 for the default)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--source", choices=SOURCE_FILTERS, help="review every game of this source")
     p.add_argument("--since", metavar="DATE", help="review games started on or after DATE (YYYY-MM-DD)")
     p.add_argument("--until", metavar="DATE", help="review games started on or before DATE")
-    p.add_argument("--limit", type=whole(1, MAX_GAMES), default=1000, help="most games to review (1000)")
+    p.add_argument(
+        "--limit", type=whole(1, records.MAX_GAMES), default=1000, help="most games to review (1000)"
+    )
     p.add_argument(
         "--prepare-reviewer",
         action="store_true",

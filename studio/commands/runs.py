@@ -18,7 +18,8 @@ import numpy as np
 from engine.fsutil import UnsafePath
 from engine.store import RUN_STATUSES, GameStore, RunSummary, format_time
 from engine.store.model import format_size
-from studio.cli import CliError, record_id, whole
+from studio.cli import CliError
+from studio.commands import _records as records
 from studio.services.runs import export_run_tensorboard, stop_elsewhere, write_metrics_csv
 from studio.text import duration, number, sparkline, table
 
@@ -27,39 +28,36 @@ PREFERRED = ("score", "eval_score", "max_tile", "moves", "loss", "epsilon", "lr"
 MAX_CURVE_COLUMNS = 6
 PARTS = 10
 
+HELP = "list training runs, or show one (config, status, curves)"
+DESCRIPTION = "Training runs recorded in the store."
+
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "runs",
-        help="list training runs, or show one (config, status, curves)",
-        description="Training runs recorded in the store.",
-    )
-    sub = parser.add_subparsers(dest="runs_command", metavar="ACTION", required=True)
+    sub = records.action_group(subparsers, "runs", HELP, DESCRIPTION)
     p = sub.add_parser("list", help="list runs, newest first")
     p.add_argument("--agent", help="only runs of this agent")
     p.add_argument("--status", choices=RUN_STATUSES, help="only runs with this status")
-    p.add_argument("--limit", type=whole(1), default=50, help="at most this many rows (default 50)")
+    records.add_limit_flag(p)
     p.set_defaults(func=run_list)
-    p = sub.add_parser("show", help="one run: config, status, last metrics, checkpoints, curve summary")
-    p.add_argument("id", type=record_id, help="run id (see runs list)")
-    p.set_defaults(func=run_show)
-    p = sub.add_parser(
+    what = "one run: config, status, last metrics, checkpoints, curve summary"
+    records.add_id_action(sub, "show", what, "run id (see runs list)", run_show)
+    p = records.add_id_action(
+        sub,
         "export",
-        help="a run's metric history as CSV (one row per event), or as TensorBoard event files",
+        "a run's metric history as CSV (one row per event), or as TensorBoard event files",
+        "run id",
+        run_export,
         description="A run's metric history as CSV, or with --tensorboard as TensorBoard scalars in "
         "DEST/run-ID-AGENT (then: tensorboard --logdir DEST; every run exported to DEST is one to compare).",
     )
-    p.add_argument("id", type=record_id, help="run id")
     p.add_argument("file", metavar="DEST", help="the .csv file to write (with --tensorboard: a folder)")
     p.add_argument(
         "--tensorboard",
         action="store_true",
         help="write TensorBoard event files instead (needs the optional extra: pip install -e '.[tensorboard]')",
     )
-    p.set_defaults(func=run_export)
-    p = sub.add_parser("stop", help="ask a run training in another process to stop and save")
-    p.add_argument("id", type=record_id, help="run id")
-    p.set_defaults(func=run_stop)
+    what = "ask a run training in another process to stop and save"
+    records.add_id_action(sub, "stop", what, "run id", run_stop)
 
 
 def run_export(args: argparse.Namespace) -> int:

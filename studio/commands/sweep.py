@@ -20,8 +20,9 @@ from typing import Any
 from agents.runner import DEFAULT_CHECKPOINT_EVERY_S, DEFAULT_EVAL_GAMES, DEFAULT_EVAL_SEED
 from engine import jsonsafe
 from engine.store import GameStore, format_time
-from studio.cli import CliError, ctrl_c_stops, record_id, whole
+from studio.cli import CliError, ctrl_c_stops, whole
 from studio.commands import _agent_flags as flags
+from studio.commands import _records as records
 from studio.progress import ProgressLine
 from studio.services.sweep import (
     AUTO,
@@ -39,6 +40,7 @@ from studio.services.sweep import (
 )
 from studio.text import duration, number, table
 
+HELP = "train one agent over a grid or random search of settings and rank the trials"
 DESCRIPTION = """Train one agent many times over a grid or a random search and rank the results.
 
   python main.py sweep --agent dqn --grid lr=1e-4,5e-4,1e-3 gamma=0.95,0.99 --seeds 2 --minutes 3
@@ -54,27 +56,18 @@ Ctrl-C stops every trial after its current step (each saves a checkpoint); --res
 
 
 def register(subparsers: Any) -> None:
-    flags.register_two_stage(
-        subparsers,
-        "sweep",
-        help="train one agent over a grid or random search of settings and rank the trials",
-        build=build_parser,
-        run=run,
+    flags.register_two_stage(subparsers, "sweep", HELP, build_parser, run)
+    sub = records.action_group(
+        subparsers, "sweeps", "list sweeps, or show one ranked", "Sweeps recorded in the store."
     )
-    parser = subparsers.add_parser(
-        "sweeps", help="list sweeps, or show one ranked", description="Sweeps recorded in the store."
-    )
-    sub = parser.add_subparsers(dest="sweeps_command", metavar="ACTION", required=True)
     p = sub.add_parser("list", help="list sweeps, newest first")
-    p.add_argument("--limit", type=whole(1), default=50, help="at most this many rows (default 50)")
+    records.add_limit_flag(p)
     p.set_defaults(func=run_list)
-    p = sub.add_parser("show", help="one sweep: its spec and its points ranked by its metric")
-    p.add_argument("id", type=record_id, help="sweep id (see sweeps list)")
+    what = "one sweep: its spec and its points ranked by its metric"
+    p = records.add_id_action(sub, "show", what, "sweep id (see sweeps list)", run_show)
     p.add_argument("--json", action="store_true", help="one JSON object instead of the table")
-    p.set_defaults(func=run_show)
-    p = sub.add_parser("delete", help="delete a sweep's record (its runs stay, as ordinary runs)")
-    p.add_argument("id", type=record_id, help="sweep id")
-    p.set_defaults(func=run_delete)
+    what = "delete a sweep's record (its runs stay, as ordinary runs)"
+    records.add_id_action(sub, "delete", what, "sweep id", run_delete)
 
 
 def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:

@@ -19,16 +19,7 @@ from typing import Any
 
 from agents.base import Control, MetricEvent
 from agents.metrics import metrics_of
-from agents.runner import (
-    DEFAULT_CHECKPOINT_EVERY_S,
-    DEFAULT_EVAL_EVERY_S,
-    DEFAULT_EVAL_GAMES,
-    DEFAULT_EVAL_SEED,
-    DEFAULT_KEEP_CHECKPOINTS,
-    DEFAULT_LOG_EVERY,
-    RunError,
-    TrainingRun,
-)
+from agents.runner import DEFAULT_EVAL_EVERY_S, RunError, TrainingRun
 from engine.store import GameStore
 from engine.store.model import format_size
 from studio.cli import MAX_MINUTES, CliError, ctrl_c_stops, whole
@@ -39,6 +30,24 @@ from studio.services.runs import RunRequest, open_run
 from studio.text import duration, number
 
 log = logging.getLogger(__name__)
+#: The flags' defaults: a request's own (what the Train tab's form starts from too).
+DEFAULTS = RunRequest()
+#: The flags that are the run request's fields of the same name, as given.
+SAME_NAMED = (
+    "agent",
+    "preset",
+    "seed",
+    "workers",
+    "backend",
+    "ray_address",
+    "log_every",
+    "resume",
+    "eval_games",
+    "eval_every_episodes",
+    "eval_seed",
+    "keep_checkpoints",
+)
+HELP = "train an agent (recorded run, checkpoints, resume)"
 DESCRIPTION = """Train an agent as a recorded run (see: python main.py runs list).
 
 The run's settings come from the agent's defaults, then --preset, then the flags given here.
@@ -50,13 +59,7 @@ greedy games, the same seeds each time); the best one is kept (runs show ID), wi
 
 
 def register(subparsers: Any) -> None:
-    flags.register_two_stage(
-        subparsers,
-        "train",
-        help="train an agent (recorded run, checkpoints, resume)",
-        build=build_parser,
-        run=run,
-    )
+    flags.register_two_stage(subparsers, "train", HELP, build_parser, run)
 
 
 def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
@@ -67,22 +70,15 @@ def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
     flags.add_seed_flag(p, None, "random seed of the agent (default: fresh)")
     flags.add_rules_flags(p)
     flags.add_resume_flag(p, "RUN_ID", "continue this run from its last checkpoint")
-    flags.add_checkpoint_every_flag(p, DEFAULT_CHECKPOINT_EVERY_S, "periodic")
-    p.add_argument(
-        "--log-every",
-        type=whole(0),
-        default=DEFAULT_LOG_EVERY,
-        metavar="N",
-        help=f"store one training game in N (0 = none; default {DEFAULT_LOG_EVERY}: keeps the store small)",
-    )
+    flags.add_checkpoint_every_flag(p, DEFAULTS.checkpoint_every_s, "periodic")
+    # argparse writes each default into its help (%(default)s)
+    what = "store one training game in N (0 = none; default %(default)s: keeps the store small)"
+    _add_count(p, "--log-every", DEFAULTS.log_every, what)
     e = p.add_argument_group("evaluation and checkpoint files")
     flags.add_eval_games_flags(
         e,
-        (
-            DEFAULT_EVAL_GAMES,
-            f"greedy games of each periodic evaluation (0 = none; default {DEFAULT_EVAL_GAMES})",
-        ),
-        (DEFAULT_EVAL_SEED, f"seed of the evaluation games (default {DEFAULT_EVAL_SEED}, as eval's --seed)"),
+        (DEFAULTS.eval_games, "greedy games of each periodic evaluation (0 = none; default %(default)s)"),
+        (DEFAULTS.eval_seed, "seed of the evaluation games (default %(default)s, as eval's --seed)"),
     )
     e.add_argument(
         "--eval-every-minutes",
@@ -91,20 +87,10 @@ def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
         metavar="M",
         help=f"minutes of training between evaluations (0 = not by time; default {DEFAULT_EVAL_EVERY_S / 60:g})",
     )
-    e.add_argument(
-        "--eval-every-episodes",
-        type=whole(0),
-        default=None,
-        metavar="N",
-        help="also evaluate every N episodes (whichever comes first; default: by time only)",
-    )
-    e.add_argument(
-        "--keep-checkpoints",
-        type=whole(0),
-        default=DEFAULT_KEEP_CHECKPOINTS,
-        metavar="N",
-        help=f"checkpoint files kept besides the best: the newest N (0 = all; default {DEFAULT_KEEP_CHECKPOINTS})",
-    )
+    what = "also evaluate every N episodes (whichever comes first; default: by time only)"
+    _add_count(e, "--eval-every-episodes", None, what)
+    what = "checkpoint files kept besides the best: the newest N (0 = all; default %(default)s)"
+    _add_count(e, "--keep-checkpoints", DEFAULTS.keep_checkpoints, what)
     flags.add_parallel_flags(
         p,
         (1, "processes for agents that play in parallel (default 1)"),
@@ -115,27 +101,23 @@ def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
     return p
 
 
+def _add_count(
+    group: argparse.ArgumentParser | argparse._ArgumentGroup, flag: str, default: int | None, help: str
+) -> None:
+    """A flag that counts (games, episodes, files): a whole number N >= 0."""
+    group.add_argument(flag, type=whole(0), default=default, metavar="N", help=help)
+
+
 def request_from_args(args: argparse.Namespace) -> RunRequest:
     """The command line as a run request (what the Train tab builds from its form)."""
     name, preset = flags.agent_and_preset(args)
     return RunRequest(
-        agent=args.agent,
-        preset=args.preset,
         config=flags.overrides_for(args, name) if name and args.resume is None else {},
         rules=flags.rules_from(args, preset),
         budget=flags.budget_from(args),
-        seed=args.seed,
-        workers=args.workers,
-        backend=args.backend,
-        ray_address=args.ray_address,
         checkpoint_every_s=args.checkpoint_every,
-        log_every=args.log_every,
-        resume=args.resume,
-        eval_games=args.eval_games,
         eval_every_s=args.eval_every_minutes * 60.0,
-        eval_every_episodes=args.eval_every_episodes,
-        eval_seed=args.eval_seed,
-        keep_checkpoints=args.keep_checkpoints,
+        **{field: getattr(args, field) for field in SAME_NAMED},
     )
 
 

@@ -20,9 +20,12 @@ report, a Ray worker on another machine importing the same checkout) finds it by
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
+
+from agents.run.errors import RunError
 
 if TYPE_CHECKING:
     from agents.base import MetricEvent
@@ -118,6 +121,15 @@ class Failed:
     message: str
     field: str | None = None
     traceback: str = ""
+
+    @classmethod
+    def of(cls, error: Exception) -> Failed:
+        """How ``error`` ended a run: a :class:`~agents.run.errors.RunError` (refused, diverged, stuck)
+        in its one line with the input at fault; anything else (a bug) with its type and the traceback
+        being handled (so: call it inside the ``except``)."""
+        if isinstance(error, RunError):
+            return cls(str(error), error.field)
+        return cls(f"{type(error).__name__}: {error}", None, traceback.format_exc())
 
 
 @dataclass(frozen=True)

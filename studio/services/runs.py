@@ -31,16 +31,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from agents import runner
 from agents.base import Agent, Budget, Control, Counters, TrainContext
 from agents.config import AgentConfig, ConfigError, load_preset
 from agents.ray_util import RAY_MISSING
 from agents.runner import (
-    DEFAULT_CHECKPOINT_EVERY_S,
-    DEFAULT_EVAL_EVERY_S,
-    DEFAULT_EVAL_GAMES,
-    DEFAULT_EVAL_SEED,
-    DEFAULT_KEEP_CHECKPOINTS,
-    DEFAULT_LOG_EVERY,
     BudgetUsedUp,
     IncompatibleCheckpoint,
     NoCheckpoint,
@@ -69,6 +64,7 @@ __all__ = [
     "RunError",
     "RunRequest",
     "TensorBoardMissing",
+    "check_parallel",
     "export_run_tensorboard",
     "mark_failed",
     "open_run",
@@ -94,6 +90,16 @@ def have_ray() -> bool:
         return False
 
 
+def check_parallel(workers: int, backend: str, ray_address: str | None) -> None:
+    """Where parallel play runs (a run's games, a sweep's trials): RunError naming the field at fault."""
+    if workers < 1:
+        raise RunError(f"workers must be >= 1, got {workers}", "workers")
+    if backend not in BACKENDS:
+        raise RunError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}", "backend")
+    if (backend == "ray" or ray_address) and not have_ray():
+        raise RunError(RAY_MISSING, "backend")
+
+
 @dataclass(frozen=True)
 class RunRequest:
     """Everything a user says about a run. Plain data (picklable: a child process can receive it).
@@ -112,20 +118,20 @@ class RunRequest:
     workers: int = 1
     backend: str = "local"
     ray_address: str | None = None
-    checkpoint_every_s: float = DEFAULT_CHECKPOINT_EVERY_S
-    log_every: int = DEFAULT_LOG_EVERY
+    checkpoint_every_s: float = runner.DEFAULT_CHECKPOINT_EVERY_S
+    log_every: int = runner.DEFAULT_LOG_EVERY
     resume: int | None = None
     budget_if_used_up: Budget | None = None
     #: greedy games of each periodic evaluation (0 = no evaluation, no best checkpoint)
-    eval_games: int = DEFAULT_EVAL_GAMES
+    eval_games: int = runner.DEFAULT_EVAL_GAMES
     #: seconds of training between evaluations (None or 0 = not by time)
-    eval_every_s: float | None = DEFAULT_EVAL_EVERY_S
+    eval_every_s: float | None = runner.DEFAULT_EVAL_EVERY_S
     #: episodes between evaluations (None or 0 = not by episodes); both given: whichever comes first
     eval_every_episodes: int | None = None
     #: seed of the evaluation games (the same games every evaluation; ``eval``'s default seed too)
-    eval_seed: int = DEFAULT_EVAL_SEED
+    eval_seed: int = runner.DEFAULT_EVAL_SEED
     #: checkpoint files kept besides the best one (the newest N; 0 = keep all)
-    keep_checkpoints: int = DEFAULT_KEEP_CHECKPOINTS
+    keep_checkpoints: int = runner.DEFAULT_KEEP_CHECKPOINTS
     #: also evaluate the agent the budget leaves (a sweep's trials end with the figure they are ranked by)
     eval_at_end: bool = False
     #: (sweep id, trial index) when this run is a sweep's trial: linked in the store as it is created
@@ -143,12 +149,7 @@ class RunRequest:
 
     def check(self) -> None:
         """Checks that need no agent or store (RunError with the field at fault)."""
-        if self.workers < 1:
-            raise RunError(f"workers must be >= 1, got {self.workers}", "workers")
-        if self.backend not in BACKENDS:
-            raise RunError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}", "backend")
-        if (self.backend == "ray" or self.ray_address) and not have_ray():
-            raise RunError(RAY_MISSING, "backend")
+        check_parallel(self.workers, self.backend, self.ray_address)
         if self.checkpoint_every_s <= 0:
             raise RunError(
                 f"seconds between checkpoints must be > 0, got {self.checkpoint_every_s:g}",
@@ -262,7 +263,7 @@ def build_agent(resolved: ResolvedRun) -> Agent:
     return get_agent_class(resolved.agent)(resolved.config, resolved.rules, resolved.seed)
 
 
-def open_run(request: RunRequest, store: Any, control: Control | None = None) -> TrainingRun:
+def open_run(request: RunRequest, store: GameStore, control: Control | None = None) -> TrainingRun:
     """Start (or resume) the requested run in ``store`` and return it, ready to iterate.
 
     The run is in the store when this returns (status running); iterating trains it. Slow work

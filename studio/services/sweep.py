@@ -39,7 +39,6 @@ from typing import Any
 import numpy as np
 
 from agents.base import Budget
-from agents.ray_util import RAY_MISSING
 from agents.runner import (
     DEFAULT_CHECKPOINT_EVERY_S,
     DEFAULT_EVAL_GAMES,
@@ -51,7 +50,7 @@ from agents.threads import thread_env
 from engine.core import Rules
 from engine.store import GameStore, TrialInfo
 from studio.services.messages import ChildMessage, Done, Events, Failed, Started, is_last_word
-from studio.services.runs import BACKENDS, RunRequest, have_ray, resolve
+from studio.services.runs import RunRequest, check_parallel, resolve
 from studio.services.training_process import TrainingProcess, exit_reason
 
 __all__ = [
@@ -88,6 +87,20 @@ SMOOTH_LAST = 100
 DONE = ("finished", "failed")
 #: A sweep trial's periodic evaluations: none by time (it ends with one; see ``eval_at_end``).
 TRIAL_EVAL_EVERY_S = 0.0
+#: The sweep's settings each trial's run takes as they are (its fields of the same name).
+TRIAL_FIELDS = (
+    "agent",
+    "preset",
+    "rules",
+    "budget",
+    "seed",
+    "checkpoint_every_s",
+    "log_every",
+    "eval_games",
+    "eval_seed",
+    "keep_checkpoints",
+    "ray_address",
+)
 
 
 class SweepError(RunError):
@@ -409,38 +422,26 @@ def _agent_cls(name: str) -> Any:
 
 
 def _base_run(request: SweepRequest) -> RunRequest:
+    """A trial's run before its point and seed: the sweep's settings, one worker (the sweep's workers
+    run trials side by side), evaluated once at its end. ``ray_address`` goes along: where the Ray
+    backend runs the trials (a trial itself trains on its own machine)."""
+    same = {name: getattr(request, name) for name in TRIAL_FIELDS}
     return RunRequest(
-        agent=request.agent,
-        preset=request.preset,
+        **same,
         config=dict(request.config),
-        rules=request.rules,
-        budget=request.budget,
-        seed=request.seed,
-        checkpoint_every_s=request.checkpoint_every_s,
-        log_every=request.log_every,
-        eval_games=request.eval_games,
         eval_every_s=TRIAL_EVAL_EVERY_S,
         eval_every_episodes=None,
-        eval_seed=request.eval_seed,
-        keep_checkpoints=request.keep_checkpoints,
         eval_at_end=True,
-        # where the Ray backend runs the trials (a trial itself trains on its own machine)
-        ray_address=request.ray_address,
     )
 
 
 def _resolved(request: SweepRequest) -> Any:
-    if request.workers < 1:
-        raise SweepError(f"workers must be >= 1, got {request.workers}", "workers")
-    if request.backend not in BACKENDS:
-        raise SweepError(f"backend must be one of {', '.join(BACKENDS)}, got {request.backend!r}", "backend")
-    if (request.backend == "ray" or request.ray_address) and not have_ray():
-        raise SweepError(RAY_MISSING, "backend")
-    if (request.backend == "ray" or request.ray_address) and not _have_tune():
-        raise SweepError(
-            "sweeps on Ray need Ray Tune: pip install -e '.[ray]' (or pip install 'ray[tune]')", "backend"
-        )
     try:
+        check_parallel(request.workers, request.backend, request.ray_address)
+        if (request.backend == "ray" or request.ray_address) and not _have_tune():
+            raise SweepError(
+                "sweeps on Ray need Ray Tune: pip install -e '.[ray]' (or pip install 'ray[tune]')", "backend"
+            )
         resolved = resolve(_base_run(request))
     except SweepError:
         raise

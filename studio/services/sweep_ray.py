@@ -44,12 +44,11 @@ import sqlite3
 import tempfile
 import threading
 import time
-import traceback
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from agents.base import Control, MetricEvent
 from agents.runner import IncompatibleCheckpoint, NoCheckpoint, RunBusy, RunError
@@ -397,7 +396,8 @@ def _trial_main(config: dict[str, Any], jobs: dict[int, _Job], hub: Any) -> None
         else:
             request = replace(request, sweep_trial=None)  # the driver links its own record
         try:
-            run = open_run(request, relay, control)
+            # the relay answers what a run asks of its store (GameStore's methods, by the same names)
+            run = open_run(request, cast(GameStore, relay), control)
             # The driver makes (or claims) the run's record now, as a local trial does.
             relay.note(TrialBegan())
             report()
@@ -412,10 +412,9 @@ def _trial_main(config: dict[str, Any], jobs: dict[int, _Job], hub: Any) -> None
                     report()
                     due = time.monotonic() + REPORT_EVERY_S
             relay.note(TrialEnded(run.status))
-        except RunError as e:  # refused, or stopped itself (diverged): one line is enough
-            relay.note(Failed(str(e), e.field))
-        except Exception as e:  # the runner marked the run failed; the traceback goes to the driver
-            relay.note(Failed(f"{type(e).__name__}: {e}", None, traceback.format_exc()))
+        except Exception as e:  # refused or stopped itself (one line), or a bug (its traceback goes to
+            # the driver): the runner has marked the run failed
+            relay.note(Failed.of(e))
         report()
     finally:
         done.set()
@@ -602,7 +601,7 @@ class RayTrials:
             try:
                 job = _resume_job(self.store, trial, req) if req.resume is not None else _Job(trial, req)
             except RunError as e:
-                yield trial, Failed(str(e), e.field)
+                yield trial, Failed.of(e)
                 continue
             self.states[trial] = _TrialState(job)
         if not self.states:

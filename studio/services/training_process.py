@@ -46,7 +46,6 @@ import subprocess
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -341,7 +340,7 @@ def child_main() -> int:
         try:
             run = open_run(request, store, control)
         except RunError as e:
-            send(Failed(str(e), e.field))
+            send(Failed.of(e))
             return 2
         run_box["run"] = run
         send(Started(run.run_id, run.agent.name))
@@ -372,11 +371,9 @@ def child_main() -> int:
         last = None if run.last_checkpoint is None else str(run.last_checkpoint)
         send(Done(run.status, last, run.games_logged))
         return 0
-    except RunError as e:  # the run stopped itself (diverged, stuck): its one-line reason is enough
-        send(Failed(str(e), e.field))
-        return 1
-    except Exception as e:  # the run is marked failed by the runner; the window shows the traceback
-        send(Failed(f"{type(e).__name__}: {e}", None, traceback.format_exc()))
+    except Exception as e:  # stopped itself (diverged, stuck: one line) or a bug (with its traceback,
+        # which the window shows): the runner has marked the run failed
+        send(Failed.of(e))
         return 1
     finally:
         store.close()

@@ -73,6 +73,21 @@ def test_messages_are_frozen_and_say_which_ends_a_run():
     assert [type(x) for x in ends] == [m.Done, m.Failed]
 
 
+def test_a_failure_says_a_run_error_in_one_line_and_a_bug_with_its_traceback():
+    from agents.runner import Diverged
+
+    try:
+        raise Diverged("the loss is nan at step 12", "lr")
+    except Diverged as e:
+        assert m.Failed.of(e) == m.Failed("the loss is nan at step 12", "lr", "")
+    try:
+        {}["board"]
+    except KeyError as e:
+        bug = m.Failed.of(e)
+    assert (bug.message, bug.field) == ("KeyError: 'board'", None)
+    assert bug.traceback.startswith("Traceback") and '{}["board"]' in bug.traceback
+
+
 # ------------------------------------------------------------------------------- sweep progress
 
 

@@ -20,6 +20,7 @@ from engine.core import Rules
 from engine.store import GameStore
 from engine.store.schema import SCHEMA_VERSION
 from studio.cli import main
+from studio.services.runs import RunError, RunRequest
 from studio.services.sweep import (
     MAX_TRIALS,
     KnobRange,
@@ -145,6 +146,29 @@ def test_plans_that_cannot_run_are_refused_before_anything_is_stored(tmp_path):
         with pytest.raises(SweepError):
             list(run_sweep(SweepRequest(agent="dqn", budget=TINY), store))
         assert store.list_sweeps() == [] and store.list_runs() == []
+
+
+@pytest.mark.parametrize(
+    ("settings", "field", "words"),
+    [
+        ({"workers": 0}, "workers", "workers must be >= 1, got 0"),
+        ({"backend": "cloud"}, "backend", "backend must be one of local, ray, got 'cloud'"),
+        ({"ray_address": "10.0.0.5:6379"}, "backend", "Ray"),
+    ],
+)
+def test_a_sweeps_parallel_settings_are_checked_as_a_runs(monkeypatch, settings, field, words):
+    # one check (studio.services.runs.check_parallel) for a run's and a sweep's; a sweep's is a SweepError
+    from studio.services import runs
+
+    monkeypatch.setattr(runs, "have_ray", lambda: False)  # an address without Ray installed
+    request = SweepRequest(agent="dqn", budget=TINY, grid={"lr": (0.1,)}, **settings)
+    with pytest.raises(SweepError, match=words) as err:
+        plan_trials(request)
+    assert err.value.field == field
+    run = RunRequest(agent="dqn", budget=TINY, **settings)
+    with pytest.raises(RunError, match=words) as run_err:
+        run.check()
+    assert (str(run_err.value), run_err.value.field) == (str(err.value), field)
 
 
 def test_the_spec_round_trips_through_json():
