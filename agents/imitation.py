@@ -27,11 +27,9 @@ from agents.config import AgentConfig, ConfigError, knob
 from agents.metrics import GAMES, LOSS, LR, VAL_LOSS, MetricInfo, counter
 from agents.nn.agent import TorchAgent
 from agents.nn.device import device_knob
-from agents.nn.encoders import ENCODERS, make_encoder
+from agents.nn.encoders import ENCODERS
 from agents.nn.masking import masked_argmax, masked_log_softmax, masked_softmax
-from agents.nn.networks import build_network
 from agents.review import BLUNDER, INACCURACY, MISTAKE, grade_record
-from agents.training import TrainTracker
 from engine import Rules, to_exponents
 from engine.boards import N_ACTIONS, augment_batch, legal_masks, symmetries
 
@@ -308,11 +306,10 @@ class ImitationAgent(TorchAgent):
     ):
         super().__init__(config, rules, seed)
         cfg = self.config
-        self.encoder = make_encoder(cfg.encoder, cfg.planes)
         self.afterstate_head = cfg.head == "afterstate"
         self.symmetric_play = cfg.symmetric_play
         n_out = 1 if self.afterstate_head else N_ACTIONS
-        self.net = build_network(cfg.network, self.encoder.shape(*self.rules.shape), n_out, cfg.hidden)
+        self.build_net(cfg.encoder, cfg.planes, cfg.network, cfg.hidden, n_out)
         self.place_on_device()
         self.val_game_ids: list[int] | None = None  # fixed at the first train call, kept in checkpoints
 
@@ -375,8 +372,7 @@ class ImitationAgent(TorchAgent):
         self, budget: Budget, control: Control | None = None, context: TrainContext | None = None
     ) -> Iterator[MetricEvent]:
         cfg = self.config
-        self.seed_training()
-        tracker = TrainTracker(self.counters, budget, control)
+        tracker = self.start_training(budget, control)
         data = load_dataset(cfg, self.rules, context.data_dir if context is not None else None)
         train_set, val_set = self.split(data)
         if len(train_set) == 0:

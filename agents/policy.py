@@ -31,9 +31,8 @@ from agents.config import AgentConfig, ConfigError, knob
 from agents.metrics import LOSS, LR, MetricInfo, counter
 from agents.nn.agent import TorchAgent
 from agents.nn.device import device_knob
-from agents.nn.encoders import ENCODERS, make_encoder
+from agents.nn.encoders import ENCODERS
 from agents.nn.masking import masked_softmax, sample_from_probs
-from agents.nn.networks import build_network
 from agents.nn.state import draw_seed
 from agents.training import TrainTracker
 from engine import Game, Rules
@@ -171,8 +170,7 @@ class PolicyAgent(TorchAgent):
     ):
         super().__init__(config, rules, seed)
         cfg = self.config
-        self.encoder = make_encoder(cfg.encoder, cfg.planes)
-        self.net = build_network(cfg.network, self.encoder.shape(*self.rules.shape), N_ACTIONS, cfg.hidden)
+        self.build_net(cfg.encoder, cfg.planes, cfg.network, cfg.hidden, N_ACTIONS)
         self.place_on_device()
         self.window: deque[list[PlayedGame]] = deque()
         self.epochs = 0
@@ -281,8 +279,7 @@ class PolicyAgent(TorchAgent):
         self, budget: Budget, control: Control | None = None, context: TrainContext | None = None
     ) -> Iterator[MetricEvent]:
         cfg = self.config
-        self.seed_training()
-        tracker = TrainTracker(self.counters, budget, control)
+        tracker = self.start_training(budget, control)
         while tracker.proceed():
             played = self.play_batch(cfg.batch_size, False, tracker, keep_traces=True)
             if played is None:

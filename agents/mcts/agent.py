@@ -546,8 +546,7 @@ class MCTSAgent(TorchAgent):
         self, budget: Budget, control: Control | None = None, context: TrainContext | None = None
     ) -> Iterator[MetricEvent]:
         context = context if context is not None else TrainContext()
-        tracker = TrainTracker(self.counters, budget, control)
-        self.seed_training()
+        tracker = self.start_training(budget, control)
         self._weights_changed()
         pool = make_pool(self._worker_spec(), context.workers, context.backend, context.ray_address)
         try:

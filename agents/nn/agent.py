@@ -10,18 +10,19 @@ Playing is the same for all: encode the board, run the network, pick the best **
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from agents.base import Agent, legal_values
+from agents.base import Agent, Budget, Control, legal_values
 from agents.config import AgentConfig
 from agents.nn.device import resolve_device
-from agents.nn.encoders import Encoder
+from agents.nn.encoders import Encoder, make_encoder
 from agents.nn.masking import masked_argmax
+from agents.nn.networks import build_network
 from agents.nn.state import (
     draw_seed,
     load_module_arrays,
@@ -33,6 +34,7 @@ from agents.nn.state import (
     set_numpy_rng_state,
 )
 from agents.play_only import play_only
+from agents.training import TrainTracker
 from engine import DIRECTIONS, Direction, Game, Rules
 from engine.boards import N_ACTIONS, afterstates, game_exponents, symmetries
 
@@ -107,13 +109,20 @@ class TorchAgent(Agent):
         """A numpy array as a tensor on :attr:`device` (on the CPU: sharing its memory)."""
         return torch.from_numpy(array).to(self.device)
 
-    def seed_training(self) -> None:
-        """Seed torch (dropout masks) at the start of a train call, from the agent's generator.
+    def build_net(self, encoder: str, planes: int, network: str, hidden: Sequence[int], n_out: int) -> None:
+        """Set :attr:`encoder` and :attr:`net` (a :func:`~agents.nn.networks.build_network` network for
+        this board's encoded shape, ``n_out`` outputs), on the CPU: see :meth:`place_on_device`."""
+        self.encoder = make_encoder(encoder, planes)
+        self.net = build_network(network, self.encoder.shape(*self.rules.shape), n_out, hidden)
+
+    def start_training(self, budget: Budget, control: Control | None) -> TrainTracker:
+        """Seed torch (dropout masks) from the agent's generator; the tracker of this train call.
 
         Torch's generator is global to the process; re-seeding per call keeps a learner deterministic
         even when other code (another agent, the GUI) drew from it in between.
         """
         seed_torch(draw_seed(self.rng))
+        return TrainTracker(self.counters, budget, control)
 
     # ------------------------------------------------------------------ play
     def play_in_train_mode(self) -> bool:
