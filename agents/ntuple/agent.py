@@ -40,20 +40,19 @@ from engine.fast import overflows, pack, pack_exponents, unpack
 
 # ------------------------------------------------------------------------------------------ layouts
 
+#: "row + 2" tuples: a row and the two cells below its first two (outer row, then inner row)
+_ROWS_PLUS_2 = ((0, 1, 2, 3, 4, 5), (4, 5, 6, 7, 8, 9))
+#: 2x3 rectangles: the outer two rows' first three columns, then the inner two rows'
+_RECTANGLES = ((0, 1, 2, 4, 5, 6), (4, 5, 6, 8, 9, 10))
+
 #: Named tuple layouts: cells numbered row-major (``4*r + c``), each tuple read under 8 symmetries.
 LAYOUTS: dict[str, tuple[tuple[int, ...], ...]] = {
     # Wu, Yeh et al. 2014: two "row + 2" and two 2x3 rectangles; the usual strong default.
-    "4x6": ((0, 1, 2, 3, 4, 5), (4, 5, 6, 7, 8, 9), (0, 1, 2, 4, 5, 6), (4, 5, 6, 8, 9, 10)),
+    "4x6": (*_ROWS_PLUS_2, *_RECTANGLES),
     # Szubert & Jaśkowski 2014: two 2x3 rectangles and two straight lines (outer and inner row).
-    "2x6+2x4": ((0, 1, 2, 4, 5, 6), (4, 5, 6, 8, 9, 10), (0, 1, 2, 3), (4, 5, 6, 7)),
-    # Jaśkowski 2016: the 4x6 network plus a third "row + 2".
-    "5x6": (
-        (0, 1, 2, 3, 4, 5),
-        (4, 5, 6, 7, 8, 9),
-        (8, 9, 10, 11, 12, 13),
-        (0, 1, 2, 4, 5, 6),
-        (4, 5, 6, 8, 9, 10),
-    ),
+    "2x6+2x4": (*_RECTANGLES, (0, 1, 2, 3), (4, 5, 6, 7)),
+    # Jaśkowski 2016: the 4x6 network plus a third "row + 2" (after the first two, as listed there).
+    "5x6": (*_ROWS_PLUS_2, (8, 9, 10, 11, 12, 13), *_RECTANGLES),
     # Matsuzaki 2016 (systematic selection), as listed by TDL2048+: stronger, twice as slow as 4x6.
     "8x6": (
         (0, 1, 2, 4, 5, 6),
