@@ -29,7 +29,7 @@ from torch import nn
 
 from agents.base import Agent, Budget, Control, MetricEvent, TrainContext, legal_values
 from agents.checkpoint import state_array, state_int
-from agents.metrics import LR, MetricInfo
+from agents.metrics import EPSILON, LR, MetricInfo
 from agents.nn.device import resolve_device
 from agents.nn.masking import masked_argmax, masked_softmax
 from agents.nn.state import (
@@ -275,7 +275,7 @@ class SB3DQNAgent(SB3Agent):
     description = "Stable-Baselines3 DQN (replay buffer, target net, epsilon-greedy); greedy moves masked to legal ones."
     metrics = (
         MetricInfo("loss", "Loss", group="Loss", kind="loss", scale="log", help="Huber TD loss"),
-        MetricInfo("epsilon", "Exploration ε", kind="schedule", smoothable=False, help="exploration rate"),
+        EPSILON,
         EP_REWARD,
         LR,
     )
