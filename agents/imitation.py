@@ -25,10 +25,10 @@ from agents.base import Budget, Control, MetricEvent, TrainContext
 from agents.checkpoint import state_ints
 from agents.config import AgentConfig, ConfigError, knob
 from agents.metrics import GAMES, LOSS, LR, VAL_LOSS, MetricInfo, counter
-from agents.nn.agent import TorchAgent
+from agents.nn.agent import PolicyNetAgent
 from agents.nn.device import device_knob
 from agents.nn.encoders import ENCODERS
-from agents.nn.masking import masked_argmax, masked_log_softmax, masked_softmax
+from agents.nn.masking import masked_argmax, masked_log_softmax
 from agents.review import BLUNDER, INACCURACY, MISTAKE, grade_record
 from engine import Rules, to_exponents
 from engine.boards import N_ACTIONS, augment_batch, legal_masks, symmetries
@@ -278,7 +278,7 @@ def load_dataset(
     return Dataset(exps[ok], moves[ok], masks[ok], game[ok], [r.id for r in records], int((~ok).sum()))
 
 
-class ImitationAgent(TorchAgent):
+class ImitationAgent(PolicyNetAgent):
     """Behaviour cloning from logged games (humans, agents, evaluations)."""
 
     name = "imitation"
@@ -298,7 +298,6 @@ class ImitationAgent(TorchAgent):
         GAMES,
         counter("examples", "positions to learn from"),
     )
-    value_kind = "share"  # move probabilities
     config: ImitationConfig
 
     def __init__(
@@ -316,9 +315,6 @@ class ImitationAgent(TorchAgent):
     def _build_optimizer(self) -> torch.optim.Optimizer:
         cfg = self.config
         return torch.optim.Adam(self.net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-
-    def output_to_values(self, out_BA: torch.Tensor, mask_BA: torch.Tensor) -> torch.Tensor:
-        return masked_softmax(out_BA, mask_BA)
 
     # ------------------------------------------------------------------ data
     def split(self, data: Dataset) -> tuple[Dataset, Dataset]:

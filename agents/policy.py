@@ -29,7 +29,7 @@ from agents.base import Budget, Control, MetricEvent, TrainContext
 from agents.checkpoint import state_int
 from agents.config import AgentConfig, ConfigError, knob
 from agents.metrics import LOSS, LR, MetricInfo, counter
-from agents.nn.agent import TorchAgent
+from agents.nn.agent import PolicyNetAgent
 from agents.nn.device import device_knob
 from agents.nn.encoders import ENCODERS
 from agents.nn.masking import masked_softmax, sample_from_probs
@@ -146,7 +146,7 @@ def move_weights(games: list[PlayedGame], kind: str, cells: int) -> np.ndarray:
     raise ValueError(f"unknown move weight {kind!r}")
 
 
-class PolicyAgent(TorchAgent):
+class PolicyAgent(PolicyNetAgent):
     """Seed 001's policy learner: reinforce moves of above-median games, discourage those of the others."""
 
     name = "policy"
@@ -162,7 +162,6 @@ class PolicyAgent(TorchAgent):
         LR,
         counter("epoch", "epochs so far"),
     )
-    value_kind = "share"  # move probabilities
     config: PolicyConfig
 
     def __init__(
@@ -177,9 +176,6 @@ class PolicyAgent(TorchAgent):
 
     def _build_optimizer(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.net.parameters(), lr=self.config.lr)
-
-    def output_to_values(self, out_BA: torch.Tensor, mask_BA: torch.Tensor) -> torch.Tensor:
-        return masked_softmax(out_BA, mask_BA)
 
     # ------------------------------------------------------------------ playing a batch
     def play_batch(

@@ -21,7 +21,7 @@ from agents.base import Agent, Budget, Control, legal_values
 from agents.config import AgentConfig
 from agents.nn.device import resolve_device
 from agents.nn.encoders import Encoder, make_encoder
-from agents.nn.masking import masked_argmax
+from agents.nn.masking import masked_argmax, masked_softmax
 from agents.nn.networks import build_network
 from agents.nn.state import (
     draw_seed,
@@ -255,3 +255,12 @@ class TorchAgent(Agent):
         if "numpy_rng" in meta:
             set_numpy_rng_state(self.rng, meta["numpy_rng"])
         self._set_extra_state(arrays, extra)
+
+
+class PolicyNetAgent(TorchAgent):
+    """A torch learner whose network outputs move logits: its move values are the legal moves' probabilities."""
+
+    value_kind = "share"
+
+    def output_to_values(self, out_BA: torch.Tensor, mask_BA: torch.Tensor) -> torch.Tensor:
+        return masked_softmax(out_BA, mask_BA)
