@@ -171,6 +171,11 @@ class TupleLayout:
 # ------------------------------------------------------------------------------------------- config
 
 
+def _td_rate_knob(default: float, help: str, advanced: bool = False) -> Any:
+    """A TD learning rate: the main one and the OTD phase's share one range."""
+    return knob(default, help, low=1e-4, high=2.0, log=True, advanced=advanced)
+
+
 @dataclass
 class NTupleConfig(AgentConfig):
     """Settings of the n-tuple TD learner."""
@@ -180,12 +185,8 @@ class NTupleConfig(AgentConfig):
         "tuple layout: 4x6 (Wu et al., default), 2x6+2x4 (Szubert & Jaśkowski), 5x6, 8x6 (Matsuzaki), 4x4 (tiny)",
         choices=tuple(LAYOUTS),
     )
-    lr: float = knob(
-        1.0,
-        "learning rate α of one TD update, shared by the 8 x tuples features (1.0 with TC; ~0.1 without)",
-        low=1e-4,
-        high=2.0,
-        log=True,
+    lr: float = _td_rate_knob(
+        1.0, "learning rate α of one TD update, shared by the 8 x tuples features (1.0 with TC; ~0.1 without)"
     )
     lam: float = knob(
         0.5, "TD(λ): 0 = TD(0); >0 mixes in the later rewards (backward λ-returns)", low=0.0, high=1.0
@@ -217,13 +218,8 @@ class NTupleConfig(AgentConfig):
         high=10**13,
         advanced=True,
     )
-    otd_lr: float = knob(
-        0.1,
-        "learning rate of the OTD phase (otd_moves), plain TD's usual 0.1",
-        low=1e-4,
-        high=2.0,
-        log=True,
-        advanced=True,
+    otd_lr: float = _td_rate_knob(
+        0.1, "learning rate of the OTD phase (otd_moves), plain TD's usual 0.1", advanced=True
     )
     stage_tiles: tuple[int, ...] = knob(
         (),
