@@ -25,11 +25,10 @@ from agents.nn.masking import masked_argmax, masked_softmax
 from agents.nn.networks import build_network
 from agents.nn.state import (
     draw_seed,
-    load_module_arrays,
+    load_networks_state,
     load_optimizer_state,
-    module_arrays,
+    networks_state,
     numpy_rng_state,
-    optimizer_state,
     seed_torch,
     set_numpy_rng_state,
 )
@@ -213,14 +212,8 @@ class TorchAgent(Agent):
         """Inverse of :meth:`_extra_state`."""
 
     def get_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        arrays: dict[str, np.ndarray] = {}
-        meta: dict[str, Any] = {"optimizers": {}}
-        for prefix, module in self._state_modules().items():
-            arrays.update(module_arrays(module, prefix))
-        for prefix, opt in self._state_optimizers().items():
-            opt_arrays, opt_meta = optimizer_state(opt, prefix)
-            arrays.update(opt_arrays)
-            meta["optimizers"][prefix] = opt_meta
+        arrays, opt_metas = networks_state(self._state_modules(), self._state_optimizers())
+        meta: dict[str, Any] = {"optimizers": opt_metas}
         # The numpy generator drives everything random in training (games, exploration, sampling, and
         # the torch seed of each train call): saving it makes a resumed run continue the same streams.
         meta["numpy_rng"] = numpy_rng_state(self.rng)
@@ -236,22 +229,19 @@ class TorchAgent(Agent):
         for what, value in (("optimizers", optimizers), ("extra", extra)):
             if not isinstance(value, Mapping):
                 raise ValueError(f"{what} is a {type(value).__name__}, not an object")
-        for prefix, module in self._state_modules().items():
-            load_module_arrays(module, arrays, prefix)
-        if play_only() and self._optimizer is None:
-            # A process that only plays never builds the optimiser (the one of _state_optimizers): its
-            # state waits for a training step, if one comes.
+        # A process that only plays never builds the optimiser (the one of _state_optimizers): its
+        # state waits for a training step, if one comes.
+        defer = play_only() and self._optimizer is None
+        load_networks_state(
+            self._state_modules(), {} if defer else self._state_optimizers(), arrays, optimizers
+        )
+        if defer:
             opt_meta = optimizers.get("opt/")
             if opt_meta is not None:
                 self._pending_optimizer = (
                     {k: v for k, v in arrays.items() if k.startswith("opt/")},
                     opt_meta,
                 )
-        else:
-            for prefix, opt in self._state_optimizers().items():
-                opt_meta = optimizers.get(prefix)
-                if opt_meta is not None:
-                    load_optimizer_state(opt, arrays, opt_meta, prefix)
         if "numpy_rng" in meta:
             set_numpy_rng_state(self.rng, meta["numpy_rng"])
         self._set_extra_state(arrays, extra)
