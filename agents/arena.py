@@ -773,32 +773,25 @@ class _Job:
     record: bool
 
 
+@dataclass(eq=False)
 class _Feed:
     """The parent's side of an evaluation, whichever backend plays: finished games go to the store, the
     tally and ``progress``; ``live`` snapshots at most every ``live_every`` seconds; stop requests."""
 
-    def __init__(
-        self,
-        tally: _Tally,
-        store: GameStore | None,
-        agent: str,
-        checkpoint: str | None,
-        progress: Callable[[int, int, GameOutcome], None] | None,
-        live: Callable[[EvalResult, int], None] | None,
-        live_every: float,
-        should_stop: Callable[[], bool] | None,
-    ) -> None:
-        self.tally = tally
-        self.store = store
-        self.agent = agent
-        self.checkpoint = checkpoint
-        self.progress = progress
-        self.live = live
-        self.live_every = live_every
-        self.should_stop = should_stop
-        #: how long a backend waits for a game between checks: stop requests are seen within 0.1 s
-        self.poll = max(0.01, min(live_every, 0.1))
-        self._last_live = time.perf_counter()
+    tally: _Tally
+    store: GameStore | None
+    agent: str
+    checkpoint: str | None
+    progress: Callable[[int, int, GameOutcome], None] | None
+    live: Callable[[EvalResult, int], None] | None
+    live_every: float
+    should_stop: Callable[[], bool] | None
+    _last_live: float = dataclasses.field(default_factory=time.perf_counter, init=False)
+
+    @property
+    def poll(self) -> float:
+        """How long a backend waits for a game between checks: stop requests are seen within 0.1 s."""
+        return max(0.01, min(self.live_every, 0.1))
 
     def collect(self, outcome: GameOutcome) -> None:
         """A finished game: recorded in the store (when there is one), tallied, reported."""

@@ -110,6 +110,15 @@ def knob(
     return dataclasses.field(default=default, metadata=meta)
 
 
+def same_knob(config_cls: type[AgentConfig], name: str, default: Any) -> Any:
+    """Knob ``name`` of ``config_cls`` with another default: a subclass that only changes a default
+    keeps the help, range and label in the one declaration it inherits."""
+    for f in dataclasses.fields(config_cls):
+        if f.name == name:
+            return knob(default, **f.metadata)
+    raise AttributeError(f"{config_cls.__name__} has no knob {name!r}")
+
+
 class ConfigError(ValueError):
     """A config value outside its declared range or choices; the message names the field."""
 

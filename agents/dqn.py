@@ -47,13 +47,12 @@ from agents.config import AgentConfig, ConfigError, knob
 from agents.metrics import EPSILON, LOSS, LR, MetricInfo
 from agents.nn.agent import TorchAgent, afterstate_values
 from agents.nn.device import device_knob
-from agents.nn.encoders import ENCODERS, make_encoder
+from agents.nn.encoders import ENCODERS
 from agents.nn.masking import masked_argmax, masked_max
-from agents.nn.networks import build_network, has_dropout
+from agents.nn.networks import has_dropout
 from agents.nn.replay import Batch, ReplayBuffer
 from agents.nn.schedules import SCHEDULE_KINDS, Schedule
 from agents.nn.state import draw_seed
-from agents.training import TrainTracker
 from engine import Game, Rules
 from engine.boards import N_ACTIONS, afterstates, count_tiles, game_exponents, symmetries
 from engine.records import GameTrace, play_recorded
@@ -207,11 +206,9 @@ class DQNAgent(TorchAgent):
     def __init__(self, config: DQNConfig | None = None, rules: Rules | None = None, seed: int | None = None):
         super().__init__(config, rules, seed)
         cfg = self.config
-        self.encoder = make_encoder(cfg.encoder, cfg.planes)
-        in_shape = self.encoder.shape(self.rules.rows, self.rules.cols)
         # The afterstate head rates one board (the one a move leads to) per output.
         n_out = 1 if cfg.head == "afterstate" else N_ACTIONS
-        self.net = build_network(cfg.network, in_shape, n_out, cfg.hidden)
+        self.build_net(cfg.encoder, cfg.planes, cfg.network, cfg.hidden, n_out)
         self.target_net: nn.Module | None = None
         if cfg.target_update > 0:
             self.target_net = copy.deepcopy(self.net)
@@ -414,8 +411,7 @@ class DQNAgent(TorchAgent):
         self, budget: Budget, control: Control | None = None, context: TrainContext | None = None
     ) -> Iterator[MetricEvent]:
         cfg = self.config
-        self.seed_training()
-        tracker = TrainTracker(self.counters, budget, control)
+        tracker = self.start_training(budget, control)
         pending = _Pending([], [])
         envs = [self._new_game() for _ in range(cfg.envs)]
         exps_NRC = np.stack([game_exponents(g) for g, _ in envs])

@@ -25,13 +25,11 @@ from agents.base import Budget, Control, MetricEvent, TrainContext
 from agents.checkpoint import state_ints
 from agents.config import AgentConfig, ConfigError, knob
 from agents.metrics import GAMES, LOSS, LR, VAL_LOSS, MetricInfo, counter
-from agents.nn.agent import TorchAgent
+from agents.nn.agent import PolicyNetAgent
 from agents.nn.device import device_knob
-from agents.nn.encoders import ENCODERS, make_encoder
-from agents.nn.masking import masked_argmax, masked_log_softmax, masked_softmax
-from agents.nn.networks import build_network
+from agents.nn.encoders import ENCODERS
+from agents.nn.masking import masked_argmax, masked_log_softmax
 from agents.review import BLUNDER, INACCURACY, MISTAKE, grade_record
-from agents.training import TrainTracker
 from engine import Rules, to_exponents
 from engine.boards import N_ACTIONS, augment_batch, legal_masks, symmetries
 
@@ -280,7 +278,7 @@ def load_dataset(
     return Dataset(exps[ok], moves[ok], masks[ok], game[ok], [r.id for r in records], int((~ok).sum()))
 
 
-class ImitationAgent(TorchAgent):
+class ImitationAgent(PolicyNetAgent):
     """Behaviour cloning from logged games (humans, agents, evaluations)."""
 
     name = "imitation"
@@ -300,7 +298,6 @@ class ImitationAgent(TorchAgent):
         GAMES,
         counter("examples", "positions to learn from"),
     )
-    value_kind = "share"  # move probabilities
     config: ImitationConfig
 
     def __init__(
@@ -308,20 +305,16 @@ class ImitationAgent(TorchAgent):
     ):
         super().__init__(config, rules, seed)
         cfg = self.config
-        self.encoder = make_encoder(cfg.encoder, cfg.planes)
         self.afterstate_head = cfg.head == "afterstate"
         self.symmetric_play = cfg.symmetric_play
         n_out = 1 if self.afterstate_head else N_ACTIONS
-        self.net = build_network(cfg.network, self.encoder.shape(*self.rules.shape), n_out, cfg.hidden)
+        self.build_net(cfg.encoder, cfg.planes, cfg.network, cfg.hidden, n_out)
         self.place_on_device()
         self.val_game_ids: list[int] | None = None  # fixed at the first train call, kept in checkpoints
 
     def _build_optimizer(self) -> torch.optim.Optimizer:
         cfg = self.config
         return torch.optim.Adam(self.net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-
-    def output_to_values(self, out_BA: torch.Tensor, mask_BA: torch.Tensor) -> torch.Tensor:
-        return masked_softmax(out_BA, mask_BA)
 
     # ------------------------------------------------------------------ data
     def split(self, data: Dataset) -> tuple[Dataset, Dataset]:
@@ -375,8 +368,7 @@ class ImitationAgent(TorchAgent):
         self, budget: Budget, control: Control | None = None, context: TrainContext | None = None
     ) -> Iterator[MetricEvent]:
         cfg = self.config
-        self.seed_training()
-        tracker = TrainTracker(self.counters, budget, control)
+        tracker = self.start_training(budget, control)
         data = load_dataset(cfg, self.rules, context.data_dir if context is not None else None)
         train_set, val_set = self.split(data)
         if len(train_set) == 0:

@@ -68,6 +68,12 @@ def counter(name: str, help: str = "") -> MetricInfo:
     return MetricInfo(name, group="", kind="other", smoothable=False, help=help)
 
 
+def schedule_metric(name: str, label: str = "", help: str = "", scale: str = "linear") -> MetricInfo:
+    """A value the learner sets rather than measures (a learning rate, an exploration rate): a panel of
+    its own, drawn as it is (never smoothed)."""
+    return MetricInfo(name, label, kind="schedule", scale=scale, smoothable=False, help=help)
+
+
 # ------------------------------------------------------------------ the standard ones
 SCORE = MetricInfo(
     "score", "Score", group="Score", kind="score", help="final score of the game just finished"
@@ -108,16 +114,9 @@ STANDARD: tuple[MetricInfo, ...] = (SCORE, MAX_TILE, MOVES, STEPS_PER_S, *EVALUA
 # ------------------------------------------------------------------ shared by several agents
 LOSS = MetricInfo("loss", "Loss", group="Loss", kind="loss", scale="log", help="training loss")
 VAL_LOSS = MetricInfo("val_loss", "Validation loss", group="Loss", kind="loss", scale="log")
-EPSILON = MetricInfo(
-    "epsilon",
-    "Exploration ε",
-    group="Exploration ε",
-    kind="schedule",
-    smoothable=False,
-    help="exploration rate",
-)
-LR = MetricInfo("lr", "Learning rate", group="Learning rate", kind="schedule", scale="log", smoothable=False)
-GAMMA = MetricInfo("gamma", "Discount γ", group="Discount γ", kind="schedule", smoothable=False)
+EPSILON = schedule_metric("epsilon", "Exploration ε", "exploration rate")
+LR = schedule_metric("lr", "Learning rate", scale="log")
+GAMMA = schedule_metric("gamma", "Discount γ")
 MEAN_SCORE = MetricInfo(
     "mean_score",
     "Mean score (recent games)",
@@ -162,7 +161,7 @@ def legacy_metrics(loss: Sequence[str], schedule: Sequence[str]) -> tuple[Metric
     """Declarations for an agent that still lists ``loss_metrics`` / ``schedule_metrics`` names."""
     known = by_name((LOSS, VAL_LOSS, EPSILON, LR, GAMMA))
     out = [known.get(n) or MetricInfo(n, group="Loss", kind="loss") for n in loss]
-    out += [known.get(n) or MetricInfo(n, kind="schedule", smoothable=False) for n in schedule]
+    out += [known.get(n) or schedule_metric(n) for n in schedule]
     return tuple(out)
 
 

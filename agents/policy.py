@@ -29,11 +29,10 @@ from agents.base import Budget, Control, MetricEvent, TrainContext
 from agents.checkpoint import state_int
 from agents.config import AgentConfig, ConfigError, knob
 from agents.metrics import LOSS, LR, MetricInfo, counter
-from agents.nn.agent import TorchAgent
+from agents.nn.agent import PolicyNetAgent
 from agents.nn.device import device_knob
-from agents.nn.encoders import ENCODERS, make_encoder
+from agents.nn.encoders import ENCODERS
 from agents.nn.masking import masked_softmax, sample_from_probs
-from agents.nn.networks import build_network
 from agents.nn.state import draw_seed
 from agents.training import TrainTracker
 from engine import Game, Rules
@@ -147,7 +146,7 @@ def move_weights(games: list[PlayedGame], kind: str, cells: int) -> np.ndarray:
     raise ValueError(f"unknown move weight {kind!r}")
 
 
-class PolicyAgent(TorchAgent):
+class PolicyAgent(PolicyNetAgent):
     """Seed 001's policy learner: reinforce moves of above-median games, discourage those of the others."""
 
     name = "policy"
@@ -163,7 +162,6 @@ class PolicyAgent(TorchAgent):
         LR,
         counter("epoch", "epochs so far"),
     )
-    value_kind = "share"  # move probabilities
     config: PolicyConfig
 
     def __init__(
@@ -171,17 +169,13 @@ class PolicyAgent(TorchAgent):
     ):
         super().__init__(config, rules, seed)
         cfg = self.config
-        self.encoder = make_encoder(cfg.encoder, cfg.planes)
-        self.net = build_network(cfg.network, self.encoder.shape(*self.rules.shape), N_ACTIONS, cfg.hidden)
+        self.build_net(cfg.encoder, cfg.planes, cfg.network, cfg.hidden, N_ACTIONS)
         self.place_on_device()
         self.window: deque[list[PlayedGame]] = deque()
         self.epochs = 0
 
     def _build_optimizer(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.net.parameters(), lr=self.config.lr)
-
-    def output_to_values(self, out_BA: torch.Tensor, mask_BA: torch.Tensor) -> torch.Tensor:
-        return masked_softmax(out_BA, mask_BA)
 
     # ------------------------------------------------------------------ playing a batch
     def play_batch(
@@ -281,8 +275,7 @@ class PolicyAgent(TorchAgent):
         self, budget: Budget, control: Control | None = None, context: TrainContext | None = None
     ) -> Iterator[MetricEvent]:
         cfg = self.config
-        self.seed_training()
-        tracker = TrainTracker(self.counters, budget, control)
+        tracker = self.start_training(budget, control)
         while tracker.proceed():
             played = self.play_batch(cfg.batch_size, False, tracker, keep_traces=True)
             if played is None:

@@ -37,8 +37,6 @@ from agents.config import AgentConfig, ConfigError, knob
 from agents.metrics import EPSILON, GAMMA, LOSS, LR, MEAN_SCORE, counter
 from agents.nn.agent import TorchAgent
 from agents.nn.device import device_knob
-from agents.nn.encoders import make_encoder
-from agents.nn.networks import build_network
 from agents.nn.schedules import Schedule
 from agents.training import TrainTracker
 from engine import DIRECTIONS, Direction, Game, Rules, from_exponents
@@ -228,9 +226,7 @@ class TDAfterstateAgent(TorchAgent):
     ):
         super().__init__(config, rules, seed)
         cfg = self.config
-        self.encoder = make_encoder("onehot", cfg.planes)
-        in_shape = self.encoder.shape(self.rules.rows, self.rules.cols)
-        self.net = build_network(cfg.network, in_shape, 1, cfg.hidden)
+        self.build_net("onehot", cfg.planes, cfg.network, cfg.hidden, 1)
         self.place_on_device()
         self.lr_schedule = Schedule("exponential", start=cfg.lr, end=cfg.lr_end, rate=cfg.lr_decay)
         self.gamma_schedule = Schedule("linear", start=cfg.gamma, end=cfg.gamma_end, steps=cfg.gamma_rounds)
@@ -458,8 +454,7 @@ class TDAfterstateAgent(TorchAgent):
 
     def _train(self, budget: Budget, control: Control | None) -> Iterator[MetricEvent]:
         cfg = self.config
-        self.seed_training()
-        tracker = TrainTracker(self.counters, budget, control)
+        tracker = self.start_training(budget, control)
         if len(self._envs) != cfg.envs:
             self._envs = [self._new_game() for _ in range(cfg.envs)]
         envs = self._envs

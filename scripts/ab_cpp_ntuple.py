@@ -34,36 +34,26 @@ from agents.ntuple import cpp_reference as cref  # noqa: E402
 
 def run_pair(binary: Path, moves: int, seed: int, games: int, work: Path) -> dict[str, object]:
     cpp_dir = work / f"cpp{seed}"
-    (cpp_dir / "nw4x6").mkdir(parents=True)
     ours_dir = work / f"ours{seed}"
-    env = dict(os.environ, TDL_MAX_MOVES=str(moves), OMP_NUM_THREADS="1")
+    limits = {"TDL_MAX_MOVES": str(moves), "OMP_NUM_THREADS": "1"}
     t0 = time.perf_counter()
-    cpp = subprocess.Popen(
-        [str(binary), *cref.TRAIN_ARGS],
-        cwd=cpp_dir,
-        env=env,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    cpp = cref.start(binary, list(cref.TRAIN_ARGS), cpp_dir, limits, None)
     ours = subprocess.run(
         [
             *(sys.executable, str(ROOT / "main.py"), "--data-dir", str(ours_dir), "train"),
             *("--agent", "ntuple", "--seed", str(seed), "--steps", str(moves), "--log-every", "0"),
         ],
-        env=env,
+        env={**os.environ, **limits},
         capture_output=True,
         text=True,
         check=True,
     )
-    assert cpp.stdout is not None
-    cpp_out = cpp.stdout.read()
-    _, status, usage = os.wait4(cpp.pid, 0)  # reaped here for its CPU time
-    cpp.returncode = os.waitstatus_to_exitcode(status)
-    if cpp.returncode:
-        raise SystemExit(f"the C++ trainer failed (exit {cpp.returncode})")
+    try:
+        trained = cref.finish(cpp)
+    except RuntimeError as exc:
+        raise SystemExit(f"the C++ trainer failed: {exc}") from None
     wall = time.perf_counter() - t0
-    cpp_moves = int(re.search(r"all moves \(restart segments included\): (\d+)", cpp_out).group(1))  # type: ignore[union-attr]
-    reported = re.findall(r"m/s:\s+(\d+)\s+elapsed: (\d+)s", cpp_out)
+    reported = re.findall(r"m/s:\s+(\d+)\s+elapsed: (\d+)s", trained.output)
     ck = sorted((ours_dir / "checkpoints").rglob(f"*step{moves}.npz"))
     if not ck:
         raise SystemExit(f"no checkpoint at {moves} moves in {ours_dir}: {ours.stdout[-400:]}")
@@ -106,8 +96,8 @@ def run_pair(binary: Path, moves: int, seed: int, games: int, work: Path) -> dic
             "16384": mine["max_tile_at_least"]["16384"],
         },
         "cpp": {
-            "moves": cpp_moves,
-            "train_cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1),
+            "moves": trained.moves,
+            "train_cpu_seconds": round(trained.cpu_seconds, 1),
             "moves_its_progress_lines_count": sum(int(a) * int(b) for a, b in reported),
             "mean_score": theirs["mean_score"],
             "2048": theirs.get("2048", 0.0),

@@ -59,6 +59,7 @@ from agents.nn.agent import TorchAgent
 from agents.nn.device import device_knob, module_device
 from agents.nn.encoders import Encoder, make_encoder
 from agents.nn.masking import masked_log_softmax
+from agents.nn.replay import RingArrays
 from agents.nn.state import draw_seed, load_module_arrays, module_arrays
 from agents.training import TrainTracker
 from engine import DIRECTIONS, Direction, Game, Rules, to_exponents
@@ -350,10 +351,11 @@ class MCTSWorker:
 # ------------------------------------------------------------------------------------ replay window
 
 
-class PositionWindow:
+class PositionWindow(RingArrays):
     """The newest ``capacity`` self-play positions: board, visit policy, legal mask, value target, held-out flag."""
 
     _FIELDS = ("exps", "policy", "masks", "targets", "held_out")
+    _PREFIX = "window/"
 
     def __init__(self, capacity: int, shape: tuple[int, int]) -> None:
         self.capacity = capacity
@@ -365,9 +367,6 @@ class PositionWindow:
         self.position = 0
         self.size = 0
 
-    def __len__(self) -> int:
-        return self.size
-
     def add(
         self,
         exps_NRC: np.ndarray,
@@ -377,31 +376,13 @@ class PositionWindow:
         held_out: bool | np.ndarray,
     ) -> None:
         """Append N positions; ``held_out`` is one flag for all of them or one per position."""
-        n = len(targets_N)
-        held_N = np.broadcast_to(np.asarray(held_out, dtype=bool), (n,))
-        start = max(0, n - self.capacity)
-        idx = (self.position + np.arange(n - start)) % self.capacity
-        self.exps[idx] = exps_NRC[start:]
-        self.policy[idx] = policy_N4[start:]
-        self.masks[idx] = masks_N4[start:]
-        self.targets[idx] = targets_N[start:]
-        self.held_out[idx] = held_N[start:]
-        self.position = int((self.position + n - start) % self.capacity)
-        self.size = min(self.size + n - start, self.capacity)
+        held_N = np.broadcast_to(np.asarray(held_out, dtype=bool), (len(targets_N),))
+        self._append(exps_NRC, policy_N4, masks_N4, targets_N, held_N)
 
     def split(self) -> tuple[np.ndarray, np.ndarray]:
         """Indices of the training and the held-out positions."""
         flags = self.held_out[: self.size]
         return np.flatnonzero(~flags), np.flatnonzero(flags)
-
-    def get_arrays(self, prefix: str) -> dict[str, np.ndarray]:
-        """Oldest first, so that a restored window overwrites in the same order."""
-        order = (
-            np.arange(self.size)
-            if self.size < self.capacity
-            else (self.position + np.arange(self.capacity)) % self.capacity
-        )
-        return {prefix + f: getattr(self, f)[order] for f in self._FIELDS}
 
     def set_arrays(self, arrays: Mapping[str, np.ndarray], prefix: str) -> None:
         self.position = self.size = 0
@@ -546,8 +527,7 @@ class MCTSAgent(TorchAgent):
         self, budget: Budget, control: Control | None = None, context: TrainContext | None = None
     ) -> Iterator[MetricEvent]:
         context = context if context is not None else TrainContext()
-        tracker = TrainTracker(self.counters, budget, control)
-        self.seed_training()
+        tracker = self.start_training(budget, control)
         self._weights_changed()
         pool = make_pool(self._worker_spec(), context.workers, context.backend, context.ray_address)
         try:

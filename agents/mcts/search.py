@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -309,30 +310,23 @@ class Node:
         return out
 
 
+@dataclass(eq=False)
 class Search:
     """PUCT search with expectation chance nodes over one kind of board ops and one evaluator.
 
     ``rng`` draws the root's Dirichlet noise and, on large boards, sampled spawn outcomes.
     """
 
-    def __init__(
-        self,
-        ops: GeneralOps | FastOps,
-        evaluate: Evaluator,
-        rng: np.random.Generator,
-        *,
-        c_puct: float,
-        dirichlet_alpha: float = 0.3,
-        dirichlet_epsilon: float = 0.25,
-    ) -> None:
-        self.ops = ops
-        self.evaluate = evaluate
-        self.rng = rng
-        self.c_puct = c_puct
-        self.dirichlet_alpha = dirichlet_alpha
-        self.dirichlet_epsilon = dirichlet_epsilon
-        self.lo = math.inf  # min-max bounds of every Q seen in this tree
-        self.hi = -math.inf
+    ops: GeneralOps | FastOps
+    evaluate: Evaluator
+    rng: np.random.Generator
+    _: KW_ONLY
+    c_puct: float
+    dirichlet_alpha: float = 0.3
+    dirichlet_epsilon: float = 0.25
+    #: min-max bounds of every Q seen in this tree
+    lo: float = field(default=math.inf, init=False)
+    hi: float = field(default=-math.inf, init=False)
 
     # ------------------------------------------------------------------ nodes
     def root(self, board: npt.NDArray[np.int64], reuse: Node | None = None) -> Node:

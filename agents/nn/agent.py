@@ -10,29 +10,30 @@ Playing is the same for all: encode the board, run the network, pick the best **
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from agents.base import Agent, legal_values
+from agents.base import Agent, Budget, Control, legal_values
 from agents.config import AgentConfig
 from agents.nn.device import resolve_device
-from agents.nn.encoders import Encoder
-from agents.nn.masking import masked_argmax
+from agents.nn.encoders import Encoder, make_encoder
+from agents.nn.masking import masked_argmax, masked_softmax
+from agents.nn.networks import build_network
 from agents.nn.state import (
     draw_seed,
-    load_module_arrays,
+    load_networks_state,
     load_optimizer_state,
-    module_arrays,
+    networks_state,
     numpy_rng_state,
-    optimizer_state,
     seed_torch,
     set_numpy_rng_state,
 )
 from agents.play_only import play_only
+from agents.training import TrainTracker
 from engine import DIRECTIONS, Direction, Game, Rules
 from engine.boards import N_ACTIONS, afterstates, game_exponents, symmetries
 
@@ -107,13 +108,20 @@ class TorchAgent(Agent):
         """A numpy array as a tensor on :attr:`device` (on the CPU: sharing its memory)."""
         return torch.from_numpy(array).to(self.device)
 
-    def seed_training(self) -> None:
-        """Seed torch (dropout masks) at the start of a train call, from the agent's generator.
+    def build_net(self, encoder: str, planes: int, network: str, hidden: Sequence[int], n_out: int) -> None:
+        """Set :attr:`encoder` and :attr:`net` (a :func:`~agents.nn.networks.build_network` network for
+        this board's encoded shape, ``n_out`` outputs), on the CPU: see :meth:`place_on_device`."""
+        self.encoder = make_encoder(encoder, planes)
+        self.net = build_network(network, self.encoder.shape(*self.rules.shape), n_out, hidden)
+
+    def start_training(self, budget: Budget, control: Control | None) -> TrainTracker:
+        """Seed torch (dropout masks) from the agent's generator; the tracker of this train call.
 
         Torch's generator is global to the process; re-seeding per call keeps a learner deterministic
         even when other code (another agent, the GUI) drew from it in between.
         """
         seed_torch(draw_seed(self.rng))
+        return TrainTracker(self.counters, budget, control)
 
     # ------------------------------------------------------------------ play
     def play_in_train_mode(self) -> bool:
@@ -204,14 +212,8 @@ class TorchAgent(Agent):
         """Inverse of :meth:`_extra_state`."""
 
     def get_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        arrays: dict[str, np.ndarray] = {}
-        meta: dict[str, Any] = {"optimizers": {}}
-        for prefix, module in self._state_modules().items():
-            arrays.update(module_arrays(module, prefix))
-        for prefix, opt in self._state_optimizers().items():
-            opt_arrays, opt_meta = optimizer_state(opt, prefix)
-            arrays.update(opt_arrays)
-            meta["optimizers"][prefix] = opt_meta
+        arrays, opt_metas = networks_state(self._state_modules(), self._state_optimizers())
+        meta: dict[str, Any] = {"optimizers": opt_metas}
         # The numpy generator drives everything random in training (games, exploration, sampling, and
         # the torch seed of each train call): saving it makes a resumed run continue the same streams.
         meta["numpy_rng"] = numpy_rng_state(self.rng)
@@ -227,22 +229,28 @@ class TorchAgent(Agent):
         for what, value in (("optimizers", optimizers), ("extra", extra)):
             if not isinstance(value, Mapping):
                 raise ValueError(f"{what} is a {type(value).__name__}, not an object")
-        for prefix, module in self._state_modules().items():
-            load_module_arrays(module, arrays, prefix)
-        if play_only() and self._optimizer is None:
-            # A process that only plays never builds the optimiser (the one of _state_optimizers): its
-            # state waits for a training step, if one comes.
+        # A process that only plays never builds the optimiser (the one of _state_optimizers): its
+        # state waits for a training step, if one comes.
+        defer = play_only() and self._optimizer is None
+        load_networks_state(
+            self._state_modules(), {} if defer else self._state_optimizers(), arrays, optimizers
+        )
+        if defer:
             opt_meta = optimizers.get("opt/")
             if opt_meta is not None:
                 self._pending_optimizer = (
                     {k: v for k, v in arrays.items() if k.startswith("opt/")},
                     opt_meta,
                 )
-        else:
-            for prefix, opt in self._state_optimizers().items():
-                opt_meta = optimizers.get(prefix)
-                if opt_meta is not None:
-                    load_optimizer_state(opt, arrays, opt_meta, prefix)
         if "numpy_rng" in meta:
             set_numpy_rng_state(self.rng, meta["numpy_rng"])
         self._set_extra_state(arrays, extra)
+
+
+class PolicyNetAgent(TorchAgent):
+    """A torch learner whose network outputs move logits: its move values are the legal moves' probabilities."""
+
+    value_kind = "share"
+
+    def output_to_values(self, out_BA: torch.Tensor, mask_BA: torch.Tensor) -> torch.Tensor:
+        return masked_softmax(out_BA, mask_BA)

@@ -8,7 +8,7 @@ exponent boards (uint8), the move, the reward, the done flag and the next board'
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 
@@ -26,10 +26,46 @@ class Batch(NamedTuple):
     next_masks_BA: np.ndarray  # bool, legal moves of the next state
 
 
-class ReplayBuffer:
+class RingArrays:
+    """Row arrays of one fixed capacity, one per name in ``_FIELDS``, written as a ring: once full, the
+    oldest rows are overwritten. ``position``: where the next row goes; ``size``: the rows held."""
+
+    _FIELDS: ClassVar[tuple[str, ...]]
+    #: the array names' prefix in checkpoints
+    _PREFIX: ClassVar[str]
+    capacity: int
+    position: int
+    size: int
+
+    def __len__(self) -> int:
+        return self.size
+
+    def _append(self, *columns: np.ndarray) -> None:
+        """Rows ``columns[k][i]`` (one array per field, in ``_FIELDS`` order) from :attr:`position` on; of
+        more than ``capacity`` rows only the last ``capacity`` are written."""
+        n = len(columns[0])
+        start = max(0, n - self.capacity)
+        idx = (self.position + np.arange(n - start)) % self.capacity
+        for name, column in zip(self._FIELDS, columns, strict=True):
+            getattr(self, name)[idx] = column[start:]
+        self.position = int((self.position + n - start) % self.capacity)
+        self.size = min(self.size + n - start, self.capacity)
+
+    def get_arrays(self, prefix: str | None = None) -> dict[str, np.ndarray]:
+        """The filled part, oldest first (so a restored ring overwrites in the same order)."""
+        prefix = self._PREFIX if prefix is None else prefix
+        if self.size < self.capacity:
+            order = np.arange(self.size)
+        else:
+            order = (self.position + np.arange(self.capacity)) % self.capacity
+        return {prefix + f: getattr(self, f)[order] for f in self._FIELDS}
+
+
+class ReplayBuffer(RingArrays):
     """Fixed-capacity ring buffer of transitions; the oldest is overwritten once full."""
 
     _FIELDS = ("states", "actions", "rewards", "next_states", "dones", "next_masks")
+    _PREFIX = "buffer/"
 
     def __init__(self, capacity: int, board_shape: tuple[int, int], n_actions: int = N_ACTIONS) -> None:
         if capacity < 1:
@@ -45,9 +81,6 @@ class ReplayBuffer:
         self.next_masks = np.zeros((self.capacity, self.n_actions), dtype=bool)
         self.position = 0  # where the next transition goes
         self.size = 0
-
-    def __len__(self) -> int:
-        return self.size
 
     @property
     def nbytes(self) -> int:
@@ -89,19 +122,9 @@ class ReplayBuffer:
             return
         if next_masks_BA is None:
             next_masks_BA = np.ones((n, self.n_actions), dtype=bool)
-        start = 0
-        if n > self.capacity:  # only the last `capacity` would survive anyway
-            start = n - self.capacity
-            self.position = (self.position + start) % self.capacity
-        idx = (self.position + np.arange(n - start)) % self.capacity
-        self.states[idx] = states_BRC[start:]
-        self.actions[idx] = actions_B[start:]
-        self.rewards[idx] = rewards_B[start:]
-        self.next_states[idx] = next_states_BRC[start:]
-        self.dones[idx] = dones_B[start:]
-        self.next_masks[idx] = next_masks_BA[start:]
-        self.position = int((self.position + n - start) % self.capacity)
-        self.size = min(self.size + n - start, self.capacity)
+        if n > self.capacity:  # only the last `capacity` survive: they go where B pushes would put them
+            self.position = (self.position + n - self.capacity) % self.capacity
+        self._append(states_BRC, actions_B, rewards_B, next_states_BRC, dones_B, next_masks_BA)
 
     def sample(self, batch_size: int, rng: np.random.Generator, *, replace: bool = False) -> Batch:
         """A uniform random batch. Without replacement by default (seed 000's ``random.sample``)."""
@@ -123,14 +146,6 @@ class ReplayBuffer:
         )
 
     # ------------------------------------------------------------------ checkpoints
-    def get_arrays(self, prefix: str = "buffer/") -> dict[str, np.ndarray]:
-        """The filled part, oldest first (so a restored buffer overwrites in the same order)."""
-        if self.size < self.capacity:
-            order = np.arange(self.size)
-        else:
-            order = (self.position + np.arange(self.capacity)) % self.capacity
-        return {prefix + f: getattr(self, f)[order] for f in self._FIELDS}
-
     def set_arrays(self, arrays: Mapping[str, np.ndarray], prefix: str = "buffer/") -> None:
         """Restore from :meth:`get_arrays` output (keeps the newest ``capacity`` if it held more)."""
         self.position = 0

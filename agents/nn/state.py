@@ -142,6 +142,37 @@ def load_optimizer_state(
     opt.load_state_dict({"state": state, "param_groups": groups})
 
 
+def networks_state(
+    modules: Mapping[str, nn.Module], optimizers: Mapping[str, torch.optim.Optimizer]
+) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
+    """The arrays of ``modules`` and of ``optimizers``, each under its prefix (the dicts' keys), and
+    the optimisers' metadata by prefix: what a learner's checkpoint holds of its networks."""
+    arrays: dict[str, np.ndarray] = {}
+    metas: dict[str, dict[str, Any]] = {}
+    for prefix, module in modules.items():
+        arrays.update(module_arrays(module, prefix))
+    for prefix, opt in optimizers.items():
+        opt_arrays, metas[prefix] = optimizer_state(opt, prefix)
+        arrays.update(opt_arrays)
+    return arrays, metas
+
+
+def load_networks_state(
+    modules: Mapping[str, nn.Module],
+    optimizers: Mapping[str, torch.optim.Optimizer],
+    arrays: Mapping[str, np.ndarray],
+    metas: Mapping[str, Any],
+) -> None:
+    """Inverse of :func:`networks_state`, modules first; an optimiser without metadata (None or absent
+    from ``metas``) keeps the state it has."""
+    for prefix, module in modules.items():
+        load_module_arrays(module, arrays, prefix)
+    for prefix, opt in optimizers.items():
+        meta = metas.get(prefix)
+        if meta is not None:
+            load_optimizer_state(opt, arrays, meta, prefix)
+
+
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and abs(v) <= 1e30
 

@@ -40,20 +40,19 @@ from engine.fast import overflows, pack, pack_exponents, unpack
 
 # ------------------------------------------------------------------------------------------ layouts
 
+#: "row + 2" tuples: a row and the two cells below its first two (outer row, then inner row)
+_ROWS_PLUS_2 = ((0, 1, 2, 3, 4, 5), (4, 5, 6, 7, 8, 9))
+#: 2x3 rectangles: the outer two rows' first three columns, then the inner two rows'
+_RECTANGLES = ((0, 1, 2, 4, 5, 6), (4, 5, 6, 8, 9, 10))
+
 #: Named tuple layouts: cells numbered row-major (``4*r + c``), each tuple read under 8 symmetries.
 LAYOUTS: dict[str, tuple[tuple[int, ...], ...]] = {
     # Wu, Yeh et al. 2014: two "row + 2" and two 2x3 rectangles; the usual strong default.
-    "4x6": ((0, 1, 2, 3, 4, 5), (4, 5, 6, 7, 8, 9), (0, 1, 2, 4, 5, 6), (4, 5, 6, 8, 9, 10)),
+    "4x6": (*_ROWS_PLUS_2, *_RECTANGLES),
     # Szubert & Jaśkowski 2014: two 2x3 rectangles and two straight lines (outer and inner row).
-    "2x6+2x4": ((0, 1, 2, 4, 5, 6), (4, 5, 6, 8, 9, 10), (0, 1, 2, 3), (4, 5, 6, 7)),
-    # Jaśkowski 2016: the 4x6 network plus a third "row + 2".
-    "5x6": (
-        (0, 1, 2, 3, 4, 5),
-        (4, 5, 6, 7, 8, 9),
-        (8, 9, 10, 11, 12, 13),
-        (0, 1, 2, 4, 5, 6),
-        (4, 5, 6, 8, 9, 10),
-    ),
+    "2x6+2x4": (*_RECTANGLES, (0, 1, 2, 3), (4, 5, 6, 7)),
+    # Jaśkowski 2016: the 4x6 network plus a third "row + 2" (after the first two, as listed there).
+    "5x6": (*_ROWS_PLUS_2, (8, 9, 10, 11, 12, 13), *_RECTANGLES),
     # Matsuzaki 2016 (systematic selection), as listed by TDL2048+: stronger, twice as slow as 4x6.
     "8x6": (
         (0, 1, 2, 4, 5, 6),
@@ -172,6 +171,11 @@ class TupleLayout:
 # ------------------------------------------------------------------------------------------- config
 
 
+def _td_rate_knob(default: float, help: str, advanced: bool = False) -> Any:
+    """A TD learning rate: the main one and the OTD phase's share one range."""
+    return knob(default, help, low=1e-4, high=2.0, log=True, advanced=advanced)
+
+
 @dataclass
 class NTupleConfig(AgentConfig):
     """Settings of the n-tuple TD learner."""
@@ -181,12 +185,8 @@ class NTupleConfig(AgentConfig):
         "tuple layout: 4x6 (Wu et al., default), 2x6+2x4 (Szubert & Jaśkowski), 5x6, 8x6 (Matsuzaki), 4x4 (tiny)",
         choices=tuple(LAYOUTS),
     )
-    lr: float = knob(
-        1.0,
-        "learning rate α of one TD update, shared by the 8 x tuples features (1.0 with TC; ~0.1 without)",
-        low=1e-4,
-        high=2.0,
-        log=True,
+    lr: float = _td_rate_knob(
+        1.0, "learning rate α of one TD update, shared by the 8 x tuples features (1.0 with TC; ~0.1 without)"
     )
     lam: float = knob(
         0.5, "TD(λ): 0 = TD(0); >0 mixes in the later rewards (backward λ-returns)", low=0.0, high=1.0
@@ -218,13 +218,8 @@ class NTupleConfig(AgentConfig):
         high=10**13,
         advanced=True,
     )
-    otd_lr: float = knob(
-        0.1,
-        "learning rate of the OTD phase (otd_moves), plain TD's usual 0.1",
-        low=1e-4,
-        high=2.0,
-        log=True,
-        advanced=True,
+    otd_lr: float = _td_rate_knob(
+        0.1, "learning rate of the OTD phase (otd_moves), plain TD's usual 0.1", advanced=True
     )
     stage_tiles: tuple[int, ...] = knob(
         (),

@@ -15,7 +15,7 @@ import os
 import signal
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -162,20 +162,21 @@ class EvalSchedule:
         return True
 
 
+@dataclass(eq=False)
 class Evaluator:
     """At most one background evaluation: a spawned process that plays a checkpoint file's games.
 
     ``agent`` / ``target``: the registry name and ``module:Class`` of the agent the checkpoints hold."""
 
-    def __init__(self, agent: str, target: str | None, games: int, seed: int) -> None:
-        self.agent = agent
-        self.target = target
-        self.games = games
-        self.seed = seed
-        self.job: EvalJob | None = None
-        self._proc: BaseProcess | None = None
-        self._conn: Connection | None = None
-        self._next_poll = 0.0
+    agent: str
+    target: str | None
+    games: int
+    seed: int
+    #: the evaluation under way (None: idle)
+    job: EvalJob | None = field(default=None, init=False)
+    _proc: BaseProcess | None = field(default=None, init=False, repr=False)
+    _conn: Connection | None = field(default=None, init=False, repr=False)
+    _next_poll: float = field(default=0.0, init=False, repr=False)
 
     @property
     def busy(self) -> bool:

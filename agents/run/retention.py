@@ -4,6 +4,7 @@ newest ``keep`` files plus the best and the one being evaluated (older ones are 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents.base import Agent
@@ -12,27 +13,20 @@ from agents.run.store import RunStore
 from engine.paths import checkpoints_dir
 
 
+@dataclass(eq=False)
 class RunCheckpoints:
     """The checkpoints of run ``run_id`` of ``agent``: ``last`` / ``last_id`` (the newest, or None),
     ``best`` (the best evaluated one saved here, or None). ``keep``: files kept besides the best
     (0 = all); ``protected()``: ids retention must not delete now (a file being evaluated)."""
 
-    def __init__(
-        self,
-        store: RunStore,
-        run_id: int,
-        agent: Agent,
-        keep: int,
-        protected: Callable[[], Sequence[int]] = lambda: (),
-    ) -> None:
-        self.store = store
-        self.run_id = run_id
-        self.agent = agent
-        self.keep = keep
-        self.protected = protected
-        self.last: Path | None = None
-        self.last_id: int | None = None
-        self.best: Path | None = None
+    store: RunStore
+    run_id: int
+    agent: Agent
+    keep: int
+    protected: Callable[[], Sequence[int]] = lambda: ()
+    last: Path | None = field(default=None, init=False)
+    last_id: int | None = field(default=None, init=False)
+    best: Path | None = field(default=None, init=False)
 
     def folder(self) -> Path:
         return checkpoints_dir(self.store.path.parent) / f"run-{self.run_id}"

@@ -29,16 +29,14 @@ from torch import nn
 
 from agents.base import Agent, Budget, Control, MetricEvent, TrainContext, legal_values
 from agents.checkpoint import state_array, state_int
-from agents.metrics import LR, MetricInfo
+from agents.metrics import EPSILON, LR, MetricInfo
 from agents.nn.device import resolve_device
 from agents.nn.masking import masked_argmax, masked_softmax
 from agents.nn.state import (
     draw_seed,
-    load_module_arrays,
-    load_optimizer_state,
-    module_arrays,
+    load_networks_state,
+    networks_state,
     numpy_rng_state,
-    optimizer_state,
     set_numpy_rng_state,
 )
 from agents.review import Calibration, fit_calibration
@@ -189,11 +187,9 @@ class SB3Agent(Agent):
     # ------------------------------------------------------------------ state
     def get_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         policy = self.model.policy
-        arrays = module_arrays(policy, "policy/")
-        opt_arrays, opt_meta = optimizer_state(policy.optimizer, "opt/")
-        arrays.update(opt_arrays)
+        arrays, opt_metas = networks_state({"policy/": policy}, {"opt/": policy.optimizer})
         meta: dict[str, Any] = {
-            "optimizer": opt_meta,
+            "optimizer": opt_metas["opt/"],
             "num_timesteps": int(self.model.num_timesteps),
             "n_updates": int(getattr(self.model, "_n_updates", 0)),
             "numpy_rng": numpy_rng_state(self.rng),
@@ -205,10 +201,9 @@ class SB3Agent(Agent):
 
     def set_state(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
         policy = self.model.policy
-        load_module_arrays(policy, arrays, "policy/")
-        opt_meta = meta.get("optimizer")
-        if opt_meta is not None:
-            load_optimizer_state(policy.optimizer, arrays, opt_meta, "opt/")
+        load_networks_state(
+            {"policy/": policy}, {"opt/": policy.optimizer}, arrays, {"opt/": meta.get("optimizer")}
+        )
         self.model.num_timesteps = state_int(meta, "num_timesteps", 0)
         if hasattr(self.model, "_n_updates"):
             self.model._n_updates = state_int(meta, "n_updates", 0)
@@ -349,7 +344,7 @@ class SB3DQNAgent(SB3Agent):
     description = "Stable-Baselines3 DQN (replay buffer, target net, epsilon-greedy); greedy moves masked to legal ones."
     metrics = (
         MetricInfo("loss", "Loss", group="Loss", kind="loss", scale="log", help="Huber TD loss"),
-        MetricInfo("epsilon", "Exploration ε", kind="schedule", smoothable=False, help="exploration rate"),
+        EPSILON,
         EP_REWARD,
         LR,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agents.config import AgentConfig, ConfigError, knob
+from agents.config import AgentConfig, ConfigError, knob, same_knob
 from agents.nn.device import device_knob
 
 REWARDS = ("score", "log2_score")
@@ -95,14 +95,8 @@ class MaskablePPOConfig(PPOConfig):
 class A2CConfig(OnPolicyConfig):
     """Advantage Actor-Critic (Stable-Baselines3)."""
 
-    n_steps: int = knob(
-        8,
-        "moves per game between updates (a rollout is n_steps x n_envs moves)",
-        low=1,
-        high=100_000,
-        label="Rollout moves per game",
-    )
-    gae_lambda: float = knob(1.0, "GAE lambda (1 = Monte-Carlo advantages)", low=0.0, high=1.0, label="GAE λ")
+    n_steps: int = same_knob(OnPolicyConfig, "n_steps", 8)
+    gae_lambda: float = same_knob(OnPolicyConfig, "gae_lambda", 1.0)
     lr: float = knob(7e-4, "learning rate", low=1e-7, high=1.0, log=True)
     use_rms_prop: bool = knob(True, "RMSprop as in the A2C paper (else Adam)", label="RMSprop")
 
@@ -111,11 +105,9 @@ class A2CConfig(OnPolicyConfig):
 class DQNConfig(SB3Config):
     """Deep Q-learning (Stable-Baselines3)."""
 
-    lr: float = knob(1e-4, "Adam learning rate", low=1e-7, high=1.0, log=True)
-    n_envs: int = knob(
-        4, "games played side by side (SB3's vectorised environment)", low=1, high=256, label="Parallel games"
-    )
-    max_grad_norm: float = knob(10.0, "gradient norm clip", low=0.0, high=1e6)
+    lr: float = same_knob(SB3Config, "lr", 1e-4)
+    n_envs: int = same_knob(SB3Config, "n_envs", 4)
+    max_grad_norm: float = same_knob(SB3Config, "max_grad_norm", 10.0)
     buffer_size: int = knob(100_000, "replay buffer capacity (moves)", low=100, high=10_000_000)
     learning_starts: int = knob(5_000, "moves played before the first update", low=0, high=10_000_000)
     batch_size: int = knob(128, "transitions per gradient update", low=1, high=8192)

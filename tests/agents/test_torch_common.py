@@ -395,3 +395,29 @@ def test_afterstates_match_the_engine(shape, top):
             np.testing.assert_array_equal(after[i, a], to_exponents(moved))
             assert value[i, a] == reward
             assert merges[i, a] == np.count_nonzero(values[i]) - np.count_nonzero(moved)
+
+
+def _rows(first: int, n: int) -> np.ndarray:
+    """``n`` 1x1 boards numbered ``first, first + 1, ...``."""
+    return np.arange(first, first + n, dtype=np.uint8).reshape(n, 1, 1)
+
+
+def test_one_overflowing_write_keeps_each_rings_placement():
+    """Two rows, then five into a ring of three: both keep the last three (12, 13, 14, oldest first).
+    The replay buffer puts them where five single pushes would; the MCTS window writes them from
+    where it stood (its placement before RingArrays, kept so that its training order is unchanged)."""
+    from agents.mcts import PositionWindow
+
+    buf = ReplayBuffer(3, (1, 1))
+    buf.push_batch(_rows(0, 2), np.zeros(2), np.zeros(2), _rows(0, 2), np.zeros(2, dtype=bool))
+    buf.push_batch(_rows(10, 5), np.zeros(5), np.zeros(5), _rows(10, 5), np.zeros(5, dtype=bool))
+    assert buf.states.ravel().tolist() == [14, 12, 13] and (buf.position, buf.size) == (1, 3)
+    assert buf.get_arrays()["buffer/states"].ravel().tolist() == [12, 13, 14]
+
+    window = PositionWindow(3, (1, 1))
+    masks = np.ones((5, 4), dtype=bool)
+    window.add(_rows(0, 2), np.zeros((2, 4)), masks[:2], np.zeros(2), False)
+    window.add(_rows(10, 5), np.zeros((5, 4)), masks, np.arange(5.0), True)
+    assert window.exps.ravel().tolist() == [13, 14, 12] and (window.position, len(window)) == (2, 3)
+    assert window.targets.tolist() == [3.0, 4.0, 2.0] and window.held_out.all()
+    assert window.get_arrays()["window/exps"].ravel().tolist() == [12, 13, 14]
