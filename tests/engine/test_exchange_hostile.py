@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import sqlite3
 import warnings
 import zipfile
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 from engine import Game, Rules
 from engine.store import GameStore, StoreError, exchange
 from engine.store.codec import MAX_EXPONENT
-from tests.engine.exchange_helpers import ORDER
+from tests.engine.exchange_helpers import ORDER, db_snapshot
 from tests.engine.exchange_helpers import exported_arrays as _arrays
 from tests.engine.exchange_helpers import exported_lines as _lines
 from tests.engine.exchange_helpers import play_first_legal as _play
@@ -27,19 +26,6 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TOP = 1 << MAX_EXPONENT
 
 
-def _snapshot(store: GameStore) -> list:
-    """Everything a refused import must leave untouched."""
-    con = sqlite3.connect(store.path)
-    try:
-        return [
-            con.execute("SELECT * FROM games ORDER BY id").fetchall(),
-            con.execute("SELECT * FROM moves ORDER BY game_id, idx").fetchall(),
-            con.execute("SELECT seq FROM sqlite_sequence ORDER BY name").fetchall(),
-        ]
-    finally:
-        con.close()
-
-
 def _write_npz(path: Path, arrays: dict[str, Any]) -> Path:
     np.savez_compressed(path, **arrays)
     return path
@@ -47,11 +33,11 @@ def _write_npz(path: Path, arrays: dict[str, Any]) -> Path:
 
 def _refused(store: GameStore, path: Path, match: str) -> str:
     """Import must raise a one-line StoreError matching ``match`` and change nothing."""
-    before = _snapshot(store)
+    before = db_snapshot(store.path)
     with pytest.raises(StoreError, match=match) as info:
         store.import_file(path)
     assert "\n" not in str(info.value)
-    assert _snapshot(store) == before
+    assert db_snapshot(store.path) == before
     return str(info.value)
 
 

@@ -16,6 +16,7 @@ from agents.spec import AgentSpec
 from engine.store import GameStore, StoreError, exchange
 from engine.store.reviews import imported_key
 from studio.services.review import Reviewer, default_reviewer, review_by_key, review_game, stored_review
+from tests.engine.exchange_helpers import db_snapshot
 from tests.engine.exchange_helpers import exported_arrays as _arrays
 from tests.engine.exchange_helpers import exported_lines as _lines
 from tests.engine.exchange_helpers import play_first_legal as _play
@@ -46,17 +47,6 @@ def reviewed(store: GameStore) -> list[int]:
         partial = review_game(store, gid, PARTIAL, should_stop=_stop_after(7))
         assert len(partial.moves) == 7 and not partial.complete
     return ids
-
-
-def _snapshot(store: GameStore) -> list[Any]:
-    con = sqlite3.connect(store.path)
-    try:
-        return [
-            con.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
-            for table in ("games", "moves", "reviews", "review_chunks", "sqlite_sequence")
-        ]
-    finally:
-        con.close()
 
 
 def _by_key(store: GameStore, gid: int) -> dict[str, tuple[Any, np.ndarray]]:
@@ -191,12 +181,12 @@ def test_jsonl_writes_null_for_nan_and_exports_clean_values(store, reviewed, tmp
 
 
 def _refused(store: GameStore, path: Path, match: str) -> str:
-    before = _snapshot(store)
+    before = db_snapshot(store.path)
     with pytest.raises(StoreError, match=match) as e:
         store.import_file(path)
     message = str(e.value)
     assert "\n" not in message and len(message) <= 400, message
-    assert _snapshot(store) == before  # nothing lost, nothing added
+    assert db_snapshot(store.path) == before  # nothing lost, nothing added
     return message
 
 
