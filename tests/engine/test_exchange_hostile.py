@@ -41,6 +41,14 @@ def _refused(store: GameStore, path: Path, match: str) -> str:
     return str(info.value)
 
 
+def _refused_line(store: GameStore, path: Path, key: str, value: Any, match: str) -> str:
+    """A real export of one game with ``key`` set to ``value``, written to ``path``: refused as ``_refused``
+    checks, the message returned."""
+    (line,) = _lines(store, [_play(store, 1, 3)], path.parent)
+    line[key] = value
+    return _refused(store, _write_jsonl(path, [line]), match)
+
+
 def _zero_move_game(store: GameStore) -> int:
     return store.start_game(rules=Rules(), initial_board=Game(seed=5).board, seed=5)  # playing, no moves
 
@@ -217,13 +225,8 @@ def test_npz_versions_other_than_1_are_refused(store, tmp_path, version, match):
 
 @pytest.mark.parametrize("version", [-1, 0, 1.0, True, "1", None, [1], 2])
 def test_jsonl_versions_other_than_1_are_refused(store, tmp_path, version):
-    (line,) = _lines(store, [_play(store, 1, 3)], tmp_path)
-    line["version"] = version
-    _refused(
-        store,
-        _write_jsonl(tmp_path / "v.jsonl", [line]),
-        r"v\.jsonl line 1: (version must be|written by a newer)",
-    )
+    match = r"v\.jsonl line 1: (version must be|written by a newer)"
+    _refused_line(store, tmp_path / "v.jsonl", "version", version, match)
 
 
 # ------------------------------------------------------------------------------ 4. games without moves
@@ -416,13 +419,8 @@ def test_num_moves_that_overflow_are_refused(store, tmp_path):
 
 @pytest.mark.parametrize("started", [2**64, -(2**70), float("nan"), float("inf")])
 def test_a_time_past_64_bits_is_a_one_line_error(store, tmp_path, started):
-    (line,) = _lines(store, [_play(store, 1, 3)], tmp_path)
-    line["started"] = started
-    _refused(
-        store,
-        _write_jsonl(tmp_path / "when.jsonl", [line]),
-        "started must be Unix seconds between 1970 and 9999",
-    )
+    match = "started must be Unix seconds between 1970 and 9999"
+    _refused_line(store, tmp_path / "when.jsonl", "started", started, match)
 
 
 @pytest.mark.parametrize("with_final", [True, False])
@@ -454,12 +452,9 @@ def test_a_reward_past_64_bits_is_a_one_line_error(store, tmp_path, with_final):
 @pytest.mark.parametrize("key", ["seed", "moves", "players", "status", "source"])
 def test_a_deeply_nested_value_is_a_one_line_error(store, tmp_path, key):
     """JSON parses 900 levels, but the repr in the message (and numpy) did not: a RecursionError."""
-    (line,) = _lines(store, [_play(store, 1, 3)], tmp_path)
     deep: Any = 2
     for _ in range(900):
         deep = [deep]
-    line[key] = [deep] if key == "moves" else deep
-    path = tmp_path / "deep.jsonl"
-    path.write_text(json.dumps(line) + "\n")
-    msg = _refused(store, path, r"deep\.jsonl")
+    value = [deep] if key == "moves" else deep
+    msg = _refused_line(store, tmp_path / "deep.jsonl", key, value, r"deep\.jsonl")
     assert len(msg) < 200
