@@ -13,11 +13,14 @@ import numpy as np
 
 from engine import Direction, Game
 from engine.store import HUMAN, GameRecorder, Player
+from engine.store.schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from engine.store import GameStore
 
 ORDER = (Direction.LEFT, Direction.UP, Direction.RIGHT, Direction.DOWN)
+#: the checked-in stores and exports of older versions (copy a store before opening it)
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def play_first_legal(
@@ -77,5 +80,17 @@ def db_snapshot(path: Path) -> list[list[Any]]:
             con.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
             for table in ("games", "moves", "reviews", "review_chunks", "sqlite_sequence")
         ]
+    finally:
+        con.close()
+
+
+def assert_current_schema(path: Path) -> None:
+    """The store file at ``path`` is at schema 5, says so in its meta table, and is sound."""
+    con = sqlite3.connect(path)
+    try:
+        assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "5"
+        assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert con.execute("PRAGMA foreign_key_check").fetchall() == []
     finally:
         con.close()

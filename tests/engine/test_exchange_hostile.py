@@ -16,13 +16,12 @@ import pytest
 from engine import Game, Rules
 from engine.store import GameStore, StoreError, exchange
 from engine.store.codec import MAX_EXPONENT
-from tests.engine.exchange_helpers import ORDER, db_snapshot
+from tests.engine.exchange_helpers import FIXTURES, ORDER, db_snapshot
 from tests.engine.exchange_helpers import exported_arrays as _arrays
 from tests.engine.exchange_helpers import exported_lines as _lines
 from tests.engine.exchange_helpers import play_first_legal as _play
 from tests.engine.exchange_helpers import write_jsonl as _write_jsonl
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TOP = 1 << MAX_EXPONENT
 
 

@@ -16,13 +16,12 @@ from agents.spec import AgentSpec
 from engine.store import GameStore, StoreError, exchange
 from engine.store.reviews import imported_key
 from studio.services.review import Reviewer, default_reviewer, review_by_key, review_game, stored_review
-from tests.engine.exchange_helpers import db_snapshot
+from tests.engine.exchange_helpers import FIXTURES, db_snapshot
 from tests.engine.exchange_helpers import exported_arrays as _arrays
 from tests.engine.exchange_helpers import exported_lines as _lines
 from tests.engine.exchange_helpers import play_first_legal as _play
 from tests.engine.exchange_helpers import write_jsonl as _write_jsonl
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FULL = Reviewer(AgentSpec(name="expectimax"), 1)  # cheap at depth 1, still a real reviewer
 PARTIAL = Reviewer(AgentSpec(name="expectimax"), 2)
 SUFFIXES = (".npz", ".jsonl")
