@@ -50,6 +50,21 @@ class RandomLearner(Agent):
         moves = game.legal_moves()
         return moves[int(self.rng.integers(len(moves)))]
 
+    def episode_event(
+        self, clock: Clock, played: Game, progress: float, metrics: Mapping[str, float], **shown: Any
+    ) -> MetricEvent:
+        """The "episode" event of the finished game ``played``: its score and top tile, then ``metrics``;
+        ``shown`` is its board or its trace (``board=`` or ``game=``)."""
+        return MetricEvent(
+            "episode",
+            self.counters.episodes,
+            self.counters.steps,
+            clock.tick(),
+            {"score": float(played.score), "max_tile": float(played.max_tile), **metrics},
+            progress=progress,
+            **shown,
+        )
+
     def get_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         return {"weights": self.weights.copy()}, {"note": "fake"}
 
@@ -91,23 +106,12 @@ class FakeLearner(RandomLearner):
                 raise RuntimeError(f"boom at episode {self.counters.episodes}")
             if self.config.pause_s:
                 time.sleep(self.config.pause_s)
-            yield MetricEvent(
-                "episode",
-                self.counters.episodes,
-                self.counters.steps,
-                clock.tick(),
-                {
-                    "score": float(game.score),
-                    "max_tile": float(game.max_tile),
-                    "loss": float("nan")
-                    if self.config.diverge_at and self.counters.episodes >= self.config.diverge_at
-                    else 1.0 / self.counters.episodes,
-                },
-                progress=budget.progress(
-                    self.counters.episodes - start_ep, self.counters.steps - start_steps, clock.call_seconds
-                ),
-                game=trace,
+            diverged = self.config.diverge_at and self.counters.episodes >= self.config.diverge_at
+            loss = float("nan") if diverged else 1.0 / self.counters.episodes
+            progress = budget.progress(
+                self.counters.episodes - start_ep, self.counters.steps - start_steps, clock.call_seconds
             )
+            yield self.episode_event(clock, game, progress, {"loss": loss}, game=trace)
 
 
 def registered(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -88,20 +88,9 @@ class FakeLearner(RandomLearner):
             games += 1
             self.counters.episodes += 1
             dt = max(1e-9, time.perf_counter() - t0)
-            yield MetricEvent(
-                "episode",
-                self.counters.episodes,
-                self.counters.steps,
-                clock.tick(),
-                {
-                    "score": float(game.score),
-                    "max_tile": float(game.max_tile),
-                    "moves": float(game.moves),
-                    "steps_per_s": (steps - n0) / dt,
-                },
-                progress=budget.progress(games, steps, clock.call_seconds),
-                board=game.board,
-            )
+            metrics = {"moves": float(game.moves), "steps_per_s": (steps - n0) / dt}
+            progress = budget.progress(games, steps, clock.call_seconds)
+            yield self.episode_event(clock, game, progress, metrics, board=game.board)
 
 
 @dataclass
