@@ -1,6 +1,7 @@
 """A tiny trainable agent for runner and CLI tests: plays random 2x2-ish games, "learns" a counter.
 
-Register it for a test with :func:`registered` (a fixture helper that undoes itself).
+Register it for a test with :func:`registered` (a fixture helper that undoes itself). Its base,
+:class:`RandomLearner`, is what every test learner shares (``tests/studio/train_fakes.py`` too).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 from agents import registry
 from agents.base import Agent, Budget, Clock, Control, MetricEvent, TrainContext
 from agents.config import AgentConfig, knob
-from engine import Game, Rules
+from engine import Direction, Game, Rules
 from engine.records import GameTrace, play_recorded
 
 NAME = "fake-learner"
@@ -33,25 +34,54 @@ class FakeConfig(AgentConfig):
     stall_at: int = knob(0, "from this episode on, play 0-move episodes (0 = never)", low=0, high=10**6)
 
 
-class FakeLearner(Agent):
+class RandomLearner(Agent):
+    """A test learner's frame: plays uniformly at random; its state is one weight array (``weights``,
+    one cell a direction) that its ``train`` counts updates into."""
+
+    trainable = True
+
+    def __init__(
+        self, config: AgentConfig | None = None, rules: Rules | None = None, seed: int | None = None
+    ) -> None:
+        super().__init__(config, rules, seed)
+        self.weights = np.zeros(4)
+
+    def act(self, game: Game) -> Direction:
+        moves = game.legal_moves()
+        return moves[int(self.rng.integers(len(moves)))]
+
+    def episode_event(
+        self, clock: Clock, played: Game, progress: float, metrics: Mapping[str, float], **shown: Any
+    ) -> MetricEvent:
+        """The "episode" event of the finished game ``played``: its score and top tile, then ``metrics``;
+        ``shown`` is its board or its trace (``board=`` or ``game=``)."""
+        return MetricEvent(
+            "episode",
+            self.counters.episodes,
+            self.counters.steps,
+            clock.tick(),
+            {"score": float(played.score), "max_tile": float(played.max_tile), **metrics},
+            progress=progress,
+            **shown,
+        )
+
+    def get_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        return {"weights": self.weights.copy()}, {"note": "fake"}
+
+    def set_state(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
+        self.weights = np.array(arrays["weights"], dtype=float)
+
+
+class FakeLearner(RandomLearner):
     """Counts episodes into a weight; plays uniformly at random."""
 
     name = NAME
     config_cls = FakeConfig
     description = "test double"
-    trainable = True
     config: FakeConfig
 
-    def __init__(self, config: AgentConfig | None = None, rules: Any = None, seed: int | None = None) -> None:
-        super().__init__(config, rules, seed)
-        self.weight = np.zeros(3)
-
-    def move_values(self, game: Game) -> dict:
-        return {d: float(self.weight[0]) for d in game.legal_moves()}
-
-    def act(self, game: Game) -> Any:
-        moves = game.legal_moves()
-        return moves[int(self.rng.integers(len(moves)))]
+    def move_values(self, game: Game) -> dict[Direction, float]:
+        return {d: float(self.weights[0]) for d in game.legal_moves()}
 
     def train(
         self, budget: Budget, control: Control | None = None, context: TrainContext | None = None
@@ -71,34 +101,17 @@ class FakeLearner(Agent):
                 play_recorded(game, self.act(game), trace)
             self.counters.episodes += 1
             self.counters.steps += game.moves
-            self.weight[0] += 1
+            self.weights[0] += 1
             if self.config.fail_at and self.counters.episodes == self.config.fail_at:
                 raise RuntimeError(f"boom at episode {self.counters.episodes}")
             if self.config.pause_s:
                 time.sleep(self.config.pause_s)
-            yield MetricEvent(
-                "episode",
-                self.counters.episodes,
-                self.counters.steps,
-                clock.tick(),
-                {
-                    "score": float(game.score),
-                    "max_tile": float(game.max_tile),
-                    "loss": float("nan")
-                    if self.config.diverge_at and self.counters.episodes >= self.config.diverge_at
-                    else 1.0 / self.counters.episodes,
-                },
-                progress=budget.progress(
-                    self.counters.episodes - start_ep, self.counters.steps - start_steps, clock.call_seconds
-                ),
-                game=trace,
+            diverged = self.config.diverge_at and self.counters.episodes >= self.config.diverge_at
+            loss = float("nan") if diverged else 1.0 / self.counters.episodes
+            progress = budget.progress(
+                self.counters.episodes - start_ep, self.counters.steps - start_steps, clock.call_seconds
             )
-
-    def get_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        return {"weight": self.weight.copy()}, {"note": "fake"}
-
-    def set_state(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
-        self.weight = np.array(arrays["weight"], dtype=float)
+            yield self.episode_event(clock, game, progress, {"loss": loss}, game=trace)
 
 
 def registered(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -109,19 +109,8 @@ def test_a_game_depends_only_on_seed_and_index() -> None:
 
 
 def test_summary_figures_and_tile_table() -> None:
-    r = EvalResult(
-        label="x",
-        agent="x",
-        checkpoint=None,
-        config={},
-        rules=Rules(),
-        seed=0,
-        workers=1,
-        scores=np.array([100, 300, 200, 1000]),
-        moves=np.array([10, 30, 20, 40]),
-        max_tiles=np.array([32, 64, 64, 128]),
-        seconds=np.array([0.1, 0.3, 0.2, 0.4]),
-        wall_seconds=1.0,
+    r = _result(
+        [100, 300, 200, 1000], [32, 64, 64, 128], moves=[10, 30, 20, 40], seconds=[0.1, 0.3, 0.2, 0.4]
     )
     assert r.mean_score == 400 and r.median_score == 250 and r.max_score == 1000
     assert r.moves_per_game == 25 and r.seconds_per_move == pytest.approx(0.01)
@@ -248,7 +237,10 @@ def test_stop_ends_the_worker_processes_promptly() -> None:
     assert mp.active_children() == []
 
 
-def _result(scores: list[int], tiles: list[int]) -> EvalResult:
+def _result(
+    scores: list[int], tiles: list[int], moves: list[int] | None = None, seconds: list[float] | None = None
+) -> EvalResult:
+    """A finished evaluation of these games; moves and seconds default to 10 moves in 0.1 s a game."""
     n = len(scores)
     return EvalResult(
         label="x",
@@ -259,9 +251,9 @@ def _result(scores: list[int], tiles: list[int]) -> EvalResult:
         seed=0,
         workers=1,
         scores=np.array(scores),
-        moves=np.full(n, 10),
+        moves=np.full(n, 10) if moves is None else np.array(moves),
         max_tiles=np.array(tiles),
-        seconds=np.full(n, 0.1),
+        seconds=np.full(n, 0.1) if seconds is None else np.array(seconds),
         wall_seconds=1.0,
         planned=n,
     )

@@ -409,7 +409,7 @@ class Silent(FakeLearner):
     def train(self, budget: Budget, control: Any = None, context: Any = None) -> Iterator[MetricEvent]:
         for event in super().train(budget, control, context):
             if self.counters.episodes >= 3:
-                self.weight[:] = np.nan
+                self.weights[:] = np.nan
             yield event
 
 
@@ -434,7 +434,7 @@ def test_a_run_never_saves_non_finite_weights_and_keeps_the_last_good_checkpoint
         agent = silent_diverger(FakeConfig(), Rules(rows=2, cols=2), seed=1)
         run = run_training(agent, Budget(episodes=10), store, checkpoint_every_s=1e-9)
         with pytest.raises(
-            Diverged, match=r"diverged: silent-diverger's 'weight' holds NaN or infinite values"
+            Diverged, match=r"diverged: silent-diverger's 'weights' holds NaN or infinite values"
         ):
             list(run)
         summary = store.get_run(run.run_id)

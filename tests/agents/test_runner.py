@@ -44,7 +44,7 @@ def test_a_finished_run_logs_every_event_games_and_a_final_checkpoint(
     cps = store.run_checkpoints(run.run_id)
     assert cps[-1].final and cps[-1].episode == 6 and cps[-1].path == run.last_checkpoint
     again = load_checkpoint(run.last_checkpoint)
-    assert again.counters.episodes == 6 and float(again.weight[0]) == 6.0  # type: ignore[attr-defined]
+    assert again.counters.episodes == 6 and float(again.weights[0]) == 6.0  # type: ignore[attr-defined]
 
 
 def test_periodic_checkpoints(store: GameStore) -> None:
@@ -102,7 +102,7 @@ def test_resume_continues_counters_with_the_remaining_budget(store: GameStore) -
     assert store.get_run(run.run_id).status == "finished"
     assert store.run_metrics(run.run_id)["episode"].tolist() == [1, 2, 3, 4, 5, 6]
     assert resumed.last_checkpoint is not None
-    assert float(load_checkpoint(resumed.last_checkpoint).weight[0]) == 6.0  # type: ignore[attr-defined]
+    assert float(load_checkpoint(resumed.last_checkpoint).weights[0]) == 6.0  # type: ignore[attr-defined]
     with pytest.raises(ValueError, match="whole budget"):
         resume_run(run.run_id, store)
     more = resume_run(run.run_id, store, Budget(episodes=1))

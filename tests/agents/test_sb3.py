@@ -31,23 +31,10 @@ needs_sb3 = pytest.mark.skipif(
 )
 
 # The smallest settings that still exercise each algorithm's update: a few hundred moves each.
+TINY_PPO = {"n_envs": 2, "n_steps": 32, "batch_size": 32, "n_epochs": 2, "hidden": (16,), "chunk_steps": 64}
 TINY: dict[str, dict[str, Any]] = {
-    "sb3-ppo": {
-        "n_envs": 2,
-        "n_steps": 32,
-        "batch_size": 32,
-        "n_epochs": 2,
-        "hidden": (16,),
-        "chunk_steps": 64,
-    },
-    "sb3-maskppo": {
-        "n_envs": 2,
-        "n_steps": 32,
-        "batch_size": 32,
-        "n_epochs": 2,
-        "hidden": (16,),
-        "chunk_steps": 64,
-    },
+    "sb3-ppo": TINY_PPO,
+    "sb3-maskppo": TINY_PPO,  # the same PPO, with the illegal moves masked
     "sb3-a2c": {"n_envs": 2, "n_steps": 8, "hidden": (16,), "chunk_steps": 64},
     "sb3-dqn": {
         "n_envs": 2,

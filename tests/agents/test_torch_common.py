@@ -8,19 +8,12 @@ import numpy as np
 import pytest
 import torch
 
+from agents.nn import state as nn_state
 from agents.nn.encoders import make_encoder
 from agents.nn.masking import masked_argmax, masked_log_softmax, masked_max, masked_softmax, sample_from_probs
 from agents.nn.networks import NETWORKS, build_network
 from agents.nn.replay import ReplayBuffer
 from agents.nn.schedules import Schedule
-from agents.nn.state import (
-    load_module_arrays,
-    load_optimizer_state,
-    module_arrays,
-    numpy_rng_state,
-    optimizer_state,
-    set_numpy_rng_state,
-)
 from engine import legal_mask, slide, to_exponents
 from engine.boards import augment_batch, count_tiles, legal_masks, symmetries
 
@@ -307,8 +300,8 @@ def test_module_and_optimizer_state_round_trip():
         opt.zero_grad()
         net(x).pow(2).mean().backward()
         opt.step()
-    arrays = module_arrays(net, "net/")
-    opt_arrays, opt_meta = optimizer_state(opt, "opt/")
+    arrays = nn_state.module_arrays(net, "net/")
+    opt_arrays, opt_meta = nn_state.optimizer_state(opt, "opt/")
     assert all(isinstance(v, np.ndarray) and v.dtype != object for v in {**arrays, **opt_arrays}.values())
     import json
 
@@ -316,8 +309,8 @@ def test_module_and_optimizer_state_round_trip():
 
     twin = build_network("simple", shape)
     twin_opt = torch.optim.Adam(twin.parameters(), lr=0.5)
-    load_module_arrays(twin, arrays, "net/")
-    load_optimizer_state(twin_opt, opt_arrays, opt_meta, "opt/")
+    nn_state.load_module_arrays(twin, arrays, "net/")
+    nn_state.load_optimizer_state(twin_opt, opt_arrays, opt_meta, "opt/")
     assert twin_opt.param_groups[0]["lr"] == 1e-3
     for model, o in ((net, opt), (twin, twin_opt)):
         o.zero_grad()
@@ -329,9 +322,9 @@ def test_module_and_optimizer_state_round_trip():
     bad = dict(arrays)
     bad["net/fc1.weight"] = np.zeros((3, 3), np.float32)
     with pytest.raises(ValueError, match="shape"):
-        load_module_arrays(twin, bad, "net/")
+        nn_state.load_module_arrays(twin, bad, "net/")
     with pytest.raises(ValueError, match="lacks"):
-        load_module_arrays(twin, {}, "net/")
+        nn_state.load_module_arrays(twin, {}, "net/")
 
 
 def test_numpy_rng_state_survives_json():
@@ -339,10 +332,10 @@ def test_numpy_rng_state_survives_json():
 
     rng = np.random.default_rng(123)
     rng.random(5)
-    state = json.loads(json.dumps(numpy_rng_state(rng)))
+    state = json.loads(json.dumps(nn_state.numpy_rng_state(rng)))
     expected = rng.random(3)
     other = np.random.default_rng(0)
-    set_numpy_rng_state(other, state)
+    nn_state.set_numpy_rng_state(other, state)
     np.testing.assert_array_equal(other.random(3), expected)
 
 

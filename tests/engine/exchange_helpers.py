@@ -1,9 +1,11 @@
-"""What the exchange tests share: recorded games to export, a real export read back as JSON lines or
-arrays, and a hand-made ``.jsonl`` written out for import."""
+"""What the store and exchange tests share: recorded games to export, a real export read back as JSON
+lines or arrays, a hand-made ``.jsonl`` written out for import, SQL run on a database file behind the
+store's back, and a snapshot of the rows a refused import must leave alone."""
 
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -11,11 +13,14 @@ import numpy as np
 
 from engine import Direction, Game
 from engine.store import HUMAN, GameRecorder, Player
+from engine.store.schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from engine.store import GameStore
 
 ORDER = (Direction.LEFT, Direction.UP, Direction.RIGHT, Direction.DOWN)
+#: the checked-in stores and exports of older versions (copy a store before opening it)
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def play_first_legal(
@@ -53,3 +58,39 @@ def exported_arrays(store: GameStore, ids: list[int], tmp_path: Path) -> dict[st
     path = store.export_npz(ids, tmp_path / "export.npz")
     with np.load(path, allow_pickle=False) as z:
         return {k: z[k] for k in z.files}
+
+
+def run_sql(path: Path, *statements: str, params: tuple = ()) -> None:
+    """Run ``statements`` on the database file at ``path`` and commit (``params`` go to those with a ``?``)."""
+    con = sqlite3.connect(path)
+    try:
+        for statement in statements:
+            con.execute(statement, params if "?" in statement else ())
+        con.commit()
+    finally:
+        con.close()
+
+
+def db_snapshot(path: Path) -> list[list[Any]]:
+    """Every row of the games, their moves and reviews, and the id counters: what a refused import must
+    leave untouched in the database file at ``path``."""
+    con = sqlite3.connect(path)
+    try:
+        return [
+            con.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
+            for table in ("games", "moves", "reviews", "review_chunks", "sqlite_sequence")
+        ]
+    finally:
+        con.close()
+
+
+def assert_current_schema(path: Path) -> None:
+    """The store file at ``path`` is at schema 5, says so in its meta table, and is sound."""
+    con = sqlite3.connect(path)
+    try:
+        assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "5"
+        assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert con.execute("PRAGMA foreign_key_check").fetchall() == []
+    finally:
+        con.close()

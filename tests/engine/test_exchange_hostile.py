@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import sqlite3
 import warnings
 import zipfile
 from pathlib import Path
@@ -17,27 +16,13 @@ import pytest
 from engine import Game, Rules
 from engine.store import GameStore, StoreError, exchange
 from engine.store.codec import MAX_EXPONENT
-from tests.engine.exchange_helpers import ORDER
+from tests.engine.exchange_helpers import FIXTURES, ORDER, db_snapshot
 from tests.engine.exchange_helpers import exported_arrays as _arrays
 from tests.engine.exchange_helpers import exported_lines as _lines
 from tests.engine.exchange_helpers import play_first_legal as _play
 from tests.engine.exchange_helpers import write_jsonl as _write_jsonl
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TOP = 1 << MAX_EXPONENT
-
-
-def _snapshot(store: GameStore) -> list:
-    """Everything a refused import must leave untouched."""
-    con = sqlite3.connect(store.path)
-    try:
-        return [
-            con.execute("SELECT * FROM games ORDER BY id").fetchall(),
-            con.execute("SELECT * FROM moves ORDER BY game_id, idx").fetchall(),
-            con.execute("SELECT seq FROM sqlite_sequence ORDER BY name").fetchall(),
-        ]
-    finally:
-        con.close()
 
 
 def _write_npz(path: Path, arrays: dict[str, Any]) -> Path:
@@ -47,12 +32,20 @@ def _write_npz(path: Path, arrays: dict[str, Any]) -> Path:
 
 def _refused(store: GameStore, path: Path, match: str) -> str:
     """Import must raise a one-line StoreError matching ``match`` and change nothing."""
-    before = _snapshot(store)
+    before = db_snapshot(store.path)
     with pytest.raises(StoreError, match=match) as info:
         store.import_file(path)
     assert "\n" not in str(info.value)
-    assert _snapshot(store) == before
+    assert db_snapshot(store.path) == before
     return str(info.value)
+
+
+def _refused_line(store: GameStore, path: Path, key: str, value: Any, match: str) -> str:
+    """A real export of one game with ``key`` set to ``value``, written to ``path``: refused as ``_refused``
+    checks, the message returned."""
+    (line,) = _lines(store, [_play(store, 1, 3)], path.parent)
+    line[key] = value
+    return _refused(store, _write_jsonl(path, [line]), match)
 
 
 def _zero_move_game(store: GameStore) -> int:
@@ -231,13 +224,8 @@ def test_npz_versions_other_than_1_are_refused(store, tmp_path, version, match):
 
 @pytest.mark.parametrize("version", [-1, 0, 1.0, True, "1", None, [1], 2])
 def test_jsonl_versions_other_than_1_are_refused(store, tmp_path, version):
-    (line,) = _lines(store, [_play(store, 1, 3)], tmp_path)
-    line["version"] = version
-    _refused(
-        store,
-        _write_jsonl(tmp_path / "v.jsonl", [line]),
-        r"v\.jsonl line 1: (version must be|written by a newer)",
-    )
+    match = r"v\.jsonl line 1: (version must be|written by a newer)"
+    _refused_line(store, tmp_path / "v.jsonl", "version", version, match)
 
 
 # ------------------------------------------------------------------------------ 4. games without moves
@@ -430,13 +418,8 @@ def test_num_moves_that_overflow_are_refused(store, tmp_path):
 
 @pytest.mark.parametrize("started", [2**64, -(2**70), float("nan"), float("inf")])
 def test_a_time_past_64_bits_is_a_one_line_error(store, tmp_path, started):
-    (line,) = _lines(store, [_play(store, 1, 3)], tmp_path)
-    line["started"] = started
-    _refused(
-        store,
-        _write_jsonl(tmp_path / "when.jsonl", [line]),
-        "started must be Unix seconds between 1970 and 9999",
-    )
+    match = "started must be Unix seconds between 1970 and 9999"
+    _refused_line(store, tmp_path / "when.jsonl", "started", started, match)
 
 
 @pytest.mark.parametrize("with_final", [True, False])
@@ -468,12 +451,9 @@ def test_a_reward_past_64_bits_is_a_one_line_error(store, tmp_path, with_final):
 @pytest.mark.parametrize("key", ["seed", "moves", "players", "status", "source"])
 def test_a_deeply_nested_value_is_a_one_line_error(store, tmp_path, key):
     """JSON parses 900 levels, but the repr in the message (and numpy) did not: a RecursionError."""
-    (line,) = _lines(store, [_play(store, 1, 3)], tmp_path)
     deep: Any = 2
     for _ in range(900):
         deep = [deep]
-    line[key] = [deep] if key == "moves" else deep
-    path = tmp_path / "deep.jsonl"
-    path.write_text(json.dumps(line) + "\n")
-    msg = _refused(store, path, r"deep\.jsonl")
+    value = [deep] if key == "moves" else deep
+    msg = _refused_line(store, tmp_path / "deep.jsonl", key, value, r"deep\.jsonl")
     assert len(msg) < 200

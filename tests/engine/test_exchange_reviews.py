@@ -16,12 +16,12 @@ from agents.spec import AgentSpec
 from engine.store import GameStore, StoreError, exchange
 from engine.store.reviews import imported_key
 from studio.services.review import Reviewer, default_reviewer, review_by_key, review_game, stored_review
+from tests.engine.exchange_helpers import FIXTURES, db_snapshot
 from tests.engine.exchange_helpers import exported_arrays as _arrays
 from tests.engine.exchange_helpers import exported_lines as _lines
 from tests.engine.exchange_helpers import play_first_legal as _play
 from tests.engine.exchange_helpers import write_jsonl as _write_jsonl
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FULL = Reviewer(AgentSpec(name="expectimax"), 1)  # cheap at depth 1, still a real reviewer
 PARTIAL = Reviewer(AgentSpec(name="expectimax"), 2)
 SUFFIXES = (".npz", ".jsonl")
@@ -46,17 +46,6 @@ def reviewed(store: GameStore) -> list[int]:
         partial = review_game(store, gid, PARTIAL, should_stop=_stop_after(7))
         assert len(partial.moves) == 7 and not partial.complete
     return ids
-
-
-def _snapshot(store: GameStore) -> list[Any]:
-    con = sqlite3.connect(store.path)
-    try:
-        return [
-            con.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
-            for table in ("games", "moves", "reviews", "review_chunks", "sqlite_sequence")
-        ]
-    finally:
-        con.close()
 
 
 def _by_key(store: GameStore, gid: int) -> dict[str, tuple[Any, np.ndarray]]:
@@ -191,12 +180,12 @@ def test_jsonl_writes_null_for_nan_and_exports_clean_values(store, reviewed, tmp
 
 
 def _refused(store: GameStore, path: Path, match: str) -> str:
-    before = _snapshot(store)
+    before = db_snapshot(store.path)
     with pytest.raises(StoreError, match=match) as e:
         store.import_file(path)
     message = str(e.value)
     assert "\n" not in message and len(message) <= 400, message
-    assert _snapshot(store) == before  # nothing lost, nothing added
+    assert db_snapshot(store.path) == before  # nothing lost, nothing added
     return message
 
 
@@ -264,24 +253,11 @@ def _jsonl_case(line: dict[str, Any], case: str) -> str:
     raise AssertionError(case)
 
 
+#: what a hostile file of either kind may carry; each kind adds the cases only it can hold
+BOTH_CASES = ["shape", "rows", "dtype", "inf", "huge key", "moves", "duplicate", "version", "not a list"]
 JSONL_CASES = [
-    "shape",
-    "rows",
-    "dtype",
-    "bool",
-    "inf",
-    "illegal",
-    "huge key",
-    "key type",
-    "moves",
-    "reviewed type",
-    "reviewer",
-    "big reviewer",
-    "time",
-    "duplicate",
-    "version",
-    "not a list",
-    "too many",
+    *BOTH_CASES,
+    *("bool", "illegal", "key type", "reviewed type", "reviewer", "big reviewer", "time", "too many"),
 ]
 
 
@@ -338,23 +314,7 @@ def _npz_case(arrays: dict[str, np.ndarray], case: str) -> tuple[dict[str, np.nd
     raise AssertionError(case)
 
 
-NPZ_CASES = [
-    "shape",
-    "rows",
-    "dtype",
-    "int dtype",
-    "inf",
-    "huge key",
-    "moves",
-    "no game",
-    "game type",
-    "duplicate",
-    "orphan values",
-    "version",
-    "version type",
-    "not json",
-    "not a list",
-]
+NPZ_CASES = [*BOTH_CASES, "int dtype", "no game", "game type", "orphan values", "version type", "not json"]
 
 
 @pytest.mark.parametrize("case", NPZ_CASES)

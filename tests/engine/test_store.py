@@ -19,6 +19,7 @@ from engine import Direction, Game, Rules, Spawn
 from engine.records import GameTrace, play_recorded
 from engine.store import HUMAN, GameRecorder, GameStore, Player, StoreError, codec
 from engine.store.schema import APPLICATION_ID, SCHEMA_VERSION
+from tests.engine.exchange_helpers import db_snapshot, run_sql
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,19 +49,6 @@ def _trace(seed: int, moves: int, rules: Rules | None = None) -> GameTrace:
     return trace
 
 
-def _snapshot(store: GameStore) -> list:
-    """Everything a failed import must leave untouched."""
-    con = sqlite3.connect(store.path)
-    try:
-        return [
-            con.execute("SELECT * FROM games ORDER BY id").fetchall(),
-            con.execute("SELECT * FROM moves ORDER BY game_id, idx").fetchall(),
-            con.execute("SELECT seq FROM sqlite_sequence ORDER BY name").fetchall(),
-        ]
-    finally:
-        con.close()
-
-
 # ------------------------------------------------------------------------------------- the file
 
 
@@ -84,11 +72,11 @@ def test_reopening_keeps_data(data_dir):
 
 def test_foreign_sqlite_database_is_refused_and_untouched(tmp_path):
     path = tmp_path / "other.db"
-    con = sqlite3.connect(path)
-    con.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
-    con.execute("INSERT INTO invoices VALUES (1, 9.5)")
-    con.commit()
-    con.close()
+    run_sql(
+        path,
+        "CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)",
+        "INSERT INTO invoices VALUES (1, 9.5)",
+    )
     before, mtime = path.read_bytes(), path.stat().st_mtime_ns
     with pytest.raises(StoreError, match=r"SQLite database of another program.*will not open or change it"):
         GameStore(path)
@@ -98,11 +86,7 @@ def test_foreign_sqlite_database_is_refused_and_untouched(tmp_path):
 
 def test_foreign_wal_database_with_application_id_is_refused(tmp_path):
     path = tmp_path / "other.db"
-    con = sqlite3.connect(path)
-    con.execute("PRAGMA application_id = 1234")
-    con.execute("CREATE TABLE t (x)")
-    con.commit()
-    con.close()
+    run_sql(path, "PRAGMA application_id = 1234", "CREATE TABLE t (x)")
     before = path.read_bytes()
     with pytest.raises(StoreError, match="application_id 0x000004d2"):
         GameStore(path)
@@ -121,9 +105,7 @@ def test_non_sqlite_file_is_refused_and_untouched(tmp_path):
 def test_newer_schema_is_refused(data_dir):
     with GameStore.open(data_dir) as s:
         path = s.path
-    con = sqlite3.connect(path)
-    con.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
-    con.close()
+    run_sql(path, f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     with pytest.raises(StoreError, match="newer 2048 Studio"):
         GameStore(path)
 
@@ -632,11 +614,11 @@ def _bad_file(kind: str, store: GameStore, tmp_path: Path) -> Path:
 def test_bad_files_are_refused_atomically(store, tmp_path, kind, message, monkeypatch):
     monkeypatch.chdir(tmp_path)
     path = _bad_file(kind, store, tmp_path)
-    before = _snapshot(store)
+    before = db_snapshot(store.path)
     with pytest.raises(StoreError, match=message) as info:
         store.import_file(path)
     assert "\n" not in str(info.value)
-    assert _snapshot(store) == before
+    assert db_snapshot(store.path) == before
     assert not (tmp_path / "PICKLE_RAN").exists()
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -11,9 +10,8 @@ import pytest
 from engine import Rules
 from engine.store import GameStore, StoreError
 from engine.store.model import format_size
-from engine.store.schema import SCHEMA_VERSION, _migrate_1_to_2
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+from engine.store.schema import _migrate_1_to_2
+from tests.engine.exchange_helpers import assert_current_schema
 
 
 def _run(store: GameStore) -> int:
@@ -128,11 +126,9 @@ def _columns(con: sqlite3.Connection) -> set[str]:
 
 
 @pytest.fixture
-def v2_path(tmp_path: Path) -> Path:
+def v2_path(v1_path: Path) -> Path:
     """A schema-2 store: the schema-1 fixture brought to 2 exactly as schema 2's studio did."""
-    path = tmp_path / "studio.sqlite3"
-    shutil.copyfile(FIXTURES / "store_v1.sqlite", path)
-    con = sqlite3.connect(path, isolation_level=None)
+    con = sqlite3.connect(v1_path, isolation_level=None)
     con.execute("BEGIN")
     _migrate_1_to_2(con)
     con.execute("PRAGMA user_version = 2")
@@ -140,16 +136,12 @@ def v2_path(tmp_path: Path) -> Path:
     con.execute("COMMIT")
     assert "best" not in _columns(con) and "eval_score" not in _columns(con)
     con.close()
-    return path
+    return v1_path
 
 
 @pytest.mark.parametrize("start", ["v1", "v2"])
-def test_an_older_store_migrates_in_place_and_its_checkpoints_are_unevaluated(start, v2_path, tmp_path):
-    if start == "v1":
-        path = tmp_path / "v1.sqlite3"
-        shutil.copyfile(FIXTURES / "store_v1.sqlite", path)
-    else:
-        path = v2_path
+def test_an_older_store_migrates_in_place_and_its_checkpoints_are_unevaluated(start, request):
+    path = request.getfixturevalue(f"{start}_path")
     with GameStore(path) as store:
         cps = store.run_checkpoints(1)
         assert [c.path.name for c in cps] == ["dqn-run1.pt"]
@@ -161,11 +153,9 @@ def test_an_older_store_migrates_in_place_and_its_checkpoints_are_unevaluated(st
         assert store.set_checkpoint_eval(cps[0].id, 42.0)
         best = store.best_checkpoint(1)
         assert best is not None and best.eval_score == 42.0
+    assert_current_schema(path)
     con = sqlite3.connect(path)
-    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
-    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "5"
     assert {"eval_score", "best"} <= _columns(con)
-    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     con.close()
 
 

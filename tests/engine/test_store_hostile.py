@@ -12,6 +12,7 @@ import pytest
 
 from engine.store import GameRecorder, GameStore, StoreError
 from engine.store.model import DAMAGED
+from tests.engine.exchange_helpers import run_sql
 
 
 def _play(store: GameStore, seed: int, moves: int) -> int:
@@ -30,16 +31,6 @@ def two_games(data_dir: Path) -> Iterator[tuple[Path, int, int]]:
         sound, victim = _play(s, 1, 6), _play(s, 2, 6)
         path = s.path
     yield path, sound, victim
-
-
-def _sql(path: Path, *statements: str, params: tuple = ()) -> None:
-    con = sqlite3.connect(path)
-    try:
-        for st in statements:
-            con.execute(st, params if "?" in st else ())
-        con.commit()
-    finally:
-        con.close()
 
 
 def _drop_not_null(path: Path, column: str) -> None:
@@ -80,7 +71,7 @@ def test_a_damaged_games_row_lists_as_damaged(two_games, column, sql, shown):
     path, sound, victim = two_games
     if column == "score":
         _drop_not_null(path, "score")
-    _sql(path, sql, params=(victim,))
+    run_sql(path, sql, params=(victim,))
     with GameStore(path) as store:
         listed = {g.id: g for g in store.list_games()}  # the listing lives
         assert set(listed) == {sound, victim} and store.count_games() == 2
@@ -96,45 +87,26 @@ def test_a_damaged_games_row_lists_as_damaged(two_games, column, sql, shown):
         assert store.delete_games([victim]) == 1  # and the damaged game can be removed
 
 
+def _set_move(assignment: str, idx: int) -> str:
+    """SQL that sets ``assignment`` on move ``idx`` of the game given as its parameter."""
+    return f"UPDATE moves SET {assignment} WHERE game_id = ? AND idx = {idx}"
+
+
 MOVES_ROWS = [
-    (
-        "board of 3 cells",
-        "UPDATE moves SET board = x'010203' WHERE game_id = ? AND idx = 2",
-        "do not all have 16 cells",
-    ),
-    (
-        "tile 2**70",
-        "UPDATE moves SET board = x'46000000000000000000000000000001' WHERE game_id = ? AND idx = 2",
-        r"2\*\*70",
-    ),
-    (
-        "board as text",
-        "UPDATE moves SET board = 'abcdefghijklmnop' WHERE game_id = ? AND idx = 2",
-        "not bytes|cells",
-    ),
-    ("reward as text", "UPDATE moves SET reward = 'lots' WHERE game_id = ? AND idx = 1", "reward is 'lots'"),
-    ("reward 1.5", "UPDATE moves SET reward = 1.5 WHERE game_id = ? AND idx = 1", "reward is 1.5"),
-    ("score past 64 bits", "UPDATE moves SET score = 1e30 WHERE game_id = ? AND idx = 1", "score is 1e"),
-    (
-        "spawns of 7 bytes",
-        "UPDATE moves SET spawns = x'01020304050607' WHERE game_id = ? AND idx = 0",
-        "5-byte spawns",
-    ),
-    (
-        "spawn off the board",
-        "UPDATE moves SET spawns = x'C800000001' WHERE game_id = ? AND idx = 0",
-        "outside the board",
-    ),
-    (
-        "player 9",
-        "UPDATE moves SET player = 9 WHERE game_id = ? AND idx = 3",
-        "not one of the game's players",
-    ),
-    ("a gap", "UPDATE moves SET idx = 40 WHERE game_id = ? AND idx = 5", "not numbered"),
+    ("board of 3 cells", _set_move("board = x'010203'", 2), "do not all have 16 cells"),
+    ("tile 2**70", _set_move("board = x'46000000000000000000000000000001'", 2), r"2\*\*70"),
+    ("board as text", _set_move("board = 'abcdefghijklmnop'", 2), "not bytes|cells"),
+    ("reward as text", _set_move("reward = 'lots'", 1), "reward is 'lots'"),
+    ("reward 1.5", _set_move("reward = 1.5", 1), "reward is 1.5"),
+    ("score past 64 bits", _set_move("score = 1e30", 1), "score is 1e"),
+    ("spawns of 7 bytes", _set_move("spawns = x'01020304050607'", 0), "5-byte spawns"),
+    ("spawn off the board", _set_move("spawns = x'C800000001'", 0), "outside the board"),
+    ("player 9", _set_move("player = 9", 3), "not one of the game's players"),
+    ("a gap", _set_move("idx = 40", 5), "not numbered"),
     ("a lost move", "DELETE FROM moves WHERE game_id = ? AND idx = 5", "says 6 moves, 5 are stored"),
     ("rows", "UPDATE games SET rows = 5 WHERE id = ?", "boards are 5x4"),
     ("initial board", "UPDATE games SET initial_board = x'00' WHERE id = ?", "1 cells"),
-    ("direction", "UPDATE moves SET direction = 'up' WHERE game_id = ? AND idx = 1", "direction is 'up'"),
+    ("direction", _set_move("direction = 'up'", 1), "direction is 'up'"),
 ]
 
 
@@ -142,9 +114,9 @@ MOVES_ROWS = [
 def test_a_game_with_damaged_moves_loads_as_a_one_line_error(two_games, what, sql, shown):
     path, sound, victim = two_games
     if what == "direction":
-        _sql(path, "PRAGMA ignore_check_constraints = ON", sql, params=(victim,))
+        run_sql(path, "PRAGMA ignore_check_constraints = ON", sql, params=(victim,))
     else:
-        _sql(path, sql, params=(victim,))
+        run_sql(path, sql, params=(victim,))
     with GameStore(path) as store:
         assert {g.id for g in store.list_games()} == {sound, victim}
         with pytest.raises(StoreError, match=rf"^game {victim} is damaged: .*({shown})") as info:
@@ -161,7 +133,7 @@ def test_a_playing_game_with_damaged_moves_is_a_one_line_error_too(data_dir):
             rec.play(rec.game.legal_moves()[0])
         gid = rec.game_id
         assert gid is not None and store.get_game(gid).status == "playing"
-        _sql(
+        run_sql(
             store.path, "UPDATE moves SET spawns = x'FF00000001' WHERE game_id = ? AND idx = 2", params=(gid,)
         )
         with pytest.raises(StoreError, match=f"game {gid} is damaged: a spawn lies outside the board"):

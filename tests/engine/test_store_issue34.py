@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -21,7 +20,6 @@ from engine.store import HUMAN, GameRecorder, GameStore, Player, StoreError, exc
 from engine.store.schema import SCHEMA_VERSION
 from studio.cli import main
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 GREEDY = Player("agent", "greedy", "checkpoints/greedy-1.npz")
 
 
@@ -62,12 +60,11 @@ def _dump(path: Path) -> dict[str, list[tuple]]:
 
 
 @pytest.mark.parametrize("lowered_to", [1, 2, 3, 4])
-def test_every_migration_run_again_on_converted_data_changes_nothing(tmp_path, lowered_to):
+def test_every_migration_run_again_on_converted_data_changes_nothing(tmp_path, v1_path, lowered_to):
     """A version lowered by hand (a crash between the changes and the bump, a restored copy) re-runs
     the migrations from there over data they converted already: not one row may change; a mixed game
     (two players) stays mixed and loads."""
-    path = tmp_path / "studio.sqlite3"
-    shutil.copyfile(FIXTURES / "store_v1.sqlite", path)
+    path = v1_path
     with GameStore(path) as store:
         mixed = _mixed_game(store)
         rid = store.create_run("ntuple", {}, Rules(), {"episodes": 1})

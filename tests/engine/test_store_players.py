@@ -7,28 +7,17 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from engine import Direction, Game, Rules
 from engine.store import HUMAN, GameRecorder, GameStore, Player, StoreError, exchange
-from engine.store.schema import SCHEMA_VERSION
+from tests.engine.exchange_helpers import FIXTURES, assert_current_schema
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 GREEDY = Player("agent", "greedy", "checkpoints/greedy-1.npz")
 ORDER = (Direction.LEFT, Direction.UP, Direction.RIGHT, Direction.DOWN)
-
-
-@pytest.fixture
-def v1_path(tmp_path) -> Path:
-    """A copy of the schema-1 fixture (the checked-in file is never opened for writing)."""
-    path = tmp_path / "studio.sqlite3"
-    shutil.copyfile(FIXTURES / "store_v1.sqlite", path)
-    return path
 
 
 def _replays(rec) -> bool:
@@ -175,11 +164,7 @@ def test_a_schema_1_store_migrates_in_place_without_loss(v1_path):
         assert store.run_metrics(1)["score"].tolist()[:1] == [60.0]
         assert [c.path.name for c in store.run_checkpoints(1)] == ["dqn-run1.pt"]
         assert [m.message for m in store.run_messages(1)] == ["checkpoint saved"]
-    con = sqlite3.connect(v1_path)
-    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
-    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "5"
-    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    con.close()
+    assert_current_schema(v1_path)
 
 
 def test_the_migration_is_idempotent(v1_path):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -12,9 +11,7 @@ import pytest
 from engine import Game
 from engine.records import GameTrace, play_recorded
 from engine.store import GameStore, ReviewInfo, StoreError
-from engine.store.schema import SCHEMA_VERSION
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+from tests.engine.exchange_helpers import assert_current_schema
 
 
 def _game(store: GameStore, moves: int = 12, seed: int = 1) -> int:
@@ -114,12 +111,8 @@ def v3_path(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("start", ["v1", "v3"])
-def test_an_older_store_migrates_in_place_to_schema_4(start, v3_path, tmp_path):
-    if start == "v1":
-        path = tmp_path / "v1.sqlite3"
-        shutil.copyfile(FIXTURES / "store_v1.sqlite", path)
-    else:
-        path = v3_path
+def test_an_older_store_migrates_in_place_to_schema_4(start, request):
+    path = request.getfixturevalue(f"{start}_path")
     with GameStore(path) as store:
         games = store.list_games()
         assert games
@@ -129,11 +122,6 @@ def test_an_older_store_migrates_in_place_to_schema_4(start, v3_path, tmp_path):
         store.add_review_values(info.id, 0, _values(1))
         assert store.get_review(gid, "k").reviewed == 1
     assert {"reviews", "review_chunks"} <= _tables(path)
-    con = sqlite3.connect(path)
-    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
-    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "5"
-    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    assert con.execute("PRAGMA foreign_key_check").fetchall() == []
-    con.close()
+    assert_current_schema(path)
     with GameStore(path) as store:  # opening again changes nothing
         assert store.get_review(gid, "k").reviewed == 1

@@ -18,7 +18,6 @@ import copy
 import io
 import json
 import shutil
-import sqlite3
 import tempfile
 import warnings
 from collections.abc import Iterator
@@ -37,6 +36,7 @@ from engine.store import HUMAN, GameRecorder, GameStore, Player, StoreError
 from studio.cli import main
 from studio.commands.replay import verify
 from studio.services.review import Reviewer, review_game
+from tests.engine.exchange_helpers import db_snapshot
 from tests.fuzz.common import FUZZ, count
 
 GREEDY = Player("agent", "greedy", "/ckpt/greedy-1.npz")
@@ -115,20 +115,6 @@ class Library(dict):
         return "library"
 
 
-def _snapshot(path: Path) -> list:
-    con = sqlite3.connect(path)
-    try:
-        return [
-            con.execute("SELECT * FROM games ORDER BY id").fetchall(),
-            con.execute("SELECT * FROM moves ORDER BY game_id, idx").fetchall(),
-            con.execute("SELECT * FROM reviews ORDER BY id").fetchall(),
-            con.execute("SELECT * FROM review_chunks ORDER BY review_id, first").fetchall(),
-            con.execute("SELECT seq FROM sqlite_sequence ORDER BY name").fetchall(),
-        ]
-    finally:
-        con.close()
-
-
 def _check_reviews(store: GameStore, gid: int) -> None:
     """An imported game's reviews read back as the store keeps them, and every move grades."""
     rec = store.load_game(gid)
@@ -146,7 +132,7 @@ def check_import(base: Path, file: Path) -> str:
     with tempfile.TemporaryDirectory() as d:
         db = Path(d) / "studio.sqlite3"
         shutil.copyfile(base, db)
-        before = _snapshot(db)
+        before = db_snapshot(db)
         with GameStore(db) as store:
             try:
                 ids = store.import_file(file)
@@ -164,7 +150,7 @@ def check_import(base: Path, file: Path) -> str:
                     _check_reviews(store, gid)
                 assert all(g.problem is None for g in store.list_games())
         if refused:
-            assert _snapshot(db) == before
+            assert db_snapshot(db) == before
         return "refused" if refused else "imported"
 
 
@@ -343,6 +329,13 @@ def _hostile_npz(data: st.DataObject, arrays: dict[str, np.ndarray], path: Path)
     return path
 
 
+def _hostile_file(data: st.DataObject, library: dict[str, Any], path: Path) -> Path:
+    """A mutated export at ``path``, of the kind its suffix names (``.npz`` or ``.jsonl``)."""
+    if path.suffix == ".npz":
+        return _hostile_npz(data, library["arrays"], path)
+    return _hostile_jsonl(data, library["lines"], path)
+
+
 # ------------------------------------------------------------------------------------------ the tests
 
 
@@ -363,20 +356,13 @@ def _write_jsonl(library: dict[str, Any], path: Path) -> Path:
     return path
 
 
+@pytest.mark.parametrize("kind", [".jsonl", ".npz"])
 @FUZZ
 @given(data=st.data())
-def test_fuzz_import_jsonl(library, data):
-    count("import jsonl")
+def test_fuzz_import(library, kind, data):
+    count(f"import {kind[1:]}")
     with tempfile.TemporaryDirectory() as d:
-        check_import(library["base"], _hostile_jsonl(data, library["lines"], Path(d) / "fuzz.jsonl"))
-
-
-@FUZZ
-@given(data=st.data())
-def test_fuzz_import_npz(library, data):
-    count("import npz")
-    with tempfile.TemporaryDirectory() as d:
-        check_import(library["base"], _hostile_npz(data, library["arrays"], Path(d) / "fuzz.npz"))
+        check_import(library["base"], _hostile_file(data, library, Path(d) / f"fuzz{kind}"))
 
 
 @pytest.mark.parametrize("kind", [".npz", ".jsonl"])
@@ -386,12 +372,8 @@ def test_fuzz_games_import_command(library, kind, data, capsys):
     count(f"games import {kind}")
     with tempfile.TemporaryDirectory() as d:
         shutil.copyfile(library["base"], Path(d) / "studio.sqlite3")
-        before = _snapshot(Path(d) / "studio.sqlite3")
-        path = Path(d) / f"fuzz{kind}"
-        if kind == ".npz":
-            _hostile_npz(data, library["arrays"], path)
-        else:
-            _hostile_jsonl(data, library["lines"], path)
+        before = db_snapshot(Path(d) / "studio.sqlite3")
+        path = _hostile_file(data, library, Path(d) / f"fuzz{kind}")
         capsys.readouterr()
         code = main(["--data-dir", d, "games", "import", str(path)])
         out, err = capsys.readouterr()
@@ -399,6 +381,6 @@ def test_fuzz_games_import_command(library, kind, data, capsys):
         assert "Traceback" not in err and "Traceback" not in out
         if code == 2:
             assert err.count("\n") == 1 and err.startswith("python main.py games: error: "), err
-            assert _snapshot(Path(d) / "studio.sqlite3") == before
+            assert db_snapshot(Path(d) / "studio.sqlite3") == before
         else:
             assert out.startswith("imported ")

@@ -4,6 +4,7 @@ records its backend and plays locally), so these tests need neither Ray nor its 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -35,11 +36,21 @@ def backends(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     return calls
 
 
-def make_tab(qtbot: Any, store: GameStore, settings: QSettings | None) -> ArenaTab:
-    tab = ArenaTab(store, settings)
-    qtbot.addWidget(tab)
-    tab.show()
-    return tab
+MakeTab = Callable[[QSettings | None, bool], ArenaTab]
+
+
+@pytest.fixture
+def make_tab(qtbot: Any, store: GameStore, monkeypatch: pytest.MonkeyPatch) -> MakeTab:
+    """``make_tab(settings, ray)``: an Arena tab on ``settings``, shown, on a machine with Ray or without."""
+
+    def make(settings: QSettings | None, ray: bool) -> ArenaTab:
+        monkeypatch.setattr(arena_tab, "have_ray", lambda: ray)
+        tab = ArenaTab(store, settings)
+        qtbot.addWidget(tab)
+        tab.show()
+        return tab
+
+    return make
 
 
 def run_two_games(qtbot: Any, tab: ArenaTab) -> None:
@@ -53,14 +64,9 @@ def run_two_games(qtbot: Any, tab: ArenaTab) -> None:
 
 
 def test_ray_choice_is_passed_to_evaluate_and_kept(
-    qtbot: Any,
-    store: GameStore,
-    qsettings: QSettings,
-    backends: list[dict[str, Any]],
-    monkeypatch: pytest.MonkeyPatch,
+    qtbot: Any, qsettings: QSettings, backends: list[dict[str, Any]], make_tab: MakeTab
 ) -> None:
-    monkeypatch.setattr(arena_tab, "have_ray", lambda: True)
-    tab = make_tab(qtbot, store, qsettings)
+    tab = make_tab(qsettings, True)
     assert tab.backendCombo.isEnabled()
     assert tab.backend() == "local"  # the default
     assert [tab.backendCombo.itemText(i) for i in range(tab.backendCombo.count())] == [
@@ -74,7 +80,7 @@ def test_ray_choice_is_passed_to_evaluate_and_kept(
     assert tab.results[0].games == 2
     assert tab.backendCombo.isEnabled()
 
-    again = make_tab(qtbot, store, qsettings)  # the next session starts where this one left off
+    again = make_tab(qsettings, True)  # the next session starts where this one left off
     assert again.backend() == "ray"
     again.backendCombo.setCurrentIndex(again.backendCombo.findData("local"))
     run_two_games(qtbot, again)
@@ -83,15 +89,10 @@ def test_ray_choice_is_passed_to_evaluate_and_kept(
 
 
 def test_without_ray_the_choice_is_disabled_and_says_why(
-    qtbot: Any,
-    store: GameStore,
-    qsettings: QSettings,
-    backends: list[dict[str, Any]],
-    monkeypatch: pytest.MonkeyPatch,
+    qtbot: Any, qsettings: QSettings, backends: list[dict[str, Any]], make_tab: MakeTab
 ) -> None:
-    monkeypatch.setattr(arena_tab, "have_ray", lambda: False)
     qsettings.setValue(BACKEND_KEY, "ray")  # chosen on a machine that had Ray
-    tab = make_tab(qtbot, store, qsettings)
+    tab = make_tab(qsettings, False)
     assert not tab.backendCombo.isEnabled()
     assert tab.backend() == "local"
     assert "optional extra" in tab.backendCombo.toolTip() and ".[ray]" in tab.backendCombo.toolTip()
@@ -102,10 +103,9 @@ def test_without_ray_the_choice_is_disabled_and_says_why(
 
 
 def test_without_settings_the_tab_still_works(
-    qtbot: Any, store: GameStore, backends: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+    qtbot: Any, backends: list[dict[str, Any]], make_tab: MakeTab
 ) -> None:
-    monkeypatch.setattr(arena_tab, "have_ray", lambda: True)
-    tab = make_tab(qtbot, store, None)
+    tab = make_tab(None, True)
     tab.backendCombo.setCurrentIndex(tab.backendCombo.findData("ray"))
     run_two_games(qtbot, tab)
     assert [c["backend"] for c in backends] == ["ray"]

@@ -32,16 +32,13 @@ def test_tile_motions_land_where_engine_slide_puts_the_tiles(shape):
 def test_keys_emit_directions(qtbot):
     board = BoardWidget()
     qtbot.addWidget(board)
-    keys = {
-        Qt.Key.Key_Up: Direction.UP,
-        Qt.Key.Key_W: Direction.UP,
-        Qt.Key.Key_Left: Direction.LEFT,
-        Qt.Key.Key_A: Direction.LEFT,
-        Qt.Key.Key_Down: Direction.DOWN,
-        Qt.Key.Key_S: Direction.DOWN,
-        Qt.Key.Key_Right: Direction.RIGHT,
-        Qt.Key.Key_D: Direction.RIGHT,
-    }
+    controls = [  # (arrow, letter, move): seed 000's arrows and WASD
+        (Qt.Key.Key_Up, Qt.Key.Key_W, Direction.UP),
+        (Qt.Key.Key_Left, Qt.Key.Key_A, Direction.LEFT),
+        (Qt.Key.Key_Down, Qt.Key.Key_S, Direction.DOWN),
+        (Qt.Key.Key_Right, Qt.Key.Key_D, Direction.RIGHT),
+    ]
+    keys = {key: move for arrow, letter, move in controls for key in (arrow, letter)}
     got: list[Direction] = []
     board.moveRequested.connect(got.append)
     for key in keys:

@@ -158,10 +158,13 @@ def test_train_help_lists_the_agents_settings(capsys: pytest.CaptureFixture[str]
     assert "--depth" not in out and "Give --agent NAME" in out
 
 
-def test_train_runs_and_resumes(
-    capsys: pytest.CaptureFixture[str], data_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fake learner is in the registry for the test."""
     registered(monkeypatch)
+
+
+def test_train_runs_and_resumes(capsys: pytest.CaptureFixture[str], data_dir: Path, fake: None) -> None:
     assert cli("train --agent fake-learner --episodes 4 --rows 2 --cols 2 --log-every 1 --seed 3") == 0
     out = capsys.readouterr().out
     assert "run 1 finished: 4 episodes" in out
@@ -180,9 +183,8 @@ def test_train_runs_and_resumes(
 
 
 def test_train_config_flags_reach_the_agent(
-    capsys: pytest.CaptureFixture[str], data_dir: Path, monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str], data_dir: Path, fake: None
 ) -> None:
-    registered(monkeypatch)
     assert cli("train --agent fake-learner --fail-at 2 --episodes 5 --rows 2 --cols 2") == 1
     err = capsys.readouterr().err
     # One line in the terminal; the agent's traceback is kept in a file for whoever fixes it.
@@ -197,9 +199,8 @@ def test_train_config_flags_reach_the_agent(
 
 
 def test_ctrl_c_stops_cleanly_with_a_checkpoint(
-    capsys: pytest.CaptureFixture[str], data_dir: Path, monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str], data_dir: Path, fake: None
 ) -> None:
-    registered(monkeypatch)
     timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
     try:

@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,17 +36,11 @@ from studio.services.sweep import (
     run_sweep,
     sweep_request_from_spec,
 )
+from tests.studio.sweep_helpers import TINY, dead_driver_sweep, tiny
 
 ROOT = Path(__file__).resolve().parents[2]
 NTUPLE = get_agent_class("ntuple").config_cls
 DQN = get_agent_class("dqn").config_cls
-TINY = Budget(episodes=15)
-
-
-def tiny(**kw) -> SweepRequest:
-    base = dict(agent="ntuple", budget=TINY, grid={"lr": (0.1, 0.01)}, seeds=2, eval_games=3)
-    base.update(kw)
-    return SweepRequest(**base)
 
 
 # ------------------------------------------------------------------------------------ parsing
@@ -238,14 +233,7 @@ def test_a_schema_4_store_migrates_to_sweeps_in_place(tmp_path):
 
 def test_a_sweep_whose_driver_died_reads_as_stopped(tmp_path):
     path = tmp_path / "s.sqlite3"
-    with GameStore(path) as store:
-        sid = store.create_sweep("ntuple", {}, [({"lr": 0.1}, 1)])
-    dead = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
-    )
-    con = sqlite3.connect(path, isolation_level=None)
-    con.execute("UPDATE sweeps SET pid = ? WHERE id = ?", (int(dead.stdout), sid))
-    con.close()
+    sid = dead_driver_sweep(path)
     with GameStore(path) as store:
         info = store.get_sweep(sid)
         assert info.status == "stopped" and "interrupted" in (info.error or "")
@@ -352,14 +340,17 @@ def test_a_killed_sweep_driver_resumes_unfinished_trials_from_their_checkpoints(
             assert store.get_run(run_id).episodes >= episodes
 
 
+def _sweep_json(capsys: pytest.CaptureFixture[str], data: str, *flags: str) -> dict[str, Any]:
+    """``main.py sweep --agent ntuple FLAGS`` into ``data``, two evaluation games a trial on two workers:
+    it must succeed; its ``--json`` output read back."""
+    argv = ["--data-dir", data, "sweep", "--agent", "ntuple", *flags, "--eval-games", "2", "--workers", "2"]
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
 def test_the_cli_runs_lists_and_shows_a_sweep_as_the_service_ranks_it(tmp_path, capsys):
     data = str(tmp_path / "data")
-    code = main([
-        "--data-dir", data, "sweep", "--agent", "ntuple", "--grid", "lr=0.1,0.01", "--seeds", "1",
-        "--episodes", "10", "--eval-games", "2", "--workers", "2", "--json",
-    ])  # fmt: skip
-    assert code == 0
-    out = json.loads(capsys.readouterr().out)
+    out = _sweep_json(capsys, data, "--grid", "lr=0.1,0.01", "--seeds", "1", "--episodes", "10")
     with GameStore.open(data) as store:
         metric, points = rank_sweep(store, out["sweep"])
     assert out["metric"] == metric and out["status"] == "finished"
@@ -439,12 +430,7 @@ def test_explicit_points_make_an_ab_comparison_of_the_base_and_a_variant(tmp_pat
     with pytest.raises(SweepError, match="not both"):
         plan_trials(SweepRequest(agent="ntuple", budget=TINY, points=({}, {}), grid={"lr": (0.1,)}))
     data = str(tmp_path / "data")
-    code = main([
-        "--data-dir", data, "sweep", "--agent", "ntuple", "--point", "", "--point", "lr=0.01 tc=false",
-        "--steps", "3000", "--eval-games", "2", "--workers", "2", "--json",
-    ])  # fmt: skip
-    assert code == 0
-    out = json.loads(capsys.readouterr().out)
+    out = _sweep_json(capsys, data, "--point", "", "--point", "lr=0.01 tc=false", "--steps", "3000")
     assert sorted(json.dumps(p["params"]) for p in out["points"]) == ['{"lr": 0.01, "tc": false}', "{}"]
     with GameStore.open(data) as store:
         runs = {r.config["tc"]: r for r in store.list_runs()}

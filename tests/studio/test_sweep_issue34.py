@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.base import Budget, MetricEvent
+from agents.base import MetricEvent
 from engine.store import GameStore
 from studio.cli import main
 from studio.services import sweep as sweep_service
@@ -29,15 +29,9 @@ from studio.services.sweep import (
     resumed_request,
     run_sweep,
 )
+from tests.studio.sweep_helpers import TINY, dead_driver_sweep, tiny
 
 ROOT = Path(__file__).resolve().parents[2]
-TINY = Budget(episodes=15)
-
-
-def tiny(**kw) -> SweepRequest:
-    base = dict(agent="ntuple", budget=TINY, grid={"lr": (0.1, 0.01)}, seeds=2, eval_games=3)
-    base.update(kw)
-    return SweepRequest(**base)
 
 
 def _ranking(store: GameStore, sweep_id: int) -> list[tuple]:
@@ -184,17 +178,7 @@ def test_sweeps_delete_during_a_run_leaves_the_sweep_whole(tmp_path, capsys):
 
 def test_a_sweep_whose_driver_died_may_be_deleted(tmp_path):
     path = tmp_path / "s.sqlite3"
-    with GameStore(path) as store:
-        sid = store.create_sweep("ntuple", {}, [({"lr": 0.1}, 1)])
-    dead = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
-    )
-    import sqlite3
-
-    con = sqlite3.connect(path)
-    con.execute("UPDATE sweeps SET pid = ? WHERE id = ?", (int(dead.stdout), sid))
-    con.commit()
-    con.close()
+    sid = dead_driver_sweep(path)
     with GameStore(path) as store:
         store.delete_sweep(sid)
         assert store.list_sweeps() == []

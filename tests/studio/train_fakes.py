@@ -7,17 +7,17 @@ the registry is back to normal after each test.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
-import numpy as np
 import pytest
 
 from agents import registry
 from agents.base import Agent, Budget, Clock, Control, MetricEvent, TrainContext
 from agents.config import AgentConfig, ConfigError, knob
 from engine import Direction, Game
+from tests.agents.fake_learner import RandomLearner
 
 
 @dataclass
@@ -40,26 +40,17 @@ class FakeConfig(AgentConfig):
             raise ConfigError("eps_end", "must not exceed eps start")
 
 
-class FakeLearner(Agent):
+class FakeLearner(RandomLearner):
     """Random play with a pretend loss and a decaying epsilon; one weight array that counts updates."""
 
     name = "fake_learner"
     config_cls = FakeConfig
     description = "A fake learner for tests."
-    trainable = True
     loss_metrics: ClassVar[tuple[str, ...]] = ("loss",)
     schedule_metrics: ClassVar[tuple[str, ...]] = ("epsilon",)
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.weights = np.zeros(4)
-
     def move_values(self, game: Game) -> dict[Direction, float]:
         return {d: float(self.weights[int(d)]) for d in game.legal_moves()}
-
-    def act(self, game: Game) -> Direction:
-        moves = game.legal_moves()
-        return moves[int(self.rng.integers(len(moves)))]
 
     def train(
         self, budget: Budget, control: Control | None = None, context: TrainContext | None = None
@@ -97,26 +88,9 @@ class FakeLearner(Agent):
             games += 1
             self.counters.episodes += 1
             dt = max(1e-9, time.perf_counter() - t0)
-            yield MetricEvent(
-                "episode",
-                self.counters.episodes,
-                self.counters.steps,
-                clock.tick(),
-                {
-                    "score": float(game.score),
-                    "max_tile": float(game.max_tile),
-                    "moves": float(game.moves),
-                    "steps_per_s": (steps - n0) / dt,
-                },
-                progress=budget.progress(games, steps, clock.call_seconds),
-                board=game.board,
-            )
-
-    def get_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        return {"weights": self.weights.copy()}, {"note": "fake"}
-
-    def set_state(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
-        self.weights = np.array(arrays["weights"], dtype=float)
+            metrics = {"moves": float(game.moves), "steps_per_s": (steps - n0) / dt}
+            progress = budget.progress(games, steps, clock.call_seconds)
+            yield self.episode_event(clock, game, progress, metrics, board=game.board)
 
 
 @dataclass
