@@ -683,7 +683,16 @@ def _entry_point(dispatcher: Any, argtypes: tuple[Any, ...]) -> Any:
     itself is returned.
     """
     try:
-        entry = dispatcher.compile(argtypes)
+        try:
+            entry = dispatcher.compile(argtypes)
+        except RuntimeError as e:
+            if "no compiled object yet" not in str(e):
+                raise
+            # numba compiled the kernel and registered it, then failed to write it to its cache (a
+            # kernel whose source changed, compiled where the kernels it calls came from the cache:
+            # seen once in the suite after an update of engine/batch.py). The kernel is in the
+            # dispatcher: asking again returns it; the cache is written by a later process.
+            entry = dispatcher.compile(argtypes)
     except (AttributeError, TypeError):  # pragma: no cover - a numba without Dispatcher.compile
         return dispatcher
     return entry if callable(entry) else dispatcher
