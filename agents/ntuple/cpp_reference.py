@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from agents.threads import cpu_model  # noqa: F401  (named with the figures: cpp_reference.cpu_model)
+
 #: (file, [(text to find, text to put instead)]) of the measuring copy
 PATCHES: dict[str, list[tuple[str, str]]] = {
     "src/network/learning.h": [
@@ -180,19 +182,6 @@ def parse_eval(text: str) -> dict[str, float]:
     for tile, pct in re.findall(r"^\s+(\d+)\s+([\d.]+)%$", final, flags=re.M):
         out[tile] = float(pct) / 100.0
     return out
-
-
-def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo``), or the platform's word for it."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
-            if line.startswith("model name"):
-                return line.partition(":")[2].strip()
-    except OSError:
-        pass
-    import platform
-
-    return platform.processor() or platform.machine()
 
 
 #: the C++ trainer's 4x6 network (``nw4x6`` in its tuplenet.h): the studio's "4x6" tuples, same order

@@ -96,18 +96,6 @@ class EvalBenchReport(BenchReport):
         return "\n".join(lines)
 
 
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-
-    return platform.processor() or platform.machine()
-
-
 def _cpu_seconds(pids: list[int]) -> float | None:
     """CPU seconds (user + system) the processes ``pids`` used so far; None where /proc cannot tell."""
     total = 0.0
@@ -138,7 +126,7 @@ def _spec(name: str, seed: int, folder: Path) -> Any:
 
 def eval_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchReport:
     from agents.registry import agent_names
-    from agents.threads import cpu_count, limit_threads
+    from agents.threads import cpu_count, cpu_model, limit_threads
 
     opts = parse_options("eval", options.extra, OPTIONS)
     names: list[str] = opts["agents"] or agent_names()
@@ -160,7 +148,7 @@ def eval_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchReport
         "workers": opts["workers"],
         "seed": options.seed,
         "threads": {k: threads[k] for k in ("torch", "interop", "numba", "OMP_NUM_THREADS")},
-        "machine": {**_machine(), "cpu": _cpu_model(), "cpus": cpu_count()},
+        "machine": {**_machine(), "cpu": cpu_model(), "cpus": cpu_count()},
     }
     if hasattr(os, "getloadavg"):
         info["load_average"] = [round(x, 2) for x in os.getloadavg()]

@@ -21,10 +21,10 @@ Options (``-o KEY=VALUE``): ``agents`` (``dqn,mcts``), ``devices`` (default: all
 from __future__ import annotations
 
 import os
-import platform
 import time
 from typing import Any
 
+from agents.threads import cpu_model
 from studio.commands.bench import BenchOptions, BenchReport, Measurement, Option, _machine, parse_options
 from studio.progress import ProgressLine
 
@@ -34,18 +34,6 @@ OPTIONS = {
     "devices": Option("names", None, what="device"),  # default: every device torch sees here
     "warmup": Option("float", 5.0, 0, 3600),
 }
-
-
-def cpu_model() -> str:
-    """The CPU's marketing name (``/proc/cpuinfo``), else what :mod:`platform` knows."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _config_changes(extra: dict[str, str], agent: str) -> dict[str, Any]:
