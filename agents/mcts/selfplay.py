@@ -47,9 +47,10 @@ class WorkerSpec:
     """How to build a worker anywhere: an importable ``"module:callable"`` and its keyword arguments.
 
     The kwargs must be picklable plain data (dicts of config values), since they travel to other
-    processes and machines. ``threads`` is passed as a keyword too: the process's share of the cores in
-    worker processes (:func:`agents.threads.cpu_share`: 1 for 2 workers on 2 cores, so N workers use N
-    cores, not N x all cores), 1 on Ray actors (one reserved CPU), ``None`` (leave as is) in-process.
+    processes and machines. ``threads`` is passed as a keyword too: the torch threads the worker plays
+    with, :data:`agents.threads.PLAY_TORCH_THREADS` in worker processes (their numba keeps the process's
+    share of the cores, :func:`agents.threads.cpu_share`), 1 on Ray actors (one reserved CPU), ``None``
+    (leave as is) in-process.
     """
 
     factory: str
@@ -153,7 +154,7 @@ def _process_main(conn: Connection, spec: WorkerSpec, threads: int = 1) -> None:
     # self-play worker only plays (the learner trains in the parent).
     limit_threads(threads, PLAY_TORCH_THREADS)
     try:
-        worker = spec.build(threads=threads)
+        worker = spec.build(threads=PLAY_TORCH_THREADS)  # the worker sets its torch threads
         limit_threads(threads, PLAY_TORCH_THREADS)  # and the pools the build loaded
     except BaseException:
         conn.send(("error", -1, traceback.format_exc()))

@@ -253,10 +253,10 @@ def grading_info(agent: Agent) -> dict[str, Any]:
     depth = int(getattr(agent.config, knob)) if knob else 1
     policy = getattr(agent.config, "depths_policy", ()) or ()
     sees_death = min([depth, *policy]) >= 2
-    if agent.value_kind == "points":
+    if agent.value_kind == "points" or agent.reviews_in_points:
+        # review values in points; an agent that reviews in points sees a game's end one move ahead
+        sees_death = sees_death or agent.reviews_in_points
         return {"value_kind": "points", "unit": UNIT, "calibration": None, "sees_death": sees_death}
-    if agent.reviews_in_points:  # its review values are points and see a game's end one move ahead
-        return {"value_kind": "points", "unit": UNIT, "calibration": None, "sees_death": True}
     changed = {
         k: getattr(agent.config, k)
         for k in ("heuristic", "prob_cutoff")
