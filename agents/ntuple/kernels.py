@@ -342,8 +342,12 @@ def _has15(b: np.uint64) -> bool:
     return (x & np.uint64(0x1111111111111111)) != np.uint64(0)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def stage_of(b: np.uint64, stage_thr: np.ndarray, n_live: int) -> int:
+    """The weight stage of ``b``: how many of ``stage_thr``'s max-tile exponents it has reached, capped
+    at ``n_live - 1``. Inlined: it runs for every board valued, and a call to a compiled function that
+    takes an array makes numba count references to every array the inlined caller holds (atomic
+    increments and decrements around the call, about a quarter of the search's time)."""
     if stage_thr.shape[0] == 0:
         return 0
     m = max_exponent(b)
@@ -357,6 +361,7 @@ def stage_of(b: np.uint64, stage_thr: np.ndarray, n_live: int) -> int:
 @njit(cache=True, inline="always")
 def _fill_features(
     feat: np.ndarray,
+    row: int,
     b: np.uint64,
     ext: np.ndarray,
     tlen: np.ndarray,
@@ -366,34 +371,41 @@ def _fill_features(
     n_live: int,
 ) -> None:
     """The weight index of every (tuple, view) feature of afterstate ``b``, tuple-major, into
-    ``feat[: 8 * n_tuples]``: computed once and then read, updated and read again (a TD step), and
-    all known before the first weight is loaded, so the loads do not wait on each other."""
+    ``feat[row, : 8 * n_tuples]``: computed once and then read, updated and read again (a TD step), and
+    all known before the first weight is loaded, so the loads do not wait on each other.
+
+    ``feat`` is 2-D and addressed by ``row`` here and in the other ``*_features`` helpers, never
+    sliced: a row view (``feat[row]``) is a new array that numba reference-counts with atomic
+    increments and decrements, and in the search, which makes hundreds of them per move, those took
+    about a third of the time."""
     base = stage_of(b, stage_thr, n_live) * stage_size
     bs = symmetries(b)
     for t in range(tlen.shape[0]):
         o = base + toff[t]
         ix = _view_indices(bs, ext, t)
         for s in range(8):
-            feat[8 * t + s] = o + ix[s]
+            feat[row, 8 * t + s] = o + ix[s]
 
 
 @njit(cache=True, inline="always")
-def _sum_features(w: np.ndarray, feat: np.ndarray, n: int) -> float:
-    """The sum of the weights of ``feat[:n]``, in order (float64, as every value here is summed)."""
+def _sum_features(w: np.ndarray, feat: np.ndarray, row: int, n: int) -> float:
+    """The sum of the weights of ``feat[row, :n]``, in order (float64, as every value here is summed)."""
     v = 0.0
     for j in range(n):
-        v += w[feat[j]]
+        v += w[feat[row, j]]
     return v
 
 
 @njit(cache=True, inline="always")
-def _prefetch_features(w: np.ndarray, tc: np.ndarray, use_tc: bool, feat: np.ndarray, n: int) -> None:
-    """Ask for the cache lines of ``feat[:n]`` (weights, and TC sums) ahead of their use."""
+def _prefetch_features(
+    w: np.ndarray, tc: np.ndarray, use_tc: bool, feat: np.ndarray, row: int, n: int
+) -> None:
+    """Ask for the cache lines of ``feat[row, :n]`` (weights, and TC sums) ahead of their use."""
     for j in range(n):
-        _prefetch(w, feat[j])
+        _prefetch(w, feat[row, j])
     if use_tc:
         for j in range(n):
-            _prefetch(tc, 2 * feat[j])
+            _prefetch(tc, 2 * feat[row, j])
 
 
 @njit(cache=True)
@@ -419,7 +431,7 @@ def evaluate(
     return v
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def downgrade(b: np.uint64, from_exp: int) -> np.uint64:
     """Tile downgrading (after TDL2048+, Guei et al.): once the max tile reaches exponent ``from_exp``,
     every tile above the largest missing exponent below the max moves down one step; 0 = off.
@@ -428,12 +440,20 @@ def downgrade(b: np.uint64, from_exp: int) -> np.uint64:
     lower version of the same shape in every game that built its first big tile, while boards past
     it are rare in training and their weights are thin. Only play uses it; training never does.
     A board with no missing exponent below its max is read as it is.
+
+    Inlined for the common cases (off, or no tile that big yet): the search calls it on every leaf.
     """
     if from_exp <= 0:
         return b
     m = max_exponent(b)
     if m < from_exp:
         return b
+    return _downgrade_from(b, m)
+
+
+@njit(cache=True)
+def _downgrade_from(b: np.uint64, m: int) -> np.uint64:
+    """:func:`downgrade` of ``b`` whose max exponent ``m`` has reached the threshold."""
     present = np.int64(0)  # bit e set: some cell holds exponent e
     for i in range(16):
         present |= np.int64(1) << np.int64((b >> np.uint64(4 * i)) & _NIBBLE)
@@ -453,13 +473,13 @@ def downgrade(b: np.uint64, from_exp: int) -> np.uint64:
 
 @njit(cache=True, inline="always")
 def _apply_features(
-    w: np.ndarray, tc: np.ndarray, use_tc: bool, feat: np.ndarray, n: int, delta: float, step: float
+    w: np.ndarray, tc: np.ndarray, use_tc: bool, feat: np.ndarray, row: int, n: int, delta: float, step: float
 ) -> None:
-    """:func:`td_update`'s step on the weights ``feat[:n]`` (see there); ``tc`` holds each weight's
+    """:func:`td_update`'s step on the weights ``feat[row, :n]`` (see there); ``tc`` holds each weight's
     two temporal-coherence sums side by side (error sum at ``2 i``, absolute error sum at ``2 i + 1``),
     so both come in one cache line."""
     for j in range(n):
-        i = feat[j]
+        i = feat[row, j]
         if use_tc:
             e = tc[2 * i]
             a = tc[2 * i + 1]
@@ -498,10 +518,10 @@ def td_update(
     ``tc``: the sums, interleaved (:func:`_apply_features`); unused (any array) without ``use_tc``.
     """
     n = 8 * tlen.shape[0]
-    feat = np.empty(n, dtype=np.int64)
-    _fill_features(feat, b, ext, tlen, toff, stage_size, stage_thr, n_live)
-    _apply_features(w, tc, use_tc, feat, n, delta, step)
-    return _sum_features(w, feat, n)
+    feat = np.empty((1, n), dtype=np.int64)
+    _fill_features(feat, 0, b, ext, tlen, toff, stage_size, stage_thr, n_live)
+    _apply_features(w, tc, use_tc, feat, 0, n, delta, step)
+    return _sum_features(w, feat, 0, n)
 
 
 @njit(cache=True)
@@ -522,11 +542,11 @@ def td_toward(
     """:func:`evaluate` then :func:`td_update` towards ``target`` with the features found once:
     ``(V(b) before, V(b) after)``, the same numbers as the two calls (the learner's inner step)."""
     n = 8 * tlen.shape[0]
-    feat = np.empty(n, dtype=np.int64)
-    _fill_features(feat, b, ext, tlen, toff, stage_size, stage_thr, n_live)
-    v = _sum_features(w, feat, n)
-    _apply_features(w, tc, use_tc, feat, n, target - v, step)
-    return v, _sum_features(w, feat, n)
+    feat = np.empty((1, n), dtype=np.int64)
+    _fill_features(feat, 0, b, ext, tlen, toff, stage_size, stage_thr, n_live)
+    v = _sum_features(w, feat, 0, n)
+    _apply_features(w, tc, use_tc, feat, 0, n, target - v, step)
+    return v, _sum_features(w, feat, 0, n)
 
 
 # ------------------------------------------------------------------------------------------ training
@@ -541,7 +561,7 @@ def _promote(w: np.ndarray, stage_size: int, n_live: int) -> None:
         w[dst + i] = w[src + i]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _greedy(
     w: np.ndarray,
     b: np.uint64,
@@ -569,7 +589,7 @@ def _greedy(
     for d in range(4):
         nb = gb[d]
         if nb != b:
-            _fill_features(gfeat[d], downgrade(nb, dg), ext, tlen, toff, stage_size, stage_thr, n_live)
+            _fill_features(gfeat, d, downgrade(nb, dg), ext, tlen, toff, stage_size, stage_thr, n_live)
     best_v = NEG_INF
     best_d = -1
     best_b = b
@@ -579,7 +599,7 @@ def _greedy(
         if nb == b:
             continue
         r = gr[d]
-        v = r + _sum_features(w, gfeat[d], n_feat)
+        v = r + _sum_features(w, gfeat, d, n_feat)
         if v > best_v and v < INF:
             best_v = v
             best_d = d
@@ -652,8 +672,7 @@ def train_steps(
     """
     step = alpha / (8.0 * tlen.shape[0])  # the step is shared by all 8 * n_tuples features
     n_feat = 8 * tlen.shape[0]
-    feat = np.empty(n_feat, dtype=np.int64)
-    feat_next = np.empty(n_feat, dtype=np.int64)
+    feat = np.empty((2, n_feat), dtype=np.int64)  # rows: this afterstate's features, the next one's
     gfeat = np.empty((4, n_feat), dtype=np.int64)  # _greedy's scratch
     gb = np.empty(4, dtype=np.uint64)
     gr = np.empty(4, dtype=np.int64)
@@ -707,22 +726,23 @@ def train_steps(
                 w, buf_after[last], ext, tlen, toff, stage_size, stage_thr, n_live
             )
             last -= 1
+        cur = 0
         if last >= 0:
-            _fill_features(feat, buf_after[last], ext, tlen, toff, stage_size, stage_thr, n_live)
+            _fill_features(feat, cur, buf_after[last], ext, tlen, toff, stage_size, stage_thr, n_live)
         for k in range(last, -1, -1):
             if k > 0:
                 # the next (earlier) afterstate's lines are on their way while this one learns
-                _fill_features(feat_next, buf_after[k - 1], ext, tlen, toff, stage_size, stage_thr, n_live)
-                _prefetch_features(w, tc, use_tc, feat_next, n_feat)
+                _fill_features(feat, 1 - cur, buf_after[k - 1], ext, tlen, toff, stage_size, stage_thr, n_live)
+                _prefetch_features(w, tc, use_tc, feat, 1 - cur, n_feat)
             # evaluate, then td_update towards the target (td_toward, the features found once)
-            v = _sum_features(w, feat, n_feat)
-            _apply_features(w, tc, use_tc, feat, n_feat, target - v, step)
-            v_new = _sum_features(w, feat, n_feat)
+            v = _sum_features(w, feat, cur, n_feat)
+            _apply_features(w, tc, use_tc, feat, cur, n_feat, target - v, step)
+            v_new = _sum_features(w, feat, cur, n_feat)
             acc[0] += abs(target - v)
             acc[1] += 1.0
             # lambda-return of the previous afterstate: r + (1 - lam) V(s) + lam * (this target)
             target = buf_reward[k] + (1.0 - lam) * v_new + lam * target
-            feat, feat_next = feat_next, feat
+            cur = 1 - cur
         out_score[done] = game_i[I_SCORE]
         out_maxexp[done] = 16 if truncated else max_exponent(b)
         out_moves[done] = n
@@ -855,7 +875,7 @@ def _leaf_max(
     for d in range(4):
         if leaf_b[d] != s and not (top and overflows(s, d)):
             _fill_features(
-                leaf_feat[d], downgrade(leaf_b[d], dg), ext, tlen, toff, stage_size, stage_thr, n_live
+                leaf_feat, d, downgrade(leaf_b[d], dg), ext, tlen, toff, stage_size, stage_thr, n_live
             )
             for j in range(n_feat):
                 _prefetch(w, leaf_feat[d, j])
@@ -866,14 +886,14 @@ def _leaf_max(
             continue
         v = float(leaf_r[d])
         if not (top and overflows(s, d)):
-            v += _sum_features(w, leaf_feat[d], n_feat)
+            v += _sum_features(w, leaf_feat, d, n_feat)
         vals[d] = v
         if v > best:
             best = v
     return best
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _leaf_chance(
     w: np.ndarray,
     a: np.uint64,
@@ -1004,7 +1024,11 @@ def search_values(
                     v = float(r)
                 else:  # k < final[k] here: a leaf max node's moves were all valued above
                     sl = _tt_slot(nb, k, mask)
-                    if tt_gen[sl] == gen and tt_key[sl] == nb and tt_level[sl] == k:
+                    # A root afterstate (level 1) is never met again: another root move makes another
+                    # board, and a later search's roots have a larger tile sum (every move keeps it,
+                    # every spawn raises it). So level 1 neither reads nor fills the table: at 2-ply
+                    # that is every probe, each a likely cache miss, for nothing.
+                    if k > 1 and tt_gen[sl] == gen and tt_key[sl] == nb and tt_level[sl] == k:
                         v = r + tt_val[sl]
                     else:
                         n_empty[k] = np.int64(count_empty(nb))
@@ -1014,10 +1038,11 @@ def search_values(
                                 w, nb, p4, ext, tlen, toff, stage_size, stage_thr, n_live, dg,
                                 leaf_feat, leaf_b, leaf_r, leaf_v,
                             )  # fmt: skip
-                            tt_key[sl] = nb
-                            tt_level[sl] = k
-                            tt_gen[sl] = gen
-                            tt_val[sl] = ev
+                            if k > 1:
+                                tt_key[sl] = nb
+                                tt_level[sl] = k
+                                tt_gen[sl] = gen
+                                tt_val[sl] = ev
                             v = r + ev
                             if k == 1:
                                 out[d] = v
@@ -1069,11 +1094,12 @@ def search_values(
             phase = 0
             continue
         ev = acc[k] / n_empty[k] if n_empty[k] > 0 else 0.0
-        sl = slot[k]
-        tt_key[sl] = after[k]
-        tt_level[sl] = k
-        tt_gen[sl] = gen
-        tt_val[sl] = ev
+        if k > 1:
+            sl = slot[k]
+            tt_key[sl] = after[k]
+            tt_level[sl] = k
+            tt_gen[sl] = gen
+            tt_val[sl] = ev
         v = rew[k] + ev
         d = dnext[k] - 1
         if k == 1:
