@@ -623,6 +623,55 @@ I_SCORE, I_MOVES, I_ACTIVE, I_UNUSED, I_TRUNCATED, I_RESTART, I_START_SCORE = 0,
 I_COLS = 7
 
 
+@njit(cache=True, nogil=True, _nrt=False)
+def _learn_backward(
+    w: np.ndarray,
+    tc: np.ndarray,
+    use_tc: bool,
+    ext: np.ndarray,
+    tlen: np.ndarray,
+    toff: np.ndarray,
+    stage_size: int,
+    stage_thr: np.ndarray,
+    n_live: int,
+    buf_after: np.ndarray,
+    buf_reward: np.ndarray,
+    last: int,
+    target: float,
+    lam: float,
+    step: float,
+    feat: np.ndarray,
+    acc: np.ndarray,
+) -> None:
+    """:func:`train_steps`' learning from a finished game: the TD updates of afterstates
+    ``buf_after[last], ..., buf_after[0]`` in that order, the first towards ``target``, each next one
+    towards its reward + the freshly updated value of the one after it (the TD(lambda) return with
+    ``lam``). ``feat``: int64 [2, 8 * n_tuples] scratch; ``acc`` gathers [sum of |TD error|, updates].
+
+    Compiled without numba's reference counting (``_nrt=False``; it allocates nothing): the helpers it
+    inlines take arrays, and inside a loop numba counts references to each with atomic increments and
+    decrements, which also stop the processor from overlapping one update's memory loads with the next.
+    """
+    n_feat = 8 * tlen.shape[0]
+    cur = 0
+    if last >= 0:
+        _fill_features(feat, cur, buf_after[last], ext, tlen, toff, stage_size, stage_thr, n_live)
+    for k in range(last, -1, -1):
+        if k > 0:
+            # the next (earlier) afterstate's lines are on their way while this one learns
+            _fill_features(feat, 1 - cur, buf_after[k - 1], ext, tlen, toff, stage_size, stage_thr, n_live)
+            _prefetch_features(w, tc, use_tc, feat, 1 - cur, n_feat)
+        # evaluate, then td_update towards the target (td_toward, the features found once)
+        v = _sum_features(w, feat, cur, n_feat)
+        _apply_features(w, tc, use_tc, feat, cur, n_feat, target - v, step)
+        v_new = _sum_features(w, feat, cur, n_feat)
+        acc[0] += abs(target - v)
+        acc[1] += 1.0
+        # lambda-return of the previous afterstate: r + (1 - lam) V(s) + lam * (this target)
+        target = buf_reward[k] + (1.0 - lam) * v_new + lam * target
+        cur = 1 - cur
+
+
 @njit(cache=True, nogil=True)
 def train_steps(
     w: np.ndarray,
@@ -726,23 +775,10 @@ def train_steps(
                 w, buf_after[last], ext, tlen, toff, stage_size, stage_thr, n_live
             )
             last -= 1
-        cur = 0
-        if last >= 0:
-            _fill_features(feat, cur, buf_after[last], ext, tlen, toff, stage_size, stage_thr, n_live)
-        for k in range(last, -1, -1):
-            if k > 0:
-                # the next (earlier) afterstate's lines are on their way while this one learns
-                _fill_features(feat, 1 - cur, buf_after[k - 1], ext, tlen, toff, stage_size, stage_thr, n_live)
-                _prefetch_features(w, tc, use_tc, feat, 1 - cur, n_feat)
-            # evaluate, then td_update towards the target (td_toward, the features found once)
-            v = _sum_features(w, feat, cur, n_feat)
-            _apply_features(w, tc, use_tc, feat, cur, n_feat, target - v, step)
-            v_new = _sum_features(w, feat, cur, n_feat)
-            acc[0] += abs(target - v)
-            acc[1] += 1.0
-            # lambda-return of the previous afterstate: r + (1 - lam) V(s) + lam * (this target)
-            target = buf_reward[k] + (1.0 - lam) * v_new + lam * target
-            cur = 1 - cur
+        _learn_backward(
+            w, tc, use_tc, ext, tlen, toff, stage_size, stage_thr, n_live,
+            buf_after, buf_reward, last, target, lam, step, feat, acc,
+        )  # fmt: skip
         out_score[done] = game_i[I_SCORE]
         out_maxexp[done] = 16 if truncated else max_exponent(b)
         out_moves[done] = n
@@ -966,33 +1002,97 @@ def search_values(
         ``tt_*`` is a transposition table of chance-node values keyed by (afterstate, level), size a power
         of two; entries count only when stamped with this ``gen``, so bumping ``gen`` per root clears it.
 
+        The walk itself is :func:`_search_walk`, on scratch from :func:`search_scratch` (which
+        :func:`play_games` allocates once per call, not once per move).
+
         The tree is walked with an explicit stack (one frame per level) rather than by recursion: numba
         cannot load a cached recursive function.
     """
-    out = np.full(4, NEG_INF)
+    scratch = search_scratch(policy, tlen.shape[0])
+    _search_walk(
+        w, b, policy, p4, ext, tlen, toff, stage_size, stage_thr, n_live, dg,
+        tt_key, tt_level, tt_gen, tt_val, gen, *scratch,
+    )  # fmt: skip
+    return scratch[0]
+
+
+@njit(cache=True, inline="always")
+def search_scratch(
+    policy: np.ndarray, n_tuples: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What :func:`_search_walk` works in, for searches with depths from ``policy``: the 4 move values,
+    the walk's stack (uint64 [2, depth + 2], int64 [7, depth + 2], float64 [3, depth + 2]) and a leaf max
+    node's features, values, boards and rewards."""
     depth = 1
     for k in range(policy.shape[0]):
         depth = max(depth, policy[k])
+    size = depth + 2
+    n_feat = 8 * n_tuples
+    return (
+        np.full(4, NEG_INF),
+        np.zeros((2, size), dtype=np.uint64),
+        np.zeros((7, size), dtype=np.int64),
+        np.zeros((3, size)),
+        np.empty((4, n_feat), dtype=np.int64),
+        np.zeros(4),
+        np.zeros(4, dtype=np.uint64),
+        np.zeros(4, dtype=np.int64),
+    )
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _search_walk(
+    w: np.ndarray,
+    b: np.uint64,
+    policy: np.ndarray,
+    p4: float,
+    ext: np.ndarray,
+    tlen: np.ndarray,
+    toff: np.ndarray,
+    stage_size: int,
+    stage_thr: np.ndarray,
+    n_live: int,
+    dg: int,
+    tt_key: np.ndarray,
+    tt_level: np.ndarray,
+    tt_gen: np.ndarray,
+    tt_val: np.ndarray,
+    gen: int,
+    out: np.ndarray,
+    su: np.ndarray,
+    si: np.ndarray,
+    sf: np.ndarray,
+    leaf_feat: np.ndarray,
+    leaf_v: np.ndarray,
+    leaf_b: np.ndarray,
+    leaf_r: np.ndarray,
+) -> None:
+    """:func:`search_values` into ``out``, on the scratch of :func:`search_scratch` (reset here).
+
+    Compiled without numba's reference counting (``_nrt=False``; it allocates nothing): the search
+    passes arrays to inlined helpers on every node, and numba would count references to them with
+    atomic increments and decrements, which cost about a quarter of the search's time and keep the
+    processor from overlapping the memory loads of one node with the next.
+    """
     n_pol = policy.shape[0]
     mask = tt_key.shape[0] - 1
-    size = depth + 2
-    board = np.zeros(size, dtype=np.uint64)  # max node of each level
-    final = np.zeros(size, dtype=np.int64)
-    dnext = np.zeros(size, dtype=np.int64)  # next move to try there
-    best = np.full(size, NEG_INF)
-    after = np.zeros(size, dtype=np.uint64)  # chance node below the move being searched at each level
-    rew = np.zeros(size)
-    slot = np.zeros(size, dtype=np.int64)
-    cell = np.zeros(size, dtype=np.int64)
-    tile = np.zeros(size, dtype=np.int64)
-    acc = np.zeros(size)
-    n_empty = np.zeros(size, dtype=np.int64)
-    child_final = np.zeros(size, dtype=np.int64)
-    n_feat = 8 * tlen.shape[0]
-    leaf_feat = np.empty((4, n_feat), dtype=np.int64)  # a leaf max node's afterstates' features
-    leaf_v = np.zeros(4)  # a leaf max node's move values (_leaf_max)
-    leaf_b = np.zeros(4, dtype=np.uint64)
-    leaf_r = np.zeros(4, dtype=np.int64)
+    board = su[0]  # max node of each level
+    after = su[1]  # chance node below the move being searched at each level
+    final = si[0]
+    dnext = si[1]  # next move to try there
+    slot = si[2]
+    cell = si[3]
+    tile = si[4]
+    n_empty = si[5]
+    child_final = si[6]
+    best = sf[0]
+    rew = sf[1]
+    acc = sf[2]
+    su[:] = 0
+    si[:] = 0
+    sf[:] = 0.0
+    best[:] = NEG_INF
+    out[:] = NEG_INF
 
     k = 1
     board[1] = b
@@ -1009,7 +1109,8 @@ def search_values(
                     leaf_feat, leaf_b, leaf_r, leaf_v,
                 )  # fmt: skip
                 if k == 1:
-                    out[:] = leaf_v
+                    for d in range(4):  # not out[:] = leaf_v: that may copy, and nothing allocates here
+                        out[d] = leaf_v[d]
                 if bv > best[k]:
                     best[k] = bv
                 dnext[k] = 4
@@ -1066,7 +1167,7 @@ def search_values(
                 continue
             ret = best[k] if best[k] > NEG_INF else 0.0
             if k == 1:
-                return out
+                return
             k -= 1
             phase = 1
             continue
@@ -1146,6 +1247,7 @@ def play_games(
     for k in range(policy.shape[0]):
         if policy[k] > 1:
             all_greedy = False
+    scratch = search_scratch(policy, tlen.shape[0])  # once per call: a search allocates nothing
     # One stamp for the whole call, not one per move: a chance node's value depends only on its
     # afterstate and its level (the depth limits below it come from the policy and the boards, the
     # root always has level 1), and the weights do not change during the call, so what one move's
@@ -1161,25 +1263,11 @@ def play_games(
             if all_greedy:
                 d, after, r = _greedy(w, b, ext, tlen, toff, stage_size, stage_thr, n_live, dg, gfeat, gb, gr)
             else:
-                vals = search_values(
-                    w,
-                    b,
-                    policy,
-                    p4,
-                    ext,
-                    tlen,
-                    toff,
-                    stage_size,
-                    stage_thr,
-                    n_live,
-                    dg,
-                    tt_key,
-                    tt_level,
-                    tt_gen,
-                    tt_val,
-                    gen,
-                )
-                d = best_move(vals, step_bits(b) & 15)
+                _search_walk(
+                    w, b, policy, p4, ext, tlen, toff, stage_size, stage_thr, n_live, dg,
+                    tt_key, tt_level, tt_gen, tt_val, gen, *scratch,
+                )  # fmt: skip
+                d = best_move(scratch[0], step_bits(b) & 15)
                 after = b
                 r = 0
                 if d >= 0:
