@@ -342,8 +342,12 @@ def _has15(b: np.uint64) -> bool:
     return (x & np.uint64(0x1111111111111111)) != np.uint64(0)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def stage_of(b: np.uint64, stage_thr: np.ndarray, n_live: int) -> int:
+    """The weight stage of ``b``: how many of ``stage_thr``'s max-tile exponents it has reached, capped
+    at ``n_live - 1``. Inlined: it runs for every board valued, and a call to a compiled function that
+    takes an array makes numba count references to every array the inlined caller holds (atomic
+    increments and decrements around the call, about a quarter of the search's time)."""
     if stage_thr.shape[0] == 0:
         return 0
     m = max_exponent(b)
@@ -357,6 +361,7 @@ def stage_of(b: np.uint64, stage_thr: np.ndarray, n_live: int) -> int:
 @njit(cache=True, inline="always")
 def _fill_features(
     feat: np.ndarray,
+    row: int,
     b: np.uint64,
     ext: np.ndarray,
     tlen: np.ndarray,
@@ -366,34 +371,41 @@ def _fill_features(
     n_live: int,
 ) -> None:
     """The weight index of every (tuple, view) feature of afterstate ``b``, tuple-major, into
-    ``feat[: 8 * n_tuples]``: computed once and then read, updated and read again (a TD step), and
-    all known before the first weight is loaded, so the loads do not wait on each other."""
+    ``feat[row, : 8 * n_tuples]``: computed once and then read, updated and read again (a TD step), and
+    all known before the first weight is loaded, so the loads do not wait on each other.
+
+    ``feat`` is 2-D and addressed by ``row`` here and in the other ``*_features`` helpers, never
+    sliced: a row view (``feat[row]``) is a new array that numba reference-counts with atomic
+    increments and decrements, and in the search, which makes hundreds of them per move, those took
+    about a third of the time."""
     base = stage_of(b, stage_thr, n_live) * stage_size
     bs = symmetries(b)
     for t in range(tlen.shape[0]):
         o = base + toff[t]
         ix = _view_indices(bs, ext, t)
         for s in range(8):
-            feat[8 * t + s] = o + ix[s]
+            feat[row, 8 * t + s] = o + ix[s]
 
 
 @njit(cache=True, inline="always")
-def _sum_features(w: np.ndarray, feat: np.ndarray, n: int) -> float:
-    """The sum of the weights of ``feat[:n]``, in order (float64, as every value here is summed)."""
+def _sum_features(w: np.ndarray, feat: np.ndarray, row: int, n: int) -> float:
+    """The sum of the weights of ``feat[row, :n]``, in order (float64, as every value here is summed)."""
     v = 0.0
     for j in range(n):
-        v += w[feat[j]]
+        v += w[feat[row, j]]
     return v
 
 
 @njit(cache=True, inline="always")
-def _prefetch_features(w: np.ndarray, tc: np.ndarray, use_tc: bool, feat: np.ndarray, n: int) -> None:
-    """Ask for the cache lines of ``feat[:n]`` (weights, and TC sums) ahead of their use."""
+def _prefetch_features(
+    w: np.ndarray, tc: np.ndarray, use_tc: bool, feat: np.ndarray, row: int, n: int
+) -> None:
+    """Ask for the cache lines of ``feat[row, :n]`` (weights, and TC sums) ahead of their use."""
     for j in range(n):
-        _prefetch(w, feat[j])
+        _prefetch(w, feat[row, j])
     if use_tc:
         for j in range(n):
-            _prefetch(tc, 2 * feat[j])
+            _prefetch(tc, 2 * feat[row, j])
 
 
 @njit(cache=True)
@@ -419,7 +431,7 @@ def evaluate(
     return v
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def downgrade(b: np.uint64, from_exp: int) -> np.uint64:
     """Tile downgrading (after TDL2048+, Guei et al.): once the max tile reaches exponent ``from_exp``,
     every tile above the largest missing exponent below the max moves down one step; 0 = off.
@@ -428,12 +440,20 @@ def downgrade(b: np.uint64, from_exp: int) -> np.uint64:
     lower version of the same shape in every game that built its first big tile, while boards past
     it are rare in training and their weights are thin. Only play uses it; training never does.
     A board with no missing exponent below its max is read as it is.
+
+    Inlined for the common cases (off, or no tile that big yet): the search calls it on every leaf.
     """
     if from_exp <= 0:
         return b
     m = max_exponent(b)
     if m < from_exp:
         return b
+    return _downgrade_from(b, m)
+
+
+@njit(cache=True)
+def _downgrade_from(b: np.uint64, m: int) -> np.uint64:
+    """:func:`downgrade` of ``b`` whose max exponent ``m`` has reached the threshold."""
     present = np.int64(0)  # bit e set: some cell holds exponent e
     for i in range(16):
         present |= np.int64(1) << np.int64((b >> np.uint64(4 * i)) & _NIBBLE)
@@ -453,13 +473,13 @@ def downgrade(b: np.uint64, from_exp: int) -> np.uint64:
 
 @njit(cache=True, inline="always")
 def _apply_features(
-    w: np.ndarray, tc: np.ndarray, use_tc: bool, feat: np.ndarray, n: int, delta: float, step: float
+    w: np.ndarray, tc: np.ndarray, use_tc: bool, feat: np.ndarray, row: int, n: int, delta: float, step: float
 ) -> None:
-    """:func:`td_update`'s step on the weights ``feat[:n]`` (see there); ``tc`` holds each weight's
+    """:func:`td_update`'s step on the weights ``feat[row, :n]`` (see there); ``tc`` holds each weight's
     two temporal-coherence sums side by side (error sum at ``2 i``, absolute error sum at ``2 i + 1``),
     so both come in one cache line."""
     for j in range(n):
-        i = feat[j]
+        i = feat[row, j]
         if use_tc:
             e = tc[2 * i]
             a = tc[2 * i + 1]
@@ -498,10 +518,10 @@ def td_update(
     ``tc``: the sums, interleaved (:func:`_apply_features`); unused (any array) without ``use_tc``.
     """
     n = 8 * tlen.shape[0]
-    feat = np.empty(n, dtype=np.int64)
-    _fill_features(feat, b, ext, tlen, toff, stage_size, stage_thr, n_live)
-    _apply_features(w, tc, use_tc, feat, n, delta, step)
-    return _sum_features(w, feat, n)
+    feat = np.empty((1, n), dtype=np.int64)
+    _fill_features(feat, 0, b, ext, tlen, toff, stage_size, stage_thr, n_live)
+    _apply_features(w, tc, use_tc, feat, 0, n, delta, step)
+    return _sum_features(w, feat, 0, n)
 
 
 @njit(cache=True)
@@ -522,11 +542,11 @@ def td_toward(
     """:func:`evaluate` then :func:`td_update` towards ``target`` with the features found once:
     ``(V(b) before, V(b) after)``, the same numbers as the two calls (the learner's inner step)."""
     n = 8 * tlen.shape[0]
-    feat = np.empty(n, dtype=np.int64)
-    _fill_features(feat, b, ext, tlen, toff, stage_size, stage_thr, n_live)
-    v = _sum_features(w, feat, n)
-    _apply_features(w, tc, use_tc, feat, n, target - v, step)
-    return v, _sum_features(w, feat, n)
+    feat = np.empty((1, n), dtype=np.int64)
+    _fill_features(feat, 0, b, ext, tlen, toff, stage_size, stage_thr, n_live)
+    v = _sum_features(w, feat, 0, n)
+    _apply_features(w, tc, use_tc, feat, 0, n, target - v, step)
+    return v, _sum_features(w, feat, 0, n)
 
 
 # ------------------------------------------------------------------------------------------ training
@@ -541,7 +561,7 @@ def _promote(w: np.ndarray, stage_size: int, n_live: int) -> None:
         w[dst + i] = w[src + i]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _greedy(
     w: np.ndarray,
     b: np.uint64,
@@ -569,7 +589,7 @@ def _greedy(
     for d in range(4):
         nb = gb[d]
         if nb != b:
-            _fill_features(gfeat[d], downgrade(nb, dg), ext, tlen, toff, stage_size, stage_thr, n_live)
+            _fill_features(gfeat, d, downgrade(nb, dg), ext, tlen, toff, stage_size, stage_thr, n_live)
     best_v = NEG_INF
     best_d = -1
     best_b = b
@@ -579,7 +599,7 @@ def _greedy(
         if nb == b:
             continue
         r = gr[d]
-        v = r + _sum_features(w, gfeat[d], n_feat)
+        v = r + _sum_features(w, gfeat, d, n_feat)
         if v > best_v and v < INF:
             best_v = v
             best_d = d
@@ -601,6 +621,55 @@ U_COLS = 3
 #: a restart (0/1), the score at the start of this game (non-zero for a restart).
 I_SCORE, I_MOVES, I_ACTIVE, I_UNUSED, I_TRUNCATED, I_RESTART, I_START_SCORE = 0, 1, 2, 3, 4, 5, 6
 I_COLS = 7
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _learn_backward(
+    w: np.ndarray,
+    tc: np.ndarray,
+    use_tc: bool,
+    ext: np.ndarray,
+    tlen: np.ndarray,
+    toff: np.ndarray,
+    stage_size: int,
+    stage_thr: np.ndarray,
+    n_live: int,
+    buf_after: np.ndarray,
+    buf_reward: np.ndarray,
+    last: int,
+    target: float,
+    lam: float,
+    step: float,
+    feat: np.ndarray,
+    acc: np.ndarray,
+) -> None:
+    """:func:`train_steps`' learning from a finished game: the TD updates of afterstates
+    ``buf_after[last], ..., buf_after[0]`` in that order, the first towards ``target``, each next one
+    towards its reward + the freshly updated value of the one after it (the TD(lambda) return with
+    ``lam``). ``feat``: int64 [2, 8 * n_tuples] scratch; ``acc`` gathers [sum of |TD error|, updates].
+
+    Compiled without numba's reference counting (``_nrt=False``; it allocates nothing): the helpers it
+    inlines take arrays, and inside a loop numba counts references to each with atomic increments and
+    decrements, which also stop the processor from overlapping one update's memory loads with the next.
+    """
+    n_feat = 8 * tlen.shape[0]
+    cur = 0
+    if last >= 0:
+        _fill_features(feat, cur, buf_after[last], ext, tlen, toff, stage_size, stage_thr, n_live)
+    for k in range(last, -1, -1):
+        if k > 0:
+            # the next (earlier) afterstate's lines are on their way while this one learns
+            _fill_features(feat, 1 - cur, buf_after[k - 1], ext, tlen, toff, stage_size, stage_thr, n_live)
+            _prefetch_features(w, tc, use_tc, feat, 1 - cur, n_feat)
+        # evaluate, then td_update towards the target (td_toward, the features found once)
+        v = _sum_features(w, feat, cur, n_feat)
+        _apply_features(w, tc, use_tc, feat, cur, n_feat, target - v, step)
+        v_new = _sum_features(w, feat, cur, n_feat)
+        acc[0] += abs(target - v)
+        acc[1] += 1.0
+        # lambda-return of the previous afterstate: r + (1 - lam) V(s) + lam * (this target)
+        target = buf_reward[k] + (1.0 - lam) * v_new + lam * target
+        cur = 1 - cur
 
 
 @njit(cache=True, nogil=True)
@@ -652,8 +721,7 @@ def train_steps(
     """
     step = alpha / (8.0 * tlen.shape[0])  # the step is shared by all 8 * n_tuples features
     n_feat = 8 * tlen.shape[0]
-    feat = np.empty(n_feat, dtype=np.int64)
-    feat_next = np.empty(n_feat, dtype=np.int64)
+    feat = np.empty((2, n_feat), dtype=np.int64)  # rows: this afterstate's features, the next one's
     gfeat = np.empty((4, n_feat), dtype=np.int64)  # _greedy's scratch
     gb = np.empty(4, dtype=np.uint64)
     gr = np.empty(4, dtype=np.int64)
@@ -707,22 +775,10 @@ def train_steps(
                 w, buf_after[last], ext, tlen, toff, stage_size, stage_thr, n_live
             )
             last -= 1
-        if last >= 0:
-            _fill_features(feat, buf_after[last], ext, tlen, toff, stage_size, stage_thr, n_live)
-        for k in range(last, -1, -1):
-            if k > 0:
-                # the next (earlier) afterstate's lines are on their way while this one learns
-                _fill_features(feat_next, buf_after[k - 1], ext, tlen, toff, stage_size, stage_thr, n_live)
-                _prefetch_features(w, tc, use_tc, feat_next, n_feat)
-            # evaluate, then td_update towards the target (td_toward, the features found once)
-            v = _sum_features(w, feat, n_feat)
-            _apply_features(w, tc, use_tc, feat, n_feat, target - v, step)
-            v_new = _sum_features(w, feat, n_feat)
-            acc[0] += abs(target - v)
-            acc[1] += 1.0
-            # lambda-return of the previous afterstate: r + (1 - lam) V(s) + lam * (this target)
-            target = buf_reward[k] + (1.0 - lam) * v_new + lam * target
-            feat, feat_next = feat_next, feat
+        _learn_backward(
+            w, tc, use_tc, ext, tlen, toff, stage_size, stage_thr, n_live,
+            buf_after, buf_reward, last, target, lam, step, feat, acc,
+        )  # fmt: skip
         out_score[done] = game_i[I_SCORE]
         out_maxexp[done] = 16 if truncated else max_exponent(b)
         out_moves[done] = n
@@ -855,7 +911,7 @@ def _leaf_max(
     for d in range(4):
         if leaf_b[d] != s and not (top and overflows(s, d)):
             _fill_features(
-                leaf_feat[d], downgrade(leaf_b[d], dg), ext, tlen, toff, stage_size, stage_thr, n_live
+                leaf_feat, d, downgrade(leaf_b[d], dg), ext, tlen, toff, stage_size, stage_thr, n_live
             )
             for j in range(n_feat):
                 _prefetch(w, leaf_feat[d, j])
@@ -866,14 +922,14 @@ def _leaf_max(
             continue
         v = float(leaf_r[d])
         if not (top and overflows(s, d)):
-            v += _sum_features(w, leaf_feat[d], n_feat)
+            v += _sum_features(w, leaf_feat, d, n_feat)
         vals[d] = v
         if v > best:
             best = v
     return best
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def _leaf_chance(
     w: np.ndarray,
     a: np.uint64,
@@ -946,33 +1002,97 @@ def search_values(
         ``tt_*`` is a transposition table of chance-node values keyed by (afterstate, level), size a power
         of two; entries count only when stamped with this ``gen``, so bumping ``gen`` per root clears it.
 
+        The walk itself is :func:`_search_walk`, on scratch from :func:`search_scratch` (which
+        :func:`play_games` allocates once per call, not once per move).
+
         The tree is walked with an explicit stack (one frame per level) rather than by recursion: numba
         cannot load a cached recursive function.
     """
-    out = np.full(4, NEG_INF)
+    scratch = search_scratch(policy, tlen.shape[0])
+    _search_walk(
+        w, b, policy, p4, ext, tlen, toff, stage_size, stage_thr, n_live, dg,
+        tt_key, tt_level, tt_gen, tt_val, gen, *scratch,
+    )  # fmt: skip
+    return scratch[0]
+
+
+@njit(cache=True, inline="always")
+def search_scratch(
+    policy: np.ndarray, n_tuples: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What :func:`_search_walk` works in, for searches with depths from ``policy``: the 4 move values,
+    the walk's stack (uint64 [2, depth + 2], int64 [7, depth + 2], float64 [3, depth + 2]) and a leaf max
+    node's features, values, boards and rewards."""
     depth = 1
     for k in range(policy.shape[0]):
         depth = max(depth, policy[k])
+    size = depth + 2
+    n_feat = 8 * n_tuples
+    return (
+        np.full(4, NEG_INF),
+        np.zeros((2, size), dtype=np.uint64),
+        np.zeros((7, size), dtype=np.int64),
+        np.zeros((3, size)),
+        np.empty((4, n_feat), dtype=np.int64),
+        np.zeros(4),
+        np.zeros(4, dtype=np.uint64),
+        np.zeros(4, dtype=np.int64),
+    )
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _search_walk(
+    w: np.ndarray,
+    b: np.uint64,
+    policy: np.ndarray,
+    p4: float,
+    ext: np.ndarray,
+    tlen: np.ndarray,
+    toff: np.ndarray,
+    stage_size: int,
+    stage_thr: np.ndarray,
+    n_live: int,
+    dg: int,
+    tt_key: np.ndarray,
+    tt_level: np.ndarray,
+    tt_gen: np.ndarray,
+    tt_val: np.ndarray,
+    gen: int,
+    out: np.ndarray,
+    su: np.ndarray,
+    si: np.ndarray,
+    sf: np.ndarray,
+    leaf_feat: np.ndarray,
+    leaf_v: np.ndarray,
+    leaf_b: np.ndarray,
+    leaf_r: np.ndarray,
+) -> None:
+    """:func:`search_values` into ``out``, on the scratch of :func:`search_scratch` (reset here).
+
+    Compiled without numba's reference counting (``_nrt=False``; it allocates nothing): the search
+    passes arrays to inlined helpers on every node, and numba would count references to them with
+    atomic increments and decrements, which cost about a quarter of the search's time and keep the
+    processor from overlapping the memory loads of one node with the next.
+    """
     n_pol = policy.shape[0]
     mask = tt_key.shape[0] - 1
-    size = depth + 2
-    board = np.zeros(size, dtype=np.uint64)  # max node of each level
-    final = np.zeros(size, dtype=np.int64)
-    dnext = np.zeros(size, dtype=np.int64)  # next move to try there
-    best = np.full(size, NEG_INF)
-    after = np.zeros(size, dtype=np.uint64)  # chance node below the move being searched at each level
-    rew = np.zeros(size)
-    slot = np.zeros(size, dtype=np.int64)
-    cell = np.zeros(size, dtype=np.int64)
-    tile = np.zeros(size, dtype=np.int64)
-    acc = np.zeros(size)
-    n_empty = np.zeros(size, dtype=np.int64)
-    child_final = np.zeros(size, dtype=np.int64)
-    n_feat = 8 * tlen.shape[0]
-    leaf_feat = np.empty((4, n_feat), dtype=np.int64)  # a leaf max node's afterstates' features
-    leaf_v = np.zeros(4)  # a leaf max node's move values (_leaf_max)
-    leaf_b = np.zeros(4, dtype=np.uint64)
-    leaf_r = np.zeros(4, dtype=np.int64)
+    board = su[0]  # max node of each level
+    after = su[1]  # chance node below the move being searched at each level
+    final = si[0]
+    dnext = si[1]  # next move to try there
+    slot = si[2]
+    cell = si[3]
+    tile = si[4]
+    n_empty = si[5]
+    child_final = si[6]
+    best = sf[0]
+    rew = sf[1]
+    acc = sf[2]
+    su[:] = 0
+    si[:] = 0
+    sf[:] = 0.0
+    best[:] = NEG_INF
+    out[:] = NEG_INF
 
     k = 1
     board[1] = b
@@ -989,7 +1109,8 @@ def search_values(
                     leaf_feat, leaf_b, leaf_r, leaf_v,
                 )  # fmt: skip
                 if k == 1:
-                    out[:] = leaf_v
+                    for d in range(4):  # not out[:] = leaf_v: that may copy, and nothing allocates here
+                        out[d] = leaf_v[d]
                 if bv > best[k]:
                     best[k] = bv
                 dnext[k] = 4
@@ -1004,7 +1125,11 @@ def search_values(
                     v = float(r)
                 else:  # k < final[k] here: a leaf max node's moves were all valued above
                     sl = _tt_slot(nb, k, mask)
-                    if tt_gen[sl] == gen and tt_key[sl] == nb and tt_level[sl] == k:
+                    # A root afterstate (level 1) is never met again: another root move makes another
+                    # board, and a later search's roots have a larger tile sum (every move keeps it,
+                    # every spawn raises it). So level 1 neither reads nor fills the table: at 2-ply
+                    # that is every probe, each a likely cache miss, for nothing.
+                    if k > 1 and tt_gen[sl] == gen and tt_key[sl] == nb and tt_level[sl] == k:
                         v = r + tt_val[sl]
                     else:
                         n_empty[k] = np.int64(count_empty(nb))
@@ -1014,10 +1139,11 @@ def search_values(
                                 w, nb, p4, ext, tlen, toff, stage_size, stage_thr, n_live, dg,
                                 leaf_feat, leaf_b, leaf_r, leaf_v,
                             )  # fmt: skip
-                            tt_key[sl] = nb
-                            tt_level[sl] = k
-                            tt_gen[sl] = gen
-                            tt_val[sl] = ev
+                            if k > 1:
+                                tt_key[sl] = nb
+                                tt_level[sl] = k
+                                tt_gen[sl] = gen
+                                tt_val[sl] = ev
                             v = r + ev
                             if k == 1:
                                 out[d] = v
@@ -1041,7 +1167,7 @@ def search_values(
                 continue
             ret = best[k] if best[k] > NEG_INF else 0.0
             if k == 1:
-                return out
+                return
             k -= 1
             phase = 1
             continue
@@ -1069,11 +1195,12 @@ def search_values(
             phase = 0
             continue
         ev = acc[k] / n_empty[k] if n_empty[k] > 0 else 0.0
-        sl = slot[k]
-        tt_key[sl] = after[k]
-        tt_level[sl] = k
-        tt_gen[sl] = gen
-        tt_val[sl] = ev
+        if k > 1:
+            sl = slot[k]
+            tt_key[sl] = after[k]
+            tt_level[sl] = k
+            tt_gen[sl] = gen
+            tt_val[sl] = ev
         v = rew[k] + ev
         d = dnext[k] - 1
         if k == 1:
@@ -1120,6 +1247,7 @@ def play_games(
     for k in range(policy.shape[0]):
         if policy[k] > 1:
             all_greedy = False
+    scratch = search_scratch(policy, tlen.shape[0])  # once per call: a search allocates nothing
     # One stamp for the whole call, not one per move: a chance node's value depends only on its
     # afterstate and its level (the depth limits below it come from the policy and the boards, the
     # root always has level 1), and the weights do not change during the call, so what one move's
@@ -1135,25 +1263,11 @@ def play_games(
             if all_greedy:
                 d, after, r = _greedy(w, b, ext, tlen, toff, stage_size, stage_thr, n_live, dg, gfeat, gb, gr)
             else:
-                vals = search_values(
-                    w,
-                    b,
-                    policy,
-                    p4,
-                    ext,
-                    tlen,
-                    toff,
-                    stage_size,
-                    stage_thr,
-                    n_live,
-                    dg,
-                    tt_key,
-                    tt_level,
-                    tt_gen,
-                    tt_val,
-                    gen,
-                )
-                d = best_move(vals, step_bits(b) & 15)
+                _search_walk(
+                    w, b, policy, p4, ext, tlen, toff, stage_size, stage_thr, n_live, dg,
+                    tt_key, tt_level, tt_gen, tt_val, gen, *scratch,
+                )  # fmt: skip
+                d = best_move(scratch[0], step_bits(b) & 15)
                 after = b
                 r = 0
                 if d >= 0:

@@ -597,6 +597,58 @@ def test_play_fast_on_threads_plays_the_same_games(depth):
         agent.play_fast(1, threads=0)
 
 
+def test_play_fast_at_3_ply_is_the_game_played_through_act():
+    # play_fast reuses one search scratch and one table stamp for every move of the call; act
+    # searches each move afresh: the same games move for move
+    agent = trained_tiny(games=100, search_depth=3)
+    res = agent.play_fast(1, seed=41)
+    g = Game(seed=41)
+    while not g.game_over:
+        g.step(agent.act(g))
+    assert (g.score, g.moves, g.max_tile) == (res["score"][0], res["moves"][0], res["max_tile"][0])
+    assert g.moves > 50
+
+
+@pytest.mark.parametrize(("depth", "levels"), [(2, set()), (3, {2}), (4, {2, 3})])
+def test_search_table_holds_no_root_afterstates(depth, levels):
+    # A root afterstate never comes back (other root moves make other boards, later roots have a
+    # larger tile sum), so the search neither probes nor fills the table at level 1: a 2-ply search
+    # leaves it untouched, deeper ones store only their inner chance nodes.
+    agent = trained_tiny(games=50)
+    board = np.array([[2, 4, 8, 16], [0, 2, 4, 8], [0, 0, 2, 4], [0, 0, 0, 2]])
+    tt = [
+        np.zeros(1 << 12, np.uint64),
+        np.zeros(1 << 12, np.int64),
+        np.zeros(1 << 12, np.int64),
+        np.zeros(1 << 12),
+    ]
+    out = K.search_values(
+        agent.weights, np.uint64(pack(board)), np.array([depth]), 0.1, *agent._net(), 0, *tt, 7
+    )
+    stamped = tt[2] == 7
+    assert set(tt[1][stamped].tolist()) == levels
+    if depth == 3:
+        # one entry per distinct afterstate of a level-2 max node: every spawn after every root move
+        afters = set()
+        for d in DIRECTIONS:
+            a, _ = slide(board, d)
+            if np.array_equal(a, board):
+                continue
+            for r, c in zip(*np.nonzero(a == 0), strict=True):
+                for tile in (2, 4):
+                    child = a.copy()
+                    child[r, c] = tile
+                    for d2 in DIRECTIONS:
+                        a2, _ = slide(child, d2)
+                        if not np.array_equal(a2, child):
+                            afters.add(pack(a2))
+        assert int(stamped.sum()) <= len(afters)
+        assert int(stamped.sum()) >= len(afters) - 40  # a few slots collide in 4,096
+    if depth <= 3:  # the enumeration of 4-ply takes long
+        for d, v in ref_search(agent, board, depth, 0.1).items():
+            assert out[d] == pytest.approx(v, rel=1e-5, abs=1e-3)
+
+
 def test_tiles_past_32768_never_crash():
     agent = trained_tiny(games=50)
     # a 65536 on the board: the general engine moves, features read it as 32768
