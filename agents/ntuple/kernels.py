@@ -23,6 +23,15 @@ never applied here: training ends the game there as a truncation (the last after
 towards 0 because the game did not end), evaluation records it as a game that reached 65536, and the
 search values such a move at its reward alone. Only the agent's Python side plays on past 32768 (it
 falls back to the general engine and caps exponents at 15 when reading features).
+
+Reference counting: the hot kernels that allocate nothing (:func:`_greedy`, :func:`_learn_backward`,
+:func:`_leaf_chance`, :func:`_search_walk`) are compiled with ``_nrt=False``. Elsewhere numba counts
+references to every array an inlined helper receives, with an atomic increment on the way in and a
+decrement on the way out; in a loop its pruning pass cannot remove them. Atomic operations are full
+memory barriers, so besides their own cost they keep the processor from overlapping one board's
+weight loads with the next: a profile of 2-ply play had a quarter of its samples in them. The callers
+allocate the scratch (:func:`search_scratch`, ``gfeat``) and pass it in; an allocation added to one
+of these kernels fails to compile ("NRT required but not enabled").
 """
 
 from __future__ import annotations
@@ -345,9 +354,7 @@ def _has15(b: np.uint64) -> bool:
 @njit(cache=True, inline="always")
 def stage_of(b: np.uint64, stage_thr: np.ndarray, n_live: int) -> int:
     """The weight stage of ``b``: how many of ``stage_thr``'s max-tile exponents it has reached, capped
-    at ``n_live - 1``. Inlined: it runs for every board valued, and a call to a compiled function that
-    takes an array makes numba count references to every array the inlined caller holds (atomic
-    increments and decrements around the call, about a quarter of the search's time)."""
+    at ``n_live - 1``. Inlined: it runs for every board valued, and with no stages it is one test."""
     if stage_thr.shape[0] == 0:
         return 0
     m = max_exponent(b)
@@ -375,9 +382,8 @@ def _fill_features(
     all known before the first weight is loaded, so the loads do not wait on each other.
 
     ``feat`` is 2-D and addressed by ``row`` here and in the other ``*_features`` helpers, never
-    sliced: a row view (``feat[row]``) is a new array that numba reference-counts with atomic
-    increments and decrements, and in the search, which makes hundreds of them per move, those took
-    about a third of the time."""
+    sliced: a row view (``feat[row]``) is a new array, which numba reference-counts (atomic increments
+    and decrements) wherever the caller is compiled with reference counting."""
     base = stage_of(b, stage_thr, n_live) * stage_size
     bs = symmetries(b)
     for t in range(tlen.shape[0]):
