@@ -654,9 +654,7 @@ def _learn_backward(
     towards its reward + the freshly updated value of the one after it (the TD(lambda) return with
     ``lam``). ``feat``: int64 [2, 8 * n_tuples] scratch; ``acc`` gathers [sum of |TD error|, updates].
 
-    Compiled without numba's reference counting (``_nrt=False``; it allocates nothing): the helpers it
-    inlines take arrays, and inside a loop numba counts references to each with atomic increments and
-    decrements, which also stop the processor from overlapping one update's memory loads with the next.
+    Compiled without reference counting (``_nrt=False``: see the module's note), so it allocates nothing.
     """
     n_feat = 8 * tlen.shape[0]
     cur = 0
@@ -1075,10 +1073,7 @@ def _search_walk(
 ) -> None:
     """:func:`search_values` into ``out``, on the scratch of :func:`search_scratch` (reset here).
 
-    Compiled without numba's reference counting (``_nrt=False``; it allocates nothing): the search
-    passes arrays to inlined helpers on every node, and numba would count references to them with
-    atomic increments and decrements, which cost about a quarter of the search's time and keep the
-    processor from overlapping the memory loads of one node with the next.
+    Compiled without reference counting (``_nrt=False``: see the module's note), so it allocates nothing.
     """
     n_pol = policy.shape[0]
     mask = tt_key.shape[0] - 1
