@@ -88,6 +88,10 @@ def _drop_stale_cache() -> None:
 
 _drop_stale_cache()
 
+#: njit's option for the kernels compiled without reference counting (the module's note); spread as
+#: ``**_NO_NRT`` because numba's type stubs do not list it
+_NO_NRT: dict[str, Any] = {"_nrt": False}
+
 _NIBBLE = np.uint64(15)
 NEG_INF = -1e300
 #: Move choice (1-ply, the search's root) takes the best *finite* value: NaN and infinities (a
@@ -567,7 +571,7 @@ def _promote(w: np.ndarray, stage_size: int, n_live: int) -> None:
         w[dst + i] = w[src + i]
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, **_NO_NRT)
 def _greedy(
     w: np.ndarray,
     b: np.uint64,
@@ -629,7 +633,7 @@ I_SCORE, I_MOVES, I_ACTIVE, I_UNUSED, I_TRUNCATED, I_RESTART, I_START_SCORE = 0,
 I_COLS = 7
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, **_NO_NRT)
 def _learn_backward(
     w: np.ndarray,
     tc: np.ndarray,
@@ -933,7 +937,7 @@ def _leaf_max(
     return best
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, **_NO_NRT)
 def _leaf_chance(
     w: np.ndarray,
     a: np.uint64,
@@ -1044,7 +1048,7 @@ def search_scratch(
     )
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, **_NO_NRT)
 def _search_walk(
     w: np.ndarray,
     b: np.uint64,
