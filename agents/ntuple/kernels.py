@@ -1030,21 +1030,21 @@ def search_scratch(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """What :func:`_search_walk` works in, for searches with depths from ``policy``: the 4 move values,
     the walk's stack (uint64 [2, depth + 2], int64 [7, depth + 2], float64 [3, depth + 2]) and a leaf max
-    node's features, values, boards and rewards."""
+    node's features, values, boards and rewards. Uninitialised: the walk resets what it reads first."""
     depth = 1
     for k in range(policy.shape[0]):
         depth = max(depth, policy[k])
     size = depth + 2
     n_feat = 8 * n_tuples
     return (
-        np.full(4, NEG_INF),
-        np.zeros((2, size), dtype=np.uint64),
-        np.zeros((7, size), dtype=np.int64),
-        np.zeros((3, size)),
+        np.empty(4),
+        np.empty((2, size), dtype=np.uint64),
+        np.empty((7, size), dtype=np.int64),
+        np.empty((3, size)),
         np.empty((4, n_feat), dtype=np.int64),
-        np.zeros(4),
-        np.zeros(4, dtype=np.uint64),
-        np.zeros(4, dtype=np.int64),
+        np.empty(4),
+        np.empty(4, dtype=np.uint64),
+        np.empty(4, dtype=np.int64),
     )
 
 
