@@ -311,7 +311,8 @@ class NTupleAgent(Agent):
         ),
         MEAN_SCORE,
         *(
-            MetricInfo(f"rate_{1 << e}", f"Reached {1 << e}", group="Tile rates", kind="evaluation")
+            # of the recent training games, as the mean score: a statistic of play, not an evaluation
+            MetricInfo(f"rate_{1 << e}", f"Reached {1 << e}", group="Tile rates", kind="score")
             for e in RATE_TILES
         ),
         LR,

@@ -54,7 +54,7 @@ from agents.ray_util import RAY_MISSING
 from studio.services.runs import have_ray
 from studio.tabs.common import button, panes, spin, table, titled_row, wait_worker
 from studio.text import duration, plural
-from studio.widgets.curves import RUN_COLOURS
+from studio.widgets.curves import RUN_COLOURS, GridAxis, show_grid
 from studio.worker import CallWorker
 
 if TYPE_CHECKING:
@@ -403,12 +403,12 @@ class ArenaTab(QWidget):
         ml.addWidget(QLabel("<b>Max tile reached at least</b> (games)"))
         ml.addWidget(self.tileTable)
         bottom.addWidget(mid)
-        self.barChart = pg.PlotWidget()
+        self.barChart = pg.PlotWidget(axisItems={"left": GridAxis("left"), "bottom": GridAxis("bottom")})
         self.barChart.setObjectName("barChart")
         self.barChart.setBackground("w")
         self.barChart.setTitle("Max tile reached at least (% of games)", size="9pt")
         self.barChart.setLabel("left", "% of games")
-        self.barChart.showGrid(y=True, alpha=0.2)
+        show_grid(self.barChart, x=False, y=True, alpha=0.2)
         self.barChart.setMouseEnabled(x=False, y=False)
         self.barChart.setLabel("bottom", "max tile reached at least")
         # One line of names across the top, above the 100 % line (bars reach it on the left).

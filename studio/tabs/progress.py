@@ -41,7 +41,7 @@ from engine.store import GameStore
 from studio.services.progress import MINE, PHASES, Progress, progress, rolling_mean
 from studio.services.review import Reviewer, resolve_reviewer
 from studio.tabs.common import ReviewingTab, button, fill_reviewer_combo
-from studio.widgets.curves import SIAxis, TileAxis
+from studio.widgets.curves import GridAxis, SIAxis, TileAxis, show_grid
 from studio.widgets.review_graph import GRADE_COLOURS
 
 #: The source filter: (label, progress source). "your games" is the default; arena, evaluation and
@@ -184,15 +184,14 @@ class ProgressTab(ReviewingTab):
         return grid
 
     def _plot(self, title: str, unit: str, left: pg.AxisItem | None = None) -> pg.PlotWidget:
-        axes = {"left": left} if left is not None else {}
-        w = pg.PlotWidget(axisItems=axes)
+        w = pg.PlotWidget(axisItems={"left": left or GridAxis("left"), "bottom": GridAxis("bottom")})
         w.setObjectName(f"progressPlot{title.split()[0].title()}")
         w.setBackground("w")
         w.setMinimumHeight(160)
         w.setTitle(title, color="#444", size="11pt")
         w.setLabel("left", unit)
         w.setLabel("bottom", f"game, oldest → newest  (red: mean of the last {ROLLING})")
-        w.showGrid(x=True, y=True, alpha=0.15)
+        show_grid(w, x=True, y=True, alpha=0.15)
         w.setMenuEnabled(False)
         w.hideButtons()
         w.setMouseEnabled(x=False, y=False)

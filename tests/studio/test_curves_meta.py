@@ -6,8 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pyqtgraph as pg
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QEvent, QObject, QSettings, Qt
+from PySide6.QtGui import QImage, QPainter
 
 from agents.base import MetricEvent
 from studio.tabs.train import TrainTab
@@ -186,6 +188,88 @@ def test_a_live_series_that_starts_moving_gets_its_panel_back(panel) -> None:
     panel.add_events([MetricEvent("update", 0, 3, 0.3, {"epsilon": 0.9})])
     panel.redraw()
     assert "Exploration ε" in panel.panel_titles() and panel.constants == []
+
+
+def test_a_run_s_first_value_folds_only_an_evaluation(panel) -> None:
+    """A series that comes with every event is not called constant on its first value (folded, then
+    back at its second, the grid was laid out twice in a run's first second); an evaluation is."""
+    panel.set_agent("ntuple")
+    placed: list[list[bool]] = []
+    place = panel.gridScroll.place
+    panel.gridScroll.place = lambda boxes: (placed.append([on for _b, on in boxes]), place(boxes))[1]
+    first = {"td_error": 400.0, "lr": 1.0, "rate_2048": 0.0, "eval_score": 9000.0}
+    panel.add_events([MetricEvent("update", 0, 0, 0.0, first)])
+    panel.redraw()
+    titles = panel.panel_titles()
+    assert "TD error" in titles and "Learning rate" in titles and "Tile rates" in titles
+    assert "Greedy evaluation" not in titles
+    assert panel.constants == ["Greedy evaluation: mean score = 9k (the first value)"]
+    second = {"td_error": 300.0, "lr": 1.0, "rate_2048": 0.0}
+    panel.add_events([MetricEvent("update", 0, 1000, 1.0, second)])
+    panel.redraw()
+    titles = panel.panel_titles()
+    assert "TD error" in titles and "Learning rate" not in titles
+    assert "Tile rates" in titles  # a rate of the recent games is a score: at 0 it is still drawn
+    assert panel.constants == [
+        "Greedy evaluation: mean score = 9k (the first value)",
+        "Learning rate = 1 (constant)",
+    ]
+    # The grid changed twice: the evaluation at the first event, the learning rate at the second.
+    assert len({tuple(p) for p in placed}) == 3
+
+
+def test_grid_lines_are_opaque_and_lie_under_the_curves(panel) -> None:
+    """Translucent lines cost Qt's raster engine a blend per pixel (a plot's repaint 8 ms instead of 1):
+    the grid is drawn in the colours it showed, blended over the white background once, under the data."""
+    panel.set_runs([(3, _run("ntuple", 3, td_error=np.linspace(50, 10, 20)))])
+    plot = panel._panels["scorePlot"].plot
+    axis = plot.getAxis("left")
+    image = QImage(10, 10, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        _line, ticks, _texts = axis.generateDrawSpecs(painter)
+        _line, translucent, _texts = pg.AxisItem.generateDrawSpecs(axis, painter)
+    finally:
+        painter.end()
+    view_width = plot.getPlotItem().getViewBox().width()
+    grid = [
+        (pen, t)
+        for (pen, a, b), (t, _a, _b) in zip(ticks, translucent)
+        if abs(a.x() - b.x()) > view_width / 2
+    ]
+    assert grid and all(pen.color().alpha() == 255 for pen, _t in grid)
+    for pen, t in grid:
+        a = t.color().alphaF()
+        assert a < 1.0  # pyqtgraph's own grid line is translucent ...
+        for got, fg in ((pen.color().red(), t.color().red()), (pen.color().blue(), t.color().blue())):
+            assert abs(got - (fg * a + 255 * (1 - a))) <= 1  # ... and ours is that colour over white
+    assert axis.zValue() < plot.getPlotItem().getViewBox().zValue()
+
+
+def test_an_update_paints_its_plot_once(panel, qtbot) -> None:
+    """pyqtgraph settles an auto range in its prepare-for-paint, and the range it changes there asks for
+    a second paint: the panel settles it before, so one new point is one paint."""
+    panel.set_agent("ntuple")
+    panel.add_events([MetricEvent("episode", i, 100 * i, 0.1 * i, {"score": 1000.0 * i}) for i in range(5)])
+    panel.redraw()
+    qtbot.wait(50)
+    viewport = panel._panels["scorePlot"].plot.viewport()
+    paints = []
+
+    class Count(QObject):
+        def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+            if event.type() == QEvent.Type.Paint:
+                paints.append(event.type())
+            return False
+
+    counter = Count()
+    viewport.installEventFilter(counter)
+    for i in range(5, 10):
+        panel.add_events([MetricEvent("episode", i, 100 * i, 0.1 * i, {"score": 1000.0 * i})])
+        panel.redraw()
+        qtbot.wait(30)
+    viewport.removeEventFilter(counter)
+    assert len(paints) == 5
 
 
 # ------------------------------------------------------------------ toolbar

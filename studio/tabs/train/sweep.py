@@ -78,6 +78,7 @@ from studio.services.sweep import (
 )
 from studio.tabs.common import NOTE_STYLE, button, error_label, label, spin, titled_row
 from studio.tabs.train.launch import budget_words
+from studio.widgets.curves import GridAxis, show_grid
 from studio.worker import CallWorker, _Loop, _Worker
 
 __all__ = [
@@ -639,10 +640,10 @@ class SweepPanel(QWidget):
         self.knobCombo.currentIndexChanged.connect(self.draw_scatter)
         xrow.addWidget(self.knobCombo)
         rl.addLayout(xrow)
-        self.plot = pg.PlotWidget()
+        self.plot = pg.PlotWidget(axisItems={"left": GridAxis("left"), "bottom": GridAxis("bottom")})
         self.plot.setObjectName("sweepScatter")
         self.plot.setMinimumSize(200, 120)
-        self.plot.showGrid(x=True, y=True, alpha=0.15)
+        show_grid(self.plot, x=True, y=True, alpha=0.15)
         self.plot.getPlotItem().hideButtons()
         self.plot.getPlotItem().getViewBox().setDefaultPadding(0.06)  # edge dots whole
         self.scatter = pg.ScatterPlotItem(

@@ -22,7 +22,7 @@ The modules, by concept (the first five import no Qt, checked by ``tests/studio/
 - :mod:`.toolbar`: the controls over the panels and the scrolling grid; :mod:`.panel`: :class:`CurvesPanel`.
 """
 
-from studio.widgets.curves.axes import SIAxis, TileAxis, XExtent
+from studio.widgets.curves.axes import GridAxis, SIAxis, TileAxis, XExtent, show_grid
 from studio.widgets.curves.decimate import PeakDecimator, peak_decimate, points_to_draw
 from studio.widgets.curves.legend import (
     CONSTANT_LINES,
@@ -64,6 +64,7 @@ __all__ = [
     "X_AXES",
     "X_TITLES",
     "CurvesPanel",
+    "GridAxis",
     "GrowingArray",
     "MetricSeries",
     "PeakDecimator",
@@ -79,6 +80,7 @@ __all__ = [
     "peak_decimate",
     "points_to_draw",
     "run_colour",
+    "show_grid",
     "tile_label",
     "time_tick_spacing",
 ]

@@ -9,12 +9,59 @@ from typing import Any
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF
-from PySide6.QtGui import QFontMetrics
+from PySide6.QtGui import QColor, QFontMetrics, QPen
 
 from studio.widgets.curves.ticks import format_duration_tick, format_si, tile_label, time_tick_spacing
 
+#: The plots' background when a view says none (``pg.setConfigOptions(background="w")``).
+_WHITE = QColor("white")
 
-class SIAxis(pg.AxisItem):
+
+def _opaque(pen: QPen, background: QColor) -> QPen:
+    """``pen`` with its translucent colour blended over ``background`` once, here, and made opaque."""
+    colour = pen.color()
+    a = colour.alphaF()
+    if a >= 1.0:
+        return pen
+    out = QPen(pen)
+    out.setColor(
+        QColor.fromRgbF(
+            colour.redF() * a + background.redF() * (1.0 - a),
+            colour.greenF() * a + background.greenF() * (1.0 - a),
+            colour.blueF() * a + background.blueF() * (1.0 - a),
+        )
+    )
+    return out
+
+
+class GridAxis(pg.AxisItem):
+    """An axis whose grid lines (and minor ticks) are drawn in opaque colours: the translucent ones
+    pyqtgraph draws cost Qt's raster engine a blend per pixel, 0.18 ms a line across a 660-pixel plot,
+    and a plot's 20-odd grid lines made its every repaint 8 ms instead of 1 (``show_grid`` puts the
+    grid under the curves, where a translucent one would have shown them through)."""
+
+    def generateDrawSpecs(self, p: Any) -> Any:
+        specs = super().generateDrawSpecs(p)
+        if specs is None:
+            return None
+        axis_spec, tick_specs, text_specs = specs
+        views = self.scene().views() if self.scene() is not None else []
+        background = views[0].backgroundBrush().color() if views else _WHITE
+        if background.alpha() == 0:
+            background = _WHITE
+        return axis_spec, [(_opaque(pen, background), a, b) for pen, a, b in tick_specs], text_specs
+
+
+def show_grid(plot: pg.PlotWidget, x: bool, y: bool, alpha: float) -> None:
+    """A plot's grid, as ``showGrid``, under its data: needed with a :class:`GridAxis`, whose opaque
+    lines would otherwise cross the curves (pyqtgraph puts axes above the view)."""
+    plot.showGrid(x=x, y=y, alpha=alpha)
+    below = plot.getPlotItem().getViewBox().zValue() - 1.0  # the view is at -100
+    for name in ("left", "bottom"):
+        plot.getAxis(name).setZValue(below)
+
+
+class SIAxis(GridAxis):
     """An axis whose ticks read 10M, 300k, 2.5k (or 45s, 3m, 2h on a wall-time axis), in log mode too."""
 
     def __init__(self, orientation: str, time_axis: bool = False, **kwargs: Any) -> None:
@@ -89,7 +136,7 @@ class SIAxis(pg.AxisItem):
         return [t if i in kept else "" for i, t in enumerate(texts)]
 
 
-class TileAxis(pg.AxisItem):
+class TileAxis(GridAxis):
     """y axis of log2(tile) values labelled with the tiles themselves (..., 1024, 2048, 4096, 8k, 16k)."""
 
     def tickValues(self, minVal: float, maxVal: float, size: float) -> list:

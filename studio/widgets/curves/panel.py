@@ -446,7 +446,16 @@ class CurvesPanel(QWidget):
         mine = [c for c in self._curves if c.panel == p.name and c.name]
         with_data = [(c, c.run.metrics[c.metric]) for c in mine if c.run.count(c.metric)]
         collapsible = p.kind not in ("score", "speed")
-        all_const = bool(with_data) and collapsible and all(s.constant for _c, s in with_data)
+        evaluations = {m.name for m in p.infos if m.kind == "evaluation"}
+        # One value of a metric that comes with every event says nothing yet: folded into text at
+        # its first value and back to a plot at its second, a moving series (the TD error) re-laid
+        # the grid twice in a run's first second, and every plot was painted anew each time. A
+        # single evaluation (ten minutes apart) is a value to read, so it folds at once.
+        all_const = (
+            bool(with_data)
+            and collapsible
+            and all(s.constant and (len(s) > 1 or c.metric in evaluations) for c, s in with_data)
+        )
         # A panel of the agent's own metrics stays up before its data comes (DQN's losses start after
         # its first thousand moves): showing it then would re-lay the grid and paint new plots in one
         # frame, the window's longest stall. A standard panel no run fills (imitation plays no
@@ -519,6 +528,10 @@ class CurvesPanel(QWidget):
             self._x_extent = extent
             self._dirty.update(n for n in self._panels if n != name)  # the others line up next ticks
         panel.span(extent)
+        # The new range, settled here rather than in pyqtgraph's prepare-for-paint: changed there,
+        # it asks for a second paint of the plot, and every update was painted twice.
+        vb.updateAutoRange()
+        vb.updateMatrix()
 
     @staticmethod
     def _update_curve(c: _Curve, xr: tuple[float, float] | None, log_x: bool) -> bool:

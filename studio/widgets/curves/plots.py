@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from agents.metrics import MetricInfo
-from studio.widgets.curves.axes import SIAxis, TileAxis, XExtent
+from studio.widgets.curves.axes import SIAxis, TileAxis, XExtent, show_grid
 from studio.widgets.curves.decimate import PeakDecimator
 from studio.widgets.curves.series import RunSeries
 from studio.widgets.curves.xaxis import plot_x_range
@@ -92,7 +92,7 @@ def make_panel(
     bottom = SIAxis("bottom", time_axis=x_axis == "elapsed")
     w = pg.PlotWidget(axisItems={"left": left, "bottom": bottom})
     w.setObjectName(name)
-    w.showGrid(x=False, y=True, alpha=0.15)
+    show_grid(w, x=False, y=True, alpha=0.15)
     w.setMinimumSize(160, 100)
     unit = next((m.unit for m in infos if m.unit), "")
     if unit:
