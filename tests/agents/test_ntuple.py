@@ -649,6 +649,39 @@ def test_search_table_holds_no_root_afterstates(depth, levels):
             assert out[d] == pytest.approx(v, rel=1e-5, abs=1e-3)
 
 
+@pytest.mark.parametrize("dg", [0, 3])  # 3: leaves with a 16 are read downgraded
+def test_leaf_cache_holds_exact_values_and_is_read(dg):
+    # The search keeps V(leaf afterstate) in a small cache of its scratch (most leaves of a deep
+    # search repeat: tiles spawned on different cells of a line slide to the same place). Every value
+    # there is the evaluation itself, bit for bit; a second search on the same scratch reads them.
+    agent = trained_tiny(games=50)
+    board = np.array([[2, 4, 8, 16], [0, 2, 4, 8], [0, 0, 2, 4], [0, 0, 0, 2]])
+    b = np.uint64(pack(board))
+    policy = np.array([3])
+    tt = agent._table()
+    scratch = K.search_scratch(policy, len(agent.layout.tuples))
+    out, lc_key, lc_val = scratch[0], scratch[-2], scratch[-1]
+    K._search_walk(agent.weights, b, policy, 0.1, *agent._net(), dg, *tt, 1, *scratch)
+    first = out.copy()
+    filled = np.nonzero(lc_key)[0]
+    # a 3-ply search of this board values 1,000-odd distinct leaves, many of them twice or more
+    assert 500 < filled.size < lc_key.size
+    for slot in filled[:: max(1, filled.size // 200)]:
+        leaf = np.uint64(lc_key[slot])
+        assert lc_val[slot] == K.evaluate(agent.weights, K.downgrade(leaf, dg), *agent._net())
+    np.testing.assert_array_equal(
+        first, K.search_values(agent.weights, b, policy, 0.1, *agent._net(), dg, *tt, 2)
+    )
+    # Poisoned (+1000 on every cached leaf): a search that reads the cache values every move higher,
+    # by at most 1000 (means and maxima move no more than their inputs) and by much more than half of
+    # it (most leaves hit; the few that lost their slot to a collision are evaluated again).
+    lc_val[filled] += 1000.0
+    K._search_walk(agent.weights, b, policy, 0.1, *agent._net(), dg, *tt, 3, *scratch)
+    legal = first > -1e300
+    assert legal.sum() == 2
+    assert np.all(out[legal] > first[legal] + 500.0) and np.all(out[legal] <= first[legal] + 1000.0 + 1e-6)
+
+
 def test_tiles_past_32768_never_crash():
     agent = trained_tiny(games=50)
     # a 65536 on the board: the general engine moves, features read it as 32768
