@@ -575,6 +575,18 @@ class NTupleAgent(Agent):
         }
 
     # ------------------------------------------------------------------ state
+    def search_positions(self, boards: np.ndarray) -> np.ndarray:
+        """The afterstate this agent's search chooses from each packed board (uint64, the board itself
+        where no move is legal), searched one after another as a game's moves are: for timing the
+        search on boards given from outside (``bench ntuple -o vs_cpp``)."""
+        boards = np.ascontiguousarray(boards, dtype=np.uint64)
+        out = np.empty_like(boards)
+        self._tt_gen = K.search_positions(
+            self.weights, boards, self.config.policy(), float(self.rules.p4), *self._net(),
+            self.config.downgrade_exponent(), *self._table(), self._tt_gen, out,
+        )  # fmt: skip
+        return out
+
     def get_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """The weights (float32) and the layout; with ``save_tc``, the temporal-coherence sums too.
 

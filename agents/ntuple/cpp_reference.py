@@ -64,7 +64,29 @@ PATCHES: dict[str, list[tuple[str, str]]] = {
         ),
         (
             "namespace agent {\n",
-            "#include <atomic>\n#include <ctime>\ninline std::atomic<unsigned long long> g_play_moves{0};\n\nnamespace agent {\n",
+            "#include <atomic>\n#include <ctime>\n#include <fstream>\n#include <vector>\n"
+            "inline std::atomic<unsigned long long> g_play_moves{0};\n\nnamespace agent {\n",
+        ),
+        (
+            # TDL_POSITIONS: search these boards (uint64, its packing) once each with one searcher, as a
+            # game's moves are searched; write the chosen afterstates to TDL_POSITIONS_OUT
+            "\n  if (gui) {\n",
+            '\n  if (getenv("TDL_POSITIONS")) {\n'
+            '    std::ifstream fin(getenv("TDL_POSITIONS"), std::ios::binary);\n'
+            "    std::vector<board::t> pos;\n"
+            "    board::t x;\n"
+            "    while (fin.read((char *)&x, sizeof x)) pos.push_back(x);\n"
+            "    std::vector<board::t> chosen(pos.size());\n"
+            "    search<STRUCTURE> model(depth);\n"
+            "    const double t0 = double(std::clock()) / CLOCKS_PER_SEC;\n"
+            "    for (size_t i = 0; i < pos.size(); i++) chosen[i] = model.suggest_move(pos[i]).board;\n"
+            "    const double t1 = double(std::clock()) / CLOCKS_PER_SEC;\n"
+            '    std::ofstream fout(getenv("TDL_POSITIONS_OUT"), std::ios::binary);\n'
+            "    fout.write((const char *)chosen.data(), sizeof(board::t) * chosen.size());\n"
+            '    std::cout << "positions searched: " << pos.size() << "\\n";\n'
+            '    std::cout << "search cpu seconds: " << std::setprecision(6) << t1 - t0 << "\\n";\n'
+            "    return 0;\n"
+            "  }\n\n  if (gui) {\n",
         ),
         (
             "        result.add(b, score, move_cnt);\n",
@@ -182,6 +204,37 @@ def parse_eval(text: str) -> dict[str, float]:
     for tile, pct in re.findall(r"^\s+(\d+)\s+([\d.]+)%$", final, flags=re.M):
         out[tile] = float(pct) / 100.0
     return out
+
+
+def swap_packing(boards: np.ndarray) -> np.ndarray:
+    """Packed boards from the studio's packing to the C++ program's, or back: the studio keeps cell
+    ``T`` (row-major) in nibble ``T``, the C++ program in nibble ``15 - T``, so the 16 nibbles reversed."""
+    b = np.ascontiguousarray(boards, dtype=np.uint64).byteswap()  # bytes reversed: 8 nibble pairs
+    lo, hi = b & np.uint64(0x0F0F0F0F0F0F0F0F), (b >> np.uint64(4)) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    out: np.ndarray = (lo << np.uint64(4)) | hi  # and the two nibbles of each byte swapped
+    return out
+
+
+def search_positions(
+    binary: Path, cwd: Path, boards: np.ndarray, depth: int, core: int | None
+) -> tuple[float, np.ndarray]:
+    """The C++ ``agent -d depth`` searching ``boards`` (studio packing) one after another with one
+    searcher (the measuring copy's ``TDL_POSITIONS`` mode): its CPU seconds for the searches alone,
+    and the afterstate it chose from each (studio packing)."""
+    cwd = Path(cwd)
+    cwd.mkdir(parents=True, exist_ok=True)
+    swap_packing(boards).tofile(cwd / "positions.bin")
+    env = {"TDL_POSITIONS": str(cwd / "positions.bin"), "TDL_POSITIONS_OUT": str(cwd / "chosen.bin")}
+    proc = start(binary, ["agent", "-d", str(depth)], cwd, env, core)
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    if proc.wait():
+        raise RuntimeError(f"the C++ program failed (exit {proc.returncode}): {out[-300:]}")
+    m = re.search(r"positions searched: (\d+)", out)
+    t = re.search(r"search cpu seconds: ([\d.e+-]+)", out)
+    if m is None or t is None or int(m.group(1)) != len(boards):
+        raise RuntimeError(f"the C++ program did not search the positions: {out[-300:]}")
+    return float(t.group(1)), swap_packing(np.fromfile(cwd / "chosen.bin", dtype=np.uint64))
 
 
 #: the C++ trainer's 4x6 network (``nw4x6`` in its tuplenet.h): the studio's "4x6" tuples, same order

@@ -17,13 +17,16 @@ checkout of ziap/2048-tdl: builds its measuring copy, :mod:`agents.ntuple.cpp_re
 beside the studio, one core each (``taskset``), for the same CPU time per round (a fresh network on
 both sides every round), then plays the ``search`` depths with both networks (the C++ ``agent -d
 depth-1``, by default with the studio's trained network exported to it, ``-o cpp_net=own`` for its
-own; the studio's rows carry the ratio studio / C++ in moves per CPU-second), ``cores`` (the two
-cores of ``vs_cpp``, default ``0,1``: C++ on the first, the studio on the second).
+own; the studio's rows carry the ratio studio / C++ in moves per CPU-second), and times both searches
+on the same boards (every board of ``games`` 1-ply games, at most 5,000: the fairer figure, as each
+program's own games differ in their boards), ``cores`` (the two cores of ``vs_cpp``, default ``0,1``:
+C++ on the first, the studio on the second).
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
 import tempfile
@@ -33,6 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from engine import Game
 from studio.commands.bench import (
     CLOCK_OPTION,
     CLOCKS,
@@ -167,9 +173,15 @@ def ntuple_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchRepo
                 # per move compares the searches, not two networks' games
                 cpp.export_weights(agent.weights, agent.layout.tuples, side.run_dir / "nw4x6" / "weights.bin")
             info["cpp_plays"] = "the studio's network" if opts["cpp_net"] == "studio" else "its own network"
+        boards = (
+            _positions(agent, opts["games"], options.seed) if side is not None and opts["search"] else None
+        )
         for depth in opts["search"]:
             progress.update(options.rounds, f"playing {opts['games']} games at {depth}-ply", force=True)
             measurements.extend(_play(agent, depth, opts["games"], opts["play_threads"], options.seed, side))
+            if side is not None and boards is not None:
+                progress.update(options.rounds, f"{depth}-ply search of the same boards", force=True)
+                measurements.extend(_same_boards(agent, depth, boards, side))
     stats = agent.recent_stats()
     info.update(
         {
@@ -294,3 +306,67 @@ def _play(
         )
     )
     return rows
+
+
+#: at most this many boards for the same-boards timing (3-ply: about a second a side)
+SAME_BOARDS = 5000
+#: alternations of the two programs on the same boards; each keeps its best (the least disturbed)
+SAME_BOARD_ROUNDS = 3
+
+
+def _positions(agent: Any, games: int, seed: int) -> np.ndarray:
+    """Every board of ``games`` games the agent plays at 1-ply (seeds ``seed + i``), packed, at most
+    :data:`SAME_BOARDS` of them evenly spaced: what both programs search for the same-boards timing."""
+    from engine.fast import pack
+
+    depth, policy = agent.config.search_depth, agent.config.depths_policy
+    agent.config.search_depth, agent.config.depths_policy = 1, ()
+    boards = []
+    try:
+        for i in range(games):
+            game = Game(seed=seed + i)
+            while not game.game_over:
+                boards.append(pack(game.board))
+                game.step(agent.act(game))
+    finally:
+        agent.config.search_depth, agent.config.depths_policy = depth, policy
+    every = max(1, -(-len(boards) // SAME_BOARDS))
+    return np.array(boards[::every], dtype=np.uint64)
+
+
+def _same_boards(agent: Any, depth: int, boards: np.ndarray, side: _Cpp) -> list[Measurement]:
+    """The studio's ``depth``-ply search and the C++ ``agent -d depth-1`` on the same boards, one after
+    the other, :data:`SAME_BOARD_ROUNDS` times (each side's best kept): µs per search, and how often
+    both chose the same move. Playing each its own games compares their games' boards as much as
+    their searches: a game with more free cells costs more per move."""
+    from agents.ntuple import cpp_reference as cpp
+
+    agent.config.search_depth = depth
+    agent.config.depths_policy = ()
+    agent.search_positions(boards[:8])  # compiles (or loads) the kernel
+    ours = theirs = math.inf
+    same = 0.0
+    for _ in range(SAME_BOARD_ROUNDS):
+        c0 = time.process_time()
+        mine = agent.search_positions(boards)
+        ours = min(ours, time.process_time() - c0)
+        seconds, chosen = cpp.search_positions(side.binary, side.run_dir, boards, depth - 1, side.cores[0])
+        theirs = min(theirs, seconds)
+        same = float(np.mean(mine == chosen))
+    n = len(boards)
+    us, cpp_us = 1e6 * ours / n, 1e6 * theirs / n
+    return [
+        Measurement(
+            key=f"cpp_boards_{depth}ply",
+            label=f"C++ agent -d {depth - 1}, the same {n:,} boards ({cpp_us:,.2f} µs/search)",
+            value=n / theirs if theirs > 0 else 0.0,
+            detail={"us_per_search": cpp_us, "boards": n},
+        ),
+        Measurement(
+            key=f"boards_{depth}ply",
+            label=f"{depth}-ply search, the same boards ({us:,.2f} µs/search, same move {100 * same:.1f}%)",
+            value=n / ours if ours > 0 else 0.0,
+            ratio=theirs / ours if ours > 0 else None,
+            detail={"us_per_search": us, "boards": n, "same_move": same},
+        ),
+    ]

@@ -649,6 +649,26 @@ def test_search_table_holds_no_root_afterstates(depth, levels):
             assert out[d] == pytest.approx(v, rel=1e-5, abs=1e-3)
 
 
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_search_positions_chooses_the_moves_act_makes(depth):
+    # boards searched one after another (bench ntuple's same-boards timing): the afterstate of the move
+    # act makes on each, and the board itself where no move is left
+    agent = trained_tiny(games=50, search_depth=depth)
+    game = Game(seed=12)
+    boards, expected = [], []
+    while not game.game_over and len(boards) < 60:
+        boards.append(pack(game.board))
+        d = agent.act(game)
+        after, _ = slide(game.board, d)
+        expected.append(pack(after))
+        game.step(d)
+    lost = np.array([[2, 4, 2, 4], [4, 2, 4, 2], [2, 4, 2, 4], [4, 2, 4, 2]])
+    boards.append(pack(lost))
+    expected.append(pack(lost))
+    got = agent.search_positions(np.array(boards, dtype=np.uint64))
+    assert got.tolist() == expected
+
+
 @pytest.mark.parametrize("dg", [0, 3])  # 3: leaves with a 16 are read downgraded
 def test_leaf_cache_holds_exact_values_and_is_read(dg):
     # The search keeps V(leaf afterstate) in a small cache of its scratch (most leaves of a deep

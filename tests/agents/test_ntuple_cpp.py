@@ -1,4 +1,5 @@
-"""The C++ yardstick's pieces that need no C++ compiler: weight export, output parsing, the patch."""
+"""The C++ yardstick's pieces that need no C++ compiler (weight export, board packing, output parsing, the
+patch), and the measuring copy itself where a checkout of it is here."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.ntuple import LAYOUTS
+from agents.ntuple import LAYOUTS, NTupleAgent, NTupleConfig
 from agents.ntuple import cpp_reference as cpp
+from engine import Game, slide
+from engine.fast import pack, unpack
 
 
 def cpp_index(board_cells: list[int], pattern: tuple[int, ...]) -> int:
@@ -41,6 +44,21 @@ def test_exported_weights_are_read_by_the_cpp_index(tmp_path):
             assert theirs[t * size + cpp_index(cells, pattern)] == w[t * size + ours]
     with pytest.raises(ValueError, match="4x6"):
         cpp.export_weights(w, LAYOUTS["5x6"], tmp_path / "x.bin")
+
+
+def test_boards_are_swapped_into_the_cpp_packing_and_back():
+    # the studio keeps the top-left cell in the lowest nibble, the C++ program in the highest
+    studio = np.array([0x1, 0x2000000000000000, 0x0123456789ABCDEF], dtype=np.uint64)
+    theirs = cpp.swap_packing(studio)
+    assert theirs.tolist() == [0x1000000000000000, 0x2, 0xFEDCBA9876543210]
+    np.testing.assert_array_equal(cpp.swap_packing(theirs), studio)
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        cells = [int(x) for x in rng.integers(0, 16, 16)]
+        ours = sum(e << (4 * t) for t, e in enumerate(cells))
+        assert int(cpp.swap_packing(np.array([ours], dtype=np.uint64))[0]) == sum(
+            e << (4 * (15 - t)) for t, e in enumerate(cells)
+        )
 
 
 def test_parse_eval_reads_the_agent_summary():
@@ -79,3 +97,23 @@ def test_the_measuring_copy_builds_and_counts(tmp_path):
     assert 20_000 <= run.moves < 60_000 and run.cpu_seconds > 0
     play = cpp.finish(cpp.start(binary, ["agent", "-d", "0", "-e", "2"], tmp_path / "run", {}, None))
     assert play.moves > 0 and "mean_score" in cpp.parse_eval(play.output)
+    # the same boards searched by both programs: the same moves (random weights, so no ties; positive,
+    # as a trained network's values are: the C++ search counts a max node as worth at least 0)
+    agent = NTupleAgent(NTupleConfig(search_depth=2), seed=0)
+    agent.weights[:] = np.random.default_rng(2).random(agent.weights.shape[0], dtype=np.float32)
+    cpp.export_weights(agent.weights, agent.layout.tuples, tmp_path / "run" / "nw4x6" / "weights.bin")
+    game, boards = Game(seed=3), []
+    while not game.game_over and len(boards) < 40:
+        boards.append(pack(game.board))
+        game.step(agent.act(game))
+    packed = np.array(boards, dtype=np.uint64)
+    seconds, chosen = cpp.search_positions(binary, tmp_path / "run", packed, 1, None)
+    assert seconds > 0
+    mine = agent.search_positions(packed)
+    # where they differ, the two moves tie (a board and its mirror image are worth the same to a
+    # network read under all 8 symmetries; the C++ program sums in float32 and breaks ties its way)
+    for k in np.nonzero(mine != chosen)[0]:
+        values = agent.move_values(Game(board=unpack(int(packed[k]))))
+        by_after = {pack(slide(unpack(int(packed[k])), d)[0]): v for d, v in values.items()}
+        assert by_after[int(chosen[k])] == pytest.approx(by_after[int(mine[k])], rel=1e-5)
+    assert np.mean(mine == chosen) > 0.7
