@@ -317,10 +317,8 @@ _ROW_MASK = np.uint64(0xFFFF)
 
 
 @njit(cache=True, inline="always")
-def moves4(b: np.uint64, gb: np.ndarray, gr: np.ndarray) -> None:
-    """All four :func:`engine.fast.move` results of ``b`` at once into ``gb`` (boards) and ``gr``
-    (rewards), direction ``d`` at ``[d]``: one transpose serves up and down, and left and right share
-    the row reads (the same tables, so the same bits as four calls)."""
+def _moves4_at(b: np.uint64, gb: np.ndarray, gr: np.ndarray, o: int) -> None:
+    """:func:`moves4` into ``gb[o + d]`` and ``gr[o + d]``."""
     b = np.uint64(b)
     t = transpose(b)
     left = np.uint64(0)
@@ -339,14 +337,22 @@ def moves4(b: np.uint64, gb: np.ndarray, gr: np.ndarray) -> None:
         down |= np.uint64(ROW_RIGHT[col]) << shift
         rows += np.int64(ROW_SCORE[row])  # a row scores the same slid either way
         cols += np.int64(ROW_SCORE[col])
-    gb[0] = transpose(up)
-    gb[1] = left
-    gb[2] = transpose(down)
-    gb[3] = right
-    gr[0] = cols
-    gr[1] = rows
-    gr[2] = cols
-    gr[3] = rows
+    gb[o + 0] = transpose(up)
+    gb[o + 1] = left
+    gb[o + 2] = transpose(down)
+    gb[o + 3] = right
+    gr[o + 0] = cols
+    gr[o + 1] = rows
+    gr[o + 2] = cols
+    gr[o + 3] = rows
+
+
+@njit(cache=True, inline="always")
+def moves4(b: np.uint64, gb: np.ndarray, gr: np.ndarray) -> None:
+    """All four :func:`engine.fast.move` results of ``b`` at once into ``gb`` (boards) and ``gr``
+    (rewards), direction ``d`` at ``[d]``: one transpose serves up and down, and left and right share
+    the row reads (the same tables, so the same bits as four calls)."""
+    _moves4_at(b, gb, gr, 0)
 
 
 @njit(cache=True, inline="always")
@@ -912,6 +918,87 @@ def _leaf_slot(b: np.uint64, mask: np.uint64) -> np.uint64:
 
 
 @njit(cache=True, inline="always")
+def _leaf_prepare(
+    w: np.ndarray,
+    s: np.uint64,
+    o: int,
+    ext: np.ndarray,
+    tlen: np.ndarray,
+    toff: np.ndarray,
+    stage_size: int,
+    stage_thr: np.ndarray,
+    n_live: int,
+    dg: int,
+    leaf_feat: np.ndarray,
+    leaf_b: np.ndarray,
+    leaf_r: np.ndarray,
+    vals: np.ndarray,
+    leaf_slot: np.ndarray,
+    lc_key: np.ndarray,
+    lc_val: np.ndarray,
+) -> None:
+    """The first half of :func:`_leaf_max` for max node ``s``, into rows ``o .. o + 3`` of the leaf
+    scratch: the moves, the leaf cache's answers (``vals``), and for the other afterstates their
+    features, with their weight lines asked for. :func:`_leaf_finish` sums them later."""
+    n_feat = 8 * tlen.shape[0]
+    lc_mask = np.uint64(lc_key.shape[0] - 1)
+    top = _has15(s)
+    _moves4_at(s, leaf_b, leaf_r, o)
+    for d in range(4):
+        leaf_slot[o + d] = -1
+        if leaf_b[o + d] != s and not (top and overflows(s, d)):
+            sl = _leaf_slot(leaf_b[o + d], lc_mask)
+            if lc_key[sl] == leaf_b[o + d]:
+                vals[o + d] = lc_val[sl]
+                continue
+            leaf_slot[o + d] = np.int64(sl)
+            _fill_features(
+                leaf_feat, o + d, downgrade(leaf_b[o + d], dg), ext, tlen, toff, stage_size, stage_thr, n_live
+            )
+            for j in range(n_feat):
+                _prefetch(w, leaf_feat[o + d, j])
+
+
+@njit(cache=True, inline="always")
+def _leaf_finish(
+    w: np.ndarray,
+    s: np.uint64,
+    o: int,
+    tlen: np.ndarray,
+    leaf_feat: np.ndarray,
+    leaf_b: np.ndarray,
+    leaf_r: np.ndarray,
+    vals: np.ndarray,
+    leaf_slot: np.ndarray,
+    lc_key: np.ndarray,
+    lc_val: np.ndarray,
+) -> float:
+    """The second half of :func:`_leaf_max`: each move's value into ``vals[o + d]``, the sums put in
+    the leaf cache; the best value."""
+    n_feat = 8 * tlen.shape[0]
+    top = _has15(s)
+    best = NEG_INF
+    for d in range(4):
+        if leaf_b[o + d] == s:
+            vals[o + d] = NEG_INF
+            continue
+        v = float(leaf_r[o + d])
+        if not (top and overflows(s, d)):
+            if leaf_slot[o + d] >= 0:
+                e = _sum_features(w, leaf_feat, o + d, n_feat)
+                sl = np.uint64(leaf_slot[o + d])
+                lc_key[sl] = leaf_b[o + d]
+                lc_val[sl] = e
+            else:
+                e = vals[o + d]
+            v += e
+        vals[o + d] = v
+        if v > best:
+            best = v
+    return best
+
+
+@njit(cache=True, inline="always")
 def _leaf_max(
     w: np.ndarray,
     s: np.uint64,
@@ -941,42 +1028,11 @@ def _leaf_max(
     distinct leaf 2.6 times). The cached value is the sum itself, so the values are the same bit for
     bit; it stays exact for as long as the weights, ``dg`` and the stages do, which is the life of the
     scratch that holds it (:func:`search_scratch`)."""
-    n_feat = 8 * tlen.shape[0]
-    lc_mask = np.uint64(lc_key.shape[0] - 1)
-    top = _has15(s)
-    moves4(s, leaf_b, leaf_r)
-    for d in range(4):
-        leaf_slot[d] = -1
-        if leaf_b[d] != s and not (top and overflows(s, d)):
-            sl = _leaf_slot(leaf_b[d], lc_mask)
-            if lc_key[sl] == leaf_b[d]:
-                vals[d] = lc_val[sl]
-                continue
-            leaf_slot[d] = np.int64(sl)
-            _fill_features(
-                leaf_feat, d, downgrade(leaf_b[d], dg), ext, tlen, toff, stage_size, stage_thr, n_live
-            )
-            for j in range(n_feat):
-                _prefetch(w, leaf_feat[d, j])
-    best = NEG_INF
-    for d in range(4):
-        if leaf_b[d] == s:
-            vals[d] = NEG_INF
-            continue
-        v = float(leaf_r[d])
-        if not (top and overflows(s, d)):
-            if leaf_slot[d] >= 0:
-                e = _sum_features(w, leaf_feat, d, n_feat)
-                sl = np.uint64(leaf_slot[d])
-                lc_key[sl] = leaf_b[d]
-                lc_val[sl] = e
-            else:
-                e = vals[d]
-            v += e
-        vals[d] = v
-        if v > best:
-            best = v
-    return best
+    _leaf_prepare(
+        w, s, 0, ext, tlen, toff, stage_size, stage_thr, n_live, dg,
+        leaf_feat, leaf_b, leaf_r, vals, leaf_slot, lc_key, lc_val,
+    )  # fmt: skip
+    return _leaf_finish(w, s, 0, tlen, leaf_feat, leaf_b, leaf_r, vals, leaf_slot, lc_key, lc_val)
 
 
 @njit(cache=True, **_NO_NRT)
@@ -1006,6 +1062,13 @@ def _leaf_chance(
     """
     acc = 0.0
     n_empty = 0
+    # Two spawns in flight: the next spawn's leaves are found and their weight lines asked for before
+    # the last one's are summed, so one spawn's memory waits overlap the other's work. The sums are
+    # still added in spawn order (the same value, bit for bit).
+    pending = False
+    last_s = np.uint64(0)
+    last_p = 0.0
+    o = 0
     for i in range(16):
         shift = np.uint64(4 * i)
         if (a >> shift) & _NIBBLE != np.uint64(0):
@@ -1016,11 +1079,24 @@ def _leaf_chance(
             if p <= 0.0:
                 continue
             s = a | (np.uint64(tile) << shift)
-            best = _leaf_max(
-                w, s, ext, tlen, toff, stage_size, stage_thr, n_live, dg,
+            _leaf_prepare(
+                w, s, o, ext, tlen, toff, stage_size, stage_thr, n_live, dg,
                 leaf_feat, leaf_b, leaf_r, vals, leaf_slot, lc_key, lc_val,
             )  # fmt: skip
-            acc += p * (best if best > NEG_INF else 0.0)
+            if pending:
+                best = _leaf_finish(
+                    w, last_s, 4 - o, tlen, leaf_feat, leaf_b, leaf_r, vals, leaf_slot, lc_key, lc_val
+                )
+                acc += last_p * (best if best > NEG_INF else 0.0)
+            pending = True
+            last_s = s
+            last_p = p
+            o = 4 - o
+    if pending:
+        best = _leaf_finish(
+            w, last_s, 4 - o, tlen, leaf_feat, leaf_b, leaf_r, vals, leaf_slot, lc_key, lc_val
+        )
+        acc += last_p * (best if best > NEG_INF else 0.0)
     return acc / n_empty if n_empty > 0 else 0.0
 
 
@@ -1094,11 +1170,11 @@ def search_scratch(
         np.empty((2, size), dtype=np.uint64),
         np.empty((7, size), dtype=np.int64),
         np.empty((3, size)),
-        np.empty((4, n_feat), dtype=np.uint64),
-        np.empty(4),
-        np.empty(4, dtype=np.uint64),
-        np.empty(4, dtype=np.int64),
-        np.empty(4, dtype=np.int64),
+        np.empty((8, n_feat), dtype=np.uint64),
+        np.empty(8),
+        np.empty(8, dtype=np.uint64),
+        np.empty(8, dtype=np.int64),
+        np.empty(8, dtype=np.int64),
         np.zeros(1 << LEAF_CACHE_BITS, dtype=np.uint64),
         np.empty(1 << LEAF_CACHE_BITS),
     )
