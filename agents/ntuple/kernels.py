@@ -1154,9 +1154,10 @@ def search_scratch(
     np.ndarray, np.ndarray, np.ndarray,
 ]:  # fmt: skip
     """What :func:`_search_walk` works in, for searches with depths from ``policy``: the 4 move values,
-    the walk's stack (uint64 [2, depth + 2], int64 [7, depth + 2], float64 [3, depth + 2]), a leaf max
-    node's features, values, boards, rewards and cache slots, and the leaf-value cache (keys zeroed:
-    empty). Otherwise uninitialised: the walk resets what it reads first.
+    the walk's stack (uint64 [2, depth + 2], int64 [7, depth + 2], float64 [3, depth + 2]), two leaf max
+    nodes' features, values, boards, rewards and cache slots (rows 0-3 and 4-7: :func:`_leaf_chance`
+    has two in flight), and the leaf-value cache (keys zeroed: empty). Otherwise uninitialised: the
+    walk resets what it reads first.
 
     The leaf cache holds values for the weights, ``dg`` and stages of the searches it serves: one
     scratch per :func:`play_games` call or :func:`search_values` call, never one across a change."""
@@ -1453,11 +1454,22 @@ def search_positions(
     stamp) and write the afterstate of the move chosen into ``out_after`` (the board itself when none
     is legal). The studio's half of a timing on the same boards as another program (``bench ntuple -o
     vs_cpp``), where playing each its own games compares positions as much as searches. Returns the
-    stamp used, as :func:`play_games`."""
+    stamp used, as :func:`play_games`; depth 1 everywhere is its plain 1-ply player too."""
+    gfeat = np.empty((4, 8 * tlen.shape[0]), dtype=np.uint64)  # _greedy's scratch
+    gb = np.empty(4, dtype=np.uint64)
+    gr = np.empty(4, dtype=np.int64)
+    all_greedy = True
+    for k in range(policy.shape[0]):
+        if policy[k] > 1:
+            all_greedy = False
     scratch = search_scratch(policy, tlen.shape[0])
     gen += 1
     for i in range(boards.shape[0]):
         b = np.uint64(boards[i])
+        if all_greedy:
+            d, after, _r = _greedy(w, b, ext, tlen, toff, stage_size, stage_thr, n_live, dg, gfeat, gb, gr)
+            out_after[i] = after if d >= 0 else b
+            continue
         _search_walk(
             w, b, policy, p4, ext, tlen, toff, stage_size, stage_thr, n_live, dg,
             tt_key, tt_level, tt_gen, tt_val, gen, *scratch,
