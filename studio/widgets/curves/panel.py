@@ -461,7 +461,16 @@ class CurvesPanel(QWidget):
         # frame, the window's longest stall. A standard panel no run fills (imitation plays no
         # games, so it has no score) goes once events flow.
         own = any(m not in STANDARD for m in p.infos)
-        p.shown = bool(self.runs) and not all_const and (bool(with_data) or not any_events or own)
+        # A panel of evaluations alone waits folded: its first value is a line of text anyway (see
+        # above), so a plot shown before it would only be folded at that first value, re-laying the
+        # grid (with every plot painted anew) in a run's first second.
+        waits_folded = not with_data and bool(evaluations) and len(evaluations) == len(p.infos)
+        p.shown = (
+            bool(self.runs)
+            and not all_const
+            and not waits_folded
+            and (bool(with_data) or not any_events or own)
+        )
         found = []
         if all_const:
             info_of = {m.name: m for m in p.infos}
