@@ -149,10 +149,12 @@ def test_the_board_keeps_its_size_when_the_review_graph_appears(qtbot, window, t
 def test_the_person_plays_then_progress_counts_it_and_replay_reviews_it(qtbot, window):
     play = window.play
     window.show_tab("Play")
-    play.new_game()
+    play.new_game(seed=1)  # the 12 keys below are 12 legal moves in this game
     play.board.setFocus()
     keys = (Qt.Key.Key_Left, Qt.Key.Key_Down, Qt.Key.Key_Right, Qt.Key.Key_Down)
     for k in range(12):
+        # one move at a time: on a loaded machine keys pressed mid-animation ran ahead of the board
+        qtbot.waitUntil(lambda: not play.board.is_animating, timeout=5000)
         qtbot.keyClick(play.board, keys[k % 4])
     gid = play.recorder.game_id
     assert gid is not None and play.recorder.moves >= 6
