@@ -899,11 +899,12 @@ def train_steps_parallel(
 
 
 @njit(cache=True, inline="always")
-def _tt_slot(b: np.uint64, level: int, mask: np.uint64) -> np.uint64:
-    """Slot of chance node (``b``, ``level``) in a table of ``mask + 1`` entries (unsigned, as every
-    index of the hot loops: see :func:`_fill_features`)."""
+def _tt_slot(b: np.uint64, level: int, shift: np.uint64) -> np.uint64:
+    """Slot of chance node (``b``, ``level``) in a table of ``2 ** (64 - shift)`` entries: the top bits
+    of a multiplicative hash, the ones that depend on every cell (see :func:`_leaf_slot`); unsigned, as
+    every index of the hot loops (see :func:`_fill_features`)."""
     h = (b ^ (np.uint64(level) * np.uint64(0x9E3779B97F4A7C15))) * np.uint64(0xBF58476D1CE4E5B9)
-    return (h >> np.uint64(32)) & mask
+    return h >> shift
 
 
 #: Entries of a search's leaf-value cache (see :func:`_leaf_max`): 2^14 keys and values, 256 KB,
@@ -911,10 +912,16 @@ def _tt_slot(b: np.uint64, level: int, mask: np.uint64) -> np.uint64:
 LEAF_CACHE_BITS = 14
 
 
+_LEAF_SHIFT = np.uint64(64 - LEAF_CACHE_BITS)
+
+
 @njit(cache=True, inline="always")
-def _leaf_slot(b: np.uint64, mask: np.uint64) -> np.uint64:
-    """Slot of afterstate ``b`` in a leaf cache of ``mask + 1`` entries (multiplicative hashing)."""
-    return ((b * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)) & mask
+def _leaf_slot(b: np.uint64) -> np.uint64:
+    """Slot of afterstate ``b`` in the leaf cache: the top bits of a multiplicative hash. Only the top
+    bits depend on every cell: a product's bit ``i`` depends on the key's bits up to ``i``, and slots
+    from the middle bits (``>> 32``, masked) ignored the bottom row, so leaves that differ there only
+    shared a slot: a 3-ply search then evaluated 66 % of its leaves instead of the 45 % that are new."""
+    return (b * np.uint64(0x9E3779B97F4A7C15)) >> _LEAF_SHIFT
 
 
 @njit(cache=True, inline="always")
@@ -941,13 +948,12 @@ def _leaf_prepare(
     scratch: the moves, the leaf cache's answers (``vals``), and for the other afterstates their
     features, with their weight lines asked for. :func:`_leaf_finish` sums them later."""
     n_feat = 8 * tlen.shape[0]
-    lc_mask = np.uint64(lc_key.shape[0] - 1)
     top = _has15(s)
     _moves4_at(s, leaf_b, leaf_r, o)
     for d in range(4):
         leaf_slot[o + d] = -1
         if leaf_b[o + d] != s and not (top and overflows(s, d)):
-            sl = _leaf_slot(leaf_b[o + d], lc_mask)
+            sl = _leaf_slot(leaf_b[o + d])
             if lc_key[sl] == leaf_b[o + d]:
                 vals[o + d] = lc_val[sl]
                 continue
@@ -1130,7 +1136,7 @@ def search_values(
     read through :func:`downgrade` with ``dg`` (0 = as they are).
 
         ``tt_*`` is a transposition table of chance-node values keyed by (afterstate, level), size a power
-        of two; entries count only when stamped with this ``gen``, so bumping ``gen`` per root clears it.
+        of two (2 at least); entries count only when stamped with this ``gen``, so bumping ``gen`` per root clears it.
 
         The walk itself is :func:`_search_walk`, on scratch from :func:`search_scratch` (which
         :func:`play_games` allocates once per call, not once per move).
@@ -1216,7 +1222,10 @@ def _search_walk(
     Compiled without reference counting (``_nrt=False``: see the module's note), so it allocates nothing.
     """
     n_pol = policy.shape[0]
-    mask = np.uint64(tt_key.shape[0] - 1)
+    tt_bits = 0
+    while (1 << tt_bits) < tt_key.shape[0]:  # a power of two
+        tt_bits += 1
+    tt_shift = np.uint64(64 - tt_bits)
     board = su[0]  # max node of each level
     after = su[1]  # chance node below the move being searched at each level
     final = si[0]
@@ -1265,7 +1274,7 @@ def _search_walk(
                 if _has15(board[k]) and overflows(board[k], d):
                     v = float(r)
                 else:  # k < final[k] here: a leaf max node's moves were all valued above
-                    sl = _tt_slot(nb, k, mask)
+                    sl = _tt_slot(nb, k, tt_shift)
                     # A root afterstate (level 1) is never met again: another root move makes another
                     # board, and a later search's roots have a larger tile sum (every move keeps it,
                     # every spawn raises it). So level 1 neither reads nor fills the table: at 2-ply
