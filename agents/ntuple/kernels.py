@@ -1031,8 +1031,8 @@ def _leaf_max(
     V(afterstate) goes through the leaf cache ``lc_key`` / ``lc_val`` (direct-mapped, key 0 = empty:
     an afterstate always has a tile): most of a deep search's leaves are met more than once, as tiles
     spawned on different cells of a line slide to the same place (a 3-ply search of a real game's
-    boards meets each distinct leaf 2.3 times). The cached value is the sum itself, so the values are the same bit for
-    bit; it stays exact for as long as the weights, ``dg`` and the stages do, which is the life of the
+    boards meets each distinct leaf 2.3 times). The cached value is the sum itself, so the values are
+    the same bit for bit; it stays exact for as long as the weights, ``dg`` and the stages do, which is the life of the
     scratch that holds it (:func:`search_scratch`)."""
     _leaf_prepare(
         w, s, 0, ext, tlen, toff, stage_size, stage_thr, n_live, dg,
@@ -1136,7 +1136,8 @@ def search_values(
     read through :func:`downgrade` with ``dg`` (0 = as they are).
 
         ``tt_*`` is a transposition table of chance-node values keyed by (afterstate, level), size a power
-        of two (2 at least); entries count only when stamped with this ``gen``, so bumping ``gen`` per root clears it.
+        of two (2 at least); entries count only when stamped with this ``gen``, so bumping ``gen`` per
+        root clears it.
 
         The walk itself is :func:`_search_walk`, on scratch from :func:`search_scratch` (which
         :func:`play_games` allocates once per call, not once per move).
@@ -1463,7 +1464,9 @@ def search_positions(
     stamp) and write the afterstate of the move chosen into ``out_after`` (the board itself when none
     is legal). The studio's half of a timing on the same boards as another program (``bench ntuple -o
     vs_cpp``), where playing each its own games compares positions as much as searches. Returns the
-    stamp used, as :func:`play_games`; depth 1 everywhere is its plain 1-ply player too."""
+    stamp used, as :func:`play_games`; depth 1 everywhere is its plain 1-ply player too. Its move
+    choice repeats :func:`play_games`' on purpose: one helper for both, taking the search's scratch
+    as a tuple, made 1-ply play about a fifth slower, inlined or as a call of its own."""
     gfeat = np.empty((4, 8 * tlen.shape[0]), dtype=np.uint64)  # _greedy's scratch
     gb = np.empty(4, dtype=np.uint64)
     gr = np.empty(4, dtype=np.int64)
