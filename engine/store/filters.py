@@ -19,13 +19,20 @@ TimeLike = Any  # Unix seconds (float), ISO text, datetime.datetime or datetime.
 # A mixed game's agents are listed only in its players column (the agent column holds the first).
 _ANY_PLAYER = "EXISTS (SELECT 1 FROM json_each(games.players) WHERE json_extract(value, '$.{key}') = ?)"
 
+#: The source that means the person's games: those played alone (``human``) and those shared with an
+#: agent that the person made a move in (``mixed``), as the Progress tab counts "your games". The
+#: ``human`` source alone misses every game where Watch or an agent took over for a while.
+MINE = "mine"
+#: What ``GameFilter.source`` accepts: the person's games, a store source, or ``imported``.
+FILTER_SOURCES: tuple[str, ...] = (MINE, *SOURCE_FILTERS)
+
 
 @dataclass(frozen=True)
 class GameFilter:
     """Games matching every field that is not None (the default filter matches every game).
 
-    ``source``: the game's source (``mixed`` for games several players shared), or ``imported`` for
-    every game read from a file. ``agent`` and ``played_by`` (a player kind) match a game when any of
+    ``source``: the game's source (``mixed`` for games several players shared), ``imported`` for
+    every game read from a file, or ``mine`` (:data:`MINE`) for the person's games, shared ones too. ``agent`` and ``played_by`` (a player kind) match a game when any of
     its players does, so ``played_by="human"`` finds the person's own games and the mixed ones.
     ``min_score`` / ``min_max_tile`` are lower bounds; ``since`` / ``until`` bound the start time
     (seconds, a datetime / date or ISO text; a bare ``until`` date means the end of that day).
@@ -53,10 +60,13 @@ class GameFilter:
         params: list[Any] = []
         if self.source == "imported":
             clauses.append("origin IS NOT NULL")
+        elif self.source == MINE:  # what played_by="human" matches: alone or in a mixed game
+            clauses.append(f"(source = 'human' OR (source = 'mixed' AND {_ANY_PLAYER.format(key='kind')}))")
+            params.append("human")
         elif self.source is not None:
             if self.source not in SOURCE_FILTERS:
                 raise StoreError(
-                    f"game source must be one of {', '.join(SOURCE_FILTERS)}, got {self.source!r}"
+                    f"game source must be one of {', '.join(FILTER_SOURCES)}, got {self.source!r}"
                 )
             clauses.append("source = ?")
             params.append(self.source)

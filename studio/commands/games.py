@@ -2,7 +2,8 @@
 
 The game-record store from a terminal: every human, agent, evaluation and training game. A game a
 person shared with an agent is one record of source ``mixed``; ``show --moves`` says who made each move.
-``--source imported`` lists the games read from files (they keep their own source too).
+``--source imported`` lists the games read from files (they keep their own source too); ``--source mine``
+the person's games, alone (``human``) or shared with an agent (``mixed``), as ``progress`` counts them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import numpy as np
 
 from engine import jsonsafe
 from engine.core import DIRECTIONS
-from engine.store import SOURCE_FILTERS, GameFilter, GameRecord, GameStore, GameSummary, format_time
+from engine.store import GameFilter, GameRecord, GameStore, GameSummary, format_time
+from engine.store.filters import FILTER_SOURCES
 from studio.cli import MAX_ID, CliError, whole
 from studio.commands import _records as records
 from studio.text import (
@@ -66,8 +68,9 @@ def register(subparsers: Any) -> None:
 def _add_filters(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--source",
-        choices=SOURCE_FILTERS,
-        help="who played (mixed: a person and an agent in turn; imported: read from a file)",
+        choices=FILTER_SOURCES,
+        help="who played (mine: your games, alone or shared with an agent; mixed: a person and an "
+        "agent in turn; imported: read from a file)",
     )
     p.add_argument("--agent", help="agent name (e.g. expectimax): games it made a move in")
     p.add_argument(

@@ -78,6 +78,11 @@ BACKEND_TEXTS = ("Local processes", "Ray")
 BACKEND_KEY = "arena/backend"
 #: Where the contestants are kept between sessions: a JSON list of {"spec": ..., "ticked": bool}.
 CONTESTANTS_KEY = "arena/contestants"
+#: Where "Games each" and the seed are kept between sessions.
+GAMES_KEY = "arena/games_each"
+SEED_KEY = "arena/seed"
+#: Where the last run's rows (table, tile table and chart) are kept: JSON, see :func:`rows_to_json`.
+LAST_RUN_KEY = "arena/last_run"
 
 
 def spec_to_json(spec: Any) -> dict[str, Any]:
@@ -112,6 +117,117 @@ def spec_from_json(data: Any) -> Any:
     )
 
 
+def result_to_json(result: Any) -> dict[str, Any]:
+    """An :class:`agents.arena.EvalResult` as plain JSON values: its per-game arrays and its head, all
+    the figures the table, the tile table and the chart are drawn from (not the workers' threads)."""
+    return {
+        "label": result.label,
+        "agent": result.agent,
+        "checkpoint": result.checkpoint,
+        "config": result.config,
+        "rules": result.rules.to_dict(),
+        "seed": int(result.seed),
+        "workers": int(result.workers),
+        "scores": [int(v) for v in result.scores],
+        "moves": [int(v) for v in result.moves],
+        "max_tiles": [int(v) for v in result.max_tiles],
+        "seconds": [float(v) for v in result.seconds],
+        "wall_seconds": float(result.wall_seconds),
+        "game_ids": [int(v) for v in result.game_ids],
+        "planned": int(result.planned),
+        "cancelled": bool(result.cancelled),
+    }
+
+
+def result_from_json(data: Any) -> Any:
+    """The inverse of :func:`result_to_json`; ValueError / TypeError / KeyError for anything else."""
+    from agents.arena import EvalResult
+    from engine import Rules
+
+    if not isinstance(data, dict):
+        raise TypeError("a result is a JSON object")
+    scores, moves, max_tiles = (
+        np.asarray(data[key], dtype=np.int64).reshape(-1) for key in ("scores", "moves", "max_tiles")
+    )
+    seconds = np.asarray(data["seconds"], dtype=np.float64).reshape(-1)
+    if len({scores.size, moves.size, max_tiles.size, seconds.size}) != 1:
+        raise ValueError("a result's per-game lists differ in length")
+    return EvalResult(
+        label=str(data["label"]),
+        agent=str(data["agent"]),
+        checkpoint=data.get("checkpoint"),
+        config=dict(data.get("config") or {}),
+        rules=Rules.from_dict(data["rules"]),
+        seed=int(data["seed"]),
+        workers=int(data["workers"]),
+        wall_seconds=float(data["wall_seconds"]),
+        game_ids=tuple(int(v) for v in data.get("game_ids") or ()),
+        planned=int(data.get("planned", 0)),
+        cancelled=bool(data.get("cancelled", False)),
+        scores=scores,
+        moves=moves,
+        max_tiles=max_tiles,
+        seconds=seconds,
+    )
+
+
+def rows_to_json(rows: Sequence[ContestantRow], games_each: int, summary: str) -> str:
+    """A finished run as kept in the settings: its rows (spec, status, reason, figures), the games
+    each contestant was to play and the line that summed it up."""
+    return json.dumps(
+        {
+            "games_each": int(games_each),
+            "summary": summary,
+            "rows": [
+                {
+                    "spec": spec_to_json(r.spec),
+                    "status": r.status,
+                    "reason": r.reason,
+                    "moves": int(r.moves),
+                    "elapsed": float(r.elapsed),
+                    "result": None if r.result is None else result_to_json(r.result),
+                }
+                for r in rows
+            ],
+        },
+        default=str,  # a config value JSON has no word for is kept as its text, not refused
+    )
+
+
+def rows_from_json(text: str) -> tuple[list[ContestantRow], int, str]:
+    """The inverse of :func:`rows_to_json`; ValueError / TypeError / KeyError for anything else."""
+    data = json.loads(text)
+    if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+        raise TypeError("the last run is a JSON object with rows")
+    rows = []
+    for entry in data["rows"]:
+        result = entry.get("result")
+        rows.append(
+            ContestantRow(
+                spec=spec_from_json(entry["spec"]),
+                status=str(entry["status"]),
+                result=None if result is None else result_from_json(result),
+                moves=int(entry.get("moves", 0)),
+                elapsed=float(entry.get("elapsed", 0.0)),
+                reason=str(entry.get("reason") or ""),
+            )
+        )
+    return rows, int(data.get("games_each", 0)), str(data.get("summary") or "")
+
+
+def one_line(error: BaseException) -> str:
+    """An exception as one line: its message (its type when it has none)."""
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def fault_reason(spec: Any, error: BaseException | str) -> str:
+    """Why a contestant failed, on one line that names it (a checkpoint's load error does not)."""
+    text = " ".join(error.split()) if isinstance(error, str) else one_line(error)
+    name = spec.display
+    return text if text.startswith(name) else f"{name}: {text}"
+
+
 def played_share(rows: Sequence[ContestantRow], games_each: int) -> float:
     """The progress bar's share of a run (0..1): every contestant's games weigh alike. A contestant
     done counts whole; one playing counts its finished games, plus its games in flight by their moves
@@ -142,13 +258,15 @@ def played_share(rows: Sequence[ContestantRow], games_each: int) -> float:
 class ContestantRow:
     """One contestant of the run: ``status`` is waiting / playing / done / cancelled / not played /
     failed; ``result`` holds its finished games so far (None before the first); ``moves`` the moves
-    played so far, games in flight included; ``elapsed`` its seconds so far."""
+    played so far, games in flight included; ``elapsed`` its seconds so far; ``reason`` why it failed
+    (one line naming it and the fault)."""
 
     spec: Any
     status: str = "waiting"
     result: Any = None
     moves: int = 0
     elapsed: float = 0.0
+    reason: str = ""
 
     @property
     def games(self) -> int:
@@ -166,6 +284,8 @@ class ContestantRow:
         if self.status == "cancelled":
             return f"cancelled after {n:,} game{'' if n == 1 else 's'}"
         if self.status == "failed":
+            # Short, so the figures and the agent's name keep their width: the reason (naming the
+            # agent, the move and the game) is the cell's tooltip and a line under the progress bar.
             return f"failed after {n:,} game{'' if n == 1 else 's'}" if n else "failed"
         return self.status
 
@@ -258,6 +378,8 @@ class ArenaTab(QWidget):
         self._build()
         self._fill_agents()
         self._restore_contestants()
+        self._restore_games_settings()
+        self._restore_last_run()
         self._update_buttons()
 
     # ================================================================== building
@@ -441,6 +563,47 @@ class ArenaTab(QWidget):
         idx = self.agentPicker.findData("random")
         self.agentPicker.setCurrentIndex(max(0, idx))
 
+    def _restore_games_settings(self) -> None:
+        """ "Games each" and the seed of the last session (then kept as they change)."""
+        if self.settings is not None:
+            for box, key in ((self.gamesSpin, GAMES_KEY), (self.seedSpin, SEED_KEY)):
+                try:
+                    value = int(str(self.settings.value(key, box.value())))
+                except ValueError:  # hand-edited settings: the default stays
+                    continue
+                box.setValue(max(box.minimum(), min(box.maximum(), value)))
+        self.gamesSpin.valueChanged.connect(lambda v: self._save_setting(GAMES_KEY, v))
+        self.seedSpin.valueChanged.connect(lambda v: self._save_setting(SEED_KEY, v))
+
+    def _save_setting(self, key: str, value: int) -> None:
+        if self.settings is not None:
+            self.settings.setValue(key, int(value))
+
+    def _save_last_run(self) -> None:
+        """Keep the run that just ended (rows, figures, summary line) for the next start."""
+        if self.settings is not None and self.rows:
+            text = rows_to_json(self.rows, self._games_each, self.progressLabel.text())
+            self.settings.setValue(LAST_RUN_KEY, text)
+
+    def _restore_last_run(self) -> None:
+        """The last session's results: the table, the tile table and the chart as they ended."""
+        if self.settings is None:
+            return
+        text = self.settings.value(LAST_RUN_KEY, None)
+        if not text:
+            return
+        try:
+            rows, games_each, summary = rows_from_json(str(text))
+        except (TypeError, ValueError, KeyError, AttributeError):  # hand-edited settings: no results
+            return
+        self.rows = rows
+        self._games_each = games_each
+        self.results = [r.result for r in rows if r.result is not None and r.result.games]
+        self._show_results()
+        done = all(r.status == "done" for r in rows)
+        self.progressBar.setValue(1000 if done else round(1000 * played_share(rows, games_each)))
+        self.progressLabel.setText(summary)
+
     # ================================================================== contestants
     def _on_entry_changed(self, _item: QListWidgetItem) -> None:
         self._update_buttons()
@@ -601,17 +764,30 @@ class ArenaTab(QWidget):
                         live.set(k, result=snap, moves=moves, elapsed=snap.wall_seconds)
                         report(live.games_done(), total, "")
 
-                    result = evaluate(
-                        spec,
-                        games,
-                        seed,
-                        workers,
-                        store=store,
-                        should_stop=lambda: live.cancel,
-                        live=on_live,
-                        backend=backend,
-                    )
-                    live.set(k, status="cancelled" if result.cancelled else "done", result=result)
+                    try:
+                        result = evaluate(
+                            spec,
+                            games,
+                            seed,
+                            workers,
+                            store=store,
+                            should_stop=lambda: live.cancel,
+                            live=on_live,
+                            backend=backend,
+                        )
+                    except Exception as e:
+                        # One contestant's fault (an illegal move, an agent that raises, a checkpoint
+                        # that does not load) is its row's, not the run's: the others still play.
+                        live.set(k, status="failed", reason=fault_reason(spec, e))
+                        report(live.games_done(), total, "")
+                        continue
+                    # evaluate() ends an agent that breaks the rules (an illegal move, an exception of
+                    # its own) with the games it finished and ``failure``, the line naming the fault.
+                    failure = getattr(result, "failure", None)
+                    if failure:
+                        live.set(k, status="failed", result=result, reason=fault_reason(spec, failure))
+                    else:
+                        live.set(k, status="cancelled" if result.cancelled else "done", result=result)
                     report(live.games_done(), total, "")
             return live.results()
 
@@ -719,30 +895,35 @@ class ArenaTab(QWidget):
         self.status.emit(f"arena failed: {message}")
 
     def _on_finished(self) -> None:
-        ok = not (self.worker is not None and self.worker.error_message)
+        crashed = bool(self.worker is not None and self.worker.error_message)
         live = self._live
         if live is not None:
-            live.close(failed=not ok)
+            live.close(failed=crashed)
         self._refresh()
         n = sum(r.games for r in self.results)
         cancelled = live is not None and live.cancel
-        if ok:
+        failed = [r for r in self.rows if r.status == "failed"]
+        if crashed:
+            self.progressLabel.setText(f"Failed after {n:,} game{'' if n == 1 else 's'}")
+        else:
             wall = sum(r.elapsed for r in self.rows)
             if cancelled:
-                self.progressLabel.setText(
-                    f"Cancelled after {n:,} game{'' if n == 1 else 's'}" + (" (in the store)" if n else "")
-                )
+                text = f"Cancelled after {n:,} game{'' if n == 1 else 's'}"
             else:
                 self.progressBar.setValue(1000)
-                self.progressLabel.setText(
-                    f"Done: {plural(n, 'game')} in {duration(wall)}" + (" (in the store)" if n else "")
-                )
-        else:
-            self.progressLabel.setText(f"Failed after {n:,} game{'' if n == 1 else 's'}")
+                text = f"Done: {plural(n, 'game')} in {duration(wall)}"
+            text += " (in the store)" if n else ""
+            if failed:
+                # Each failed contestant on its own line: who, and the move or fault that stopped it.
+                text += "\n" + "\n".join(f"Failed: {r.reason or r.spec.display}" for r in failed)
+            self.progressLabel.setText(text)
+        for r in failed:
+            self.status.emit(f"arena: {r.reason or r.spec.display + ' failed'}")
+        self._save_last_run()
         if n:
             self.gamesChanged.emit()
         self._update_buttons()
-        self.evaluationFinished.emit(ok)
+        self.evaluationFinished.emit(not crashed and not failed)
 
     # ================================================================== results
     def _show_results(self) -> None:
@@ -765,6 +946,8 @@ class ArenaTab(QWidget):
                 item = _set_cell(t, row, col, text, right=0 < col < len(RESULT_COLUMNS) - 1)
                 if col == 0:
                     item.setToolTip(state.spec.checkpoint or state.spec.display)
+                elif col == len(RESULT_COLUMNS) - 1:
+                    item.setToolTip(state.reason)  # the whole reason where the column cuts it
         # Seed 004's layout: one row per tile, one column per agent, games that reached at least it.
         results = self.results
         thresholds = tile_thresholds(*(r.max_tiles for r in results))

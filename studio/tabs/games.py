@@ -363,8 +363,10 @@ class GamesTab(StoreTab):
             self.export_selected(Path(path))
 
     def export_selected(self, path: Path) -> bool:
-        """Write the selected games to ``path`` (.npz or .jsonl by its suffix)."""
-        ids = self.selected_ids()
+        """Write the selected games to ``path`` (.npz or .jsonl by its suffix), oldest first: the
+        file keeps the library's order (the table's newest-first rows made an import of it number the
+        games backwards), as ``games export`` writes it."""
+        ids = sorted(self.selected_ids())
         try:
             if path.suffix.lower() == ".jsonl":
                 self.store.export_jsonl(ids, path)

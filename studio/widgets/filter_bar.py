@@ -15,6 +15,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLineEdit, QSpinBox, QWidget
 
 from engine.store import SOURCE_FILTERS, GameFilter
+from engine.store.filters import MINE
 from studio.text import GAME_STATUS_WORDS
 
 #: Every filter the bar can show, in the order it shows them.
@@ -63,7 +64,10 @@ class FilterBar(QWidget):
         row = QHBoxLayout(self)
         row.setContentsMargins(0, 0, 0, 0)
         if "source" in fields:
-            self.source = self._combo(f"{name}SourceFilter", "all sources", [(s, s) for s in SOURCE_FILTERS])
+            # "your games" first: the person's own and those shared with an agent ("human" alone
+            # misses every game Watch played a part of), as the Progress tab counts them.
+            sources = [("your games", MINE), *((s, s) for s in SOURCE_FILTERS)]
+            self.source = self._combo(f"{name}SourceFilter", "all sources", sources)
             row.addWidget(self.source)
         if "agent" in fields:
             self.agent = QLineEdit()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-from engine.store import SOURCE_FILTERS, GameFilter
+from engine.store import GameFilter
+from engine.store.filters import FILTER_SOURCES
 from studio.widgets.filter_bar import FIELDS, FilterBar
 
 NOW = 1_700_000_000.0
@@ -22,20 +23,20 @@ def bar(qtbot):
 def test_nothing_set_is_every_game(bar):
     assert bar.fields == FIELDS
     assert bar.game_filter() == GameFilter() and bar.game_filter().is_empty()
-    assert [bar.source.itemData(i) for i in range(bar.source.count())] == [None, *SOURCE_FILTERS]
+    assert [bar.source.itemData(i) for i in range(bar.source.count())] == [None, *FILTER_SOURCES]
     assert bar.source.objectName() == "testSourceFilter" and bar.minTile.objectName() == "testMinTile"
 
 
 def test_keys_and_typing_make_the_filter(qtbot, bar):
     with qtbot.waitSignal(bar.changed) as sig:
         qtbot.keyClick(bar.source, Qt.Key.Key_Down)  # "all sources" -> the first source
-    assert sig.args == [GameFilter(source=SOURCE_FILTERS[0])]
+    assert sig.args == [GameFilter(source=FILTER_SOURCES[0])]
 
     bar.agent.setFocus()
     qtbot.keyClicks(bar.agent, "  greedy ")
     with qtbot.waitSignal(bar.changed) as sig:
         qtbot.keyClick(bar.agent, Qt.Key.Key_Return)
-    assert sig.args == [GameFilter(source=SOURCE_FILTERS[0], agent="greedy")]
+    assert sig.args == [GameFilter(source=FILTER_SOURCES[0], agent="greedy")]
 
     bar.minScore.setFocus()
     bar.minScore.selectAll()
@@ -53,7 +54,7 @@ def test_keys_and_typing_make_the_filter(qtbot, bar):
     with qtbot.waitSignal(bar.changed) as sig:
         bar.period.setCurrentIndex(bar.period.findText("last 7 days"))
     assert sig.args[0] == GameFilter(
-        source=SOURCE_FILTERS[0],
+        source=FILTER_SOURCES[0],
         agent="greedy",
         min_score=5000,
         min_max_tile=2048,
