@@ -9,8 +9,10 @@ trained DQN, probabilities for a policy. Raw, those numbers say little to a pers
 ``"points"`` (values are expected future score)
     the best move says ``best``; the others what they are expected to cost: ``−240 pts``.
 ``"rank"`` (values only order the moves: heuristics, Q-values, logits)
-    ``best``; the others their place and how far below the best they are, relative to the larger of
-    the two magnitudes: ``2nd · 3 % worse``; a move as good as the best says ``tied best``.
+    ``best``; the others their place only: ``2nd``, ``3rd`` (moves of the same value share it); a
+    move as good as the best says ``tied best``. No gap: a ratio of such values means nothing (a
+    heuristic sum can be negative, and a gap relative to each move's own magnitude even put a 3rd
+    move "less worse" than the 2nd when the signs differed), and a person would read it as a cost.
 ``"share"`` (values are probabilities or visit shares, summing to 1)
     each move's share of the rated moves' total (so still 100 % in all when the agent's shares
     include moves that are not legal here): ``best · 62 %``, ``21 %``. Values that cannot be shares
@@ -65,13 +67,6 @@ def same(a: float, b: float) -> bool:
 def rank_of(values: Iterable[float], v: float) -> int:
     """1 + how many of ``values`` are strictly better than ``v`` (ties share a rank)."""
     return 1 + sum(1 for e in values if e > v and not same(e, v))
-
-
-def relative_gap(top: float, v: float) -> float:
-    """How much worse ``v`` is than ``top``, relative to the larger magnitude of the two (0 when both
-    are 0): what a gap means for values on no particular scale (heuristic sums, Q-values)."""
-    scale = max(abs(top), abs(v))
-    return (top - v) / scale if scale > 0 else 0.0
 
 
 def _percent(fraction: float) -> str:
@@ -134,8 +129,7 @@ def hint_texts(values: Mapping[Direction, float], kind: str, choice: Direction |
         elif kind == "points":
             texts[d] = _points(top - v)
         else:
-            rank = rank_of((vals[e] for e in finite), v)
-            texts[d] = f"{ordinal(rank)} · {_percent(relative_gap(top, v))} worse"
+            texts[d] = ordinal(rank_of((vals[e] for e in finite), v))
     return Hints(texts, best, _summary(kind, vals, best))
 
 

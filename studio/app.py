@@ -20,13 +20,26 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QSettings, Qt, QTimer, QUrl
-from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence
-from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QMessageBox, QTabWidget, QWidget
+from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QTimer, QUrl
+from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeyEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QAbstractSpinBox,
+    QApplication,
+    QComboBox,
+    QLabel,
+    QLineEdit,
+    QMainWindow,
+    QMessageBox,
+    QPlainTextEdit,
+    QTabWidget,
+    QTextEdit,
+    QWidget,
+)
 
 from studio.settings import get_int
 from studio.tabs.common import ROUTED, Tab
 from studio.text import plural
+from studio.widgets.board import KEY_DIRECTIONS
 
 if TYPE_CHECKING:
     from engine.store import GameStore
@@ -55,6 +68,7 @@ SHORTCUTS_HELP = """
 <tr><td>Space</td><td>watch the agent / pause</td></tr>
 <tr><td>.</td><td>the agent makes one move</td></tr>
 <tr><td>Ctrl+N</td><td>new game (board size, spawn rules)</td></tr>
+<tr><td>Ctrl+Z</td><td>take back the last move (the same tile comes again for the same move)</td></tr>
 <tr><td colspan=2><b>Train</b></td></tr>
 <tr><td>Ctrl+Return</td><td>start a run with the form's settings</td></tr>
 <tr><td>Ctrl+P</td><td>pause / resume the selected run</td></tr>
@@ -116,6 +130,58 @@ class MainWindow(QMainWindow):
         self.tabs.currentChanged.connect(self._on_tab_changed)
         self._restore_state()
         self._on_tab_changed(self.tabs.currentIndex())
+        # Arrows / WASD belong to the game while Play is shown, wherever the focus was left (see
+        # eventFilter): removed again in shutdown, so a closed window keeps no hold on the app.
+        app = QApplication.instance()
+        if app is not None:
+            app.installEventFilter(self)
+
+    # ------------------------------------------------------------------ keys
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """Send arrow / WASD presses to the Play board whichever widget of this window has the focus.
+
+        A menu closed with Esc leaves the focus on the menu bar, a dialog can hand it back to nobody,
+        a click leaves it on the tab bar or the agent box: each swallowed the moves until the board was
+        clicked. Routing at the application level covers every such path at once; a text field keeps its
+        keys, and so do dialogs and open menus (they are other windows, or popups).
+        """
+        if event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent):
+            target = self._move_key_target(watched, event)
+            if target is not None:
+                target.setFocus(Qt.FocusReason.OtherFocusReason)  # leave the menu bar's keyboard mode
+                copy = QKeyEvent(
+                    event.type(),
+                    event.key(),
+                    event.modifiers(),
+                    event.text(),
+                    event.isAutoRepeat(),
+                    event.count(),
+                )
+                QApplication.sendEvent(target, copy)
+                return True
+        return super().eventFilter(watched, event)
+
+    def _move_key_target(self, watched: QObject, event: QKeyEvent) -> QWidget | None:
+        """The Play board when ``event`` (sent to ``watched``) is a move the board should get, else None."""
+        if self._closed or event.key() not in KEY_DIRECTIONS:
+            return None
+        if event.modifiers() & (
+            Qt.KeyboardModifier.ControlModifier
+            | Qt.KeyboardModifier.AltModifier
+            | Qt.KeyboardModifier.MetaModifier
+        ):
+            return None
+        board = getattr(self.play, "board", None)
+        if not isinstance(watched, QWidget) or board is None or watched is board:
+            return None  # the board has it already (or is no board: the tab failed to open)
+        if watched.window() is not self or self.tabs.currentWidget() is not self.play:
+            return None  # a dialog, a menu, or another tab
+        if QApplication.activePopupWidget() is not None or QApplication.activeModalWidget() is not None:
+            return None
+        focus = QApplication.focusWidget()
+        if focus is not None and _takes_text(focus):
+            return None
+        return board if board.isVisible() and board.isEnabled() else None
 
     # ------------------------------------------------------------------ tabs
     def _build_tab(self, title: str, module: str, cls_name: str) -> QWidget:
@@ -246,10 +312,17 @@ class MainWindow(QMainWindow):
             "&Watch agent / pause", lambda: play.autoplayButton.toggle() if has_play else None, "Space"
         )
         self.step_action = self._action("Agent &step", play.step_agent if has_play else _noop, ".")
-        self._play_actions = [self.hint_action, self.watch_action, self.step_action]
+        self.take_back_action = self._action(
+            "&Take back",
+            play.take_back if has_play else _noop,
+            QKeySequence.StandardKey.Undo,
+            "Take back the last move: board, score and next tile as before it",
+        )
+        self._play_actions = [self.hint_action, self.watch_action, self.step_action, self.take_back_action]
         game_menu.addAction(self.new_game_action)
+        game_menu.addAction(self.take_back_action)
         game_menu.addSeparator()
-        for a in self._play_actions:
+        for a in self._play_actions[:3]:
             game_menu.addAction(a)
 
         view_menu = bar.addMenu("&View")
@@ -364,6 +437,9 @@ class MainWindow(QMainWindow):
         if self._closed:
             return
         self._closed = True
+        app = QApplication.instance()
+        if app is not None:
+            app.removeEventFilter(self)
         self._db_timer.stop()
         self.save_state()
         for widget in self._tabs.values():
@@ -378,6 +454,13 @@ class MainWindow(QMainWindow):
 
 def _noop() -> None:
     pass
+
+
+def _takes_text(widget: QWidget) -> bool:
+    """True for a widget that reads arrows and letters as text editing (they are not moves there)."""
+    if isinstance(widget, (QLineEdit, QTextEdit, QPlainTextEdit, QAbstractSpinBox)):
+        return True
+    return isinstance(widget, QComboBox) and widget.isEditable()
 
 
 def create_window(
@@ -456,4 +539,6 @@ def run_app(data_dir: str | os.PathLike[str] | None = None) -> int:
         return 2
     window.show()
     QTimer.singleShot(PRELOAD_AFTER_MS, preload_agents)
+    # numba's kernels too, compiled ahead in a child process (the Train tab says so in the status bar)
+    QTimer.singleShot(PRELOAD_AFTER_MS, getattr(window.tab("Train"), "prepare_fast_engine", _noop))
     return int(app.exec())

@@ -4,7 +4,14 @@ The live coach (:meth:`Thinker.request_grade`) grades one move just played by th
 (:func:`studio.services.review.default_reviewer`, the one the Replay tab, Progress and ``review``
 use), with :func:`studio.services.review.grade_played`: the same unit (expected points given up) and
 grades as the game's review will give; the Play tab keeps a Thinker of its own for it, so a hint and
-a grade never make each other stale.
+a grade never make each other stale. With the coach on, a hint is the coach's reviewer's too
+(:meth:`Thinker.request_review_hint`): its values in points, exactly those the grade will use, so the
+hinted best move is graded "best". Both Thinkers of the tab share one built reviewer (and a lock):
+a network is loaded once, and never used by two threads at once.
+
+An agent's answer is checked before anyone acts on it (:func:`answer_fault`): a move that is not legal
+here, or a value that is not a number, becomes the result's ``fault``, a line naming the agent and the
+fault, logged with the board; an exception is logged with its traceback (``error``).
 
 An expectimax hint at depth 3 can take hundreds of milliseconds and the first use of a learner imports
 torch, so the Play tab never calls an agent directly: it asks a :class:`Thinker`, which loads the agent
@@ -16,6 +23,8 @@ a newer request or :meth:`Thinker.cancel` makes older tickets stale and their re
 from __future__ import annotations
 
 import logging
+import math
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -31,6 +40,7 @@ from agents.spec import AgentSpec
 from engine import DIRECTIONS, Direction, Game, Rules
 
 AGENT_CACHE = 3  # agents kept loaded
+_ARROWS = {Direction.UP: "↑", Direction.LEFT: "←", Direction.DOWN: "↓", Direction.RIGHT: "→"}
 
 log = logging.getLogger(__name__)
 
@@ -39,9 +49,35 @@ def choose(agent: Agent, game: Game, values: dict[Direction, float] | None) -> D
     """The agent's move. When the agent keeps the base ``act`` (best value, ties by action order) and we
     already have its values, reuse them rather than search twice; otherwise ask ``act``."""
     if values and type(agent).act is Agent.act:
-        best = max(values.values())
-        return next(d for d in DIRECTIONS if d in values and values[d] == best)
+        # As Agent.act: a value that is not a number never wins (max() with a NaN first returns NaN).
+        finite = {d: v for d, v in values.items() if math.isfinite(v)}
+        if finite:
+            best = max(finite.values())
+            return next(d for d in DIRECTIONS if d in finite and finite[d] == best)
     return agent.act(game)
+
+
+def _move(d: Direction) -> str:
+    return f"{_ARROWS[d]} {d.label}"
+
+
+def answer_fault(name: str, game: Game, values: dict[Direction, float] | None, choice: Any) -> str | None:
+    """What is wrong with agent ``name``'s answer about ``game`` (None: nothing), in one line a person
+    reads: "bad-agent chose ↑ up, which is illegal here". A plug-in can break the contract (a legal
+    move, numbers for values) and the tab must say so rather than silently do nothing."""
+    legal = game.legal_mask()
+    if values is not None:
+        broken = [d for d in DIRECTIONS if d in values and legal[d] and not math.isfinite(values[d])]
+        if broken:
+            which = ", ".join(f"{values[d]} for {_move(d)}" for d in broken)
+            return f"{name} gave values that are not numbers: {which}"
+    try:
+        move = Direction.parse(choice)
+    except ValueError:
+        return f"{name} chose {choice!r}, which is not a move"
+    if not legal[move]:
+        return f"{name} chose {_move(move)}, which is illegal here"
+    return None
 
 
 def value_kind(agent: Agent) -> str:
@@ -53,7 +89,9 @@ def value_kind(agent: Agent) -> str:
 @dataclass(frozen=True)
 class ThinkResult:
     """What an agent said about one position. ``values`` is None when it does not rate moves;
-    ``value_kind`` says what they are (:mod:`agents.hints`), for hints a person reads."""
+    ``value_kind`` says what they are (:mod:`agents.hints`), for hints a person reads. ``error``: the
+    exception it raised; ``fault``: what is wrong with its answer (:func:`answer_fault`); either way
+    nothing it said may be acted on. ``by_reviewer``: the values are the coach's reviewer's, in points."""
 
     ticket: int
     spec: AgentSpec
@@ -64,6 +102,13 @@ class ThinkResult:
     seconds: float
     error: str | None = None
     value_kind: str = "rank"
+    fault: str | None = None
+    by_reviewer: bool = False
+
+    @property
+    def problem(self) -> str | None:
+        """One line naming the agent and what went wrong (None: a sound answer)."""
+        return f"{self.agent_name} failed: {self.error}" if self.error else self.fault
 
 
 @dataclass(frozen=True)
@@ -135,20 +180,30 @@ class _ThinkTask(_Task):
     def __init__(self, thinker: Thinker, ticket: int, spec: AgentSpec, game: Game, want_values: bool):
         super().__init__(thinker, ticket, game)
         self.spec, self.want_values = spec, want_values
-        self.agent_name = spec.name or "checkpoint"  # the built agent's own name once it is loaded
+        self.agent_name = spec.name or spec.display  # the built agent's own name once it is loaded
 
     def _work(self, t0: float) -> ThinkResult:
         agent = self.thinker.agent_for(self.spec, self.game.rules)
         self.agent_name = agent.name
         values: dict[Direction, float] | None = None
-        if self.want_values:
+        # The base act picks from move_values anyway: asking for them costs nothing and lets a value
+        # that is not a number be found (act quietly skips it) before the agent moves on it.
+        if self.want_values or type(agent).act is Agent.act:
             try:
                 values = {Direction(d): float(v) for d, v in agent.move_values(self.game).items()}
             except NotImplementedError:
                 values = None
-        choice = choose(agent, self.game, values)
+        raw = choose(agent, self.game, values)
         seconds = time.perf_counter() - t0
-        return self._result(values, choice, seconds, value_kind=value_kind(agent))
+        fault = answer_fault(agent.name, self.game, values, raw)
+        if fault:
+            log.error("%s (move %d, board %s)", fault, self.game.moves, self.game.board.tolist())
+        try:
+            choice: Direction | None = Direction.parse(raw)
+        except ValueError:
+            choice = None
+        shown = values if self.want_values else None
+        return self._result(shown, choice, seconds, value_kind=value_kind(agent), fault=fault)
 
     def _failure(self) -> str:
         return f"agent {self.agent_name} failed to think about"
@@ -164,6 +219,54 @@ class _ThinkTask(_Task):
         )
 
 
+class _ReviewHintTask(_Task):
+    """A hint by the coach's reviewer: its values of the legal moves in points, exactly as
+    :func:`studio.services.review.grade_played` reads them for a grade (calibrated, a game's end seen
+    one move ahead), so the best move here is the one the coach grades "best"."""
+
+    def __init__(self, thinker: Thinker, ticket: int, reviewer: Any, game: Game):
+        super().__init__(thinker, ticket, game)
+        self.reviewer = reviewer
+
+    def _work(self, t0: float) -> ThinkResult:
+        from studio.services.review import grade_played
+
+        g = self.game
+        legal = g.legal_moves()
+        values: dict[Direction, float] = {}
+        if legal:
+            with self.thinker.reviewers.lock:
+                agent = self.thinker.reviewer_for(self.reviewer, g.rules)
+                # Any legal move graded gives the reviewer's values of all of them (``values``).
+                values = dict(grade_played(agent, g.rules, g.board, legal[0], g.score, g.moves).values)
+        best = max(values.values(), default=None)
+        choice = next((d for d in DIRECTIONS if d in values and values[d] == best), None)
+        return self._result(values, choice, time.perf_counter() - t0)
+
+    def _failure(self) -> str:
+        return f"reviewer {self.reviewer.label} failed to rate"
+
+    def _failed(self, error: str, seconds: float) -> ThinkResult:
+        return self._result(None, None, seconds, error=error)
+
+    def _result(
+        self, values: dict[Direction, float] | None, choice: Direction | None, seconds: float, **more: Any
+    ) -> ThinkResult:
+        r = self.reviewer
+        return ThinkResult(
+            self.ticket,
+            r.spec,
+            r.label,
+            self.game.moves,
+            values,
+            choice,
+            seconds,
+            **more,
+            value_kind="points",
+            by_reviewer=True,
+        )
+
+
 class _GradeTask(_Task):
     """Grade one move (the board before it, the move) with a reviewer (built once and kept)."""
 
@@ -175,8 +278,9 @@ class _GradeTask(_Task):
         from studio.services.review import grade_played
 
         g = self.game
-        agent = self.thinker.reviewer_for(self.reviewer, g.rules)
-        grade = grade_played(agent, g.rules, g.board, self.played, g.score, g.moves)
+        with self.thinker.reviewers.lock:
+            agent = self.thinker.reviewer_for(self.reviewer, g.rules)
+            grade = grade_played(agent, g.rules, g.board, self.played, g.score, g.moves)
         return self._result(grade, time.perf_counter() - t0, None)
 
     def _failure(self) -> str:
@@ -192,13 +296,23 @@ class _GradeTask(_Task):
         )
 
 
+class Reviewers:
+    """Built reviewers kept for the next move, shared by the Thinkers of one tab (hint and coach):
+    ``lock`` is held while one is built or used, so no reviewer thinks on two threads at once."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.cache: OrderedDict[tuple[AgentSpec, int | None, Rules], Agent] = OrderedDict()
+
+
 class Thinker(QObject):
-    """Asks agents for values and moves on one worker thread; emits :attr:`resultReady` on the GUI thread."""
+    """Asks agents for values and moves on one worker thread; emits :attr:`resultReady` on the GUI thread.
+    ``reviewers``: built reviewers to share with another Thinker (default: its own)."""
 
     resultReady = Signal(object)  # ThinkResult, fresh tickets only
     gradeReady = Signal(object)  # GradeResult (request_grade), fresh tickets only
 
-    def __init__(self, parent: QObject | None = None) -> None:
+    def __init__(self, parent: QObject | None = None, *, reviewers: Reviewers | None = None) -> None:
         super().__init__(parent)
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(1)
@@ -208,20 +322,31 @@ class Thinker(QObject):
         # Only touched from the worker thread (one at a time), so no lock is needed. A few agents are
         # kept (switching back and forth is instant) but not all: learners can hold large tables.
         self._agents: OrderedDict[tuple[AgentSpec, Rules], Agent] = OrderedDict()
-        self._reviewers: OrderedDict[tuple[AgentSpec, int | None, Rules], Agent] = OrderedDict()
+        self.reviewers = reviewers or Reviewers()
 
     def agent_for(self, spec: AgentSpec, rules: Rules) -> Agent:
         return _kept(self._agents, (spec, rules), lambda: spec.build(rules, exact=False))
 
     def reviewer_for(self, reviewer: Any, rules: Rules) -> Agent:
-        """The built reviewer (:class:`studio.services.review.Reviewer`), kept for the next move."""
-        return _kept(self._reviewers, (reviewer.spec, reviewer.depth, rules), lambda: reviewer.build(rules))
+        """The built reviewer (:class:`studio.services.review.Reviewer`), kept for the next move; call
+        it with ``reviewers.lock`` held."""
+        return _kept(
+            self.reviewers.cache, (reviewer.spec, reviewer.depth, rules), lambda: reviewer.build(rules)
+        )
 
     def request(self, spec: AgentSpec, game: Game, *, want_values: bool) -> int:
         """Start thinking about (a copy of) ``game``; returns the ticket. Older requests become stale."""
         self.ticket += 1
         self.pool.clear()  # queued, not yet started, requests are stale now
         self.pool.start(_ThinkTask(self, self.ticket, spec, game.copy(), want_values))
+        return self.ticket
+
+    def request_review_hint(self, reviewer: Any, game: Game) -> int:
+        """A hint by ``reviewer`` (the coach's, a :class:`studio.services.review.Reviewer`) about (a
+        copy of) ``game``: a :class:`ThinkResult` in points. Returns the ticket; older ones go stale."""
+        self.ticket += 1
+        self.pool.clear()
+        self.pool.start(_ReviewHintTask(self, self.ticket, reviewer, game.copy()))
         return self.ticket
 
     def request_grade(self, reviewer: Any, game: Game, played: Direction) -> int:

@@ -19,6 +19,14 @@ How a game is recorded
   ``abandoned`` record's moves from its seed (checking every board against the record, so the next
   tiles are the ones the seed would have drawn next) and reopens it: the moves that follow append to
   the same record, which still replays from its seed as one game.
+* **A move taken back is gone from the record, and counted.** :meth:`GameRecorder.take_back` deletes
+  the last stored move and goes back to the exact game before it, the spawn generator's state
+  included: the same move then brings the same tile, as in the web game's undo. That keeps the record
+  a game its seed replays (every stored move followed from the one before, with the seed's next
+  tiles), so Replay, Review (which grades the moves that stood, never a taken-back one), resuming and
+  exports need nothing new. What was taken back (move number, direction, who made it) is kept beside
+  the game in the store's ``meta`` table (``takebacks:ID``, see :func:`takebacks`), so it outlives the
+  session; it does not travel in exported files, which hold the game as it stands.
 * ``lazy=True`` writes nothing until the first move (the window: a game opened and left untouched is
   not worth a record); otherwise the record exists from the start (the terminal says "saved as game N"
   even when no move was made).
@@ -28,16 +36,57 @@ numpy and the standard library only, like the rest of :mod:`engine.store`; never
 
 from __future__ import annotations
 
+import json
+import logging
 import secrets
+import time
+from dataclasses import dataclass
 
 import numpy as np
 
 from engine.core import Direction, Rules, StepResult
 from engine.game import Game
+from engine.store.base import one_row
 from engine.store.db import GameStore
 from engine.store.model import HUMAN, Player, StoreError
 
+log = logging.getLogger(__name__)
+
 SEED_RANGE = 2**31  # drawn seeds stay short enough to read out and type into "New game"
+#: Beside game ID in the store's ``meta`` table: its taken-back moves, a JSON list of :class:`Takeback`.
+TAKEBACKS_KEY = "takebacks:{}"
+
+
+@dataclass(frozen=True)
+class Takeback:
+    """A move taken back: move ``index`` (0-based; the record's move ``index`` is the one played
+    instead, if any), its ``direction``, who had made it, and when it was taken back (Unix seconds)."""
+
+    index: int
+    direction: Direction
+    player: Player
+    at: float
+
+
+def takebacks(store: GameStore, game_id: int) -> list[Takeback]:
+    """The moves taken back in game ``game_id``, in the order they were taken back (none: ``[]``).
+
+    Damaged notes read as none (and are logged): they only tell the story, the record stands without them.
+    """
+    with store._tx(write=False) as con:
+        row = con.execute("SELECT value FROM meta WHERE key = ?", (TAKEBACKS_KEY.format(game_id),)).fetchone()
+    if row is None:
+        return []
+    try:
+        return [
+            Takeback(
+                int(t["index"]), Direction(int(t["direction"])), Player.from_json(t["player"]), float(t["at"])
+            )
+            for t in json.loads(row[0])
+        ]
+    except (TypeError, ValueError, KeyError):
+        log.warning("game %s: its takebacks cannot be read", game_id, exc_info=True)
+        return []
 
 
 class GameRecorder:
@@ -74,6 +123,9 @@ class GameRecorder:
         self._player = player  # who moves when play() is not told: the last mover, first the given one
         self._moved = False
         self._players: list[Player] = []  # who has moved in this game, in order of their first move
+        # Before each move that stands: the game (spawn generator included), the move, who made it, and
+        # the recorder's last mover then (and whether anyone had moved): what take_back() restores.
+        self._history: list[tuple[Game, Direction, Player, Player, bool]] = []
         self.closed = False
         if not lazy:
             self._create(player)
@@ -97,10 +149,13 @@ class GameRecorder:
         game = Game(rules=s.rules, seed=s.seed)
         if not np.array_equal(game.board, rec.initial_board):
             raise StoreError(f"game {game_id} does not start as its seed {s.seed} does")
+        history: list[tuple[Game, Direction, Player, Player, bool]] = []
         for i in range(rec.n_moves):
             d = Direction(int(rec.moves[i]))
             if not game.legal_mask()[d]:
                 raise StoreError(f"game {game_id}: move {i + 1} is not legal when replayed from its seed")
+            last = rec.player_of(i - 1) if i else rec.player_of(0)
+            history.append((game.copy(), d, rec.player_of(i), last, i > 0))  # taken back after a restart too
             game.step(d)
             if not np.array_equal(game.board, rec.board_after(i)) or game.score != int(rec.scores[i]):
                 raise StoreError(f"game {game_id}: move {i + 1} does not follow from its seed {s.seed}")
@@ -109,6 +164,7 @@ class GameRecorder:
         store.reopen_game(game_id)
         self = cls(store, game, lazy=True, run_id=s.run_id)
         self.game_id = game_id
+        self._history = history
         if rec.n_moves:
             self._player = rec.player_of(rec.n_moves - 1)
             self._moved = True
@@ -179,6 +235,7 @@ class GameRecorder:
             board_after=after.board,
             player=who,
         )
+        self._history.append((self.game, d, who, self._player, self._moved))
         self.game = after
         self._player = who
         self._moved = True
@@ -187,6 +244,27 @@ class GameRecorder:
         if result.game_over:
             self.close()
         return result
+
+    @property
+    def can_take_back(self) -> bool:
+        """True when there is a move to take back (a game still being played, with a move made)."""
+        return not self.closed and bool(self._history)
+
+    def take_back(self) -> Takeback | None:
+        """Take back the last move: it leaves the record, and the game is the exact one before it, its
+        spawn generator included (the same move brings the same tile again). None when there is nothing
+        to take back (no move, or the record is closed: a game over is final). A StoreError leaves the
+        game and its record as they were."""
+        if not self.can_take_back or self.game_id is None:
+            return None
+        before, direction, who, last, moved = self._history[-1]
+        taken = Takeback(self.game.moves - 1, direction, who, time.time())
+        _drop_last_move(self.store, self.game_id, taken, int(before.board.max()))
+        self._history.pop()
+        self.game = before
+        self._player = last
+        self._moved = moved
+        return taken
 
     def close(self, status: str | None = None) -> None:
         """End the record: ``finished`` when no move is left, else ``abandoned`` (or ``status``).
@@ -218,3 +296,39 @@ class GameRecorder:
             seed=self.seed,
             run_id=self.run_id,
         )
+
+
+def _drop_last_move(store: GameStore, game_id: int, taken: Takeback, max_tile: int) -> None:
+    """Delete move ``taken.index`` (the last) of a playing game and note it among its takebacks, in one
+    transaction. ``max_tile``: the biggest tile of the board before it (tiles never shrink, so it is
+    the game's biggest tile again)."""
+    key = TAKEBACKS_KEY.format(game_id)
+    with store._tx(write=True) as con:
+        row = one_row(
+            con, "SELECT status, n_moves FROM games WHERE id = ?", game_id, f"no game {game_id} (deleted?)"
+        )
+        if row["status"] != "playing":
+            raise StoreError(f"game {game_id} is {row['status']}: no move can be taken back")
+        if row["n_moves"] != taken.index + 1:
+            raise StoreError(
+                f"game {game_id}: move {taken.index + 1} is not its last (it has {row['n_moves']})"
+            )
+        con.execute("DELETE FROM moves WHERE game_id = ? AND idx = ?", (game_id, taken.index))
+        prev = con.execute(
+            "SELECT score FROM moves WHERE game_id = ? AND idx = ?", (game_id, taken.index - 1)
+        ).fetchone()
+        con.execute(
+            "UPDATE games SET n_moves = ?, score = ?, max_tile = ?, updated = ? WHERE id = ?",
+            (taken.index, int(prev[0]) if prev else 0, max_tile, taken.at, game_id),
+        )
+        old = con.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        items = json.loads(old[0]) if old else []
+        items.append(
+            {
+                "index": taken.index,
+                "direction": int(taken.direction),
+                "player": taken.player.to_json(),
+                "at": taken.at,
+            }
+        )
+        con.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(items)))

@@ -48,6 +48,7 @@ from agents.review import BEST, BLUNDER, FORCED, GOOD, INACCURACY, MISTAKE, Move
 from agents.spec import AgentSpec
 from engine import DIRECTIONS, Direction, Rules
 from engine.store import HUMAN, GameRecorder, GameStore, Player
+from engine.store.recorder import takebacks
 from studio.settings import get_bool, get_float, get_int, get_str_list
 from studio.theme import load_theme
 from studio.thinking import GradeResult, Thinker, ThinkResult
@@ -60,6 +61,10 @@ MAX_SPEED = 60  # the slider's top notch means "as fast as the agent thinks"
 #: The settings key naming the game to go on with at the next start: ``ID@DATABASE`` (``@DATABASE``: none).
 RESUME_KEY = "play/resume"
 CHECKPOINT_ITEM = "Checkpoint file…"
+#: The settings keys of the agent box's last choice: a registered agent's name (or a checkpoint's agent),
+#: and the checkpoint file ("" for a registered agent).
+AGENT_KEY = "play/agent"
+CHECKPOINT_KEY = "play/agent_checkpoint"
 #: The coach badge's colour for each grade.
 GRADE_COLOURS = {
     FORCED: "#8a8178",
@@ -212,10 +217,8 @@ class AgentPicker(QComboBox):
         for path in self._recent_checkpoints():
             self.addItem(f"{Path(path).name} (checkpoint)", AgentSpec.from_checkpoint(path))
         self.addItem(CHECKPOINT_ITEM, None)
-        last = self.settings.value("play/agent", "")
-        idx = self.findText(str(last)) if last else -1
-        self.setCurrentIndex(max(0, idx))
-        self._index = self.currentIndex()
+        self._index = 0
+        self._restore_choice()
         self.activated.connect(self._on_activated)
 
     @property
@@ -226,16 +229,50 @@ class AgentPicker(QComboBox):
     def _recent_checkpoints(self) -> list[str]:
         return [p for p in get_str_list(self.settings, "play/checkpoints") if Path(p).exists()][:5]
 
-    def select(self, spec: AgentSpec) -> None:
-        """Choose ``spec``, adding it to the list (before "Checkpoint file…") if it is new."""
+    def select(self, spec: AgentSpec, *, remember: bool = True) -> None:
+        """Choose ``spec``, adding it to the list (before "Checkpoint file…") if it is new; the choice
+        is the one the next start comes back to (``remember``)."""
         for i in range(self.count()):
-            if self.itemData(i) == spec:
+            data = self.itemData(i)
+            same_file = (
+                spec.checkpoint is not None
+                and isinstance(data, AgentSpec)
+                and data.checkpoint == spec.checkpoint
+            )
+            if data == spec or same_file:
+                if same_file and spec.name:  # the file's agent became known (Use in Play names it)
+                    self.setItemData(i, spec)
                 self.setCurrentIndex(i)
                 self._index = i
-                return
-        label = spec.display if spec.checkpoint is None else f"{Path(spec.checkpoint).name} (checkpoint)"
-        self.insertItem(self.count() - 1, label, spec)
-        self.setCurrentIndex(self.count() - 2)
+                break
+        else:
+            label = spec.display if spec.checkpoint is None else f"{Path(spec.checkpoint).name} (checkpoint)"
+            self.insertItem(self.count() - 1, label, spec)
+            self.setCurrentIndex(self.count() - 2)
+            self._index = self.currentIndex()
+        if remember:
+            self._remember(self._index)
+
+    def _remember(self, index: int) -> None:
+        """Keep the choice at ``index`` for the next start: a registered agent by its name, a checkpoint
+        by its file (its label, the file's name only, is not unique: every run has a ``best.npz``)."""
+        spec = self.itemData(index)
+        if not isinstance(spec, AgentSpec):
+            return
+        self.settings.setValue(CHECKPOINT_KEY, spec.checkpoint or "")
+        self.settings.setValue(AGENT_KEY, (spec.name or "") if spec.checkpoint else self.itemText(index))
+
+    def _restore_choice(self) -> None:
+        """Come back to the choice remembered by :meth:`_remember` (the first agent when it is gone)."""
+        name = str(self.settings.value(AGENT_KEY, "") or "")
+        checkpoint = str(self.settings.value(CHECKPOINT_KEY, "") or "")
+        if checkpoint:
+            # A file that is gone falls back to the first agent, not to an untrained one of its kind.
+            if Path(checkpoint).is_file():
+                self.select(AgentSpec.from_checkpoint(checkpoint, name or None), remember=False)
+            return
+        idx = self.findText(name) if name else -1
+        self.setCurrentIndex(max(0, idx))
         self._index = self.currentIndex()
 
     def use_checkpoint(self, path: Path, agent: str | None = None) -> None:
@@ -259,7 +296,7 @@ class AgentPicker(QComboBox):
             self.use_checkpoint(Path(path))
         else:
             self._index = index
-            self.settings.setValue("play/agent", self.itemText(index))
+            self._remember(index)
         self.chosen.emit()
 
 
@@ -287,7 +324,7 @@ class PlayTab(QWidget):
         self.thinker = thinker or Thinker(self)
         self.thinker.resultReady.connect(self._on_think_result)
         # The live coach thinks on a thread of its own: a hint asked for after a move never cancels it.
-        self.coach = Thinker(self)
+        self.coach = Thinker(self, reviewers=getattr(self.thinker, "reviewers", None))
         self.coach.gradeReady.connect(self._on_grade)
         self.last_grade: GradeResult | None = None
         self.recorder: GameRecorder | None = None
@@ -296,6 +333,7 @@ class PlayTab(QWidget):
         self._ticket = 0
         self._reached_2048 = False
         self._resumed = False
+        self._takebacks = 0  # moves taken back in the game shown (the record keeps the count)
         self.last_hint: ThinkResult | None = None
         self.hint_best: Direction | None = None  # the best move of the hint shown (None: no preference)
         self._watch_timer = QTimer(self)
@@ -339,6 +377,12 @@ class PlayTab(QWidget):
         self.newGameButton.setObjectName("newGameButton")
         self.newGameButton.setToolTip("Start a new game: board size and spawn rules (Ctrl+N)")
         self.newGameButton.clicked.connect(self.show_new_game_dialog)
+        self.takeBackButton = QPushButton("Take back")
+        self.takeBackButton.setObjectName("takeBackButton")
+        self.takeBackButton.setToolTip(
+            "Take back the last move: the board, score and next tile as before it (Ctrl+Z)"
+        )
+        self.takeBackButton.clicked.connect(self.take_back)
         col.addLayout(head)
         col.addLayout(boxes)
         self.coachBadge = QLabel()
@@ -348,7 +392,10 @@ class PlayTab(QWidget):
         col.addWidget(self.coachBadge)
         col.addWidget(self.movesLabel)
         col.addWidget(self.gameInfoLabel)
-        col.addWidget(self.newGameButton)
+        game_row = QHBoxLayout()
+        game_row.addWidget(self.newGameButton)
+        game_row.addWidget(self.takeBackButton)
+        col.addLayout(game_row)
 
         col.addWidget(self._build_agent_box())
 
@@ -360,6 +407,7 @@ class PlayTab(QWidget):
         # The board keeps the keyboard: clicking Hint or the speed slider must not steal the arrows.
         for w in (
             self.newGameButton,
+            self.takeBackButton,
             self.hintButton,
             self.autoHintCheck,
             self.coachCheck,
@@ -397,7 +445,8 @@ class PlayTab(QWidget):
         self.coachCheck.setToolTip(
             "After each of your moves, a badge under the score says how good it was (best, good, "
             "inaccuracy, mistake, blunder), which move was better and the expected points it gave up. "
-            "The default reviewer grades (the one Replay, Progress and the review command use)."
+            "The default reviewer grades (the one Replay, Progress and the review command use). "
+            "While the coach is on, Hint asks that reviewer too, so hint and grade agree."
         )
         self.coachCheck.setChecked(get_bool(self.settings, "play/coach", False))
         self.coachCheck.toggled.connect(self._on_coach_toggled)
@@ -557,6 +606,12 @@ class PlayTab(QWidget):
         """Make ``recorder`` the game on the board."""
         self.recorder = recorder
         self._resumed = recorder.moves > 0  # only a resumed game has moves before its first key press
+        self._takebacks = 0
+        if recorder.game_id is not None:
+            try:
+                self._takebacks = len(takebacks(self.store, recorder.game_id))
+            except ValueError:  # StoreError: the count is informative only
+                log.warning("cannot read the takebacks of game %s", recorder.game_id, exc_info=True)
         rules = recorder.rules
         self._reached_2048 = int(recorder.board.max()) >= 2048
         for key, value in (
@@ -648,6 +703,43 @@ class PlayTab(QWidget):
             self.request_hint()
         return True
 
+    def take_back(self) -> bool:
+        """Take back the last move (Ctrl+Z, Game > Take back): the board, score and spawn generator go
+        back to just before it, and the record drops it and counts it (see
+        :meth:`GameRecorder.take_back`). Stops a watched agent first. False when there is nothing to
+        take back."""
+        recorder = self.recorder
+        if recorder is None or not recorder.can_take_back:
+            self.status.emit(
+                "The game is over: it stays as it ended"
+                if recorder and recorder.closed
+                else "No move to take back"
+            )
+            return False
+        self.stop_watching()
+        self.thinker.cancel()
+        self._pending = None
+        self._clear_coach()
+        try:
+            taken = recorder.take_back()
+        except ValueError as e:  # StoreError: the record keeps the move, so the game does too
+            self.status.emit(f"Move not taken back, the store refused: {e}")
+            return False
+        if taken is None:
+            return False
+        self._takebacks += 1
+        self._best.pop(recorder.rules.shape, None)  # BEST may have counted the move's score live
+        self.board.set_board(recorder.board)
+        self._clear_hint()
+        self._update_labels()
+        self.gamesChanged.emit()
+        self.status.emit(
+            f"Took back move {taken.index + 1} ({ARROWS[taken.direction]} {taken.direction.label})"
+        )
+        if self.autoHintCheck.isChecked():
+            self.request_hint()
+        return True
+
     def _on_key_move(self, direction: Direction) -> None:
         if self.autoplayButton.isChecked():
             self.stop_watching()
@@ -677,7 +769,10 @@ class PlayTab(QWidget):
         record = f"game #{s.game_id}" if s.game_id is not None else "not logged yet"
         if self._resumed:
             record += ", resumed"
+        if self._takebacks:
+            record += f", {self._takebacks} taken back"
         self.gameInfoLabel.setText(" · ".join([f"{r.rows}x{r.cols}", *extras, record]))
+        self.takeBackButton.setEnabled(s.can_take_back)
 
     # ------------------------------------------------------------------ agent
     def _on_agent_chosen(self) -> None:
@@ -695,13 +790,21 @@ class PlayTab(QWidget):
         if spec is None or self.recorder is None or self.recorder.closed:
             return False
         self._pending = purpose
+        if purpose == "hint" and self.coachCheck.isChecked():
+            # One reviewer, one unit: with the coach on, the hint is its reviewer's, in points, so the
+            # move hinted best is the one graded "best" (an agent of another depth or unit disagreed).
+            self._ticket = self.thinker.request_review_hint(self.coach_reviewer, self.recorder.game)
+            return True
         self._ticket = self.thinker.request(spec, self.recorder.game, want_values=want_values)
         return True
 
     def request_hint(self) -> None:
-        """Ask the agent to rate the legal moves of the current board (off the GUI thread)."""
+        """Ask the agent (the coach's reviewer while the coach is on) to rate the legal moves of the
+        current board (off the GUI thread)."""
         if self._ask("hint", want_values=True):
-            self.hintStatus.setText(f"{self.agent_spec.display if self.agent_spec else ''} is thinking…")
+            who = self.coach_reviewer.label if self.coachCheck.isChecked() else None
+            who = who or (self.agent_spec.display if self.agent_spec else "")
+            self._set_hint_status(f"{who} is thinking…")
 
     def step_agent(self) -> None:
         """The agent makes one move (from a pause or before watching)."""
@@ -720,9 +823,16 @@ class PlayTab(QWidget):
         ):
             return  # stale: about a board that has moved on
         self._pending = None
-        if result.error:
-            self.hintStatus.setText(f"{result.spec.display}: {result.error}")
-            self.status.emit(f"{result.spec.display}: {result.error}")
+        problem = result.problem
+        if problem:
+            # A broken answer (an exception, an illegal move, values that are not numbers) is never
+            # acted on: said in place, and Watch stops rather than ask the same agent again and again.
+            if result.values is not None:
+                self._show_values(result, arrow=False)  # what it said: "n/a" where not a number
+            self.board.set_hint(None)  # no arrow for a move nobody can trust
+            self.hint_best = None
+            self._set_hint_status(problem, fault=True)
+            self.status.emit(problem)
             self.stop_watching()
             return
         if purpose == "hint":
@@ -743,6 +853,7 @@ class PlayTab(QWidget):
         """Fill the hint table (legal moves only): what each move gives up against the best, in words a
         player reads (:func:`agents.hints.hint_texts`); the agent's choice in bold; maybe the arrow."""
         self.last_hint = result
+        self._set_hint_status("")
         values = result.values or {}
         hints = hint_texts(values, result.value_kind, result.choice)
         mask = legal if legal is not None else self.recorder.game.legal_mask() if self.recorder else None
@@ -758,14 +869,15 @@ class PlayTab(QWidget):
         ms = f"{result.seconds * 1000:.0f} ms"
         extra = f"; {hints.summary}" if hints.summary else ""
         no_preference = result.values is not None and hints.best is None
+        who = f"{result.agent_name} (the coach's reviewer)" if result.by_reviewer else result.agent_name
         if result.values is None:
-            self.hintStatus.setText(f"{result.agent_name} does not rate moves; its choice: {choice}")
+            self.hintStatus.setText(f"{who} does not rate moves; its choice: {choice}")
         elif no_preference and arrow:
-            self.hintStatus.setText(f"{result.agent_name} has no preference here ({ms})")
+            self.hintStatus.setText(f"{who} has no preference here ({ms})")
         elif arrow:
-            self.hintStatus.setText(f"{result.agent_name}: {choice}{extra} ({ms})")
+            self.hintStatus.setText(f"{who}: {choice}{extra} ({ms})")
         else:
-            self.hintStatus.setText(f"{result.agent_name} played {choice}{extra} ({ms})")
+            self.hintStatus.setText(f"{who} played {choice}{extra} ({ms})")
         # No arrow for a fake preference: when every move is worth the same, none is pointed at.
         self.board.set_hint(result.choice if arrow and not no_preference else None)
         self.hint_best = hints.best
@@ -780,8 +892,13 @@ class PlayTab(QWidget):
             name.setStyleSheet("")
             label.setStyleSheet("")
             name.setEnabled(True)
-        self.hintStatus.setText("")
+        self._set_hint_status("")
         self.board.set_hint(None)
+
+    def _set_hint_status(self, text: str, *, fault: bool = False) -> None:
+        """The line under the hint table; an agent's fault in red (it stays until the next answer)."""
+        self.hintStatus.setText(text)
+        self.hintStatus.setStyleSheet("color: #c0392b;" if fault else "color: #8a8178;")
 
     # ------------------------------------------------------------------ coach
     @property
@@ -803,6 +920,8 @@ class PlayTab(QWidget):
         self.settings.setValue("play/coach", on)
         if not on:
             self._clear_coach()
+        if self.last_hint is not None and self._pending is None:
+            self.request_hint()  # the hint shown was by the other one (the agent / the coach's reviewer)
         self.board.setFocus()
 
     def _ask_coach(self, position: Any, played: Direction) -> None:

@@ -23,7 +23,7 @@ from tests.studio.tab_fixtures import shown
 pytest_plugins = ("tests.studio.gui_fixtures",)
 
 U, L, D, R = Direction.UP, Direction.LEFT, Direction.DOWN, Direction.RIGHT
-RANKED = re.compile(r"^(best|tied best|\d(st|nd|rd|th) · (<?[\d.]+) % worse)$")
+RANKED = re.compile(r"^(best|tied best|\d(st|nd|rd|th))$")  # issue 44: order only, no "% worse"
 
 
 # ------------------------------------------------------------------------------------- hint texts
@@ -38,19 +38,19 @@ def test_points_say_what_each_move_costs_in_points():
 
 
 def test_rank_for_the_issues_expectimax_and_dqn_numbers():
-    # The numbers users saw for expectimax: a rank and how far below the best, no raw sums.
+    # The numbers users saw for expectimax: a rank (only the order means something), no raw sums.
     h = hint_texts({U: -91_591.0, L: -104_565.0, D: -73_897.0, R: -99_309.0}, "rank")
     assert h.best is D
-    assert h.texts == {U: "2nd · 19 % worse", L: "4th · 29 % worse", D: "best", R: "3rd · 26 % worse"}
+    assert h.texts == {U: "2nd", L: "4th", D: "best", R: "3rd"}
     # A trained dqn: 10.0 / 9.95 / 10.0. The first of the tied best is the best (action order) ...
     h = hint_texts({U: 10.0, L: 9.95, R: 10.0}, "rank")
-    assert h.texts == {U: "best", L: "3rd · 0.5 % worse", R: "tied best"} and h.best is U
+    assert h.texts == {U: "best", L: "3rd", R: "tied best"} and h.best is U
     # ... unless the agent chose the other one.
     h = hint_texts({U: 10.0, L: 9.95, R: 10.0}, "rank", choice=R)
-    assert h.texts == {U: "tied best", L: "3rd · 0.5 % worse", R: "best"} and h.best is R
+    assert h.texts == {U: "tied best", L: "3rd", R: "best"} and h.best is R
     # Two moves below the best with the same value share their place.
     h = hint_texts({U: 4.0, L: 3.0, D: 3.0, R: 1.0}, "rank")
-    assert h.texts == {U: "best", L: "2nd · 25 % worse", D: "2nd · 25 % worse", R: "4th · 75 % worse"}
+    assert h.texts == {U: "best", L: "2nd", D: "2nd", R: "4th"}
     assert h.summary == ""
 
 
@@ -59,7 +59,7 @@ def test_shares_are_percentages_with_the_best_marked():
     assert h.texts == {U: "best · 62 %", L: "21 %", D: "16 %", R: "0.6 %"} and h.best is U
     # Values that are not shares (negative logits) are ranked instead of shown as odd percentages.
     h = hint_texts({U: 2.0, L: -1.0}, "share")
-    assert h.texts == {U: "best", L: "2nd · 150 % worse"}
+    assert h.texts == {U: "best", L: "2nd"}
 
 
 @pytest.mark.parametrize("kind", VALUE_KINDS)
@@ -222,7 +222,7 @@ def test_play_tab_expectimax_hint_is_a_rank_not_raw_sums(qtbot, window):
     assert shown == {d: expected.texts.get(d, "") for d in Direction}
     assert sum(t == "best" for t in shown.values()) == 1
     for d in game.legal_moves():
-        assert RANKED.match(shown[d]), shown[d]  # "2nd · 19 % worse", never "−91,591"
+        assert RANKED.match(shown[d]), shown[d]  # "2nd", never "−91,591"
     assert play.board.hint is expected.best
     _assert_beside_the_board(play.board)
     # A move clears the hint: it was about the old board.
