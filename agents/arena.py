@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from agents.base import Agent
+from agents.guard import AgentFault, agent_name, play_move
 from agents.play_only import set_play_only
 from agents.ray_util import RAY_TASK_CPUS
 from agents.spec import AgentSpec
@@ -64,6 +65,9 @@ MAX_JOB_GAMES = 256
 PREPARE_TIMEOUT_S = 600.0
 #: Where the games play: worker processes on this machine, or Ray actors.
 BACKENDS: tuple[str, ...] = ("local", "ray")
+#: Seconds one move may take before the agent is failed for it (``evaluate(move_limit_s=...)``): far
+#: past any built-in agent's deepest search, short of an evaluation that looks hung.
+MOVE_LIMIT_S = 60.0
 
 
 class WorkerError(ChildProcessError):
@@ -143,8 +147,13 @@ def game_seeds(seed: int, index: int) -> tuple[int, np.random.Generator]:
 
 def warm_up(agent: Agent, rules: Rules) -> None:
     """One untimed move, so one-time costs (loading jitted kernels, building tables) are not counted as
-    thinking time. Every game then starts from its own seeds, so this changes no result."""
-    agent.act(Game(seed=0, rules=rules))
+    thinking time. Every game then starts from its own seeds, so this changes no result. Checked like
+    every move (:func:`agents.guard.play_move`): a faulty agent fails here, named."""
+    try:
+        play_move(agent, Game(seed=0, rules=rules))
+    except AgentFault as e:
+        e.where = e.where or "its warm-up move"
+        raise
 
 
 def play_game(
@@ -155,19 +164,36 @@ def play_game(
     *,
     record: bool = False,
     on_move: Callable[[], bool] | None = None,
+    move_limit_s: float | None = None,
 ) -> GameOutcome:
     """Play game ``index`` of an evaluation to the end.
 
     ``on_move()`` is called after each move; when it returns True the game is given up
-    (:class:`Stopped` is raised)."""
+    (:class:`Stopped` is raised). Every move is checked (:func:`agents.guard.play_move`): an illegal
+    one, a value that is not a finite number, an exception of the agent's, or a move slower than
+    ``move_limit_s`` raises :class:`agents.guard.AgentFault` naming the agent, the move and the game."""
     spawn_seed, agent.rng = game_seeds(seed, index)
     game = Game(seed=spawn_seed, rules=rules)
     trace = GameTrace.start(game) if record else None
     thinking = 0.0
     while not game.game_over:
         t0 = time.perf_counter()
-        move = agent.act(game)
-        thinking += time.perf_counter() - t0
+        try:
+            move = play_move(agent, game)
+        except AgentFault as e:
+            e.where = f"move {game.moves} of game {index}"
+            raise
+        took = time.perf_counter() - t0
+        if move_limit_s is not None and took > move_limit_s:
+            # Seen once the move is made (a call cannot be cut short in this thread), so an agent that
+            # never returns is the caller's to stop; one that is only slow is named here.
+            raise AgentFault(
+                agent_name(agent),
+                "act",
+                f"took {took:.1f} s over one move; the limit is {move_limit_s:g} s",
+                f"move {game.moves} of game {index}",
+            )
+        thinking += took
         if trace is not None:
             play_recorded(game, move, trace)
         else:
@@ -203,6 +229,10 @@ class EvalResult:
     #: What each worker process (or Ray actor) ran with, one :func:`agents.threads.threads_report` each,
     #: in the order they first finished a game; empty when the games played in this process.
     worker_threads: tuple[dict[str, Any], ...] = ()
+    #: Why the agent was stopped, one line naming it (an :class:`agents.guard.AgentFault`: an illegal
+    #: move, an exception, a non-finite value, a move over the limit); None when it played fairly.
+    #: The games it finished before are kept, but they are not its result.
+    failure: str | None = None
 
     @property
     def games(self) -> int:
@@ -210,8 +240,8 @@ class EvalResult:
 
     @property
     def complete(self) -> bool:
-        """Every planned game finished (a snapshot under way or a cancelled evaluation is not)."""
-        return not self.cancelled and self.games >= self.planned
+        """Every planned game finished (a snapshot under way, a cancelled or failed evaluation is not)."""
+        return not self.cancelled and self.failure is None and self.games >= self.planned
 
     @property
     def mean_score(self) -> float:
@@ -285,6 +315,7 @@ class EvalResult:
             "max_tile_exactly": {str(k): v for k, v in self.tile_exactly().items()},
             "game_ids": list(self.game_ids),
             "worker_threads": [dict(t) for t in self.worker_threads],
+            "failure": self.failure,
         }
 
 
@@ -320,10 +351,10 @@ class _Tally:
             self.game_ids[outcome.index] = game_id
         self._snap = None
 
-    def result(self, cancelled: bool = False) -> EvalResult:
+    def result(self, cancelled: bool = False, failure: str | None = None) -> EvalResult:
         """The games finished so far, in game order (cached until the next game)."""
         wall = time.perf_counter() - self.t0
-        if self._snap is not None and self._snap.cancelled == cancelled:
+        if self._snap is not None and (self._snap.cancelled, self._snap.failure) == (cancelled, failure):
             return dataclasses.replace(self._snap, wall_seconds=wall)
         outs = sorted(self.outcomes, key=lambda o: o.index)
         self._snap = EvalResult(
@@ -336,6 +367,7 @@ class _Tally:
             game_ids=tuple(self.game_ids[i] for i in sorted(self.game_ids)),
             cancelled=cancelled,
             worker_threads=tuple(self.threads.values()),
+            failure=failure,
         )
         return self._snap
 
@@ -423,6 +455,7 @@ _worker_barrier: Any = None  # a multiprocessing.Barrier of the pool's workers (
 _worker_key: str | None = None  # the spec (and rules) this worker's agent was built from
 _worker_agent: Agent | None = None
 _worker_error: str | None = None  # why this worker could not build that agent (said by every game)
+_worker_fault: AgentFault | None = None  # the agent's fault in its warm-up move (raised by every game)
 _worker_threads: dict[str, Any] | None = None  # this worker's threads report, sent with every game
 
 
@@ -437,20 +470,24 @@ def _init_worker(moves: Any, threads: int, barrier: Any) -> None:
 
 def _worker_agent_for(spec: AgentSpec, rules: Rules) -> Agent:
     """This worker's agent for ``spec``: built (and warmed up) on its first game, kept for the next."""
-    global _worker_key, _worker_agent, _worker_error, _worker_threads
+    global _worker_key, _worker_agent, _worker_error, _worker_threads, _worker_fault
     key = f"{spec.key()}|{rules.to_dict()}"
     if key != _worker_key:
-        _worker_key, _worker_agent, _worker_error = key, None, None
+        _worker_key, _worker_agent, _worker_error, _worker_fault = key, None, None, None
         try:
             agent = spec.build()
             _worker_threads = limit_threads(_worker_threads_n, PLAY_TORCH_THREADS)
             warm_up(agent, rules)
             _worker_agent = agent
+        except AgentFault as e:  # the agent's own fault: the parent fails that agent, by name
+            _worker_fault = e
         except Exception as e:
             # Kept, not raised at once: every game of this spec reports it, as a one-line error; the
             # traceback goes to the log (the parent only ever sees that line).
             log.exception("a worker process could not build %s", spec.display)
             _worker_error = f"{type(e).__name__}: {e}"
+    if _worker_fault is not None:
+        raise _worker_fault
     if _worker_agent is None:
         raise WorkerError(f"a worker process could not build the agent: {_worker_error or 'not initialised'}")
     return _worker_agent
@@ -472,9 +509,11 @@ def _add_moves(n: int) -> None:
             _worker_moves.value += n
 
 
-def _worker_play(job: tuple[AgentSpec, Rules, int, Sequence[int], bool]) -> tuple[list[GameOutcome], float]:
+def _worker_play(
+    job: tuple[AgentSpec, Rules, int, Sequence[int], bool, float | None],
+) -> tuple[list[GameOutcome], float]:
     """Play games ``indices`` of an evaluation, one after another: their outcomes and the wall seconds."""
-    spec, rules, seed, indices, record = job
+    spec, rules, seed, indices, record, move_limit_s = job
     agent = _worker_agent_for(spec, rules)
     t0 = time.perf_counter()
     pending = 0
@@ -489,7 +528,9 @@ def _worker_play(job: tuple[AgentSpec, Rules, int, Sequence[int], bool]) -> tupl
 
     outcomes = []
     for index in indices:
-        outcome = play_game(agent, rules, seed, index, record=record, on_move=on_move)
+        outcome = play_game(
+            agent, rules, seed, index, record=record, on_move=on_move, move_limit_s=move_limit_s
+        )
         _add_moves(pending)
         pending = 0
         outcomes.append(dataclasses.replace(outcome, threads=_worker_threads))
@@ -646,12 +687,14 @@ class _RayPlayer:
         self.moves = 0
         warm_up(self.agent, rules)
 
-    def play(self, seed: int, index: int, record: bool) -> GameOutcome:
+    def play(self, seed: int, index: int, record: bool, move_limit_s: float | None = None) -> GameOutcome:
         def on_move() -> bool:
             self.moves += 1  # one int, read by the other thread: no lock needed under the GIL
             return False  # an actor is ended by the driver, never asked
 
-        outcome = play_game(self.agent, self.rules, seed, index, record=record, on_move=on_move)
+        outcome = play_game(
+            self.agent, self.rules, seed, index, record=record, on_move=on_move, move_limit_s=move_limit_s
+        )
         return dataclasses.replace(outcome, threads=self.threads)
 
     def moves_played(self) -> int:
@@ -688,8 +731,15 @@ def evaluate(
     backend: str = "local",
     ray_address: str | None = None,
     pool: EvalPool | None = None,
+    move_limit_s: float | None = MOVE_LIMIT_S,
 ) -> EvalResult:
     """Play ``games`` games of ``spec`` (seeded by ``seed``) in ``workers`` processes.
+
+    A fault of the agent's while it plays (:class:`agents.guard.AgentFault`: an illegal move, a value
+    that is not a finite number, an exception it raises, a move slower than ``move_limit_s`` seconds)
+    ends its evaluation: the result holds the games finished before, with ``failure`` the one line that
+    names the agent and the fault (the traceback goes to the log). Nothing is raised, so a caller
+    evaluating several agents goes on with the next. A spec that cannot be built still raises.
 
     ``pool``: local play in these worker processes (its ``workers``, ``workers`` is not used), started
     already or kept for the next evaluation (see :class:`EvalPool`); without one, ``workers`` > 1 start
@@ -717,14 +767,26 @@ def evaluate(
     n_proc = _how_many_processes(ray, pool, workers, games)
     tally = _Tally(spec, agent, rules, seed, n_proc, games)
     feed = _Feed(tally, store, agent.name, spec.checkpoint, progress, live, live_every, should_stop)
-    job = _Job(spec, rules, seed, games, record=store is not None)
-    if ray is not None:
-        stopped, moves = _evaluate_on_ray(ray, job, n_proc, ray_address, feed, count_moves=live is not None)
-    elif n_proc == 1 and pool is None:
-        stopped, moves = _evaluate_here(agent, job, feed)
-    else:
-        stopped, moves = _evaluate_in_pool(pool, n_proc, agent, job, feed)
-    result = tally.result(cancelled=stopped)
+    job = _Job(spec, rules, seed, games, record=store is not None, move_limit_s=move_limit_s)
+    failure: str | None = None
+    moves = 0
+    try:
+        if ray is not None:
+            stopped, moves = _evaluate_on_ray(
+                ray, job, n_proc, ray_address, feed, count_moves=live is not None
+            )
+        elif n_proc == 1 and pool is None:
+            stopped, moves = _evaluate_here(agent, job, feed)
+        else:
+            stopped, moves = _evaluate_in_pool(pool, n_proc, agent, job, feed)
+    except AgentFault as e:
+        # The agent's fault, not the arena's: named in one line, the traceback (a worker's travels
+        # with it as its cause) logged; the pool's processes were ended on the way out.
+        # INFO: the file log keeps the traceback; the caller shows the one line (eval, the Arena tab).
+        log.info("evaluation of %s failed: %s", spec.display, e, exc_info=e)
+        stopped, failure = False, str(e)
+        moves = max(moves, int(sum(o.moves for o in tally.outcomes)))
+    result = tally.result(cancelled=stopped, failure=failure)
     if live is not None:
         live(result, moves)
     return result
@@ -771,6 +833,7 @@ class _Job:
     seed: int
     games: int
     record: bool
+    move_limit_s: float | None = None
 
 
 @dataclass(eq=False)
@@ -830,7 +893,16 @@ def _evaluate_here(agent: Agent, job: _Job, feed: _Feed) -> tuple[bool, int]:
         if feed.asked_to_stop():
             return True, played
         try:
-            feed.collect(play_game(agent, job.rules, job.seed, i, record=job.record, on_move=on_move))
+            outcome = play_game(
+                agent,
+                job.rules,
+                job.seed,
+                i,
+                record=job.record,
+                on_move=on_move,
+                move_limit_s=job.move_limit_s,
+            )
+            feed.collect(outcome)
         except Stopped:
             return True, played
         feed.tick(played)
@@ -872,7 +944,8 @@ def _evaluate_in_processes(pool: EvalPool, job: _Job, feed: _Feed) -> tuple[bool
             size = chunker.next_size()
             indices = range(next_index, next_index + size)
             next_index += size
-            pending.add(executor.submit(_worker_play, (job.spec, job.rules, job.seed, indices, job.record)))
+            args = (job.spec, job.rules, job.seed, indices, job.record, job.move_limit_s)
+            pending.add(executor.submit(_worker_play, args))
 
     try:
         top_up()
@@ -918,7 +991,8 @@ def _evaluate_on_ray(
 
     def submit(slot: int) -> None:
         nonlocal next_index
-        pending[actors[slot].play.remote(job.seed, next_index, job.record)] = (slot, next_index)
+        ref = actors[slot].play.remote(job.seed, next_index, job.record, job.move_limit_s)
+        pending[ref] = (slot, next_index)
         next_index += 1
 
     def moves() -> int:
@@ -952,6 +1026,8 @@ def _evaluate_on_ray(
             slot, index = pending.pop(ready[0])
             try:
                 outcome = ray.get(ready[0])
+            except AgentFault:  # Ray raises the actor's exception as an instance of its own class too
+                raise
             except ray.exceptions.RayError as e:
                 where = f" at {address}" if address else ""
                 raise RuntimeError(f"game {index} failed on Ray actor {slot}{where}: {e}") from e

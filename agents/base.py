@@ -21,6 +21,7 @@ import numpy as np
 from agents.checkpoint import Counters as Counters
 from agents.checkpoint import load_checkpoint, save_checkpoint
 from agents.config import AgentConfig
+from agents.guard import best_move, checked_values
 from agents.metrics import MetricInfo, complete_declarations
 from engine import DIRECTIONS, Direction, Game, Rules
 
@@ -255,18 +256,15 @@ class Agent:
 
     def act(self, game: Game) -> Direction:
         """The move to play: always legal. Default: the best of :meth:`move_values`, ties by action order."""
-        values = self.move_values(game)
-        if not values:
+        # Checked here, where they are used: keys that are no Direction, a value that is no number, an
+        # illegal move are the agent's fault, named (agents.guard), not an internal error further on.
+        # Non-finite values pass: a diverged network must still pick a legal move (best_move ranks
+        # them last); the arena and check-agent, which call agents.guard.play_move, refuse them.
+        values = checked_values(self, game, self.move_values(game), "move_values", finite=False)
+        move = best_move(values)
+        if move is None:
             raise ValueError("no legal move: the game is over")
-        # NaN compares false with everything: a diverged network must still pick a legal move, or a
-        # game (and an evaluation) would never end. Non-finite values rank below every finite one.
-        finite = {d: v for d, v in values.items() if math.isfinite(v)}
-        ranked = finite or values
-        best = max(ranked.values()) if finite else None
-        for d in DIRECTIONS:
-            if d in ranked and (best is None or ranked[d] == best):
-                return d
-        raise AssertionError("a legal move is always found above")
+        return move
 
     # ------------------------------------------------------------------ training
     def check_can_train(self, context: TrainContext | None) -> None:

@@ -15,12 +15,18 @@ same checks on every built-in agent, so there is one definition of "an agent tha
 * ``training`` (learners): a tiny budget trains, ends, and stops when asked; every event has a known
   kind, counters that never go back, and metrics that are declared (:mod:`agents.metrics`) and finite
   (NaN or an infinity fails: the runner would stop such a run as diverged);
-* ``checkpoint``: save / load (after training, for learners) gives the same agent and the same moves
-  without pickle, and a truncated file, a newer format, a pickled payload and another agent's file are
-  refused with a CheckpointError, the payload never run.
+* ``checkpoint``: save / load (after training, for learners) gives the same agent: every state array
+  and value, the generator state, the moves and the move values on fixed boards, without pickle; a
+  ``set_state`` left at the base's while ``get_state`` saves something is named as the cause; and a
+  truncated file, a newer format, a pickled payload and another agent's file are refused with a
+  CheckpointError, the payload never run.
 
 Every check runs the agent with its class's ``smoke_config`` (knob values that make a step quick).
-No Qt, no printing: the caller shows the results.
+What the agent returns is checked by :mod:`agents.guard` (a wrong type, an illegal move or a value that
+is no finite number is a fault naming the agent and the method). Each check runs on a thread of its
+own under a time limit (:func:`run_check`'s ``limit_s``): one over it fails naming the agent's method
+it was in, and ``progress`` is told what runs while it waits. No Qt, no printing: the caller shows
+the results.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import math
 import tempfile
 import threading
 import time
+import traceback
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -42,9 +49,10 @@ import numpy as np
 from agents.base import Agent, Budget, Control, MetricEvent, TrainContext
 from agents.checkpoint import META_KEY, CheckpointError, load_checkpoint, read_checkpoint
 from agents.config import ConfigError, FieldSpec
+from agents.guard import AgentFault, calling, checked_move, checked_values
 from agents.metrics import metrics_of
 from agents.registry import contract_problem, get_agent_class, unknown_agent_message
-from engine import DIRECTIONS, Game, Rules
+from engine import DIRECTIONS, Direction, Game, Rules
 
 log = logging.getLogger(__name__)
 
@@ -79,11 +87,13 @@ class CheckSkipped(Exception):
 
 @dataclass(frozen=True)
 class CheckResult:
-    """One check's outcome: ``passed`` True / False, or None when skipped; ``detail`` one line."""
+    """One check's outcome: ``passed`` True / False, or None when skipped; ``detail`` one line;
+    ``trace`` the traceback of the exception that failed it ("" when none: ``check-agent --verbose``)."""
 
     check: str
     passed: bool | None
     detail: str
+    trace: str = ""
 
     @property
     def status(self) -> str:
@@ -103,6 +113,46 @@ def _require(ok: bool, message: str) -> None:
         raise CheckFailed(message)
 
 
+# What each check's thread is doing now ("fault-slow.act", "hand-drawn board 2 of 4"), by thread: the
+# waiting thread reads it for the progress line and for the failure of a check over its time limit.
+_doing: dict[int, tuple[str, str]] = {}
+
+
+def _now(agent: Agent | type[Agent], method: str, where: str = "") -> None:
+    """Say that the agent's ``method`` runs now (on this thread), at ``where``."""
+    name = agent.name if isinstance(agent, type) else getattr(agent, "name", type(agent).__name__)
+    _doing[threading.get_ident()] = (f"{name}.{method}", where)
+
+
+def _act(agent: Agent, game: Game, where: str) -> Direction:
+    """``agent.act(game)`` checked: a legal Direction, or an AgentFault saying where it was asked."""
+    _now(agent, "act", where)
+    try:
+        with calling(agent, "act"):
+            move = agent.act(game)
+        return checked_move(agent, game, move, "act")
+    except AgentFault as e:
+        e.where = e.where or where
+        raise
+
+
+def _values(
+    agent: Agent, game: Game, where: str, method: str = "move_values"
+) -> dict[Direction, float] | None:
+    """``agent.move_values(game)`` (or ``review_values``) checked: finite numbers for legal moves only;
+    None when the agent does not rate moves."""
+    _now(agent, method, where)
+    try:
+        with calling(agent, method):
+            raw = getattr(agent, method)(game)
+        return checked_values(agent, game, raw, method, finite=True)
+    except NotImplementedError:
+        return None
+    except AgentFault as e:
+        e.where = e.where or where
+        raise
+
+
 # ------------------------------------------------------------------------------------------ agents
 
 
@@ -112,6 +162,7 @@ def smoke_config(cls: type[Agent]) -> dict[str, Any]:
 
 
 def make_agent(cls: type[Agent], seed: int = 1) -> Agent:
+    _now(cls, "__init__", f"seed {seed}")
     return cls(cls.config_cls.from_dict(smoke_config(cls)), Rules(), seed=seed)
 
 
@@ -124,9 +175,7 @@ def _play(agent: Agent, seed: int, moves: int = GAME_MOVES) -> list[int]:
     game = Game(seed=seed, rules=agent.rules)
     played: list[int] = []
     while not game.game_over and len(played) < moves:
-        move = agent.act(game)
-        legal = game.legal_moves()
-        _require(move in legal, f"played {move!r} at move {len(played)} of game seed {seed}; legal: {legal}")
+        move = _act(agent, game, f"move {len(played)} of the game of seed {seed}")
         game.step(move)
         played.append(int(move))
     return played
@@ -194,29 +243,28 @@ def check_config(cls: type[Agent], _name: str, _workdir: Path) -> str:
     return f"{len(specs)} knobs, {ranged} with a range or choices refused outside it"
 
 
+def _reviews(cls: type[Agent]) -> bool:
+    """The agent has a review_values of its own (the base's only repeats move_values)."""
+    return cls.review_values is not Agent.review_values
+
+
 def check_legal_moves(cls: type[Agent], _name: str, _workdir: Path) -> str:
     agent = make_agent(cls)
-    rated = 0
-    for board in BOARDS:
+    rated = reviewed = 0
+    for i, board in enumerate(BOARDS):
+        where = f"hand-drawn board {i + 1} of {len(BOARDS)}"
         game = game_on(board)
-        move = agent.act(game)
-        _require(move in game.legal_moves(), f"act played {move!r} on {board}; legal: {game.legal_moves()}")
-        try:
-            values = agent.move_values(game)
-        except NotImplementedError:
-            continue
-        rated += 1
-        _require(bool(values), f"move_values rated no move on {board}")
-        _require(
-            set(values) <= set(game.legal_moves()), f"move_values rated an illegal move on {board}: {values}"
-        )
-        _require(
-            all(math.isfinite(v) for v in values.values()), f"move_values gave a non-finite value on {board}"
-        )
-    left = agent.act(game_on(ONLY_LEFT))
-    _require(left == DIRECTIONS[1], f"played {left!r} where only left is legal")
+        _act(agent, game, where)
+        if _values(agent, game, where) is not None:
+            rated += 1
+        if _reviews(cls) and _values(agent, game, where, "review_values") is not None:
+            reviewed += 1
+    left = _act(agent, game_on(ONLY_LEFT), "the board where only left is legal")
+    _require(left == DIRECTIONS[1], f"played {left.label} where only left is legal")
     played = _play(agent, seed=11)
     rated_text = "move_values legal and finite" if rated else "no move_values"
+    if reviewed:
+        rated_text += "; review_values legal and finite"
     return f"{len(BOARDS)} hand-drawn boards and {len(played)} moves of a seeded game legal; {rated_text}"
 
 
@@ -252,7 +300,10 @@ def check_determinism(cls: type[Agent], _name: str, workdir: Path) -> str:
         at = next((i for i, (x, y) in enumerate(zip(one, two)) if x != y), min(len(one), len(two)))
         what = str(one[at][0]) if at < len(one) and isinstance(one[at][0], str) else f"game or counters {at}"
         raise CheckFailed(f"two trainings of seed 5 differ (first in {what})")
-    moves = [[runs[i][0].act(game_on(board)) for board in BOARDS] for i in range(2)]
+    moves = [
+        [_act(runs[i][0], game_on(b), f"board {j + 1} after training") for j, b in enumerate(BOARDS)]
+        for i in range(2)
+    ]
     _require(moves[0] == moves[1], "two trainings of seed 5 end in agents that play differently")
     return f"same {len(first)} moves from one seed; same games, counters and state after training twice"
 
@@ -425,17 +476,17 @@ def check_checkpoint(cls: type[Agent], name: str, workdir: Path) -> str:
             all(n.endswith(".npy") for n in zf.namelist()),
             "the checkpoint holds entries other than .npy arrays",
         )
+    _now(agent, "get_state")
+    saved_arrays, saved_meta = agent.get_state()
+    saved_rng = agent.rng.bit_generator.state
+    _now(cls, "set_state", "loading the checkpoint")
     again = load_checkpoint(path)
     _require(type(again) is type(agent), f"it loads as a {type(again).__name__}")
     _require(
         again.config == agent.config and again.rules == agent.rules, "config or rules change through a save"
     )
     _require(again.counters == agent.counters, "the training counters change through a save")
-    for board in BOARDS:
-        _require(
-            agent.act(game_on(board)) == again.act(game_on(board)),
-            f"the loaded agent plays otherwise on {board}",
-        )
+    _round_trip(cls, agent, again, saved_arrays, saved_meta, saved_rng)
     # Hostile and wrong files: one CheckpointError each, nothing run.
     data = path.read_bytes()
     cut = workdir / "cut.npz"
@@ -453,6 +504,101 @@ def check_checkpoint(cls: type[Agent], name: str, workdir: Path) -> str:
     _refused(evil, "pickle")
     _require(not marker.exists(), "loading a pickled payload ran it")
     return f"{len(arrays)} arrays + {len(json.dumps(meta['state']))} bytes of state round trip; hostile files refused"
+
+
+def _state_differs(
+    arrays: Mapping[str, np.ndarray], meta: Any, other_arrays: Mapping[str, np.ndarray], other_meta: Any
+) -> str | None:
+    """The first thing that differs between two ``get_state`` answers, in words; None when they agree."""
+    for key in sorted(set(arrays) | set(other_arrays)):
+        if key not in other_arrays:
+            return f"array {key!r} is missing after a load"
+        if key not in arrays:
+            return f"array {key!r} appears after a load"
+        a, b = np.asarray(arrays[key]), np.asarray(other_arrays[key])
+        if a.shape != b.shape and np.squeeze(a).shape == np.squeeze(b).shape:
+            # torch's optimiser keeps its step as a 0-d tensor saved and a 1-element one loaded: the
+            # same number (the values are compared below)
+            a, b = np.squeeze(a), np.squeeze(b)
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return f"array {key!r} is {a.dtype}{list(a.shape)} saved, {b.dtype}{list(b.shape)} loaded"
+        if a.tobytes() != b.tobytes():  # bytes: NaN where NaN was is the same state
+            count = int(np.count_nonzero(a != b)) if a.dtype.kind in "biufc" else a.size
+            return f"array {key!r} differs after a load ({count} of {a.size} values)"
+    one, two = (json.dumps(m, sort_keys=True, default=repr) for m in (meta, other_meta))
+    if one != two:
+        keys: list[str] = (
+            sorted(set(meta) | set(other_meta))
+            if isinstance(meta, dict) and isinstance(other_meta, dict)
+            else []
+        )
+        first = next((str(k) for k in keys if meta.get(k) != other_meta.get(k)), None)
+        return (
+            f"state value {first!r} differs after a load"
+            if first
+            else "the state's metadata differs after a load"
+        )
+    return None
+
+
+def _holds_generator(value: Any) -> bool:
+    """``value`` (a state's metadata) holds a numpy generator state somewhere (a ``bit_generator`` entry)."""
+    if isinstance(value, Mapping):
+        return "bit_generator" in value or any(_holds_generator(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_generator(v) for v in value)
+    return False
+
+
+def _round_trip(
+    cls: type[Agent],
+    agent: Agent,
+    again: Agent,
+    arrays: Mapping[str, np.ndarray],
+    meta: Any,
+    rng_state: Any,
+) -> None:
+    """``again`` (loaded from ``agent``'s checkpoint) holds what ``agent`` held: every state array and
+    value, the generator state, and the same moves and move values on fixed boards. Moves alone are not
+    enough: a checkpoint that restores nothing still plays a search agent's or an untrained net's moves."""
+    # The generator is the agent's to save (docs/agents.md: "if a resumed run should continue the
+    # same random stream"): one that saves it must get it back.
+    if _holds_generator(meta) and again.rng.bit_generator.state != rng_state:
+        raise CheckFailed(
+            "the generator state (self.rng) differs after a load: get_state saves it, set_state "
+            "must restore it (agents.nn.state.set_numpy_rng_state)"
+        )
+    _now(again, "get_state", "after a load")
+    loaded_arrays, loaded_meta = again.get_state()
+    differs = _state_differs(arrays, meta, loaded_arrays, loaded_meta)
+    if differs is not None:
+        if cls.set_state is Agent.set_state and cls.get_state is not Agent.get_state:
+            raise CheckFailed(
+                f"{differs}: set_state is the base's, which restores nothing, while get_state saves "
+                f"{len(arrays)} arrays: override set_state"
+            )
+        raise CheckFailed(f"the checkpoint does not round trip: {differs}")
+    boards = [*BOARDS, *_positions(seed=11, moves=12)]
+    for i, board in enumerate(boards):
+        where = f"board {i + 1} of {len(boards)} after a load"
+        before, after = (_values(a, game_on(board), where) for a in (agent, again))
+        _require(
+            before == after, f"the loaded agent rates the moves otherwise on {board}: {before} -> {after}"
+        )
+        moves = [_act(a, game_on(board), where) for a in (agent, again)]
+        _require(moves[0] == moves[1], f"the loaded agent plays otherwise on {board}")
+
+
+def _positions(seed: int, moves: int) -> list[list[list[int]]]:
+    """Boards of a game of seed ``seed`` played in a fixed cycle of moves (no agent): more boards to
+    compare a saved and a loaded agent on than the hand-drawn ones."""
+    game = Game(seed=seed)
+    out: list[list[list[int]]] = []
+    while not game.game_over and len(out) < moves:
+        out.append(np.asarray(game.board).tolist())
+        legal = game.legal_moves()
+        game.step(legal[len(out) % len(legal)])
+    return out
 
 
 def _train_tiny_or_fresh(cls: type[Agent], workdir: Path) -> tuple[Agent, list[MetricEvent]]:
@@ -476,8 +622,26 @@ CHECKS: dict[str, Check] = {
 }
 
 
-def run_check(name: str, check: str, workdir: Path | None = None) -> CheckResult:
-    """One check on registered agent ``name``; any exception the agent raises is a failure, told in one line."""
+#: Seconds a check may take (``check-agent --limit``): every check of a built-in agent takes a few.
+CHECK_LIMIT_S = 60.0
+#: Seconds between two progress reports while a check runs.
+PROGRESS_EVERY_S = 5.0
+
+
+def run_check(
+    name: str,
+    check: str,
+    workdir: Path | None = None,
+    *,
+    limit_s: float | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> CheckResult:
+    """One check on registered agent ``name``; any exception the agent raises is a failure, told in one
+    line (``trace``: its traceback).
+
+    The check runs on a thread of its own: past ``limit_s`` seconds (None: no limit) it fails naming
+    the agent's method it is in (the thread is left to end on its own: a call cannot be cut short).
+    ``progress(line)`` is called every :data:`PROGRESS_EVERY_S` seconds while it runs: what runs now."""
     try:
         cls = get_agent_class(name)
     except KeyError:
@@ -487,22 +651,56 @@ def run_check(name: str, check: str, workdir: Path | None = None) -> CheckResult
         return CheckResult(check, False, _one_line(f"cannot load {name}: {type(e).__name__}: {e}"))
     if check != "contract" and contract_problem(cls, name) is not None:
         return CheckResult(check, None, "the contract check fails first")
-    with tempfile.TemporaryDirectory(prefix="check-agent-") as tmp:
+    tmp = tempfile.TemporaryDirectory(prefix="check-agent-")
+    out: list[CheckResult] = []
+
+    def work() -> None:
         try:
-            detail = CHECKS[check](cls, name, Path(workdir or tmp))
-        except CheckFailed as e:
-            return CheckResult(check, False, _one_line(str(e)))
-        except CheckSkipped as e:
-            return CheckResult(check, None, _one_line(str(e)))
-        except Exception as e:  # the agent raised: that is the failure
-            log.debug("check %s of %s raised", check, name, exc_info=True)
-            return CheckResult(check, False, _one_line(f"{type(e).__name__}: {e}"))
+            out.append(_run(cls, name, check, Path(workdir or tmp.name)))
+        finally:
+            _doing.pop(threading.get_ident(), None)
+
+    thread = threading.Thread(target=work, name=f"check-agent-{check}", daemon=True)
+    t0 = time.perf_counter()
+    thread.start()
+    while True:
+        left = None if limit_s is None else limit_s - (time.perf_counter() - t0)
+        thread.join(PROGRESS_EVERY_S if left is None else max(0.0, min(PROGRESS_EVERY_S, left)))
+        if not thread.is_alive():
+            break
+        took = time.perf_counter() - t0
+        method, where = _doing.get(thread.ident or 0, (f"{name}", ""))
+        at = f" ({where})" if where else ""
+        if left is not None and took >= limit_s:  # type: ignore[operator]
+            # Left running (a daemon thread): its temporary folder goes when it ends, or with the process.
+            return CheckResult(check, False, _one_line(f"over the {limit_s:g} s limit, in {method}{at}"))
+        if progress is not None:
+            progress(f"{check}: {took:.0f} s, in {method}{at}")
+    tmp.cleanup()
+    return out[0]
+
+
+def _run(cls: type[Agent], name: str, check: str, workdir: Path) -> CheckResult:
+    try:
+        detail = CHECKS[check](cls, name, workdir)
+    except CheckFailed as e:
+        return CheckResult(check, False, _one_line(str(e)), traceback.format_exc())
+    except CheckSkipped as e:
+        return CheckResult(check, None, _one_line(str(e)))
+    except AgentFault as e:  # the agent's answer was wrong: the fault names it, the method and what
+        log.debug("check %s of %s: %s", check, name, e, exc_info=True)
+        return CheckResult(check, False, _one_line(str(e)), traceback.format_exc())
+    except BaseException as e:  # the agent raised (SystemExit included: this is a thread): the failure
+        log.debug("check %s of %s raised", check, name, exc_info=True)
+        return CheckResult(check, False, _one_line(f"{type(e).__name__}: {e}"), traceback.format_exc())
     return CheckResult(check, True, _one_line(detail))
 
 
-def check_agent(name: str, only: list[str] | None = None) -> list[CheckResult]:
+def check_agent(
+    name: str, only: list[str] | None = None, *, limit_s: float | None = None
+) -> list[CheckResult]:
     """Every check (or those named in ``only``) on registered agent ``name``, in :data:`CHECKS` order."""
     unknown = [c for c in only or [] if c not in CHECKS]
     if unknown:
         raise ValueError(f"unknown check {unknown[0]!r}: choose from {', '.join(CHECKS)}")
-    return [run_check(name, check) for check in CHECKS if not only or check in only]
+    return [run_check(name, check, limit_s=limit_s) for check in CHECKS if not only or check in only]

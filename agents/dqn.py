@@ -44,6 +44,7 @@ from torch import nn
 from agents.base import Budget, Control, MetricEvent, TrainContext
 from agents.checkpoint import state_array, state_int
 from agents.config import AgentConfig, ConfigError, knob
+from agents.guard import require_finite_values
 from agents.metrics import EPSILON, LOSS, LR, MetricInfo
 from agents.nn.agent import TorchAgent, afterstate_values
 from agents.nn.device import device_knob
@@ -512,3 +513,6 @@ class DQNAgent(TorchAgent):
                 ),
             }
             self.buffer.set_arrays({f"buffer/{k}": v for k, v in fields.items()}, "buffer/")
+        # Finite weights can still overflow (3e38): every move value NaN, the fallback order played.
+        # Refused at load, as non-finite weights are: one line naming the file (agents.checkpoint).
+        require_finite_values(self, arrays)

@@ -34,6 +34,7 @@ import torch.nn.functional as F
 from agents.base import Agent, Budget, Control, MetricEvent, TrainContext
 from agents.checkpoint import state_array, state_int, state_ints
 from agents.config import AgentConfig, ConfigError, knob
+from agents.guard import require_finite_values
 from agents.metrics import EPSILON, GAMMA, LOSS, LR, MEAN_SCORE, counter
 from agents.nn.agent import TorchAgent
 from agents.nn.device import device_knob
@@ -366,10 +367,10 @@ class TDAfterstateAgent(TorchAgent):
         mask = game.legal_mask()
         return {d: float(vals[d]) for d in DIRECTIONS if mask[d]}
 
-    def act(self, game: Game) -> Direction:
-        # TorchAgent.act reads one network output per move; here the network rates afterstates, so the
-        # move is the best of move_values (ties by action order), as for any agent.
-        return Agent.act(self, game)
+    # TorchAgent.act reads one network output per move; here the network rates afterstates, so the
+    # move is the best of move_values (ties by action order), as for any agent. Agent.act itself, not a
+    # method calling it: agents.guard.play_move then checks these values (a NaN is the agent's fault).
+    act = Agent.act
 
     # ------------------------------------------------------------------ training
     def _new_game(self) -> tuple[Game, GameTrace | None, bool]:
@@ -530,3 +531,6 @@ class TDAfterstateAgent(TorchAgent):
         self._round_positions = []
         self._envs = []
         self._fit = None
+        # Finite weights can still overflow (3e38): every move value NaN, the fallback order played.
+        # Refused at load, as non-finite weights are: one line naming the file (agents.checkpoint).
+        require_finite_values(self, arrays)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from typing import Any
 
 from studio.cli import CliError
@@ -17,8 +18,18 @@ from studio.cli import CliError
 log = logging.getLogger(__name__)
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is out of range: more than 0 seconds")
+    return value
+
+
 def register(subparsers: Any) -> None:
-    from agents.conformance import CHECKS
+    from agents.conformance import CHECK_LIMIT_S, CHECKS
 
     p = subparsers.add_parser(
         "check-agent",
@@ -35,6 +46,14 @@ def register(subparsers: Any) -> None:
         metavar="CHECK",
         help=f"run only this check (repeatable): {', '.join(CHECKS)}",
     )
+    p.add_argument(
+        "--limit",
+        type=_seconds,
+        default=CHECK_LIMIT_S,
+        metavar="SECONDS",
+        help=f"seconds each check may take before it fails, naming the method it was in (default {CHECK_LIMIT_S:g})",
+    )
+    p.add_argument("--verbose", action="store_true", help="print the traceback of each check that fails")
     p.set_defaults(func=run_check)
 
     p = subparsers.add_parser(
@@ -58,9 +77,16 @@ def run_check(args: argparse.Namespace) -> int:
         raise CliError(unknown_agent_message(args.name))
     else:
         results = []
+
+    def progress(line: str) -> None:
+        # stderr: the one line per check on stdout stays what scripts read
+        print(f"  ... {line}", file=sys.stderr, flush=True)
+
     for name in [] if results else [c for c in CHECKS if not args.only or c in args.only]:
-        results.append(check(args.name, name))
+        results.append(check(args.name, name, limit_s=args.limit, progress=progress))
         print(results[-1].line(), flush=True)
+        if args.verbose and results[-1].trace:
+            print(results[-1].trace.rstrip(), flush=True)
     if plugin is not None and plugin.reason is not None:
         print(results[0].line())
     failed = sum(r.passed is False for r in results)

@@ -36,6 +36,7 @@ from typing import Any
 from agents.arena import (
     BACKENDS,
     MAX_GAMES,
+    MOVE_LIMIT_S,
     EvalPool,
     EvalResult,
     GameOutcome,
@@ -119,11 +120,28 @@ def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
         metavar="T",
         help="with --fast: threads sharing the games (n-tuple; the same games, the same results)",
     )
+    p.add_argument(
+        "--move-limit",
+        type=_positive_seconds,
+        default=MOVE_LIMIT_S,
+        metavar="SECONDS",
+        help=f"an agent whose move takes longer fails (default {MOVE_LIMIT_S:g})",
+    )
     flags.add_json_flag(p)
     p.add_argument("--no-log", action="store_true", help="do not record the games in the store")
     flags.add_rules_flags(p)
     flags.add_agent_flags(p, [*first.agent, *flags.preset_agents(first.preset)])
     return p
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (value > 0 and value < float("inf")):
+        raise argparse.ArgumentTypeError(f"{text} is out of range: more than 0 seconds")
+    return value
 
 
 def _label(name: str, overrides: Mapping[str, Any], base: str | None = None) -> str:
@@ -292,6 +310,9 @@ def run(args: argparse.Namespace) -> int:
         results, extra = _play_fast(args, specs, stop)
     else:
         results, extra = _play(args, specs, backend, stop), {}
+    # A contestant that broke the contract while it played (agents.guard.AgentFault) was named in one
+    # line as it failed; its games are no result. The others' are printed; the exit status says it.
+    failed = [r for r in results if r.failure is not None]
     if not results:
         print("stopped before any game finished", file=sys.stderr)
         return 0
@@ -305,8 +326,10 @@ def run(args: argparse.Namespace) -> int:
             "results": [{**r.to_dict(), **extra.get(i, {}), **_trained(r)} for i, r in enumerate(results)],
         }
         print(json.dumps(out))
-        return 0
-    print(format_table(results))
+        return 1 if failed else 0
+    fair = [r for r in results if r.failure is None]
+    if fair:
+        print(format_table(fair))
     if stop.is_set():
         played = ", ".join(f"{r.label} {r.games:,}" for r in results)
         print(f"\nstopped by Ctrl-C: games finished of {args.games:,} each: {played}", file=sys.stderr)
@@ -316,7 +339,14 @@ def run(args: argparse.Namespace) -> int:
             "python main.py games list --source evaluation",
             file=sys.stderr,
         )
-    return 0
+    if failed:
+        names = ", ".join(r.label for r in failed)
+        from engine.paths import data_dir
+        from studio.logs import log_path
+
+        where = log_path(data_dir(args.data_dir))
+        print(f"\nfailed: {names} (the traceback is in {where})", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def _stopping(stop: threading.Event) -> contextlib.AbstractContextManager[None]:
@@ -354,8 +384,12 @@ def _play(
                     backend=backend,
                     ray_address=args.ray_address,
                     pool=pool,
+                    move_limit_s=args.move_limit,
                 )
-            if result.games:
+            if result.failure is not None:
+                print(f"eval: {result.label} failed: {result.failure}", file=sys.stderr, flush=True)
+                results.append(result)
+            elif result.games:
                 if in_process:  # what this process played with, as a worker process reports it
                     result = dataclasses.replace(result, worker_threads=(threads_report(),))
                 results.append(result)

@@ -452,7 +452,11 @@ def test_broken_plugins_are_refused_and_the_rest_works(
     code, out, _ = run_cli(["check-agent", "stubborn", "--only", "legal moves"], capsys)
     assert code == 1
     (line, verdict) = out.splitlines()
-    assert line.split()[:3] == ["FAIL", "legal", "moves"] and "act played" in line and "legal:" in line
+    assert (
+        line.split()[:3] == ["FAIL", "legal", "moves"]
+        and "stubborn.move_values rated up" in line
+        and "legal:" in line
+    )
     assert verdict == "stubborn: 1 check FAILED"
 
     # a NaN metric: the training check refuses it; a run of it fails as diverged, one line
