@@ -1,4 +1,14 @@
-"""``Game2048Env``: 2048 as a Gymnasium environment (any board size), a thin shell over ``Game``."""
+"""``Game2048Env``: 2048 as a Gymnasium environment (any board size), a thin shell over ``Game``.
+
+Registered with Gymnasium as :data:`ENV_ID` (``"studio2048/Game2048-v0"``) when this module is imported,
+and through the ``gymnasium.envs`` entry point of ``pyproject.toml`` (:func:`register_envs`), so that
+other people's training code makes it by its id::
+
+    import engine.env  # registers it (Gymnasium >= 1.0 no longer loads entry points by itself)
+    env = gymnasium.make("studio2048/Game2048-v0")
+    envs = gymnasium.make_vec("studio2048/Game2048-v0", num_envs=8, vectorization_mode="sync")
+    env = gymnasium.make("engine.env:studio2048/Game2048-v0")  # the same, without the import line
+"""
 
 from __future__ import annotations
 
@@ -8,11 +18,16 @@ import gymnasium as gym
 import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
+from gymnasium.envs.registration import register, registry
 
 from engine.core import Rules, to_exponents
 from engine.fast import unpack_exponents
 from engine.game import Game
 from engine.records import GameTrace, play_recorded
+
+#: The environment's Gymnasium id: the ``studio2048`` namespace, versioned as Gymnasium asks (a change to
+#: observations, rewards or dynamics that breaks trained agents gets a new version, not the same id).
+ENV_ID = "studio2048/Game2048-v0"
 
 
 class Game2048Env(gym.Env[npt.NDArray[np.uint8], np.int64]):
@@ -120,3 +135,19 @@ class Game2048Env(gym.Env[npt.NDArray[np.uint8], np.int64]):
     def action_masks(self) -> npt.NDArray[np.bool_]:
         """Legal moves as bools (the method sb3-contrib's MaskablePPO looks for)."""
         return self.game.legal_mask()
+
+
+def register_envs() -> None:
+    """Register :class:`Game2048Env` with Gymnasium as :data:`ENV_ID` (a second call does nothing).
+
+    The target of the ``gymnasium.envs`` entry point (Gymnasium 0.29 calls it when it is imported;
+    Gymnasium >= 1.0 dropped that plug-in loading, so this module also calls it on import). Keyword
+    arguments of ``gymnasium.make`` reach the constructor: ``gymnasium.make(ENV_ID, rows=3, cols=3)``.
+    """
+    # registry and register come from gymnasium.envs.registration, not from the package: Gymnasium 0.29
+    # runs entry points while its own __init__ is still importing, before ``gymnasium.register`` exists.
+    if ENV_ID not in registry:  # registering twice would warn "Overriding environment"
+        register(id=ENV_ID, entry_point="engine.env:Game2048Env")
+
+
+register_envs()

@@ -30,6 +30,7 @@ COMMANDS: tuple[str, ...] = (
     "progress",
     "check_agent",  # check-agent, agents
     "new_agent",
+    "import_model",  # import-model
 )
 
 

@@ -23,6 +23,7 @@ from stable_baselines3 import A2C, DQN, PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.utils import set_random_seed
 from stable_baselines3.dqn.policies import DQNPolicy
 from torch import nn
@@ -82,7 +83,12 @@ PPO_METRICS: tuple[MetricInfo, ...] = (
 
 
 class SB3Agent(Agent):
-    """An SB3 algorithm as a studio learner (subclasses name the algorithm, its policy and its knobs)."""
+    """An SB3 algorithm as a studio learner (subclasses name the algorithm, its policy and its knobs).
+
+    A base to extend: subclass one of the four agents below and override :meth:`features_extractor`
+    (a custom network reading the board) or :meth:`policy_kwargs` (more of SB3's policy options); a
+    config subclass adds their knobs. docs/agents.md ("Extending SB3Agent") has a CNN example.
+    """
 
     trainable = True
     value_kind = "share"
@@ -96,18 +102,12 @@ class SB3Agent(Agent):
         self.device = resolve_device(cfg.device)
         self.vec_env = make_vec_env(self.rules, cfg.n_envs, cfg.reward, cfg.reward_scale)
         self.logged = LoggedValues()
-        policy_kwargs = {
-            "features_extractor_class": EXTRACTORS[cfg.encoder],
-            "features_extractor_kwargs": {"planes": cfg.planes},
-            "net_arch": list(cfg.hidden),
-            "activation_fn": ACTIVATION[cfg.activation],
-        }
         # SB3 seeds Python's, numpy's and torch's generators from this before it builds the networks:
         # one agent seed, the same initial weights.
         self.model = self.algorithm(
             self._policy(),
             self.vec_env,
-            policy_kwargs=policy_kwargs,
+            policy_kwargs=self.policy_kwargs(),
             seed=draw_seed(self.rng) % 2**32,
             device=self.device,
             verbose=0,
@@ -117,6 +117,29 @@ class SB3Agent(Agent):
         self._after_build()
 
     # ------------------------------------------------------------------ hooks
+    # Public, for subclasses (docs/agents.md, "Extending SB3Agent"): both run in __init__, once
+    # ``self.config``, ``self.rules``, ``self.device`` and ``self.vec_env`` are set and before the model
+    # is built, so they may read the config (its knobs, a subclass's own included).
+
+    def features_extractor(self) -> tuple[type[BaseFeaturesExtractor], dict[str, Any]]:
+        """SB3's ``features_extractor_class`` and its keyword arguments: what turns the observations
+        (``(B, rows, cols)`` exponents, as floats) into the features the policy's layers read.
+        Default: the ``encoder`` knob's extractor (:data:`agents.sb3.features.EXTRACTORS`)."""
+        return EXTRACTORS[self.config.encoder], {"planes": self.config.planes}
+
+    def policy_kwargs(self) -> dict[str, Any]:
+        """SB3's ``policy_kwargs`` (the network): :meth:`features_extractor`, the ``hidden`` widths as
+        ``net_arch`` and the ``activation``. Override to add SB3 policy options; keep to options whose
+        values checkpoints can rebuild from the config (the weights are loaded into a rebuilt model)."""
+        cfg = self.config
+        extractor, extractor_kwargs = self.features_extractor()
+        return {
+            "features_extractor_class": extractor,
+            "features_extractor_kwargs": extractor_kwargs,
+            "net_arch": list(cfg.hidden),
+            "activation_fn": ACTIVATION[cfg.activation],
+        }
+
     #: knobs passed to the SB3 algorithm under their own name (SB3's)
     passed: ClassVar[tuple[str, ...]] = ("gamma", "max_grad_norm")
 
