@@ -60,6 +60,17 @@ TABS: tuple[tuple[str, str, str], ...] = (
     ("Progress", "studio.tabs.progress", "ProgressTab"),
 )
 
+#: The View menu's items: each with a letter of its own (Play and Progress both begin with P, so
+#: Alt+V, P reached only Play).
+VIEW_LABELS = {
+    "Play": "&Play",
+    "Train": "&Train",
+    "Replay": "&Replay",
+    "Arena": "&Arena",
+    "Games": "&Games",
+    "Progress": "Pr&ogress",
+}
+
 SHORTCUTS_HELP = """
 <table cellspacing=6>
 <tr><td colspan=2><b>Play</b></td></tr>
@@ -328,7 +339,7 @@ class MainWindow(QMainWindow):
         view_menu = bar.addMenu("&View")
         for i, (title, *_rest) in enumerate(TABS):
             view_menu.addAction(
-                self._action(f"&{title}", lambda _=False, t=title: self.show_tab(t), f"Ctrl+{i + 1}")
+                self._action(VIEW_LABELS[title], lambda _=False, t=title: self.show_tab(t), f"Ctrl+{i + 1}")
             )
         view_menu.addSeparator()
         view_menu.addAction(self._action("&Full screen", self._toggle_full_screen, "F11"))

@@ -76,6 +76,15 @@ LIVE_REFRESH_MS = 250
 ELSEWHERE_REFRESH_MS = 1000
 #: The board's caption while a sweep trains and no run of the form does.
 SWEEP_CAPTION = "Sweep trials play in their own processes: their curves are drawn, not their boards"
+#: The status bar while the jitted learners' kernels are compiled ahead (the window's start), and after.
+PREPARING_TEXT = "Preparing the fast engine… (compiling the n-tuple kernels, once)"
+PREPARED_TEXT = "Fast engine ready"
+#: Seconds before "Preparing" is said: kernels already in numba's cache load in about that long,
+#: and a start that needs nothing compiled says nothing.
+PREPARE_QUIET_S = 3.0
+#: How often the preparing child is looked at, and the status bar's message said again (it fades).
+PREPARE_POLL_MS = 1000
+PREPARE_REPEAT_S = 5.0
 #: The tab's keys (studio.app's Help > Keyboard shortcuts lists them): none is used by the Play tab
 #: (arrows, WASD, H, Space, .) or the menus (Ctrl+N / I / E / Q, Ctrl+1..5, F1, F11).
 SHORTCUTS: tuple[tuple[str, str], ...] = (
@@ -153,6 +162,7 @@ class TrainTab(QWidget):
         self.focus: LiveRun | None = None
         self.error_box: QMessageBox | None = None
         self._runs_dirty = True
+        self._selection_restored = False
         #: the sweep this window drives now (one at a time), its dialog, and every run its trials made
         self.sweep: SweepWorker | None = None
         self.sweepDialog: SweepDialog | None = None
@@ -168,6 +178,13 @@ class TrainTab(QWidget):
         self._elsewhereTimer = QTimer(self)
         self._elsewhereTimer.setInterval(ELSEWHERE_REFRESH_MS)
         self._elsewhereTimer.timeout.connect(self._refresh_elsewhere)
+        # The jitted learners' kernels, compiled ahead in a child process (prepare_fast_engine).
+        self.preparing: subprocess.Popen[bytes] | None = None
+        self._prepare_t0 = 0.0
+        self._prepare_said = 0.0  # when "Preparing" was last said (0: not yet)
+        self._prepareTimer = QTimer(self)
+        self._prepareTimer.setInterval(PREPARE_POLL_MS)
+        self._prepareTimer.timeout.connect(self._poll_prepare)
         # Closing the window while training must ask first: watch the top-level window's close.
         if parent is not None:
             parent.window().installEventFilter(self)
@@ -262,7 +279,7 @@ class TrainTab(QWidget):
         """The runs' and the sweeps' panels ask the tab (their signal -> the tab's slot)."""
         p, s = self.runsPanel, self.sweepPanel
         wires = [
-            (p.showRuns, self.show_runs),
+            (p.showRuns, self._show_ticked),
             (p.resumeRun, self.resume),
             (p.pauseRuns, self._pause_runs),
             (p.stopRuns, self._stop_runs),
@@ -288,7 +305,9 @@ class TrainTab(QWidget):
 
     # ================================================================== the launch form
     def _on_agent_changed(self, cls: Any) -> None:
-        if not self.live:
+        # A run selected in the table keeps its curves: the person picked another agent to set up a
+        # new run, not to stop looking at that one (the panel read "No run yet").
+        if not self.live and not self.runsPanel.selected_run_ids():
             # Nothing trains: the curves become this agent's panels, empty (no old agent's curves left
             # beside them); the compare ticks go with the runs they showed.
             self.curves.runs = []
@@ -311,6 +330,47 @@ class TrainTab(QWidget):
         self.status.emit(message)
         self.etaLabel.setText(message)
 
+    # ================================================================== the fast engine, ahead
+    def prepare_fast_engine(self) -> bool:
+        """At the window's start: compile (or load) the jitted learners' kernels in a child process,
+        so the first n-tuple run and the first hint do not wait for numba (~30 s and ~22 s cold).
+        The status bar says so while it takes longer than a cache load. False when already started."""
+        from studio.services.training_process import start_prepare
+
+        if self.preparing is not None:
+            return False
+        try:
+            self.preparing = start_prepare()
+        except OSError:  # no child process here: each run compiles its own, outside its budget
+            log.warning("cannot start preparing the fast engine", exc_info=True)
+            return False
+        self._prepare_t0, self._prepare_said = time.monotonic(), 0.0
+        self._prepareTimer.start()
+        return True
+
+    def _poll_prepare(self) -> None:
+        """Timer slot: say "Preparing…" while the child compiles (again as it fades), "ready" at its end."""
+        child = self.preparing
+        if child is None:
+            self._prepareTimer.stop()
+            return
+        now = time.monotonic()
+        if child.poll() is None:
+            if now - self._prepare_t0 >= PREPARE_QUIET_S and now - self._prepare_said >= PREPARE_REPEAT_S:
+                bar = getattr(self.window(), "statusBar", None)
+                shown = bar().currentMessage() if callable(bar) else ""
+                if shown in ("", PREPARING_TEXT):  # never over another message
+                    self.status.emit(PREPARING_TEXT)
+                    self._prepare_said = now
+            return
+        self._prepareTimer.stop()
+        if child.returncode != 0:
+            log.warning("preparing the fast engine ended with %s", child.returncode)
+        if self._prepare_said:
+            self.status.emit(
+                PREPARED_TEXT if child.returncode == 0 else "The fast engine compiles on first use"
+            )
+
     # ================================================================== starting runs
     @property
     def is_training(self) -> bool:
@@ -331,13 +391,29 @@ class TrainTab(QWidget):
             self.etaLabel.setText(f"Fix {e.field}: {e}" if e.field else str(e))
             return None
 
+    @property
+    def form_run_starting(self) -> bool:
+        """Whether a run started from the form has not said it trains yet (its child still opens it).
+        Start waits for it: three quick clicks made three identical runs."""
+        return any(lr.run_id is None and lr.worker.request.resume is None for lr in self.live)
+
     def start(self) -> bool:
         """Start a new run with the form's settings (beside any that train); False when it cannot."""
+        if self.form_run_starting:
+            self.status.emit("a run is starting: Start is back once it trains")
+            return False
         request = self._form_request("start")
         if request is None:
             return False
         series = RunSeries(f"{request.agent} (new run)")
         series.set_config(request.config)
+        series.set_evaluation(  # the curves say when its first evaluation comes (issue 44)
+            request.eval_games,
+            request.eval_every_s,
+            request.eval_every_episodes,
+            request.budget,
+            request.eval_at_end,
+        )
         self._launch(request, series)
         self.launch.warn_if_little_data()  # imitation on too few moves: said again, in the status bar
         return True
@@ -406,9 +482,11 @@ class TrainTab(QWidget):
         resume = bool(runs) and all(lr.worker.paused for lr in runs)
         for lr in runs:
             lr.worker.resume() if resume else lr.worker.pause()
+            lr.dirty = True  # the board's caption and the figures say paused / playing at once
         if self.focus in runs:
             self.etaLabel.setText("Training" if resume else "Paused (checkpoint saved)")
         self.status.emit("training resumed" if resume else "training paused")
+        self._refresh_live()
         self._update_buttons()
 
     def _stop_runs(self, run_ids: Sequence[int]) -> None:
@@ -454,6 +532,10 @@ class TrainTab(QWidget):
 
     def shutdown(self) -> None:
         """The window is closing: stop runs cleanly (their final checkpoints are kept) and wait."""
+        self.launch.save_state()  # the budget and the agent's settings come back next time
+        self._prepareTimer.stop()
+        if self.preparing is not None and self.preparing.poll() is None:
+            self.preparing.terminate()  # half a compile is lost; the next start compiles again
         if self.live:
             self.stop_all()
             self.wait_finished(120.0)
@@ -480,6 +562,7 @@ class TrainTab(QWidget):
         self.runsPanel.live[run_id] = "running"
         self.refresh_runs()
         self.runsPanel.select_runs([run_id])
+        self._update_buttons()  # Start is back
         self.runStarted.emit(run_id)
 
     def _on_batch(self, live: LiveRun, events: list[MetricEvent]) -> None:
@@ -489,7 +572,14 @@ class TrainTab(QWidget):
         live.add(events)
 
     def _on_selection(self) -> None:
-        picked = self._live_of(self.runsPanel.selected_run_ids())
+        selected = self.runsPanel.selected_run_ids()
+        if selected:
+            # A click on a run shows its curves (beside the ticked ones): the selection is what the
+            # person looks at; it was drawn only on a double click, the panel saying "No run yet".
+            self.show_runs(sorted(set(selected) | self.runsPanel.checked))
+            if self.settings is not None:
+                self.settings.setValue("train/selected_runs", ",".join(map(str, selected)))
+        picked = self._live_of(selected)
         if picked and picked[0] is not self.focus:
             self.focus = picked[0]
             self.focus.dirty = True
@@ -591,6 +681,11 @@ class TrainTab(QWidget):
         """Timer slot: the rows of runs training elsewhere; the whole table once one of them ended."""
         if self.runsPanel.refresh_elsewhere():
             self.refresh_runs()
+
+    def _show_ticked(self, run_ids: Sequence[int]) -> None:
+        """The runs table's ticks changed (or Show / compare): the ticked runs, and the selected ones
+        still shown beside them (unticking another run must not take away the one looked at)."""
+        self.show_runs(sorted(set(run_ids) | set(self.runsPanel.selected_run_ids())))
 
     def show_runs(self, run_ids: Sequence[int]) -> None:
         """Draw these stored runs beside the live ones: one re-opens, several compare; a run that
@@ -769,7 +864,11 @@ class TrainTab(QWidget):
                     self.runsPanel.live[lr.run_id] = state
                     self.runsPanel.update_live_row(lr.run_id, {2: state})
         focus = self.focus
-        self.startButton.setEnabled(self.launch.is_ready())
+        # While the form's run starts, Start says so and waits: a second click would only start the
+        # same run again. Once it trains, Start starts another one beside it.
+        starting = self.form_run_starting
+        self.startButton.setEnabled(self.launch.is_ready() and not starting)
+        self.startButton.setText("Starting…" if starting else "Start")
         self.sweepButton.setEnabled(self.launch.is_ready() and self.sweep is None)
         active = focus is not None and not focus.worker.stopping
         self.pauseButton.setEnabled(active)
@@ -849,3 +948,10 @@ class TrainTab(QWidget):
         if self._runs_dirty:
             self._runs_dirty = False
             self.refresh_runs()
+        if not self._selection_restored:
+            # The run selected when the window last closed is selected (and drawn) again.
+            self._selection_restored = True
+            saved = str(self.settings.value("train/selected_runs", "") or "") if self.settings else ""
+            ids = [int(x) for x in saved.split(",") if x.strip().isdigit()]
+            if ids and not self.runsPanel.selected_run_ids():
+                self.runsPanel.select_runs(ids)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import html
 import itertools
+import json
 import logging
 import sys
 from pathlib import Path
@@ -200,7 +201,10 @@ class LaunchForm(QWidget):
         for a, b in itertools.pairwise(chain):
             QWidget.setTabOrder(a, b)
         self.form.chain_start = self.stepsSpin
+        #: the agent whose settings the form holds now (they are remembered under its name)
+        self._form_agent: str | None = None
         self._fill_agents()
+        self._restore_budget()
         self._sync_inputs()
 
     # ================================================================== building
@@ -462,7 +466,10 @@ class LaunchForm(QWidget):
         if not cls.trainable:
             text += " <i>(does not learn: use it in Play or Arena)</i>"
         self.agentDescription.setText(text)
+        self._save_config()  # the agent left keeps its settings for when it is picked again
         self.form.set_config_class(cls.config_cls, agent=name)
+        self._form_agent = name
+        self._restore_config(name)
         if self.settings is not None:
             self.settings.setValue("train/agent", name)
         self._check_rules()
@@ -484,6 +491,67 @@ class LaunchForm(QWidget):
         if n_human_games > 0:
             return f"Ready: imitation of your moves in {n_human_games} games."
         return "Ready: imitation of your moves."
+
+    # ================================================================== what the form remembers
+    def save_state(self) -> None:
+        """Remember the budget and the agent's settings (QSettings), for the next time the window opens:
+        they came back as "Episodes 1000" and the defaults."""
+        if self.settings is None:
+            return
+        budget = {name: [check.isChecked(), editor.value()] for name, check, editor in self._budget_rows()}
+        self.settings.setValue("train/budget", json.dumps(budget))
+        self._save_config()
+
+    def _save_config(self) -> None:
+        if self.settings is None or self._form_agent is None or self.form.config_cls is None:
+            return
+        try:
+            text = json.dumps(self.form.values())
+        except (TypeError, ValueError):  # a value JSON cannot hold: that agent starts from defaults
+            log.warning("cannot remember %s's settings", self._form_agent, exc_info=True)
+            return
+        self.settings.setValue(f"train/config/{self._form_agent}", text)
+
+    def _remembered(self, key: str) -> dict[str, Any]:
+        """A JSON object kept under ``key``; {} when none (or a damaged one)."""
+        if self.settings is None:
+            return {}
+        try:
+            value = json.loads(str(self.settings.value(key, "") or "{}"))
+        except ValueError:
+            return {}
+        return value if isinstance(value, dict) else {}
+
+    def _restore_config(self, agent: str) -> None:
+        """The settings ``agent`` had the last time (each field that still exists and takes its value)."""
+        known = set(self.form.values())
+        for name, value in self._remembered(f"train/config/{agent}").items():
+            if name not in known:
+                continue
+            try:
+                self.form.set_values({name: value})
+            except (ConfigError, TypeError, ValueError):  # a setting whose kind changed: its default
+                log.info("remembered %s=%r of %s not restored", name, value, agent)
+
+    def _budget_rows(self) -> list[tuple[str, QCheckBox, Any]]:
+        return [
+            ("episodes", self.episodesCheck, self.episodesSpin),
+            ("minutes", self.minutesCheck, self.minutesSpin),
+            ("steps", self.stepsCheck, self.stepsSpin),
+        ]
+
+    def _restore_budget(self) -> None:
+        saved = self._remembered("train/budget")
+        rows = [(check, editor, saved.get(name)) for name, check, editor in self._budget_rows()]
+        if not any(isinstance(v, list) and len(v) == 2 and v[0] for _c, _e, v in rows):
+            return  # nothing remembered (or no limit ticked): the defaults
+        for check, editor, value in rows:
+            if not (isinstance(value, list) and len(value) == 2):
+                continue
+            ticked, number = value
+            check.setChecked(bool(ticked))
+            if isinstance(number, (int, float)) and not isinstance(number, bool):
+                editor.setValue(type(editor.value())(number))
 
     # ================================================================== the games imitation learns from
     def _learns_from_games(self) -> bool:

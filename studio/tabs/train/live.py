@@ -34,6 +34,11 @@ PLAYING_CAPTION = "Being played now"
 IDLE_CAPTION = "No game being played"
 
 
+def paused_caption(run_id: int | None) -> str:
+    """The board's caption while the focused run is paused."""
+    return f"Run {run_id} paused (its game waits)" if run_id is not None else "Paused"
+
+
 @dataclass
 class LiveRun:
     """A run training from this window: its worker, its curves and the figures of its last events."""
@@ -210,7 +215,8 @@ class LivePanel(QWidget):
 
     def show_run(self, run: LiveRun, n_live: int) -> None:
         """The focused run's board and figures (``n_live``: how many train now)."""
-        self.boardCaption.setText(PLAYING_CAPTION)
+        # A paused run plays nothing: its board waits where it stopped.
+        self.boardCaption.setText(paused_caption(run.run_id) if run.worker.paused else PLAYING_CAPTION)
         if run.series.last_board is not None:
             self.liveBoard.set_board(run.series.last_board)
         parts = run.figures()

@@ -119,11 +119,13 @@ class RunsPanel(QWidget):
             self._emit(self.checkpointRuns),
             "Save a checkpoint of the selected training runs now",
         )
+        # "Continue", not "Resume": Pause beside it reads "Resume" while a run is paused, and two
+        # buttons of one name side by side left the person guessing which one un-pauses.
         self.resumeButton = button(
-            "Resume",
+            "Continue",
             "resumeButton",
             self._emit_one(self.resumeRun),
-            "Continue the selected run from its last checkpoint",
+            "Train the selected run on from its last checkpoint (what is left of its budget)",
         )
         self.useInPlayButton = button(
             "Use in Play",
