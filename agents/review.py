@@ -25,21 +25,27 @@ remaining expected score. Values that cannot see a game's end (a 1-ply network, 
 are first corrected for it: a move whose afterstate dies with probability ``p`` keeps its reward and
 ``1 − p`` of the rest.
 
-Accuracy of a move, and of a game::
+Accuracy: how much of the expected final score the moves kept. A move that gives up ``Δ`` percent
+keeps ``1 − Δ/100`` of it, and losses compound: over the graded moves the share kept is
+``kept = Π (1 − Δ/100)``, the share given up ``1 − kept`` (what every summary shows beside the
+accuracy, with the points). The figures::
 
-    move accuracy  = 100 · exp(−(Δ / SCALE)²)                    SCALE = 10 (percentage points)
-    game accuracy  = 100 · exp(−mean over graded moves of (Δ / SCALE)²)
-                   = the geometric mean of the graded moves' accuracies
+    move accuracy  = 100 · (1 − Δ/100) ** POWER                            POWER = 3
+    game accuracy  = 100 · kept ** (POWER · SPAN / max(n, SPAN))           SPAN = 100 moves
+                   = the product of the moves' accuracies, over every SPAN moves
 
-A best move scores 100, a move giving up 1 % of the expected final score 99, 3 % 91, 5 % 78, 10 % 37,
-20 % 2. The geometric mean (as chess tools mix a harmonic mean into theirs) lets one game-losing move
-weigh on a game's figure however many safe moves surround it. Graded moves are the moves that count
-(the person's, in a game shared with agents) and were not forced; with none, 100. The same formula
-gives the accuracy of one phase of a game or of one player's moves. SCALE was fitted
-(``scripts/review_calibration.py``) so that, graded by the default reviewer (an n-tuple network at
-2-ply), fixed-seed games of random play score at most 30 %, heuristic expectimax at depth 2 at least
-90 %, and the players in between in order of strength. A reviewer grading its own moves at its own
-depth scores 100 %.
+``n``: the graded moves (those that count and were not forced; with none, 100 %). A game of up to
+SPAN moves (a short or unfinished one) is judged on everything it gave up; a longer one on what it
+gives up per SPAN moves (the geometric rate), so a long game and its first hundred moves read on one
+scale. POWER spreads the figure where players differ: giving up 1 % of the expected final score in a
+hundred moves reads 97 %, 5 % 86 %, 15 % 61 %, 26 % 41 %, 50 % 12.5 %. It was chosen from a strong
+reviewer's values of the first hundred moves of fixed-seed games: a down/left alternator gave up
+14-16 % of the expected final score (so it reads at most 70 %), expectimax depth 1 3-6 % (83-91 %);
+expectimax depth 2 reads 95 % while it gives up at most 1.7 %. ``python main.py bench review -o
+accuracy=1`` measures it with the data dir's reviewer: a reviewer whose values of near-equal moves
+differ by noise (a network trained for minutes) charges that noise to every player, and every figure
+reads lower. A reviewer grading its own moves at its own depth scores 100 %. The same formula gives
+the accuracy of one phase of a game or of one player's moves.
 """
 
 from __future__ import annotations
@@ -77,23 +83,25 @@ GOOD_POINTS = 20.0
 THRESHOLDS: tuple[float, float, float] = (1.0, 3.0, 10.0)
 #: points added to a position's expected final score before the share is taken (module docstring)
 FLOOR = 500.0
-#: the accuracy curve's scale, in percent of the expected final score (fitted:
-#: scripts/review_calibration.py): a move giving up SCALE percent scores 100 / e = 37
-SCALE = 10.0
+#: accuracy = (share of the expected final score kept) ** POWER (module docstring: why 3)
+POWER = 3.0
+#: a game longer than this many graded moves is judged per this many moves (module docstring)
+SPAN = 100
 #: How far a probability computed from a tile spawn (0.9 / 0.1) may be from 0 to count as "may die".
 _EPS = 1e-12
 
 
 def move_accuracy(delta: float) -> float:
-    """Per-move accuracy (0..100) of a move that gave up ``delta`` percent of the position's value."""
-    return 100.0 * math.exp(-_penalty(delta))
+    """Per-move accuracy (0..100) of a move that gave up ``delta`` percent of the expected final score:
+    ``100 · (1 − Δ/100) ** POWER`` (a non-finite or whole loss: 0)."""
+    return 100.0 * _kept(delta) ** POWER
 
 
-def _penalty(delta: float) -> float:
-    """(Δ / SCALE)², the exponent of the accuracy curve (a non-finite share: the whole curve, 0 %)."""
+def _kept(delta: float) -> float:
+    """The share of the expected final score a move giving up ``delta`` percent keeps (0..1)."""
     if not math.isfinite(delta):
-        return math.inf
-    return (max(delta, 0.0) / SCALE) ** 2
+        return 0.0
+    return 1.0 - min(max(delta, 0.0), 100.0) / 100.0
 
 
 @dataclass(frozen=True)
@@ -230,15 +238,48 @@ def _same(a: float, b: float) -> bool:
     return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
 
 
+def _graded(grades: Sequence[MoveGrade], uncounted: bool) -> list[MoveGrade]:
+    return [g for g in grades if not g.forced and (uncounted or g.counted)]
+
+
+def _log_kept(grades: Sequence[MoveGrade]) -> float:
+    """ln of the share of the expected final score ``grades`` kept, compounded (−inf: all given up)."""
+    total = 0.0
+    for g in grades:
+        kept = _kept(100.0 * g.relative)
+        if kept <= 0.0:
+            return -math.inf
+        total += math.log(kept)
+    return total
+
+
 def accuracy(grades: Sequence[MoveGrade], *, uncounted: bool = False) -> float:
-    """Geometric mean of the per-move accuracies of the moves that count and were not forced, in
-    percent: ``100 · exp(−mean (Δ / SCALE)²)`` (100 with none). ``uncounted``: every move that was
-    not forced, whoever played it (one player's figure in a shared game, where only the subject's
-    moves count)."""
-    penalties = [_penalty(100.0 * g.relative) for g in grades if not g.forced and (uncounted or g.counted)]
-    if not penalties:
+    """The accuracy in percent of the moves that count and were not forced (module docstring):
+    ``100 · kept ** (POWER · SPAN / max(n, SPAN))``, ``kept`` the share of the expected final score
+    they kept, compounded (100 with none). ``uncounted``: every move that was not forced, whoever
+    played it (one player's figure in a shared game, where only the subject's moves count)."""
+    picked = _graded(grades, uncounted)
+    if not picked:
         return 100.0
-    return float(100.0 * math.exp(-sum(penalties) / len(penalties)))
+    log_kept = _log_kept(picked)
+    if log_kept == -math.inf:
+        return 0.0
+    return float(100.0 * math.exp(POWER * log_kept * SPAN / max(len(picked), SPAN)))
+
+
+def given_up(grades: Sequence[MoveGrade], *, uncounted: bool = False) -> float:
+    """The share (0..1) of the expected final score that the moves that count and were not forced
+    gave up, compounded: ``1 − Π (1 − Δ/100)`` (0 with none)."""
+    return float(1.0 - math.exp(_log_kept(_graded(grades, uncounted))))
+
+
+def given_up_rate(grades: Sequence[MoveGrade], *, uncounted: bool = False) -> float:
+    """The share (0..1) given up per :data:`SPAN` graded moves (the whole share for a shorter game):
+    what the accuracy is the POWER-th power of (``accuracy = 100 · (1 − rate) ** POWER``)."""
+    picked = _graded(grades, uncounted)
+    if not picked:
+        return 0.0
+    return float(1.0 - math.exp(_log_kept(picked) * SPAN / max(len(picked), SPAN)))
 
 
 def grade_counts(grades: Sequence[MoveGrade]) -> dict[str, int]:

@@ -10,13 +10,25 @@ the weights are does not change the work). One untimed review first (numba compi
 stored review and times a new one. The figure is moves/s; the label gives seconds per game.
 Options (``-o KEY=VALUE``): ``checkpoint`` (an ntuple checkpoint), ``moves`` (game length, default
 1000), ``clock`` (cpu|wall, default cpu: wall time on a shared machine mostly measures neighbours).
+
+``bench review -o accuracy=1``: what the accuracy figure says about players of known strength. Each of
+random, a down/left alternator, greedy, expectimax depth 1 and expectimax depth 2 plays ``games``
+fixed-seed games (the same seeds for each, from ``--seed``) to the end; the default reviewer of the
+data dir (``data_dir``, default ``$STUDIO2048_DATA_DIR`` or the user data dir), or the n-tuple network
+``checkpoint`` at 2-ply, reviews every move. Per player it prints the mean accuracy (min-max) and the
+mean share of the expected final score given up, over the first ``first`` moves (default 100) and over
+whole games, and whether the means rise in that order. The value of each measurement is the mean
+accuracy in percent.
 """
 
 from __future__ import annotations
 
+import itertools
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +44,23 @@ from studio.commands.bench import (
 )
 from studio.progress import ProgressLine
 
-OPTIONS = {"checkpoint": Option("text"), "moves": Option("int", 1000, 10, 20_000), "clock": CLOCK_OPTION}
+OPTIONS = {
+    "checkpoint": Option("text"),
+    "moves": Option("int", 1000, 10, 20_000),
+    "clock": CLOCK_OPTION,
+    "accuracy": Option("bool", False),
+    "games": Option("int", 5, 1, 200),
+    "first": Option("int", 100, 1, 100_000),
+    "data_dir": Option("text"),
+}
+#: The players of ``-o accuracy=1``, weakest first: (key, registry agent or None, its settings).
+PLAYERS: tuple[tuple[str, str | None, dict[str, Any]], ...] = (
+    ("random", "random", {}),
+    ("alternator", None, {}),
+    ("greedy", "greedy", {}),
+    ("expectimax_d1", "expectimax", {"depth": 1, "depths_policy": ()}),
+    ("expectimax_d2", "expectimax", {"depth": 2, "depths_policy": ()}),
+)
 
 
 def _long_game(moves: int, seed: int, progress: ProgressLine) -> object:
@@ -60,6 +88,8 @@ def review_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchRepo
     from studio.services.review import Reviewer, review_game
 
     opts = parse_options("review", options.extra, OPTIONS)
+    if opts["accuracy"]:
+        return accuracy_benchmark(options, progress, opts)
     clock_name = opts["clock"]
     clock = CLOCKS[clock_name]
     n_moves: int = opts["moves"]
@@ -120,3 +150,140 @@ def review_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchRepo
             info[f"{key}_reviewer"] = reviewer.label
     info["machine"] = _machine()
     return BenchReport("review", "moves_per_s", measurements, baseline=None, info=info)
+
+
+# ------------------------------------------------------------------------------ -o accuracy=1
+
+
+def alternator(game: Any) -> Any:
+    """Down, left, down, left… by the parity of the move number; when the due move is illegal the other
+    one, then right, then up: the mechanical corner player the accuracy must see through."""
+    from engine import Direction
+
+    due = (Direction.DOWN, Direction.LEFT) if game.moves % 2 == 0 else (Direction.LEFT, Direction.DOWN)
+    legal = game.legal_mask()
+    return next(d for d in (*due, Direction.RIGHT, Direction.UP) if legal[d])
+
+
+def _player(name: str | None, config: dict[str, Any], seed: int) -> Callable[[Any], Any]:
+    from agents.registry import create_agent
+
+    if name is None:
+        return alternator
+    agent = create_agent(name, config, seed=seed)
+    return agent.act
+
+
+def _whole_game(act: Callable[[Any], Any], seed: int) -> Any:
+    from engine import Game
+    from engine.records import GameTrace, play_recorded
+
+    game = Game(seed=seed)
+    trace = GameTrace.start(game)
+    while not game.game_over:
+        play_recorded(game, act(game), trace)
+    trace.final_board = game.board
+    return trace
+
+
+def _reviewer_for(opts: dict[str, Any]) -> Any:
+    """The network named by ``checkpoint`` at 2-ply, else the data dir's default reviewer."""
+    from agents.spec import AgentSpec
+    from engine.store import GameStore
+    from studio.services.review import DEFAULT_DEPTH, Reviewer, default_reviewer
+
+    if opts["checkpoint"] is not None:
+        path = Path(opts["checkpoint"]).expanduser()
+        if not path.is_file():
+            raise ValueError(f"{path}: no such checkpoint file")
+        return Reviewer(AgentSpec.from_checkpoint(str(path.resolve()), "ntuple"), DEFAULT_DEPTH)
+    with GameStore.open(opts["data_dir"]) as store:
+        return default_reviewer(store)
+
+
+def accuracy_benchmark(options: BenchOptions, progress: ProgressLine, opts: dict[str, Any]) -> BenchReport:
+    """``bench review -o accuracy=1`` (the module docstring)."""
+    from agents.review import accuracy, given_up
+    from engine.store import GameStore
+    from studio.services.review import review_game
+
+    reviewer = _reviewer_for(opts)
+    games, first = int(opts["games"]), int(opts["first"])
+    seeds = [options.seed + k for k in range(games)]
+    rows: dict[str, dict[str, list[float]]] = {}
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-review-") as tmp,
+        GameStore(Path(tmp) / "s.sqlite") as store,
+    ):
+        agent = reviewer.build()
+        for key, name, config in PLAYERS:
+            row = rows.setdefault(key, {"first": [], "first_lost": [], "whole": [], "whole_lost": []})
+            row.update(moves=[], scores=[])
+            for k, seed in enumerate(seeds):
+                progress.update(0, f"{key}: game {k + 1}/{games} (seed {seed})", force=True)
+                trace = _whole_game(_player(name, config, seed), seed)
+                gid = store.record_trace(trace, "agent", name or key)
+                review = review_game(store, gid, reviewer, agent=agent)
+                for part, moves in (("first", review.moves[:first]), ("whole", review.moves)):
+                    row[part].append(accuracy(moves))
+                    row[f"{part}_lost"].append(100.0 * given_up(moves))
+                row["moves"].append(float(trace.n_moves))
+                row["scores"].append(float(trace.final_score))
+    measurements: list[Measurement] = []
+    for part, what in (("first", f"first {first} moves"), ("whole", "whole games")):
+        for key, row in rows.items():
+            acc, lost = row[part], row[f"{part}_lost"]
+            mean, mean_lost = float(np.mean(acc)), float(np.mean(lost))
+            measurements.append(
+                Measurement(
+                    key=f"{key}_{part}",
+                    label=(
+                        f"{key.replace('_', ' ')}, {what}: accuracy {mean:.1f} % ({min(acc):.1f}-{max(acc):.1f}), "
+                        f"gave up {mean_lost:.1f} % of the expected final score"
+                        + (
+                            f" (mean score {np.mean(row['scores']):,.0f}, {np.mean(row['moves']):,.0f} moves)"
+                            if part == "whole"
+                            else ""
+                        )
+                    ),
+                    value=mean,
+                    detail={"accuracy": acc, "given_up_percent": lost, "scores": row["scores"]},
+                )
+            )
+    info: dict[str, Any] = {
+        "rounds": 1,
+        "reviewer": reviewer.label,
+        "games": games,
+        "seeds": f"{seeds[0]}..{seeds[-1]}",
+        "first": first,
+    }
+    if reviewer.fallback:
+        info["reviewer_note"] = reviewer.fallback
+    for part in ("first", "whole"):
+        means = [float(np.mean(rows[key][part])) for key, _, _ in PLAYERS]
+        strict = [a < b for a, b in itertools.pairwise(means)]
+        # alternator <= greedy: both are mechanical; the others must rise strictly
+        info[f"in_order_{part}"] = all(ok or (i == 1 and means[1] <= means[2]) for i, ok in enumerate(strict))
+    first_means = {key: float(np.mean(rows[key]["first"])) for key, _, _ in PLAYERS}
+    info["expectimax_d2_first_at_least_95"] = first_means["expectimax_d2"] >= 95.0
+    info["alternator_first_at_most_70"] = first_means["alternator"] <= 70.0
+    info["machine"] = _machine()
+    return _AccuracyReport("review", "accuracy_percent", measurements, baseline=None, info=info)
+
+
+class _AccuracyReport(BenchReport):
+    """The figures are the labels; the reviewer and the checks follow them."""
+
+    def render_text(self) -> str:
+        lines = [f"bench review -o accuracy=1 (reviewer {self.info['reviewer']}, seeds {self.info['seeds']})"]
+        lines += [f"  {m.label}" for m in self.measurements]
+        for key in (
+            "reviewer_note",
+            "in_order_first",
+            "in_order_whole",
+            "expectimax_d2_first_at_least_95",
+            "alternator_first_at_most_70",
+        ):
+            if key in self.info:
+                lines.append(f"  {key}: {self.info[key]}")
+        return "\n".join(lines)

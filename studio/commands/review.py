@@ -33,6 +33,7 @@ from studio.services.review import (
     PREPARE_MINUTES,
     GameReview,
     calibrate,
+    earlier_default_review,
     prepare_reviewer,
     resolve_reviewer,
     review_game,
@@ -107,7 +108,20 @@ def run(args: argparse.Namespace) -> int:
                 review = review_game(
                     store, args.id, reviewer, progress=lambda d, n: line.update(d, f"{d:,}/{n:,} moves")
                 )
-            print(json.dumps(review.to_json()) if args.json else render(review))
+            # the default changed since the game was last reviewed: say whose figure that was
+            earlier = earlier_default_review(store, args.id, reviewer) if reviewer.default else None
+            if args.json:
+                out = review.to_json()
+                if earlier is not None:
+                    out["earlier_default"] = {
+                        "reviewer": earlier.label,
+                        "key": earlier.reviewer.get("key"),
+                        "accuracy": round(earlier.accuracy, 2),
+                        "given_up": round(earlier.given_up, 6),
+                    }
+                print(json.dumps(out))
+            else:
+                print(render(review, earlier))
             return 0
         named = None if args.reviewer is None else resolve_reviewer(store, args.reviewer, args.depth)
         match = GameFilter(source=args.source, since=args.since, until=args.until)
@@ -194,8 +208,9 @@ def _calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def render(review: GameReview) -> str:
-    """The header, the per-move table and the summary lines."""
+def render(review: GameReview, earlier: GameReview | None = None) -> str:
+    """The header, the per-move table and the summary lines; ``earlier``: this game's review by an
+    earlier default reviewer (the default has changed since: its figure is said beside this one)."""
     width = max([3, *(len(g.player) for g in review.moves)])
     lines = [review.header(), ""]
     if review.fallback:
@@ -214,7 +229,17 @@ def render(review: GameReview) -> str:
         )
     counts = review.counts
     lines.append("")
-    lines.append(f"accuracy ({review.subject}): {review.accuracy:.1f} %   unit: loss of expected final score")
+    lines.append(
+        f"accuracy ({review.subject}): {review.accuracy:.1f} % · gave up {review.given_up_text()} · "
+        f"reviewer {review.label}"
+    )
+    if review.superseded:
+        lines.append(f"note: {review.superseded}")
+    if earlier is not None:
+        lines.append(
+            f"note: reviewed before by {earlier.label} (the default then): accuracy {earlier.accuracy:.1f} %, "
+            f"gave up {100 * earlier.given_up:.1f} %; the default is now {review.label}"
+        )
     if review.mixed:
         for who, row in review.by_player().items():
             state = "" if row["counted"] else ", not counted"
@@ -226,8 +251,10 @@ def render(review: GameReview) -> str:
     )
     lines.append("moves: " + ", ".join(f"{counts[g]} {g}" for g in GRADES))
     r = review.reviewer
-    where = f", {r['checkpoint']}" if r.get("checkpoint") else ""
-    lines.append(f"reviewer: {review.label}{where} (key {r.get('key')})")
+    # the checkpoint's path on a line of its own: after the label it ran past 100 columns and the
+    # terminal broke it in the middle
+    where = f", checkpoint:\n{r['checkpoint']}" if r.get("checkpoint") else ""
+    lines.append(f"reviewer: {review.label} (key {r.get('key')}){where}")
     if not review.complete:
         lines.append(
             f"unfinished: {len(review.moves)} of {review.n_moves} moves reviewed (run again to go on)"

@@ -56,10 +56,13 @@ from agents.base import Agent
 from agents.review import (
     GRADES,
     MISTAKES,
+    SPAN,
     Calibration,
     MoveGrade,
     accuracy,
     fit_calibration,
+    given_up,
+    given_up_rate,
     grade_counts,
     grade_move,
     values_in_points,
@@ -69,6 +72,7 @@ from agents.review import review_subject as subject_of
 from agents.spec import AgentSpec
 from engine import Direction, Game, Rules
 from engine.store import GameRecord, GameStore
+from engine.store.reviews import IMPORTED
 
 #: Default search depth of the default reviewers (n-tuple 2-ply, expectimax depth 2).
 DEFAULT_DEPTH = 2
@@ -140,6 +144,9 @@ class Reviewer:
     spec: AgentSpec
     depth: int | None = None
     fallback: str | None = field(default=None, compare=False)
+    #: chosen by the default rule (:func:`default_reviewer`); stored with its reviews, so a review made
+    #: by an earlier default is known as one once the default has changed
+    default: bool = field(default=False, compare=False)
 
     @property
     def label(self) -> str:
@@ -196,6 +203,7 @@ class Reviewer:
             "depth": None if knob is None else int(getattr(agent.config, knob)),
             "label": self.label,
             "fallback": self.fallback,
+            "default": self.default,
             **grading_info(agent),
         }
 
@@ -393,14 +401,17 @@ def default_reviewer(store: GameStore | None = None, rules: Rules | None = None)
                     "prepare a stronger one"
                 )
             spec = AgentSpec.from_checkpoint(str(path.resolve()), "ntuple", label=f"n-tuple run {run_id}")
-            return Reviewer(spec, DEFAULT_DEPTH, note)
+            return Reviewer(spec, DEFAULT_DEPTH, note, default=True)
     why = (
         "no n-tuple network in this store yet: prepare a reviewer for sharper grades"
         if classic
         else "n-tuple networks review 4x4 one-spawn games only"
     )
     return Reviewer(
-        AgentSpec(name="expectimax", label="expectimax (calibrated)"), DEFAULT_DEPTH, f"fallback: {why}"
+        AgentSpec(name="expectimax", label="expectimax (calibrated)"),
+        DEFAULT_DEPTH,
+        f"fallback: {why}",
+        default=True,
     )
 
 
@@ -422,7 +433,9 @@ def resolve_reviewer(
 
     if text is None:
         chosen = default_reviewer(store, rules)
-        return chosen if depth is None else Reviewer(chosen.spec, depth, chosen.fallback)
+        if depth is None:
+            return chosen
+        return Reviewer(chosen.spec, depth, chosen.fallback, default=depth == chosen.depth)
     if text in agent_names():
         return Reviewer(AgentSpec(name=text), depth)
     path = Path(text).expanduser()
@@ -510,6 +523,8 @@ class GameReview:
     evaluated: int = 0
     subject: str = "every player"
     phases: list[int] = field(default_factory=list)
+    #: the default reviewer's label now, when an earlier default made this review (else None)
+    default_now: str | None = None
 
     @property
     def complete(self) -> bool:
@@ -519,6 +534,25 @@ class GameReview:
     def accuracy(self) -> float:
         """Percent over the subject's graded moves, see :func:`agents.review.accuracy`."""
         return accuracy(self.moves)
+
+    @property
+    def given_up(self) -> float:
+        """The share (0..1) of the expected final score the subject's graded moves gave up,
+        compounded (:func:`agents.review.given_up`): what the accuracy is made from."""
+        return given_up(self.moves)
+
+    @property
+    def given_up_points(self) -> float:
+        """The same in points: the sum of the subject's moves' losses."""
+        return float(sum(g.loss for g in self.moves if g.graded and math.isfinite(g.loss)))
+
+    def given_up_text(self) -> str:
+        """``15.2 % of the expected final score (7,400 pts)``; past :data:`agents.review.SPAN` graded
+        moves also the share per SPAN moves, which the accuracy is made from."""
+        text = f"{100 * self.given_up:.1f} % of the expected final score ({self.given_up_points:,.0f} pts"
+        if sum(g.graded for g in self.moves) > SPAN:
+            text += f"; {100 * given_up_rate(self.moves):.1f} % per {SPAN} moves"
+        return text + ")"
 
     @property
     def counts(self) -> dict[str, int]:
@@ -538,6 +572,14 @@ class GameReview:
     def fallback(self) -> str | None:
         note = self.reviewer.get("fallback")
         return str(note) if note else None
+
+    @property
+    def superseded(self) -> str | None:
+        """``reviewed by X; the default is now Y — Review again`` when an earlier default made this
+        review (its figures are X's, not what the default gives now), else None."""
+        if self.default_now is None:
+            return None
+        return f"reviewed by {self.label}; the default is now {self.default_now} — Review again"
 
     @property
     def mixed(self) -> bool:
@@ -596,9 +638,10 @@ class GameReview:
         counts = self.counts
         parts = [f"{counts[g]} {g}" for g in GRADES if counts[g]]
         done = "" if self.complete else f" (first {len(self.moves)} of {self.n_moves} moves)"
+        note = f" · {self.superseded}" if self.superseded else ""
         return (
-            f"game {self.game_id}: accuracy {self.accuracy:.1f} % ({self.subject}){done} · "
-            f"{', '.join(parts) or 'no moves'} · reviewer {self.label}"
+            f"game {self.game_id}: accuracy {self.accuracy:.1f} % ({self.subject}){done} · gave up "
+            f"{self.given_up_text()} · {', '.join(parts) or 'no moves'} · reviewer {self.label}{note}"
         )
 
     def to_json(self, *, moves: bool = True) -> dict[str, Any]:
@@ -611,12 +654,16 @@ class GameReview:
             "reviewed": len(self.moves),
             "complete": self.complete,
             "accuracy": round(self.accuracy, 2),
+            "given_up": round(self.given_up, 6),
+            "given_up_points": round(self.given_up_points, 1),
             "counts": self.counts,
             "players": self.by_player(),
             "phases": {p: _num(a) if a is not None else None for p, a in self.phase_accuracy().items()},
             "loss_unit": "points",
         }
         out["reviewer"].pop("calibration", None)  # knots: in the store, not needed to read a review
+        if self.default_now is not None:
+            out["default_now"] = self.default_now
         if moves:
             out["moves"] = [_move_json(g) for g in self.moves]
         return out
@@ -714,6 +761,35 @@ def review_by_key(store: GameStore, game_id: int, key: str) -> GameReview | None
     if described.get("imported"):
         described["label"] = f"{described.get('label') or described.get('name') or '?'} (imported)"
     return _game_review(store.load_game(game_id), described, store.review_values(info.id), None)
+
+
+#: Before reviewers said whether they were the default: the labels only :func:`default_reviewer` gives
+_DEFAULT_LABELS = ("n-tuple run ", "expectimax (calibrated)")
+
+
+def _made_by_default(described: dict[str, Any]) -> bool:
+    """Whether the reviewer that made a stored review was the default then (it says so; a review from
+    before reviewers said it: the default rule's own labels at its depth)."""
+    if "default" in described:
+        return described["default"] is True
+    label = str(described.get("label") or "")
+    return described.get("depth") == DEFAULT_DEPTH and label.startswith(_DEFAULT_LABELS)
+
+
+def earlier_default_review(store: GameStore, game_id: int, reviewer: Reviewer) -> GameReview | None:
+    """The newest stored review of a game made by a reviewer that was the default then but is not
+    ``reviewer`` (the default now), with :attr:`GameReview.default_now` set, so what shows it says
+    whose figures they are; None when there is none (imported reviews never count)."""
+    key = reviewer.key()
+    for info in store.list_reviews(game_id):
+        if info.key == key or info.key.startswith(IMPORTED) or not info.reviewed:
+            continue
+        if not _made_by_default(info.reviewer):
+            continue
+        review = _game_review(store.load_game(game_id), info.reviewer, store.review_values(info.id), None)
+        review.default_now = reviewer.label
+        return review
+    return None
 
 
 def review_game(

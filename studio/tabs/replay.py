@@ -52,10 +52,12 @@ from PySide6.QtWidgets import (
 from agents.review import GRADES
 from engine import Direction
 from engine.store import GameStore
+from engine.store.recorder import takebacks
 from studio.services.review import (
     DEFAULT_RULE,
     GameReview,
     Reviewer,
+    earlier_default_review,
     resolve_reviewer,
     stored_review,
 )
@@ -345,7 +347,8 @@ class ReplayTab(ReviewingTab):
         self.prepareButton = button(
             "Prepare a reviewer",
             "replayPrepareButton",
-            self.prepare_reviewer,
+            # through a lambda: clicked(bool) would arrive as minutes=False, which the training refuses
+            lambda: self.prepare_reviewer(),
             "Train an n-tuple network for a few minutes in the background; it then grades as the "
             "default reviewer (sharper than the fallback)",
             takes_focus=False,
@@ -355,6 +358,11 @@ class ReplayTab(ReviewingTab):
         self.prepareProgress.setObjectName("replayPrepareProgress")
         self.prepareProgress.setRange(0, 1000)
         self.prepareProgress.setVisible(False)
+        # what preparing says: started (and for how long), failed, or who the default is now
+        self.prepareLabel = QLabel("")
+        self.prepareLabel.setObjectName("replayPrepareLabel")
+        self.prepareLabel.setWordWrap(True)
+        self.prepareLabel.setVisible(False)
         label = QLabel("Reviewer:")
         row.addWidget(label)
         row.addWidget(self.reviewerCombo)
@@ -373,6 +381,7 @@ class ReplayTab(ReviewingTab):
         prep = QHBoxLayout()
         prep.addWidget(self.prepareButton)
         prep.addWidget(self.prepareProgress, 1)
+        prep.addWidget(self.prepareLabel, 1)
         prep.addStretch(0)
         outer.addLayout(prep)
         return outer
@@ -458,7 +467,8 @@ class ReplayTab(ReviewingTab):
             self._update_controls()
             return
         g = self.record.summary
-        self.titleLabel.setText(game_title(g))
+        taken = len(takebacks(self.store, g.id))  # moves taken back in Play: not in the record
+        self.titleLabel.setText(game_title(g) + (f" · {taken} taken back" if taken else ""))
         self.position = -1
         n = self.n_positions
         self.replaySlider.blockSignals(True)
@@ -604,6 +614,9 @@ class ReplayTab(ReviewingTab):
 
         reviewing = self.reviewing
         self.reviewButton.setEnabled(has and not reviewing and self.n_positions > 1)
+        # an earlier default's review is shown: Review grades the game again with today's default
+        again = self.review is not None and self.review.default_now is not None
+        self.reviewButton.setText("Review again" if again else "Review")
         self.reviewerCombo.setEnabled(not reviewing)
         self.cancelReviewButton.setEnabled(reviewing)
         self.reviewProgress.setVisible(reviewing)
@@ -626,7 +639,12 @@ class ReplayTab(ReviewingTab):
         if self.record is None:
             return None
         try:
-            return stored_review(self.store, self.record.id, self.current_reviewer())
+            reviewer = self.current_reviewer()
+            review = stored_review(self.store, self.record.id, reviewer)
+            if review is None and reviewer.default:
+                # the default changed since this game was reviewed: show that review, saying whose it is
+                review = earlier_default_review(self.store, self.record.id, reviewer)
+            return review
         except (
             ValueError,
             OSError,
@@ -807,9 +825,13 @@ class ReplayTab(ReviewingTab):
 
         if self.preparing:
             return False
-        request = prepare_request(PREPARE_MINUTES if minutes is None else minutes)
-        total = float(request.budget.seconds or 1.0)
-        proc = TrainingProcess(request, self.store.path)
+        try:
+            request = prepare_request(PREPARE_MINUTES if minutes is None else minutes)
+            total = float(request.budget.seconds or 1.0)
+            proc = TrainingProcess(request, self.store.path)
+        except (ValueError, OSError) as e:  # said where the button is, not on stderr only
+            self._say_prepare(f"Cannot prepare a reviewer: {e}")
+            return False
         self._prepare_process = proc
 
         def job(report: Callable[..., None]) -> str:
@@ -832,15 +854,24 @@ class ReplayTab(ReviewingTab):
         worker = CallWorker(job, parent=self)
         worker.progress.connect(self._on_prepare_progress)
         worker.result.connect(self._on_prepared)
-        worker.error.connect(lambda m: self.status.emit(f"Preparing a reviewer failed: {m}"))
+        worker.error.connect(lambda m: self._say_prepare(f"Preparing a reviewer failed: {m}"))
         worker.finished.connect(self._update_prepare)
         self.prepare_worker = worker
         self.prepareProgress.setValue(0)
         self.prepareProgress.setFormat("preparing a reviewer: starting")
         worker.start()
-        self.status.emit("Preparing a reviewer: training an n-tuple network in the background…")
+        self._say_prepare(
+            f"Preparing a reviewer: training an n-tuple network for {_duration(total)} in the background; "
+            "it then reviews as the default"
+        )
         self._update_prepare()
         return True
+
+    def _say_prepare(self, text: str) -> None:
+        """Show what preparing a reviewer did beside its button, and on the status bar."""
+        self.prepareLabel.setText(text)
+        self.prepareLabel.setVisible(True)
+        self.status.emit(text)
 
     def _on_prepare_progress(self, done: float, total: float, text: str) -> None:
         self.prepareProgress.setValue(int(1000 * done / max(total, 1e-9)))
@@ -855,7 +886,7 @@ class ReplayTab(ReviewingTab):
             label = self.current_reviewer().label
         except ValueError:
             label = "?"
-        self.status.emit(f"Reviewer prepared ({value}); the default reviewer is now {label}")
+        self._say_prepare(f"Reviewer prepared ({value}); the default reviewer is now {label}")
         if not self.reviewing:
             self._set_review(self._stored_review())
 
@@ -872,6 +903,14 @@ class ReplayTab(ReviewingTab):
         if self.preparing and self._prepare_process is not None:
             self._prepare_process.send("stop")  # a clean stop: the run keeps its final checkpoint
             self.prepare_worker.wait(30_000)
+
+
+def _duration(seconds: float) -> str:
+    """``4 minutes``, ``1 minute``, ``3 seconds``."""
+    if seconds >= 60:
+        minutes = seconds / 60
+        return f"{minutes:g} minute{'s' if minutes != 1 else ''}"
+    return f"{seconds:.0f} seconds"
 
 
 def _review(
@@ -915,8 +954,15 @@ def review_summary(review: GameReview) -> str:
     counts = review.counts
     partial = "" if review.complete else f" (first {len(review.moves):,} of {review.n_moves:,} moves)"
     grades = " · ".join(f"<span style='color:{GRADE_COLOURS[g]}'>{counts[g]:,} {g}</span>" for g in GRADES)
-    head = f"<b>Accuracy {review.accuracy:.1f} %</b> ({review.subject}){partial} · {grades}"
+    # the figure, what it is made from (the expected final score given up) and who made it, together
+    head = (
+        f"<b>Accuracy {review.accuracy:.1f} %</b> ({review.subject}){partial} · gave up "
+        f"{review.given_up_text()} · reviewer {review.label}"
+    )
     lines = [head]
+    if review.superseded:
+        lines.append(f"<b style='color:#b0722a'>{review.superseded[0].upper()}{review.superseded[1:]}</b>")
+    lines.append(grades)
     if review.mixed:
         lines.append(
             " · ".join(
@@ -932,8 +978,6 @@ def review_summary(review: GameReview) -> str:
     phases = [f"{p}: {a:.0f} %" for p, a in review.phase_accuracy().items() if a is not None]
     if len(phases) > 1:
         lines.append("by phase (highest tile): " + " · ".join(phases))
-    line = f"reviewer {review.label} · loss in expected final score (points)"
     if review.fallback:
-        line += f" · <span style='color:#b0722a'>{review.fallback}</span>"
-    lines.append(line)
+        lines.append(f"<span style='color:#b0722a'>Reviewer: {review.fallback}</span>")
     return "<br>".join(lines)

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from agents.review import FLOOR, SCALE
+from agents.review import FLOOR, POWER, SPAN
 from agents.spec import AgentSpec
 from engine import Direction, Game
 from engine.records import GameTrace, play_recorded
@@ -74,9 +74,9 @@ AGENT = Player("agent", "greedy")
 
 
 def twin_accuracy(rec, values, counted=None) -> float:
-    """The documented accuracy, worked out the slow way: 100 * exp(-mean((Δ / SCALE)²)) over the graded
-    moves (not forced, counted), Δ the share of the expected final score given up."""
-    penalties = []
+    """The documented accuracy, worked out the slow way: 100 * Π(1 - Δ/100) ** (POWER * SPAN / max(n,
+    SPAN)) over the n graded moves (not forced, counted), Δ the share of the expected final score given up."""
+    kept = []
     for i, row in enumerate(values):
         legal = [v for v in row if not math.isnan(v)]
         if len(legal) <= 1 or (counted is not None and not counted[i]):
@@ -84,8 +84,8 @@ def twin_accuracy(rec, values, counted=None) -> float:
         before = int(rec.scores[i] - rec.rewards[i])
         top, mine = max(legal), row[int(rec.moves[i])]
         delta = 100 * (top - mine) / (before + top + FLOOR)
-        penalties.append((delta / SCALE) ** 2)
-    return 100 * math.exp(-sum(penalties) / len(penalties)) if penalties else 100.0
+        kept.append(1 - delta / 100)
+    return 100 * math.prod(kept) ** (POWER * SPAN / max(len(kept), SPAN)) if kept else 100.0
 
 
 def mixed_game(store: GameStore, started: float) -> int:

@@ -4,7 +4,6 @@ after an interrupted review, the default reviewer, and the ``review`` command.""
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import pytest
@@ -19,7 +18,7 @@ from agents.review import (
     GRADES,
     INACCURACY,
     MISTAKE,
-    SCALE,
+    POWER,
     accuracy,
     death_chance,
     grade_move,
@@ -135,7 +134,7 @@ def test_a_lone_legal_move_is_forced_and_left_out_of_the_accuracy():
         assert accuracy([g]) == 100.0
     blunder = grade_move([10_000.0, 1.0, np.nan, np.nan], 1, index=1)
     assert blunder.grade == BLUNDER and accuracy([g, blunder]) == pytest.approx(
-        100 * math.exp(-((blunder.relative * 10) ** 2))
+        100 * (1 - blunder.relative) ** POWER
     )
 
 
@@ -149,18 +148,16 @@ def test_points_thresholds_and_accuracy_follow_the_module_docstring():
         assert g.value == 9_500.0
         delta = 100 * loss / (9_500 + FLOOR)
         assert g.relative == pytest.approx(delta / 100)
-        assert g.score == pytest.approx(
-            score if score is not None else 100 * math.exp(-((delta / SCALE) ** 2))
-        )
+        assert g.score == pytest.approx(score if score is not None else 100 * (1 - delta / 100) ** POWER)
     assert grade_move([100.0, 81.0, np.nan, np.nan], 1).grade == "good"  # <= 20 pts
-    # the figures the docstring quotes: 1 % -> 99, 3 % -> 91, 5 % -> 78, 10 % -> 37, 20 % -> 2
-    for delta, figure in ((1, 99), (3, 91), (5, 78), (10, 37), (20, 2)):
-        assert round(move_accuracy(delta)) == figure
-    # a game's accuracy is the geometric mean of its graded moves' accuracies
+    # the figures the docstring quotes: 1 % -> 97, 5 % -> 86, 15 % -> 61, 26 % -> 41, 50 % -> 12.5
+    for delta, figure in ((1, 97), (5, 86), (15, 61), (26, 41), (50, 12.5)):
+        assert round(move_accuracy(delta), 1 if figure % 1 else 0) == figure
+    # a short game's accuracy is the product of its graded moves' accuracies (losses compound)
     moves = [
         grade_move([9_000.0, 9_000.0 - loss, np.nan, np.nan], 1, score_before=500) for loss in (0, 300, 800)
     ]
-    assert accuracy(moves) == pytest.approx(100 * np.prod([m.score / 100 for m in moves]) ** (1 / 3))
+    assert accuracy(moves) == pytest.approx(100 * np.prod([m.score / 100 for m in moves]))
 
 
 # ----------------------------------------------------------------------------------- whole games

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
-from agents.review import SCALE
+from agents.review import POWER, SPAN
 from agents.spec import AgentSpec
 from engine import Direction
 from engine.store import HUMAN, GameRecorder, GameStore, Player
@@ -68,14 +68,14 @@ def test_a_shared_game_grades_only_your_moves_as_yours(data_dir, capsys):
     yours = [m for m in moves if m["counted"]]
     assert sum(out["counts"].values()) == len(yours) == int((~by_agent).sum())
     graded = [m for m in yours if m["grade"] != "forced"]
-    twin = 100 * math.exp(-sum((100 * m["relative"] / SCALE) ** 2 for m in graded) / len(graded))
+    twin = 100 * math.prod(1 - m["relative"] for m in graded) ** (POWER * SPAN / max(len(graded), SPAN))
     assert out["accuracy"] == pytest.approx(twin, abs=0.02)
     # expectimax at depth 2 grading its own depth-1 moves: they are graded, shown, not counted
     assert out["players"]["expectimax"]["accuracy"] <= 100.0
     # the person's row is the headline figure (one mean, not an arithmetic one beside a geometric one)
     assert out["players"]["you"]["accuracy"] == pytest.approx(out["accuracy"], abs=0.01)
     theirs = [m for m in moves if not m["counted"] and m["grade"] != "forced"]
-    twin = 100 * math.exp(-sum((100 * m["relative"] / SCALE) ** 2 for m in theirs) / len(theirs))
+    twin = 100 * math.prod(1 - m["relative"] for m in theirs) ** (POWER * SPAN / max(len(theirs), SPAN))
     assert out["players"]["expectimax"]["accuracy"] == pytest.approx(twin, abs=0.02)
     assert main(argv) == 0
     text = capsys.readouterr().out.splitlines()
