@@ -288,8 +288,10 @@ class NTupleConfig(AgentConfig):
         return np.array([self.search_depth], dtype=np.int64)
 
 
-#: Max-tile thresholds of the rate metrics (exponents).
-RATE_TILES = (11, 13, 14, 15)
+#: Max-tile thresholds of the rate metrics (exponents): every tile from 2048 to 65536. 2048's rate is
+#: reported from the start; a larger tile's once a training game has reached it (a run of a few
+#: minutes draws no "Reached 32768" line stuck at 0).
+RATE_TILES = (11, 12, 13, 14, 15, 16)
 
 
 # -------------------------------------------------------------------------------------------- agent
@@ -321,6 +323,9 @@ class NTupleAgent(Agent):
         counter("restarted_games", "games begun from a mid-game position in this slice"),
     )
     value_kind = "points"  # reward + afterstate value: expected future score
+    #: what only resuming the training needs (agents.run.retention strips them from every checkpoint
+    #: of a run but the newest): the temporal-coherence sums, as large as the weights
+    resume_only_arrays: ClassVar[tuple[str, ...]] = ("tc_errors", "tc_abs_errors")
 
     config: NTupleConfig
 
@@ -351,6 +356,7 @@ class NTupleAgent(Agent):
         self._buf_after = np.zeros((workers, 0), dtype=np.uint64)
         self._buf_reward = np.zeros((workers, 0), dtype=np.float32)
         self._recent = np.zeros((0, 2), dtype=np.int64)  # (score, max exponent) of the last `window` games
+        self._top_exp = 0  # the largest tile (exponent) a training game reached so far: which rates to report
         self._tt: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._tt_gen = 0
 
@@ -435,14 +441,19 @@ class NTupleAgent(Agent):
     def _record(self, scores: np.ndarray, maxexp: np.ndarray) -> None:
         new = np.stack([scores, maxexp.astype(np.int64)], axis=1)
         self._recent = np.concatenate([self._recent, new])[-self.config.window :]
+        if len(maxexp):
+            self._top_exp = max(self._top_exp, int(maxexp.max()))
 
     def recent_stats(self) -> dict[str, float]:
-        """Mean score and max-tile rates over the last ``window`` training games (restarts left out)."""
+        """Mean score and max-tile rates over the last ``window`` training games (restarts left out):
+        the rate of 2048, and of each larger tile once a training game has reached it."""
         if self._recent.shape[0] == 0:
             return {}
         out = {"mean_score": float(self._recent[:, 0].mean())}
+        top = max(self._top_exp, int(self._recent[:, 1].max()), RATE_TILES[0])
         for e in RATE_TILES:
-            out[f"rate_{1 << e}"] = float((self._recent[:, 1] >= e).mean())
+            if e <= top:
+                out[f"rate_{1 << e}"] = float((self._recent[:, 1] >= e).mean())
         return out
 
     def train(

@@ -1,16 +1,46 @@
 """A run's checkpoint files: saving one (never with NaN weights), marking the best, and keeping the
-newest ``keep`` files plus the best and the one being evaluated (older ones are deleted)."""
+newest ``keep`` files plus the best and the one being evaluated (older ones are deleted).
+
+Only the newest file is what a resume loads. The others (the best, the older ones kept) are for play,
+evaluation and review, so they lose what only a resume needs: the arrays an agent names in its
+``resume_only_arrays`` (the n-tuple network's temporal-coherence sums, half of its file).
+"""
 
 from __future__ import annotations
 
+import shutil
+import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from agents.base import Agent
 from agents.run.errors import Diverged
 from agents.run.store import RunStore
+from engine.fsutil import atomic_write
 from engine.paths import checkpoints_dir
+
+
+def drop_arrays(path: Path, names: Sequence[str]) -> int:
+    """Rewrite checkpoint ``path`` without the arrays ``names`` (atomically); the bytes it saved (0 when
+    it held none of them). The other entries are copied as they are, metadata included."""
+    entries = {f"{n}.npy" for n in names}
+    before = path.stat().st_size
+    with zipfile.ZipFile(path) as zin:
+        infos = zin.infolist()
+        if not any(i.filename in entries for i in infos):
+            return 0
+
+        def write(fh: IO[bytes]) -> None:
+            with zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True) as zout:
+                for info in infos:
+                    if info.filename not in entries:
+                        with zin.open(info) as src, zout.open(info, "w", force_zip64=True) as dst:
+                            shutil.copyfileobj(src, dst, 1 << 20)
+
+        atomic_write(path, write)
+    return before - path.stat().st_size
 
 
 @dataclass(eq=False)
@@ -27,6 +57,8 @@ class RunCheckpoints:
     last: Path | None = field(default=None, init=False)
     last_id: int | None = field(default=None, init=False)
     best: Path | None = field(default=None, init=False)
+    #: files saved by this run here, by checkpoint id, not yet stripped of their resume-only arrays
+    _full: dict[int, Path] = field(default_factory=dict, init=False)
 
     def folder(self) -> Path:
         return checkpoints_dir(self.store.path.parent) / f"run-{self.run_id}"
@@ -47,6 +79,7 @@ class RunCheckpoints:
             ) from None
         self.last_id = self.store.add_checkpoint(self.run_id, path, c.episodes, c.steps, final=final)
         self.last = path
+        self._full[self.last_id] = path
         self.prune()
         return path
 
@@ -59,6 +92,20 @@ class RunCheckpoints:
         return best
 
     def prune(self) -> None:
-        """Keep the newest ``keep`` files, the best, and the protected ones."""
+        """Keep the newest ``keep`` files, the best, and the protected ones; the kept files but the
+        newest lose their resume-only arrays (see :meth:`slim`)."""
         if self.keep > 0:
             self.store.prune_checkpoints(self.run_id, self.keep, protect=self.protected())
+        self.slim()
+
+    def slim(self) -> None:
+        """Strip the agent's ``resume_only_arrays`` from every file of this run but the newest (what a
+        resume loads) and those being evaluated now (their turn comes at a later prune)."""
+        names = tuple(getattr(self.agent, "resume_only_arrays", ()))
+        busy = set(self.protected())
+        for cid, path in list(self._full.items()):
+            if path == self.last or cid in busy:
+                continue
+            if names and path.exists():
+                drop_arrays(path, names)
+            del self._full[cid]  # stripped, deleted by retention, or nothing to strip

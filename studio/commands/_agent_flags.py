@@ -12,6 +12,7 @@ plain words in one ``REMAINDER`` list instead of being refused or answered by th
 from __future__ import annotations
 
 import argparse
+import difflib
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -70,10 +71,22 @@ def new_parser(command: str, description: str, epilog: str | None = None) -> arg
 
 
 def agent_class(name: str) -> type[Agent]:
+    """The class of agent ``name`` (every command's --agent comes here); a one-line CliError for an
+    unknown name, with the closest names ("did you mean ntuple?") when the name looks like a typo."""
     try:
         return get_agent_class(name)
     except KeyError:
-        raise CliError(unknown_agent_message(name)) from None
+        hint = did_you_mean(name, agent_names())
+        message = unknown_agent_message(name)
+        if hint and message.startswith("unknown agent"):
+            # said first: the list of every agent after it runs past a narrow terminal's line
+            message = f"unknown agent {name!r}: did you mean {hint}? (agents: {agent_list_text()})"
+        raise CliError(message) from None
+
+
+def did_you_mean(name: str, names: Iterable[str]) -> str:
+    """ "ntuple" (or "dqn or td-afterstate") for a name close to some of ``names`` (a typo), else ""."""
+    return " or ".join(difflib.get_close_matches(name, list(names), n=2, cutoff=0.6))
 
 
 def config_class(name: str) -> type[AgentConfig]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 from typing import Any
 
@@ -121,7 +122,9 @@ def run_list(args: argparse.Namespace) -> int:
             number(r.last_metrics.get("eval_score")),
             format_size(disk.get(r.id, 0)),
             f"{sweeps[r.id][0]}#{sweeps[r.id][1]}" if r.id in sweeps else "-",
-            format_time(r.created),
+            # to the minute, as the Train tab's runs table: with seconds a row was 101 characters,
+            # one past a 100-column terminal (runs show ID has the second)
+            format_time(r.created)[:16],
         )
         for r in runs
     ]
@@ -168,14 +171,24 @@ def run_show(args: argparse.Namespace) -> int:
                 " ".join(w for w, on in (("final", c.final), ("best", c.best)) if on),
                 _score(c.eval_score),
                 format_time(c.created),
+                _file_size(c.path),
                 c.path,
             )
             for c in checkpoints
         ]
         lines.append(
-            _indent(table(("ID", "EPISODE", "STEP", "", "EVAL", "SAVED", "PATH"), rows, right={0, 1, 2, 4}))
+            _indent(
+                table(
+                    ("ID", "EPISODE", "STEP", "", "EVAL", "SAVED", "SIZE", "PATH"),
+                    rows,
+                    right={0, 1, 2, 4, 6},
+                )
+            )
         )
-        lines.append(f"checkpoint files: {format_size(disk)} on disk")
+        lines.append(
+            f"checkpoint files: {format_size(disk)} on disk, {len(checkpoints)} kept "
+            "(the newest few and the best evaluated; train --keep-checkpoints N)"
+        )
         best = next((c for c in checkpoints if c.best), None)
         if best is not None:
             lines.append(
@@ -209,6 +222,10 @@ def describe_run(run: RunSummary) -> str:
     if run.last_metrics:
         names = _metric_order(list(run.last_metrics))
         lines.append("last metrics: " + ", ".join(f"{m} {number(run.last_metrics[m])}" for m in names))
+        if "restarted_games" in run.last_metrics:
+            # n-tuple restarts: a replay from a game's middle starts with that game's score so far
+            lines.append("  score, max_tile, moves, mean_score, rate_*: of games played from the start only;")
+            lines.append("  restarted games (replays from a game's middle) count in episodes and games only")
     lines.append("config:")
     lines += [f"  {k} = {json.dumps(v)}" for k, v in sorted(run.config.items())] or ["  (defaults)"]
     return "\n".join(lines)
@@ -217,6 +234,14 @@ def describe_run(run: RunSummary) -> str:
 def _score(v: float | None) -> str:
     """A mean score as people read one: ``52,510`` (``-`` for none)."""
     return "-" if v is None or v != v else f"{v:,.0f}"
+
+
+def _file_size(path: str | os.PathLike[str]) -> str:
+    """A checkpoint file's size as ``format_size`` writes it; ``gone`` when the file is missing."""
+    try:
+        return format_size(os.stat(path).st_size)
+    except OSError:
+        return "gone"
 
 
 def _kv(d: dict[str, Any]) -> str:

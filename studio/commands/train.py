@@ -128,6 +128,7 @@ class _Live:
         self.run = run
         self.scores: deque[float] = deque(maxlen=100)
         self.tiles: deque[float] = deque(maxlen=100)
+        self.games: deque[int] = deque(maxlen=100)  # games behind each of ``scores``
         self.last: dict[str, float] = {}
         self.message = ""
         self.step0: int | None = None
@@ -148,10 +149,20 @@ class _Live:
         if ev.kind == "episode":
             if "score" in ev.metrics:
                 self.scores.append(float(ev.metrics["score"]))
+                # the games behind that score: an event of a learner that plays many games between
+                # events (n-tuple) is their mean, of those begun from the start (restarts left out)
+                games = ev.metrics.get("games", 1.0) - ev.metrics.get("restarted_games", 0.0)
+                self.games.append(max(1, round(games)))
             if "max_tile" in ev.metrics:
                 self.tiles.append(float(ev.metrics["max_tile"]))
         if ev.message:
             self.message = ev.message
+        return self.text()
+
+    def text(self) -> str:
+        """The progress line's figures as they stand."""
+        ev = self.event
+        assert ev is not None
         agent = self.run.agent
         # Most telling first: a terminal narrower than the whole line cuts its end with an ellipsis.
         parts = [f"ep {ev.episode:,}"]
@@ -170,6 +181,16 @@ class _Live:
         if self.message:
             parts.append(self.message)
         return " ".join(p for p in parts if p)
+
+    def summary(self) -> str:
+        """ "last 3 games: mean score 1,204, best tile 128": the games the recent scores are of."""
+        games = sum(self.games)
+        mean = sum(s * g for s, g in zip(self.scores, self.games, strict=True)) / games
+        tile = f", best tile {max(self.tiles):,.0f}" if self.tiles else ""
+        restarts = (
+            " (played from the start; restarted games left out)" if "restarted_games" in self.last else ""
+        )
+        return f"last {games:,} {'game' if games == 1 else 'games'}{restarts}: mean score {mean:,.0f}{tile}"
 
     def steps_per_s(self) -> float:
         if "steps_per_s" in self.last:
@@ -217,7 +238,8 @@ def run(args: argparse.Namespace) -> int:
                 for ev in _events_with_ctrl_c(training):
                     line.update(ev.progress, live.add(ev))
                 if live.event is not None:
-                    line.update(live.event.progress, live.add(live.event), force=True)
+                    # the last event again, drawn, not added: a second add counted its games twice
+                    line.update(live.event.progress, live.text(), force=True)
         except (KeyboardInterrupt, CliError):
             raise
         except RunError as e:  # the run stopped itself (diverged, stuck): one line says why
@@ -238,10 +260,7 @@ def run(args: argparse.Namespace) -> int:
             f"{duration(c.seconds)} of training in all"
         )
         if live.scores:
-            tile = f", best tile {max(live.tiles):,.0f}" if live.tiles else ""
-            print(
-                f"last {len(live.scores)} episodes: mean score {sum(live.scores) / len(live.scores):,.0f}{tile}"
-            )
+            print(live.summary())
         if training.games_logged:
             print(
                 f"training games stored: {training.games_logged} (python main.py games list --source training)"

@@ -263,10 +263,7 @@ def test_smoke_training_learns_and_reports():
         "max_tile",
         "moves",
         "mean_score",
-        "rate_2048",
-        "rate_8192",
-        "rate_16384",
-        "rate_32768",
+        "rate_2048",  # larger tiles' rates come once a game reaches them (issue 44)
         "lr",
         "steps_per_s",
         "td_error",

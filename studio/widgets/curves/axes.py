@@ -177,3 +177,40 @@ class XExtent(pg.GraphicsObject):
 
     def paint(self, *_args: Any) -> None:
         pass
+
+
+def flat_pad(value: float, log_y: bool) -> tuple[float, float]:
+    """The y range a flat series (every value ``value``) is drawn in: 10 % either side (1 around 0;
+    a quarter of a decade on a log axis), so its ticks read "950 1k 1.05k". pyqtgraph's own range
+    around a single value is a fraction of a unit wide, and its ticks read "1.0196k 1.0204k"."""
+    if log_y and value > 0:
+        centre = math.log10(value)
+        return centre - 0.1, centre + 0.1
+    pad = abs(value) * 0.1 or 1.0
+    return value - pad, value + pad
+
+
+class YFlat(pg.GraphicsObject):
+    """An invisible item whose only data bounds are a y range: set while every series of a plot is
+    flat, it gives the auto range a readable height (see :func:`flat_pad`); cleared, it has no say."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lo = self.hi = math.nan
+
+    def set_range(self, lo: float, hi: float) -> None:
+        if (lo, hi) == (self.lo, self.hi) or (math.isnan(lo) and math.isnan(self.lo)):
+            return
+        self.lo, self.hi = lo, hi
+        self.informViewBoundsChanged()
+
+    def dataBounds(self, ax: int, frac: float = 1.0, orthoRange: Any = None) -> tuple[float, float] | None:
+        if ax != 1 or not (math.isfinite(self.lo) and math.isfinite(self.hi)):
+            return None
+        return (self.lo, self.hi)
+
+    def boundingRect(self) -> QRectF:
+        return QRectF()
+
+    def paint(self, *_args: Any) -> None:
+        pass

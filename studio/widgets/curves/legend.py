@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QFontMetrics
+from PySide6.QtGui import QColor, QFontMetrics
 from PySide6.QtWidgets import QLabel, QSizePolicy
 
 from studio.widgets.curves.names import _short_name, _unbroken, run_colour
@@ -33,14 +33,31 @@ CONSTANT_LINES = 3
 NEUTRAL = "#a0a0a0"
 
 
-def _metric_colour(run_colour: str, j: int, many_runs: bool) -> Any:
-    """Colour of a run's j-th metric on a shared plot (loss + validation loss...).
+#: A run's metrics on one axis from this many on are drawn in distinct hues, turned from the run's
+#: own (alternately either side, a step further each): four or more shades of one blue (the tile
+#: rates) could not be told apart. Fewer keep the shades (a loss and its validation loss read as one
+#: family). The same colours alone and compared, and never another run's palette colour.
+DISTINCT_FROM = 3
+#: How far each further metric's hue turns (a fraction of the colour wheel), and its shade steps.
+HUE_STEP = 0.12
+DISTINCT_SHADE = 10
+
+
+def _metric_colour(run_colour: str, j: int, many_runs: bool, count: int = 1) -> Any:
+    """Colour of a run's j-th metric (of ``count`` on the axis) on a shared plot (loss + validation loss...).
 
     Solid lines only: Qt strokes a dashed pen along the whole zigzag of a noisy curve, which took
     most of a second per repaint on a long run. Shades of the run's colour, alone or compared
     (``many_runs`` no longer matters): a run's second metric took another run's palette colour
     when it was shown alone, so its line changed colour between the single-run and the compare view.
+    From DISTINCT_FROM metrics on, hues turned from the run's (see there) and lighter steps.
     """
+    base = pg.mkColor(run_colour)
+    if count >= DISTINCT_FROM and j > 0:
+        h, s, v, _a = base.getHsvF()
+        turn = HUE_STEP * ((j + 1) // 2) * (1 if j % 2 else -1)
+        hue = (h + turn) % 1.0 if h >= 0 else 0.0  # grey (the compare legend's swatches) has no hue
+        return QColor.fromHsvF(hue, s, v).darker(100 + DISTINCT_SHADE * min(j, 4))
     # Gentle steps: past a few, darker(100 + 60 j) made every run's line near black, and the colour
     # is what tells the runs apart.
     return pg.mkColor(run_colour).darker(100 + 40 * min(j, 4))
@@ -61,7 +78,20 @@ def _panel_header(title: str, curves: Sequence[_Curve], many_runs: bool) -> tupl
     if not many_runs:
         entries = list(dict.fromkeys(c.name for c in curves))
         colour = {c.name: c.colour for c in reversed(curves)}  # the first curve's colour of a name
-        parts = [f"<span style='color:{colour[n]}'>&#9632;</span>&nbsp;{_unbroken(n)}" for n in entries]
+        # "Reached ■ 2048 ■ 4096 ■ 8192": the word every entry starts with, said once (a line of
+        # header less is a line of plot more)
+        first = {n.split(" ", 1)[0] for n in entries}
+        common = (
+            next(iter(first)) + " "
+            if len(entries) > 2 and len(first) == 1 and all(" " in n for n in entries)
+            else ""
+        )
+        parts = [
+            f"<span style='color:{colour[n]}'>&#9632;</span>&nbsp;{_unbroken(n.removeprefix(common))}"
+            for n in entries
+        ]
+        if common:
+            parts.insert(0, _unbroken(common.strip()))
         return entries, sep.join([head, *parts])
     shade: dict[str, int] = {}
     for c in curves:
@@ -92,7 +122,7 @@ def _panel_header(title: str, curves: Sequence[_Curve], many_runs: bool) -> tupl
         body = f"<span style='color:#555'>{_unbroken(common.strip())}&nbsp;{rest}</span>"
         return entries, sep.join([head, body])
     parts = [
-        f"<span style='color:{_metric_colour(NEUTRAL, j, True).name()}'>&#9632;</span>"
+        f"<span style='color:{_metric_colour(NEUTRAL, j, True, len(shade)).name()}'>&#9632;</span>"
         f"&nbsp;{_unbroken(e.removeprefix(common))}"
         for e, j in shade.items()
     ]

@@ -16,7 +16,7 @@ from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from agents.base import MetricEvent
-from agents.metrics import EPSILON, LOSS, STANDARD, MetricInfo, groups, metrics_of
+from agents.metrics import EPSILON, EVALUATION, LOSS, STANDARD, MetricInfo, groups, metrics_of
 from studio.widgets.curves.decimate import points_to_draw
 from studio.widgets.curves.legend import ConstantsLabel, RunLegend, _metric_colour, _panel_header
 from studio.widgets.curves.lines import metric_lines
@@ -249,8 +249,14 @@ class CurvesPanel(QWidget):
 
     def panel_titles(self, shown_only: bool = True) -> list[str]:
         """Titles of the panels, in order: those drawn now (with no run shown: what the agent picked
-        would draw), or all that are built."""
-        return [p.title for p in self._panels.values() if p.shown or not shown_only or not self.runs]
+        would draw), or all that are built but an evaluation panel no run shown can fill within its
+        budget (see :meth:`RunSeries.set_evaluation`)."""
+        never = bool(self.runs) and all(r.eval_plan is not None and not r.eval_plan[0] for _k, r in self.runs)
+        return [
+            p.title
+            for p in self._panels.values()
+            if (p.shown or not shown_only or not self.runs) and not (never and p.kind == "evaluation")
+        ]
 
     def legend_names(self, title: str | None = None) -> list[str]:
         """Names of the series drawn, one per line with a legend entry ("run 1 · dqn · Loss" when runs
@@ -359,10 +365,11 @@ class CurvesPanel(QWidget):
             declared = {m.name for m in (run.infos or self._fallback_infos())}
             for p in self._panels.values():
                 j = 0
+                count = sum(info.name in declared for info in p.infos)
                 for info in p.infos:
                     if info.name not in declared:
                         continue  # only what this run's agent has: no "run 1 · dqn · TD error"
-                    if self._add_metric(p, run, info, colour, j, many):
+                    if self._add_metric(p, run, info, colour, j, many, count):
                         j += 1
         self._layout_dirty = True
         self._relayout()
@@ -370,12 +377,13 @@ class CurvesPanel(QWidget):
         self.redraw()
 
     def _add_metric(
-        self, p: _Panel, run: RunSeries, info: MetricInfo, colour: str, j: int, many: bool
+        self, p: _Panel, run: RunSeries, info: MetricInfo, colour: str, j: int, many: bool, count: int = 1
     ) -> bool:
-        """Draw one metric of a run on a panel; False when it draws no named line (no shade used)."""
+        """Draw one metric of a run on a panel (the ``j``-th of its ``count`` there); False when it
+        draws no named line (no shade used)."""
         transform = "log2" if p.transform == "log2" else ""
         lines = metric_lines(run, info, j, many, self.smoothing, transform)
-        mc = _metric_colour(colour, j, many)
+        mc = _metric_colour(colour, j, many, count)
         pens = {
             "faint": pg.mkPen(pg.mkColor(mc).lighter(175), width=1),
             "strong": pg.mkPen(mc, width=2),
@@ -425,6 +433,14 @@ class CurvesPanel(QWidget):
             constants = _compared_constants(found, len(self.runs))
         else:
             constants = [f"{label} = {value} ({note})" for label, note, _who, value in found]
+        if not many:
+            # When the run's first evaluation comes (or that none comes within its budget), while the
+            # evaluation panel waits for it: a panel listed for a run that never evaluates said nothing.
+            constants += [
+                run.eval_plan[1]
+                for _k, run in self.runs
+                if run.eval_plan is not None and not any(run.count(m.name) for m in EVALUATION)
+            ]
         self.constants = constants
         self.constantsLabel.show_constants(constants, many, width)
         self.gridScroll.place([(p.box, p.shown) for p in self._panels.values()])
@@ -485,6 +501,10 @@ class CurvesPanel(QWidget):
         # An agent's declared series are named before their data comes, so the header keeps
         # its height then (a header that grows shrinks and repaints every plot in its row).
         named = [c for c in mine if c.run.count(c.metric) or own]
+        if own and any(c.run.count(c.metric) for c in named):
+            # Once data flows, what came is listed: an agent reports a tile's rate once a game
+            # reached that tile, and "Reached 65536" with no line in a two-minute run said nothing.
+            named = [c for c in named if c.run.count(c.metric)]
         legend = list(dict.fromkeys(c.name for c in named))
         if legend != p.legend or not p.header.text():
             p.legend = legend
@@ -537,10 +557,20 @@ class CurvesPanel(QWidget):
             self._x_extent = extent
             self._dirty.update(n for n in self._panels if n != name)  # the others line up next ticks
         panel.span(extent)
+        panel.flatten(self._flat_value(name))
         # The new range, settled here rather than in pyqtgraph's prepare-for-paint: changed there,
         # it asks for a second paint of the plot, and every update was painted twice.
         vb.updateAutoRange()
         vb.updateMatrix()
+
+    def _flat_value(self, name: str) -> float | None:
+        """The one value of every series drawn on plot ``name`` when they are all flat, else None."""
+        series = [c.run.metrics.get(c.metric) for c in self._curves if c.panel == name and c.name]
+        values = {(s.lo, s.hi) for s in series if s is not None and len(s)}
+        if len(values) == 1:
+            lo, hi = next(iter(values))
+            return lo if lo == hi else None
+        return None
 
     @staticmethod
     def _update_curve(c: _Curve, xr: tuple[float, float] | None, log_x: bool) -> bool:

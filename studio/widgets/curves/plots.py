@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -12,7 +13,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from agents.metrics import MetricInfo
-from studio.widgets.curves.axes import SIAxis, TileAxis, XExtent, show_grid
+from studio.widgets.curves.axes import SIAxis, TileAxis, XExtent, YFlat, flat_pad, show_grid
 from studio.widgets.curves.decimate import PeakDecimator
 from studio.widgets.curves.series import RunSeries
 from studio.widgets.curves.xaxis import plot_x_range
@@ -48,6 +49,7 @@ class _Panel:
     entries: list[str] = field(default_factory=list)  # what the header lists (see panel_legend)
     shown: bool = True
     extent: XExtent = field(default_factory=XExtent)  # the shared x extent's item in this plot
+    flat: YFlat = field(default_factory=YFlat)  # a readable y range while every series is flat
 
     @property
     def kind(self) -> str:
@@ -58,6 +60,7 @@ class _Panel:
         self.infos = infos
         self.plot.clear()
         self.plot.addItem(self.extent)  # clear() took it out with the curves
+        self.plot.addItem(self.flat)
         bottom = self.plot.getPlotItem().getAxis("bottom")
         if isinstance(bottom, SIAxis):
             bottom.time_axis = x_axis == "elapsed"
@@ -71,6 +74,13 @@ class _Panel:
             self.log_y, self.log_x = log_y, log_x
             self.plot.getPlotItem().setLogMode(x=log_x, y=log_y)
             self.plot.setLabel("bottom", x_title)
+
+    def flatten(self, value: float | None) -> None:
+        """Every series of the plot has the one value ``value`` (None: not so): pad its y range."""
+        if value is None or self.transform == "log2":  # tiles: the tile axis labels whole tiles
+            self.flat.set_range(math.nan, math.nan)
+        else:
+            self.flat.set_range(*flat_pad(value, self.log_y))
 
     def span(self, extent: tuple[float, float, float]) -> None:
         """Make the plot's auto range span ``extent`` (see :func:`data_x_extent`) on x."""
@@ -93,7 +103,8 @@ def make_panel(
     w = pg.PlotWidget(axisItems={"left": left, "bottom": bottom})
     w.setObjectName(name)
     show_grid(w, x=False, y=True, alpha=0.15)
-    w.setMinimumSize(160, 100)
+    # 60 px: a lone Speed panel's half-height row (toolbar.LONE_ROW_PX) keeps its header and a plot
+    w.setMinimumSize(160, 60)
     unit = next((m.unit for m in infos if m.unit), "")
     if unit:
         w.setLabel("left", unit)
@@ -124,6 +135,7 @@ def make_panel(
     lay.addWidget(w, 1)
     panel = _Panel(name, title, infos, box, header, w, transform="log2" if tile else "")
     w.addItem(panel.extent)
+    w.addItem(panel.flat)
     return panel
 
 

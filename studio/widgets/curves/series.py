@@ -206,6 +206,30 @@ class RunSeries:
         #: games in the agent's own rolling mean score (its ``window`` knob; an agent without one
         #: keeps its last 100), see :meth:`set_config`
         self.mean_window: int | None = DEFAULT_MEAN_WINDOW
+        #: (whether a greedy evaluation comes within the budget, the line saying when), see
+        #: :meth:`set_evaluation`; None: not known (a stored run)
+        self.eval_plan: tuple[bool, str] | None = None
+
+    def set_evaluation(
+        self,
+        games: int,
+        every_s: float | None,
+        every_episodes: int | None,
+        budget: Any = None,
+        at_end: bool = False,
+    ) -> None:
+        """The run's evaluation settings and budget (a :class:`agents.base.Budget` or None): the
+        curves say when the first greedy evaluation comes, or that none comes within the budget."""
+        from studio.widgets.curves.names import evaluation_plan
+
+        self.eval_plan = evaluation_plan(
+            games,
+            every_s,
+            every_episodes,
+            getattr(budget, "seconds", None),
+            getattr(budget, "episodes", None),
+            at_end,
+        )
 
     def set_config(self, config: Mapping[str, Any] | None) -> None:
         """What of the run's settings the curves say: the games in the agent's mean score."""

@@ -23,7 +23,11 @@ from studio.widgets.curves.xaxis import X_AXES
 
 #: The least height a row of plots gets before the panels scroll (two runs of different agents
 #: compared make four rows, which do not fit above the runs table of a 1280x800 window).
-MIN_ROW_PX = 150
+MIN_ROW_PX = 135
+#: ... and a last panel alone in its row (the whole width; the Speed panel of an odd count): half a
+#: row's height, as it is twice as wide. At 150 + 150 + 150 px the n-tuple's five panels (Speed the
+#: fifth) did not fit the window's default size (a 373-pixel view), and Speed was cut off.
+LONE_ROW_PX = 80
 
 
 def set_quietly(widget: Any, setter: str, value: Any) -> None:
@@ -105,6 +109,8 @@ class PanelGrid(QScrollArea):
         super().__init__()
         self.host = QWidget()
         self.rows = 0  # rows of panels in the grid
+        self.lone = 0  # of which a last panel alone (the whole width, half the height)
+        self._lone_box: QWidget | None = None
         self.host.setObjectName("curvesGrid")
         self.grid = QGridLayout(self.host)
         self.grid.setContentsMargins(0, 0, 0, 0)
@@ -124,7 +130,14 @@ class PanelGrid(QScrollArea):
     def fit(self) -> None:
         """The grid as wide as the view, and as tall as the view or MIN_ROW_PX a row, whichever is more."""
         view = self.viewport().size()
-        self.host.resize(view.width(), max(view.height(), self.rows * MIN_ROW_PX))
+        need = (self.rows - self.lone) * MIN_ROW_PX + self.lone * LONE_ROW_PX
+        need += max(0, self.rows - 1) * self.grid.spacing()
+        height = max(view.height(), need)
+        self.host.resize(view.width(), height)
+        if self._lone_box is not None:
+            # The layout's stretch alone left every row the same height: the plots' size hints win.
+            share = (height - max(0, self.rows - 1) * self.grid.spacing()) // (2 * self.rows - 1)
+            self._lone_box.setMaximumHeight(max(LONE_ROW_PX, share))
 
     def place(self, boxes: list[tuple[QWidget, bool]]) -> None:
         """Lay the panels' boxes that are shown (box, shown), two a row, a last odd one the whole width."""
@@ -141,7 +154,16 @@ class PanelGrid(QScrollArea):
         for k, box in enumerate(shown):
             last_alone = k == len(shown) - 1 and len(shown) % 2 == 1
             self.grid.addWidget(box, k // 2, k % 2, 1, 2 if last_alone else 1)
+        rows = (len(shown) + 1) // 2
+        # A lone last panel beside paired ones: half the height of a paired row (twice the width).
+        lone = rows > 1 and len(shown) % 2 == 1
         for r in range(self.grid.rowCount()):
-            self.grid.setRowStretch(r, 1 if r < (len(shown) + 1) // 2 else 0)
-        self.rows = (len(shown) + 1) // 2
+            self.grid.setRowStretch(r, 0 if r >= rows else 1 if lone and r == rows - 1 else 2)
+        for box, _on in boxes:
+            box.setMinimumHeight(0)
+            box.setMaximumHeight(16777215)  # QWIDGETSIZE_MAX: no cap but the lone panel's (fit)
+        self._lone_box = shown[-1] if lone else None
+        if self._lone_box is not None:
+            self._lone_box.setMinimumHeight(LONE_ROW_PX)
+        self.rows, self.lone = rows, int(lone)
         self.fit()
