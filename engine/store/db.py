@@ -20,7 +20,8 @@ import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,30 @@ _GAME_COLUMNS = (
     "id, source, agent, checkpoint, run_id, rules, seed, started, ended, status, score, "
     "max_tile, n_moves, origin, players"
 )
+#: What :meth:`GameStore.list_games` orders by (the Games tab's columns) -> its SQL sort keys.
+GAME_ORDERS: dict[str, tuple[str, ...]] = {
+    "id": (),
+    "source": ("source", "origin IS NOT NULL"),
+    "agent": ("coalesce(agent, '')",),
+    "board": ("rows", "cols"),
+    "score": ("score",),
+    "max_tile": ("max_tile",),
+    "n_moves": ("n_moves",),
+    "status": ("status",),
+    "started": ("started",),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class GameStats:
+    """What a selection of games adds up to (:meth:`GameStore.game_stats`): how many, the best score,
+    the moves, and the games per status and per max tile (tiles > 0 only)."""
+
+    count: int
+    best_score: int
+    moves: int
+    statuses: dict[str, int]
+    tiles: dict[int, int]
 
 
 class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
@@ -381,6 +406,36 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
                 con, game, run_id, trace.seed, (started, now if ended is None else ended), status
             )
 
+    def insert_games(self, games: Iterable[exchange.IncomingGame], *, per_transaction: int = 2000) -> int:
+        """Store whole, already-checked games in bulk; how many. The fast path of ``bench store`` (a
+        library of 10^5 games in seconds): ``per_transaction`` games per commit, not one each.
+
+        Each game's ``meta`` may give ``started``, ``ended`` (default: now / started), ``status``
+        (default ``finished``), ``seed`` and ``run_id``; the games are trusted as given (no check)."""
+        now = time.time()
+        count = 0
+        batch: list[exchange.IncomingGame] = []
+
+        def write(chunk: list[exchange.IncomingGame]) -> None:
+            with self._tx(write=True) as con:
+                for g in chunk:
+                    m = g.meta
+                    started = float(m.get("started", now))
+                    times = (started, float(m.get("ended", started)))
+                    status = str(m.get("status", "finished"))
+                    self._insert_game(con, g, m.get("run_id"), m.get("seed"), times, status)
+
+        for g in games:
+            batch.append(g)
+            if len(batch) >= per_transaction:
+                write(batch)
+                count += len(batch)
+                batch = []
+        if batch:
+            write(batch)
+            count += len(batch)
+        return count
+
     def _insert_game(
         self,
         con: sqlite3.Connection,
@@ -476,16 +531,24 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
         *,
         limit: int | None = None,
         offset: int = 0,
+        order: str = "started",
+        descending: bool = True,
         **filters: Any,
     ) -> list[GameSummary]:
         """The games ``match`` lets through (see :class:`GameFilter`), newest first; ``limit`` of them
         from ``offset`` on. :meth:`GameRecord.moves_by` then picks one player's moves of a mixed game.
 
+        ``order``: one of :data:`GAME_ORDERS` (the Games tab's columns; ties go by id), ``descending``
+        its direction, so a table pages through a sorted library without reading all of it.
         ``filters``: :class:`GameFilter`'s fields as keywords, laid over ``match`` (an unknown one is
         a TypeError): ``list_games(played_by="human")`` is ``list_games(GameFilter(played_by="human"))``.
         """
+        if order not in GAME_ORDERS:
+            raise StoreError(f"games are ordered by one of {', '.join(GAME_ORDERS)}, got {order!r}")
         where, params = _game_filter(match, filters).sql()
-        sql = f"SELECT {_GAME_COLUMNS} FROM games{where} ORDER BY started DESC, id DESC"
+        way = "DESC" if descending else "ASC"
+        keys = ", ".join(f"{expr} {way}" for expr in (*GAME_ORDERS[order], "id"))
+        sql = f"SELECT {_GAME_COLUMNS} FROM games{where} ORDER BY {keys}"
         if limit is not None or offset:
             sql += " LIMIT ? OFFSET ?"
             params += [-1 if limit is None else int(limit), int(offset)]
@@ -497,6 +560,39 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
         where, params = _game_filter(match, filters).sql()
         with self._tx(write=False) as con:
             return int(con.execute(f"SELECT count(*) FROM games{where}", params).fetchone()[0])
+
+    def game_stats(self, match: GameFilter | None = None, /, **filters: Any) -> GameStats:
+        """What the games ``match`` lets through add up to, in one pass over their rows (the Games
+        tab's summary of a library it shows a page of at a time)."""
+        where, params = _game_filter(match, filters).sql()
+        sql = (
+            "SELECT max_tile, status, count(*), max(score), sum(n_moves) "
+            f"FROM games{where} GROUP BY max_tile, status"
+        )
+        with self._tx(write=False) as con:
+            rows = con.execute(sql, params).fetchall()
+        tiles: Counter[int] = Counter()
+        statuses: Counter[str] = Counter()
+        best, moves = 0, 0
+        for tile, status, n, top, total in rows:
+            if isinstance(tile, int) and tile > 0:
+                tiles[tile] += n
+            statuses[str(status)] += n
+            best = max(best, top) if isinstance(top, int) else best
+            moves += total if isinstance(total, int) else 0
+        return GameStats(sum(statuses.values()), best, moves, dict(statuses), dict(tiles))
+
+    def moves_per_player(self, game_ids: Sequence[int]) -> dict[int, dict[int, int]]:
+        """Game id -> {player index: moves made} for ``game_ids``, counted by the database (no move is
+        read into Python: the Progress tab counts the person's moves of hundreds of shared games)."""
+        out: dict[int, dict[int, int]] = {int(i): {} for i in game_ids}
+        with self._tx(write=False) as con:
+            for chunk in _chunks(list(out), 500):
+                marks = ",".join("?" * len(chunk))
+                sql = f"SELECT game_id, player, count(*) FROM moves WHERE game_id IN ({marks}) GROUP BY game_id, player"
+                for game_id, player, n in con.execute(sql, chunk):
+                    out[game_id][player] = n
+        return out
 
     def get_game(self, game_id: int) -> GameSummary:
         return _summary(
@@ -590,15 +686,21 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
         """
         return self._insert_imported(exchange.read_games(path), Path(path).name)
 
-    def import_games(self, path: str | os.PathLike[str]) -> exchange.ImportResult:
+    def import_games(
+        self, path: str | os.PathLike[str], progress: Callable[[str], None] | None = None
+    ) -> exchange.ImportResult:
         """:meth:`import_file`, less the games the library holds already (the same game: see
         :func:`engine.store.exchange.content_key`; a game twice in the file is added once).
 
         What the GUI and ``games import`` do: importing one export twice adds nothing the second time.
         The library's games are compared only with the file's games of the same board, moves and
-        score, so an import reads back a handful of candidates, not the library.
+        score, so an import reads back a handful of candidates, not the library. ``progress(text)``
+        is told each step ("reading", "comparing 120 games with the library", "adding 80 games").
         """
+        say = progress or (lambda _text: None)
+        say("reading the file")
         games = exchange.read_games(path)
+        say(f"comparing {len(games):,} game{'s' * (len(games) != 1)} with the library")
         keys = [exchange.incoming_key(g) for g in games]
         known = self._known_keys(games, set(keys))
         fresh: list[exchange.IncomingGame] = []
@@ -612,6 +714,8 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
             else:
                 first[key] = len(fresh)
                 fresh.append(g)
+        if fresh:
+            say(f"adding {len(fresh):,} new game{'s' * (len(fresh) != 1)}")
         ids = self._insert_imported(fresh, Path(path).name) if fresh else []
         already = [gid if gid is not None else ids[first[key]] for key, gid in skipped]
         return exchange.ImportResult(ids, already)
@@ -622,8 +726,15 @@ class GameStore(RunsMixin, ReviewsMixin, SweepsMixin):
             (g.rules.rows, g.rules.cols, len(g.moves), int(g.scores[-1]) if len(g.moves) else 0)
             for g in games
         }
+        # Only the rows of the file's scores are read (games_score), not the library's every row.
+        scores = sorted({score for _, _, _, score in wanted})
+        rows: list[sqlite3.Row] = []
         with self._tx(write=False) as con:
-            rows = con.execute("SELECT id, rows, cols, n_moves, score FROM games ORDER BY id").fetchall()
+            for chunk in _chunks(scores, 500):
+                marks = ",".join("?" * len(chunk))
+                sql = f"SELECT id, rows, cols, n_moves, score FROM games WHERE score IN ({marks})"
+                rows += con.execute(sql, chunk).fetchall()
+        rows.sort(key=lambda r: r["id"])
         found: dict[str, int] = {}
         for row in rows:
             if (row["rows"], row["cols"], row["n_moves"], row["score"]) not in wanted:

@@ -214,23 +214,34 @@ class Progress:
         }
 
 
-def game_progress(store: GameStore, summary: GameSummary, reviewer: Reviewer) -> GameProgress:
-    """One game's figures (see the module docstring for whose moves, the review used and the phases)."""
-    rec = store.load_game(summary.id)
-    human = [p.is_human for p in summary.players]
-    mine = rec.moves_by(kind="human") if any(human) else np.ones(rec.n_moves, dtype=bool)
+def game_progress(
+    store: GameStore,
+    summary: GameSummary,
+    reviewer: Reviewer,
+    moves: int | None = None,
+    key: str | None = None,
+) -> GameProgress:
+    """One game's figures (see the module docstring for whose moves, the review used and the phases).
+
+    ``moves``: the subject's moves when the caller counted them already (:func:`subject_moves`). The
+    game's moves are read only when it has a complete review to grade (a library of 10^5 games has
+    thousands of the person's, most of them never reviewed). ``key``: ``reviewer.key()``, when the
+    caller has it (working it out reads the reviewer's calibration file)."""
+    if moves is None:
+        moves = subject_moves(summary, _per_player(store, summary))
     base = GameProgress(
         summary.id,
         summary.started,
         summary.source,
         summary.score,
         summary.max_tile,
-        int(mine.sum()),
+        moves,
         status=summary.status,
     )
-    info = store.get_review(summary.id, reviewer.key())
+    info = store.get_review(summary.id, reviewer.key() if key is None else key)
     if info is None or info.reviewed < summary.n_moves:
         return base
+    rec = store.load_game(summary.id)
     grades = grades_of(rec, store.review_values(info.id), info.reviewer)
     blunders = [0] * len(PHASES)
     graded = [0] * len(PHASES)
@@ -246,6 +257,25 @@ def game_progress(store: GameStore, summary: GameSummary, reviewer: Reviewer) ->
         reviewer=reviewer.label,
         blunders=tuple(blunders),
         graded=tuple(graded),
+    )
+
+
+def _shared(summary: GameSummary) -> bool:
+    """A game of several players, one of them the person: only some of its moves are the person's."""
+    return len(summary.players) > 1 and any(p.is_human for p in summary.players)
+
+
+def _per_player(store: GameStore, summary: GameSummary) -> dict[int, int]:
+    return store.moves_per_player([summary.id])[summary.id] if _shared(summary) else {}
+
+
+def subject_moves(summary: GameSummary, per_player: dict[int, int]) -> int:
+    """The moves that count of a game: the person's in a game they played in (``per_player``: moves
+    by player index, needed only for a shared game), else every move."""
+    if not _shared(summary):
+        return summary.n_moves
+    return sum(
+        n for i, n in per_player.items() if 0 <= i < len(summary.players) and summary.players[i].is_human
     )
 
 
@@ -290,12 +320,16 @@ def progress(
         offset += page
     if limit is not None:
         shown = shown[:limit]
-    chosen: dict[Rules, Reviewer] = {}
+    chosen: dict[Rules, tuple[Reviewer, str]] = {}  # rules -> the reviewer and its key, worked out once
+    # The person's moves of every shared game in one query, not a game's moves read per game.
+    per_player = store.moves_per_player([g.id for g in shown if _shared(g)])
     out = []
     for g in reversed(shown):  # the store lists newest first
         if g.rules not in chosen:
-            chosen[g.rules] = reviewer or default_reviewer(store, g.rules)
-        out.append(game_progress(store, g, chosen[g.rules]))
+            who = reviewer or default_reviewer(store, g.rules)
+            chosen[g.rules] = (who, who.key())
+        who, key = chosen[g.rules]
+        out.append(game_progress(store, g, who, subject_moves(g, per_player.get(g.id, {})), key))
     label = reviewer.label if reviewer is not None else default_reviewer(store).label
     return Progress(source, None if since is None else str(since), label, out)
 

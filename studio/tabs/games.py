@@ -1,19 +1,28 @@
 """The Games tab: the library of logged games (a sortable, filterable table), with delete, export,
 import, "open in Replay" and a summary of the selection.
 
-The table is a :class:`GamesTableModel` over the store's ``GameSummary`` rows, so a library of
-100,000 training games costs one Python object per game, not a widget per cell. The filter bar
+The table is a :class:`GamesTableModel` over the store's ``GameSummary`` rows, read a page at a time
+as the table scrolls (Qt's ``canFetchMore`` / ``fetchMore``) and sorted by the store, so a library of
+100,000 training games shows its first rows at once instead of reading every row first (issue 47).
+The summary (how many, best score, moves, the tile histogram) adds up the whole filter in the store
+(:meth:`GameStore.game_stats`), not the rows read so far. The filter bar
 (:class:`studio.widgets.filter_bar.FilterBar`: source, agent, score, max tile, status and date) gives
 the :class:`GameFilter` that goes to :meth:`GameStore.list_games`.
+
+Import runs in a worker thread on its own store connection (checking every game of a file and
+comparing it with the library takes seconds for a big file or library): the table stays usable, the
+status bar shows how far it got and then one line of what it did, and a second import waits its turn
+(refused with a word) until the first has ended.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import (
     QAbstractTableModel,
@@ -39,14 +48,23 @@ from PySide6.QtWidgets import (
 )
 
 from engine.store import SOURCES, GameStore, format_time
+from engine.store.db import GameStats
 from studio.tabs.common import StoreTab, button
 from studio.text import GAME_STATUS_WORDS, game_status, plural
 from studio.widgets.filter_bar import FilterBar
 from studio.widgets.histogram import TileHistogram
 
+if TYPE_CHECKING:
+    from studio.worker import CallWorker
+
 log = logging.getLogger(__name__)
 
-TABLE_LIMIT = 50_000
+#: Rows read from the store at a time: the first page is what the tab shows at once; scrolling near
+#: the end of what was read reads the next.
+PAGE = 500
+#: The most rows :meth:`GamesTab.select_ids` reads to find games to select (imported games keep
+#: their original start times, so they need not be among the newest).
+SELECT_READ_LIMIT = 50_000
 #: The store's statuses in the user's words, the command line's too (:data:`studio.text.GAME_STATUS_WORDS`):
 #: a game left before game over (new game, window closed, process killed) is "unfinished"; "playing"
 #: is being played right now.
@@ -55,6 +73,8 @@ STATUS_TEXT = GAME_STATUS_WORDS
 DAMAGED_TEXT = "damaged"
 
 Index = QModelIndex | QPersistentModelIndex
+#: ``fetch(order, descending, offset, limit)``: a page of the listing in the store's order.
+Fetch = Callable[[str, bool, int, int], list[Any]]
 
 
 def _one_line(error: BaseException) -> str:
@@ -62,6 +82,19 @@ def _one_line(error: BaseException) -> str:
     if isinstance(error, OSError) and error.strerror and error.filename is not None:
         return f"{error.strerror} ({error.filename})"
     return " ".join(str(error).split()) or type(error).__name__
+
+
+def _import_error(path: Path, error: BaseException) -> str:
+    """One line on why ``path`` could not be imported, naming the file."""
+    name = Path(path).name
+    if isinstance(error, (OSError, ValueError)):  # a bad file (StoreError is a ValueError) or an OS refusal
+        why = _one_line(error)  # the store's messages name the file already
+        return why if why.startswith(name) else f"{name}: {why}"
+    if isinstance(error, (RecursionError, MemoryError)):
+        return f"{name}: too large or nested too deeply to read ({type(error).__name__})"
+    # a bug, not the file: shown with its type, and logged with its traceback
+    log.error("importing %s", path, exc_info=error)
+    return f"{name}: unexpected error {type(error).__name__}: {_one_line(error)}"
 
 
 def _when(ts: float | None) -> str:
@@ -85,16 +118,50 @@ class GamesTableModel(QAbstractTableModel):
     )
     NUMERIC = frozenset({"id", "score", "max_tile", "n_moves"})
 
-    def __init__(self, parent: Any = None) -> None:
+    def __init__(self, parent: Any = None, page: int = PAGE) -> None:
         super().__init__(parent)
         self.games: list[Any] = []
+        self.page = page
+        self.total = 0  # rows of the listing, read or not
+        self._fetch: Fetch | None = None
         self._sort: tuple[int, Qt.SortOrder] = (0, Qt.SortOrder.DescendingOrder)
 
     def set_games(self, games: Sequence[Any]) -> None:
+        """Show ``games``, all of them in memory (sorted here)."""
         self.beginResetModel()
+        self._fetch = None
         self.games = list(games)
+        self.total = len(self.games)
         self._apply_sort()
         self.endResetModel()
+
+    def set_listing(self, fetch: Fetch, total: int) -> None:
+        """Show a listing of ``total`` rows that ``fetch`` reads a page at a time, sorted by the store:
+        the first page now, the next ones as the view asks for them (:meth:`fetchMore`)."""
+        self.beginResetModel()
+        self._fetch = fetch
+        self.total = total
+        self.games = self._page(0) if total else []
+        self.endResetModel()
+
+    def _page(self, offset: int) -> list[Any]:
+        assert self._fetch is not None
+        column, order = self._sort
+        return self._fetch(self.COLUMNS[column][0], order == Qt.SortOrder.DescendingOrder, offset, self.page)
+
+    def canFetchMore(self, parent: Index = QModelIndex()) -> bool:  # noqa: B008 - Qt's own signature
+        return not parent.isValid() and self._fetch is not None and len(self.games) < self.total
+
+    def fetchMore(self, parent: Index = QModelIndex()) -> None:  # noqa: B008
+        if not self.canFetchMore(parent):
+            return
+        rows = self._page(len(self.games))
+        if not rows:  # games were deleted elsewhere since the count: the listing ends here
+            self.total = len(self.games)
+            return
+        self.beginInsertRows(QModelIndex(), len(self.games), len(self.games) + len(rows) - 1)
+        self.games.extend(rows)
+        self.endInsertRows()
 
     def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 - Qt's own signature
         return 0 if parent.isValid() else len(self.games)
@@ -162,6 +229,12 @@ class GamesTableModel(QAbstractTableModel):
         return None
 
     def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        if self._fetch is not None:  # the store sorts the whole listing; its first page is read again
+            self.beginResetModel()
+            self._sort = (column, order)
+            self.games = self._page(0) if self.total else []
+            self.endResetModel()
+            return
         self.layoutAboutToBeChanged.emit()
         self._sort = (column, order)
         self._apply_sort()
@@ -189,6 +262,10 @@ class GamesTab(StoreTab):
         self.last_error = ""
         self.last_message = ""  # the last import's "N imported, M already in the library"
         self._box: QMessageBox | None = None
+        self.stats = GameStats(0, 0, 0, {}, {})  # what the listing adds up to (refresh reads it)
+        self.import_worker: CallWorker | None = None
+        self.last_import: list[int] = []  # the last import's new ids
+        self._closed = False
         self._build()
 
     # ------------------------------------------------------------------ layout
@@ -273,20 +350,27 @@ class GamesTab(StoreTab):
 
     # ------------------------------------------------------------------ data
     def shutdown(self) -> None:
-        """Nothing runs in the background here."""
+        """Let a running import end (it is one transaction: cut off, it would add nothing); what it
+        reports afterwards is dropped, as the window's store is closed by then."""
+        self._closed = True
+        if self.import_worker is not None:
+            self.import_worker.wait(120_000)
 
     def refresh(self) -> None:
-        """Re-read the games that pass the filters, keeping the selected ones selected."""
+        """Re-read the games that pass the filters (their first page), keeping the selected ones
+        selected where they are among the rows read."""
         self._dirty = False
         keep = set(self.selected_ids())
-        games = self.store.list_games(self.filterBar.game_filter(), limit=TABLE_LIMIT)
-        self.model.set_games(games)
+        match = self.filterBar.game_filter()
+        store = self.store
+        self.stats = store.game_stats(match)
+
+        def fetch(order: str, descending: bool, offset: int, limit: int) -> list[Any]:
+            return store.list_games(match, order=order, descending=descending, offset=offset, limit=limit)
+
+        self.model.set_listing(fetch, self.stats.count)
         if keep:
-            sel = QItemSelection()
-            for row, g in enumerate(self.model.games):
-                if g.id in keep:
-                    sel.select(self.model.index(row, 0), self.model.index(row, self.model.columnCount() - 1))
-            self.table.selectionModel().select(sel, self.table.selectionModel().SelectionFlag.ClearAndSelect)
+            self._select_loaded(keep)
         self._on_selection()
 
     def selected_ids(self) -> list[int]:
@@ -294,7 +378,18 @@ class GamesTab(StoreTab):
         return [self.model.game(r).id for r in rows]
 
     def select_ids(self, ids: Sequence[int]) -> None:
+        """Select the games ``ids``, reading more pages of the listing until they are all among the
+        rows read (or :data:`SELECT_READ_LIMIT` rows are)."""
         wanted = set(ids)
+        while (
+            self.model.canFetchMore()
+            and len(self.model.games) < SELECT_READ_LIMIT
+            and not wanted <= {g.id for g in self.model.games}
+        ):
+            self.model.fetchMore()
+        self._select_loaded(wanted)
+
+    def _select_loaded(self, wanted: set[int]) -> None:
         sel = QItemSelection()
         for row, g in enumerate(self.model.games):
             if g.id in wanted:
@@ -303,19 +398,29 @@ class GamesTab(StoreTab):
 
     def _on_selection(self, *args: Any) -> None:
         ids = set(self.selected_ids())
-        games = [g for g in self.model.games if g.id in ids] if ids else self.model.games
-        what = f"{len(games):,} selected" if ids else f"{len(games):,} listed"
-        if len(self.model.games) >= TABLE_LIMIT and not ids:
-            what += " (newest only)"
-        best = max((g.score for g in games), default=0)
-        moves = sum(g.n_moves for g in games)
+        if ids:  # the selected rows are among those read
+            games = [g for g in self.model.games if g.id in ids]
+            best = max((g.score for g in games), default=0)
+            moves = sum(g.n_moves for g in games)
+            statuses = Counter(str(g.status) for g in games)
+            tiles = Counter(int(g.max_tile) for g in games if g.max_tile)
+            what = f"{len(games):,} selected"
+        else:  # the whole listing, added up by the store
+            stats = self.stats
+            best, moves, statuses, tiles = (
+                stats.best_score,
+                stats.moves,
+                Counter(stats.statuses),
+                Counter(stats.tiles),
+            )
+            what = f"{stats.count:,} listed"
         lines = [f"<b>{what}</b>", f"best score <b>{best:,}</b>", plural(moves, "move")]
         for status in ("abandoned", "playing"):
-            n = sum(g.status == status for g in games)
+            n = statuses[status]
             if n:
                 lines.append(f"{n:,} {game_status(status)}")
         self.summaryLabel.setText("<br>".join(lines))
-        self.histogram.set_counts(Counter(int(g.max_tile) for g in games if g.max_tile))
+        self.histogram.set_counts(tiles)
         self._update_buttons()
 
     def _update_buttons(self) -> None:
@@ -381,7 +486,16 @@ class GamesTab(StoreTab):
         self.status.emit(f"Exported {plural(len(ids), 'game')} to {path}")
         return True
 
+    # ------------------------------------------------------------------ import (off the GUI thread)
+    @property
+    def importing(self) -> bool:
+        """An import is running."""
+        return self.import_worker is not None and not self.import_worker.done
+
     def import_dialog(self) -> None:
+        """Import… and File > Import games…: pick files, then import them in the background."""
+        if self._refuse_second_import():
+            return
         paths, _ = QFileDialog.getOpenFileNames(
             self,
             "Import games",
@@ -389,30 +503,88 @@ class GamesTab(StoreTab):
             "Game files (*.npz *.jsonl);;All files (*)",
         )
         if paths:
-            self.import_files([Path(p) for p in paths])
+            self.start_import([Path(p) for p in paths])
+
+    def _refuse_second_import(self) -> bool:
+        if self.importing:
+            self.status.emit("An import is running: wait for it to end before importing more")
+            return True
+        return False
+
+    def start_import(self, paths: Sequence[Path]) -> bool:
+        """Import each file whole or not at all (the store's guarantee), less the games the library
+        holds already, in a worker thread on its own store connection; the status bar follows it and
+        then says what it did, errors are shown, not raised. False (and a word) while one runs."""
+        from studio.worker import CallWorker
+
+        if self._refuse_second_import() or not paths:
+            return False
+        files = [Path(p) for p in paths]
+        db_path = self.store.path
+
+        def job(report: Callable[..., None]) -> list[tuple[Path, list[int], list[int], str]]:
+            done: list[tuple[Path, list[int], list[int], str]] = []
+            with GameStore(db_path) as store:  # the worker thread's own connection
+                for k, path in enumerate(files):
+                    where = f"Importing {path.name}" + (
+                        f" ({k + 1} of {len(files)})" if len(files) > 1 else ""
+                    )
+
+                    def step(text: str, k: int = k, where: str = where) -> None:
+                        report(k, len(files), f"{where}: {text}…")
+
+                    try:
+                        result = store.import_games(path, progress=step)
+                        done.append((path, list(result.ids), list(result.already), ""))
+                    except Exception as e:  # one file's failure is reported, the rest go on
+                        done.append((path, [], [], _import_error(path, e)))
+            return done
+
+        worker = CallWorker(job, parent=self)
+        worker.progress.connect(lambda _done, _total, text: self.status.emit(text))
+        worker.result.connect(self._on_import_result)
+        worker.error.connect(self._on_import_error)
+        worker.finished.connect(self._on_import_finished)
+        if self.import_worker is not None:
+            self.import_worker.deleteLater()
+        self.import_worker = worker
+        self.last_import = []
+        self.importButton.setEnabled(False)
+        self.importButton.setToolTip("An import is running")
+        worker.start()
+        names = files[0].name if len(files) == 1 else f"{len(files)} files"
+        self.status.emit(f"Importing {names}…")
+        return True
+
+    def wait_import(self, timeout_s: float = 60.0) -> bool:
+        """Block, the events flowing, until no import runs (scripts, tests); True when it ended."""
+        from PySide6.QtWidgets import QApplication
+
+        end = time.monotonic() + timeout_s
+        while self.importing and time.monotonic() < end:
+            QApplication.processEvents()
+            if self.import_worker is not None:
+                self.import_worker.wait(20)
+        QApplication.processEvents()
+        return not self.importing
 
     def import_files(self, paths: Sequence[Path]) -> list[int]:
-        """Import each file whole or not at all (the store's guarantee), less the games the library
-        holds already (the status bar says how many); errors are shown, not raised. The new ids."""
-        imported: list[int] = []
-        already: list[int] = []
-        errors: list[str] = []
-        for path in paths:
-            try:
-                result = self.store.import_games(path)
-                imported += result.ids
-                already += result.already
-            except (OSError, ValueError) as e:  # a bad file (StoreError is a ValueError) or an OS refusal
-                why = _one_line(e)  # the store's messages name the file already
-                errors.append(why if why.startswith(Path(path).name) else f"{Path(path).name}: {why}")
-            except (RecursionError, MemoryError) as e:
-                errors.append(
-                    f"{Path(path).name}: too large or nested too deeply to read ({type(e).__name__})"
-                )
-            except Exception as e:  # a bug, not the file: shown with its type, and logged with its traceback
-                log.exception("importing %s", path)
-                errors.append(f"{Path(path).name}: unexpected error {type(e).__name__}: {_one_line(e)}")
-            self.settings.setValue("games/import_dir", str(Path(path).parent))
+        """:meth:`start_import` and wait for it (scripts and tests): the new ids."""
+        if not self.start_import(paths):
+            return []
+        self.wait_import(600.0)
+        return list(self.last_import)
+
+    def _on_import_result(self, value: object) -> None:
+        done: list[tuple[Path, list[int], list[int], str]] = value  # type: ignore[assignment]
+        if self._closed:
+            return
+        imported = [i for _, ids, _, _ in done for i in ids]
+        already = [i for _, _, old, _ in done for i in old]
+        errors = [why for _, _, _, why in done if why]
+        self.last_import = imported
+        if done:
+            self.settings.setValue("games/import_dir", str(done[-1][0].parent))
         if imported or already:
             self.refresh()
             self.select_ids(imported + already)  # what the files hold, new or not, shown selected
@@ -421,12 +593,18 @@ class GamesTab(StoreTab):
             self.last_message = f"{len(imported):,} imported, {len(already):,} already in the library"
             self.status.emit(self.last_message)
         if errors:
-            done = f"\n\nImported {plural(len(imported), 'game')} from the other files." if imported else ""
-            self.show_error(
-                "Import failed",
-                "Nothing was imported from:\n\n" + "\n".join(errors) + done,
-            )
-        return imported
+            also = f"\n\nImported {plural(len(imported), 'game')} from the other files." if imported else ""
+            self.show_error("Import failed", "Nothing was imported from:\n\n" + "\n".join(errors) + also)
+
+    def _on_import_error(self, message: str) -> None:
+        if not self._closed:  # a bug of the job itself (each file's failure is a result)
+            self.show_error("Import failed", message)
+
+    def _on_import_finished(self) -> None:
+        if self._closed:
+            return
+        self.importButton.setEnabled(True)
+        self.importButton.setToolTip("")
 
     def show_error(self, title: str, text: str) -> None:
         """A clear, non-blocking message box (tests read ``last_error``)."""

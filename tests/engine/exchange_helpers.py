@@ -85,11 +85,11 @@ def db_snapshot(path: Path) -> list[list[Any]]:
 
 
 def assert_current_schema(path: Path) -> None:
-    """The store file at ``path`` is at schema 5, says so in its meta table, and is sound."""
+    """The store file at ``path`` is at schema 6, says so in its meta table, and is sound."""
     con = sqlite3.connect(path)
     try:
-        assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
-        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "5"
+        assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "6"
         assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert con.execute("PRAGMA foreign_key_check").fetchall() == []
     finally:

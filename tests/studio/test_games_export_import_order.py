@@ -41,6 +41,7 @@ def test_three_games_export_and_import_in_their_order(qtbot, window, tmp_path, m
     other.show_tab("Games")
     monkeypatch.setattr(QFileDialog, "getOpenFileNames", lambda *a, **k: ([str(out)], ""))
     qtbot.mouseClick(other.games.importButton, CLICK)
+    assert other.games.wait_import()  # the import runs in the background
     imported = sorted(other.store.list_games(), key=lambda g: g.id)
     assert [g.origin["id"] for g in imported] == old
     assert [g.score for g in imported] == [scores[i] for i in old]

@@ -169,11 +169,13 @@ def test_importing_an_export_twice_adds_its_games_once(qtbot, window, tmp_path: 
     monkeypatch.setattr(QFileDialog, "getOpenFileNames", lambda *a, **k: ([str(path)], ""))
     before = window.store.count_games()
     qtbot.mouseClick(tab.importButton, Qt.MouseButton.LeftButton)
+    assert tab.wait_import()  # the import runs in the background
     assert window.store.count_games() == before + 1
     assert window.statusBar().currentMessage() == "1 imported, 1 already in the library"
     (new,) = [g.id for g in window.store.list_games() if g.imported]
     assert sorted(tab.selected_ids()) == sorted([ids[1], new])  # the file's games, shown selected
     qtbot.mouseClick(tab.importButton, Qt.MouseButton.LeftButton)  # again: nothing new
+    assert tab.wait_import()
     assert window.store.count_games() == before + 1
     assert window.statusBar().currentMessage() == "0 imported, 2 already in the library"
     qtbot.waitUntil(lambda: window.db_label.text().startswith(f"{before + 1} games · "), timeout=3000)

@@ -119,7 +119,7 @@ def test_a_bug_is_shown_with_its_type_not_swallowed(qtbot, window, tmp_path: Pat
     def broken(*args, **kwargs):
         raise KeyError("layouts")
 
-    monkeypatch.setattr(window.store, "import_games", broken)
+    monkeypatch.setattr(type(window.store), "import_games", broken)  # the import's own store too
     assert tab.import_files([path]) == []
     assert "fine.jsonl: unexpected error KeyError: 'layouts'" in tab.last_error
     assert tab.error_box is not None and tab.error_box.isVisible()
