@@ -38,7 +38,7 @@ from studio.services.sweep import (
     run_sweep,
     swept_knobs,
 )
-from studio.text import duration, number, table
+from studio.text import duration, number, plural, table
 
 HELP = "train one agent over a grid or random search of settings and rank the trials"
 DESCRIPTION = """Train one agent many times over a grid or a random search and rank the results.
@@ -48,7 +48,9 @@ DESCRIPTION = """Train one agent many times over a grid or a random search and r
   python main.py sweep --agent ntuple --point "" --point "tc=false" --steps 40000000 --workers 2  # A/B
 
 The base settings come from the agent's defaults, then --preset, then the agent's flags; --grid and
---random vary knobs over them (a tuple knob takes values separated by ';'). Budget flags are per trial.
+--random vary knobs over them (a tuple knob takes values separated by ';'). A value holding commas
+goes in quotes ('KNOB="a,b",c'); a choice holding commas may also go as it is: KNOB=down,left,up,right
+is one choice when the knob has that choice. Budget flags are per trial.
 Each trial is a run (runs list), --seeds runs per point with seeds --seed, --seed + 1, ... Each trial
 ends with --eval-games greedy games on the same seeds for every trial, and points are ranked by the mean
 of their trials' figures (--metric; default: that evaluation, or the training score with 0 games).
@@ -75,7 +77,11 @@ def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
     p = flags.new_parser("sweep", DESCRIPTION, epilog)
     flags.add_agent_choice(p, "to sweep")
     p.add_argument(
-        "--grid", nargs="+", default=[], metavar="KNOB=V1,V2", help="knob values to try, all combinations"
+        "--grid",
+        nargs="+",
+        default=[],
+        metavar="KNOB=V1,V2",
+        help="knob values to try, all combinations; a value with commas in quotes: 'KNOB=\"a,b\",c'",
     )
     p.add_argument(
         "--random",
@@ -199,6 +205,9 @@ def run(args: argparse.Namespace) -> int:
             print(_points_table(points))
             if status == "stopped":
                 print(f"resume with: python main.py sweep --resume {sweep_id}")
+        if status == "failed":
+            # Last, on stderr: a sweep that trained nothing must not read as one that ranked its points.
+            print(f"sweep {sweep_id} failed: {progress.error or 'see logs/studio.log'}", file=sys.stderr)
     return 0 if status in ("finished", "stopped") else 1
 
 
@@ -209,6 +218,7 @@ def _as_json(store: GameStore, sweep_id: int, metric: str, points: list[PointRes
         "sweep": sweep_id,
         "agent": info.agent,
         "status": info.status,
+        "error": info.error,
         "metric": metric,
         "spec": info.spec,
         "best": None if best is None else best.to_dict(),
@@ -290,7 +300,8 @@ def run_show(args: argparse.Namespace) -> int:
         if info.error:
             print(f"  {info.error}")
         print(
-            f"  trials: {info.n_finished}/{info.n_trials} finished; {spec.get('seeds')} seed(s) per point; budget {b}"
+            f"  trials: {info.n_finished}/{info.n_trials} finished; "
+            f"{plural(int(spec.get('seeds') or 1), 'seed')} per point; budget {b}"
         )
         print(f"  backend: {spec.get('backend')} x {spec.get('workers')}; ranked by {metric}")
         print(_points_table(points) if points else "  no trials")

@@ -62,6 +62,7 @@ __all__ = [
     "SweepEvent",
     "SweepProgress",
     "SweepRequest",
+    "grid_value_text",
     "knob_text",
     "metric_value",
     "parse_grid",
@@ -228,15 +229,75 @@ def _field_name(config_cls: Any, name: str) -> str:
     return wanted
 
 
+def _split_quoted(rest: str, sep: str, name: str) -> list[tuple[str, bool]]:
+    """``rest`` cut at each ``sep`` outside double (or single) quotes: (text, quoted) pieces, the quotes
+    gone. SweepError for a quote left open (the rest of the line would silently be one value)."""
+    pieces: list[tuple[str, bool]] = []
+    buf: list[str] = []
+    quote: str | None = None
+    quoted = False
+    for ch in rest:
+        if quote is not None:
+            if ch == quote:
+                quote = None
+            else:
+                buf.append(ch)
+        elif ch in "\"'" and not "".join(buf).strip():
+            quote, quoted = ch, True
+        elif ch == sep:
+            pieces.append(("".join(buf), quoted))
+            buf, quoted = [], False
+        else:
+            buf.append(ch)
+    if quote is not None:
+        raise SweepError(f"{name}: a {quote} is not closed in {rest!r}", name)
+    pieces.append(("".join(buf), quoted))
+    return pieces
+
+
+def _join_choices(pieces: list[tuple[str, bool]], choices: Sequence[Any]) -> list[str]:
+    """Unquoted pieces that together spell a choice with commas (``down,left,right,up``) as that one
+    value, the longest first; any other piece stays as it is (and is refused if it is no choice)."""
+    names = {str(c) for c in choices}
+    out: list[str] = []
+    i = 0
+    while i < len(pieces):
+        text, quoted = pieces[i]
+        end = i + 1
+        if not quoted:
+            for j in range(len(pieces), i + 1, -1):
+                run = pieces[i:j]
+                if not any(q for _, q in run) and ",".join(t.strip() for t, _ in run) in names:
+                    text, end = ",".join(t.strip() for t, _ in run), j
+                    break
+        out.append(text)
+        i = end
+    return out
+
+
+def grid_value_text(value: Any, kind: str) -> str:
+    """A knob value as one item of a ``--grid`` list: quoted when it holds the list's separator
+    (``"down,left,right,up"``), so it is read back as one value."""
+    text = knob_text(value)
+    sep = ";" if kind.endswith("_tuple") else ","
+    if sep in text or text[:1] in "\"'":
+        q = "'" if '"' in text else '"'
+        return f"{q}{text}{q}"
+    return text
+
+
 def parse_grid(text: str, config_cls: Any) -> tuple[str, tuple[Any, ...]]:
     """``"lr=1e-4,5e-4"`` -> ``("lr", (0.0001, 0.0005))``: values read and checked as the knob's type.
 
-    A tuple knob takes values separated by ``;`` (``hidden=256,256;512,512``)."""
+    A tuple knob takes values separated by ``;`` (``hidden=256,256;512,512``). A value in quotes is one
+    value whatever it holds (``tag="a,b",c``); a choice knob also reads unquoted commas that spell one
+    of its choices as that choice (``tie_break=down,left,right,up``)."""
     name, sep, rest = text.partition("=")
     if not sep or not rest.strip():
         raise SweepError(f"a grid knob is NAME=V1,V2,...; got {text!r}", "grid")
     spec = config_cls.spec(_field_name(config_cls, name))
-    parts = rest.split(";") if spec.kind.endswith("_tuple") else rest.split(",")
+    pieces = _split_quoted(rest, ";" if spec.kind.endswith("_tuple") else ",", spec.name)
+    parts = _join_choices(pieces, spec.choices) if spec.choices else [t for t, _ in pieces]
     values: list[Any] = []
     for part in parts:
         if not part.strip():
@@ -432,7 +493,19 @@ def _base_run(request: SweepRequest) -> RunRequest:
         eval_every_s=TRIAL_EVAL_EVERY_S,
         eval_every_episodes=None,
         eval_at_end=True,
+        target=_target_of(request.agent),
     )
+
+
+def _target_of(agent: str | None) -> str | None:
+    """Where ``agent`` lives ("module:Class"): a trial's child process registers an agent that was
+    registered at run time (a plug-in in code, a test's agent), which it would not know otherwise
+    and every trial would fail with "unknown agent"."""
+    if not agent:
+        return None
+    from agents.registry import target_of
+
+    return target_of(agent)
 
 
 def _resolved(request: SweepRequest) -> Any:
@@ -661,6 +734,8 @@ class SweepProgress:
     finished_trials: int = 0
     status: str = "starting"
     running: dict[int, float] = field(default_factory=dict)
+    #: why the sweep failed or stopped, from its ``finished`` event (None: it says nothing)
+    error: str | None = None
 
     def update(self, ev: SweepEvent) -> None:
         self.sweep_id, self.total, self.finished_trials = ev.sweep_id, ev.total, ev.finished_trials
@@ -674,6 +749,7 @@ class SweepProgress:
             self.running.pop(ev.trial, None)
         elif ev.kind == "finished":
             self.status = ev.status or "finished"
+            self.error = ev.error
 
     def stopping(self) -> None:
         """The user asked the sweep to stop (its trials stop after their step and save)."""
@@ -691,8 +767,9 @@ class SweepProgress:
         return self.status if self.status in ("finished", "stopped") else "failed"
 
     def text(self) -> str:
-        """``3/8 trials done, 2 running``."""
-        return f"{self.finished_trials}/{self.total} trials done, {len(self.running)} running"
+        """``3/8 trials done, 2 running`` (``0/1 trial done``: the noun agrees with the total)."""
+        trials = "trial" if self.total == 1 else "trials"
+        return f"{self.finished_trials}/{self.total} {trials} done, {len(self.running)} running"
 
 
 #: What a backend yields: a trial and what its run says (the messages of a training child).
@@ -827,6 +904,10 @@ class _TrialNews:
     def __init__(self, sweep_id: int, total: int, finished: int) -> None:
         self.sweep_id, self.total, self.finished = sweep_id, total, finished
         self.runs: dict[int, int] = {}  # trial -> its run
+        #: trials that failed here, even before their run existed (unknown agent, refused config)
+        self.failed: set[int] = set()
+        #: the first failure here: (trial, its run or None, the one-line reason)
+        self.first_failure: tuple[int, int | None, str | None] | None = None
 
     def event(self, kind: str, trial: int | None = None, **more: Any) -> SweepEvent:
         run_id = None if trial is None else self.runs.get(trial)
@@ -843,11 +924,44 @@ class _TrialNews:
             return self.event("progress", trial, events=tuple(msg.events))
         if isinstance(msg, Done):
             self.finished += msg.status in DONE
+            if msg.status == "failed":
+                self._failed(trial, None)  # the store has its run's error
             return self.event("done", trial, status=msg.status)
         if isinstance(msg, Failed):
             self.finished += 1
+            self._failed(trial, msg.message)
             return self.event("done", trial, status="failed", error=msg.message)
         return None  # a checkpoint: the ranking reads the store
+
+    def _failed(self, trial: int, reason: str | None) -> None:
+        self.failed.add(trial)
+        if self.first_failure is None:
+            self.first_failure = (trial, self.runs.get(trial), reason)
+
+
+def _ending(
+    store: GameStore, sweep_id: int, stop: threading.Event, news: _TrialNews
+) -> tuple[str, str | None]:
+    """How a sweep whose backend ran out of trials ended, and why when it failed.
+
+    ``stopped`` when asked to or when trials are left (resume continues them); ``failed`` when no
+    trial finished (every one failed: the first failure's reason, so that the terminal and the window
+    say it, not only the log); else ``finished``."""
+    trials = store.sweep_trials(sweep_id)
+    left = [t for t in trials if t.run_status not in DONE and t.trial not in news.failed]
+    if stop.is_set() or left:
+        return "stopped", None
+    if not trials or any(t.run_status == "finished" for t in trials):
+        return "finished", None
+    # They may all have failed before this run of the sweep (a resume): the store says why then.
+    trial, run_id, reason = news.first_failure or (trials[0].trial, trials[0].run_id, None)
+    if reason is None and run_id is not None:
+        reason = store.get_run(run_id).error
+    reason = reason or "its run failed (logs/studio.log says why)"
+    where = f"trial {trial}" + ("" if run_id is None else f", run {run_id}")
+    if len(trials) == 1:
+        return "failed", f"its one trial failed ({where}): {reason}"
+    return "failed", f"all {len(trials)} trials failed; the first ({where}): {reason}"
 
 
 def run_sweep(
@@ -889,8 +1003,7 @@ def run_sweep(
             ev = news.of(trial, msg)
             if ev is not None:
                 yield ev
-        left = [t for t in store.sweep_trials(sweep_id) if t.run_status not in DONE]
-        status = "stopped" if (stop.is_set() or left) else "finished"
+        status, error = _ending(store, sweep_id, stop, news)
     except GeneratorExit:
         stop.set()
         status = "stopped"
@@ -910,7 +1023,7 @@ def run_sweep(
             store.set_sweep_status(sweep_id, status, error)
         except (sqlite3.Error, ValueError):  # the error under way (if any) matters more; a resume fixes it
             log.exception("cannot mark sweep %s %s", sweep_id, status)
-    yield news.event("finished", status=status)
+    yield news.event("finished", status=status, error=error)
 
 
 def _claim_resumed(

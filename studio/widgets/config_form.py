@@ -9,6 +9,9 @@ Editors by field kind:
   The arrows step inside the declared ``[low, high]`` (geometrically on a 1-2-5 ladder for ``log``
   fields such as learning rates); typed values are *not* clamped silently: a value outside the range
   stays in the box and is marked, with the reason from :meth:`FieldSpec.check`, under the field.
+  An integer field reads a whole number in scientific notation (``1e3`` is 1000); a number that is not
+  whole (``2.5``) stays as typed and is marked. A key that cannot be part of a number (a letter) is
+  refused, and the line under the field says so: nothing typed changes without a word.
 * ``choices`` -> ``QComboBox``; ``bool`` -> ``QCheckBox``; ``str`` -> ``QLineEdit``;
   tuples -> ``QLineEdit`` holding ``3,3,2,2``.
 * ``advanced`` fields sit in a fold that opens by itself when one of them is invalid.
@@ -28,9 +31,10 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QSize, Qt, Signal
-from PySide6.QtGui import QPaintEvent, QPalette, QValidator
+from PySide6.QtGui import QFocusEvent, QKeyEvent, QPaintEvent, QPalette, QValidator
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
+    QApplication,
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
@@ -106,8 +110,47 @@ class _RangedStep:
         return flags
 
 
+#: What a number may be typed with (digits, a point, an exponent and its signs).
+NUMBER_CHARS = "0123456789.eE+-"
+
+
+def whole_number(text: str) -> int | None:
+    """``"1000"``, ``"1e3"``, ``"1.5e3"`` -> the whole number they write; None for anything else
+    (``"2.5"``, ``"1e"``, ``"x"``, an infinity)."""
+    t = text.strip()
+    try:
+        return int(t)
+    except ValueError:
+        pass
+    if not t or any(ch not in NUMBER_CHARS for ch in t):
+        return None  # float() would also read "inf", "nan" and "1_000"
+    try:
+        v = float(t)
+    except ValueError:
+        return None
+    if not math.isfinite(v) or not v.is_integer():
+        return None
+    return int(v)
+
+
+def _refusal(text: str, whole: bool) -> str:
+    """The line under a number field whose key was refused."""
+    bad = next((ch for ch in text.strip() if ch not in NUMBER_CHARS), "")
+    what = "a whole number (digits, or 1e3)" if whole else "a number (0.5, 1e-4)"
+    return f"'{bad}' not taken: {what}"  # one short line: it sits under a narrow field
+
+
 class IntSpin(_RangedStep, QSpinBox):
-    """Integer knob. Hard range: int32; arrows: the declared range."""
+    """Integer knob. Hard range: int32; arrows: the declared range.
+
+    QSpinBox alone read "1e3" as "13" (it drops the "e") and dropped letters without a word. Here
+    :func:`whole_number` reads what is typed, a number on its way ("1e", "-", "2.5") stays in the box
+    as typed (the form marks it: :meth:`_Field.raw` reads the text, not the last value), and a key that
+    cannot be part of a number is refused with :attr:`refused` saying so.
+    """
+
+    #: a key was refused: the one line to show under the field
+    refused = Signal(str)
 
     def __init__(self, spec: FieldSpec, parent: QWidget | None = None) -> None:
         QSpinBox.__init__(self, parent)
@@ -115,6 +158,42 @@ class IntSpin(_RangedStep, QSpinBox):
         self.setRange(-INT32_MAX - 1, INT32_MAX)
         self.setSingleStep(int(spec.step) if spec.step else 1)
         self.setKeyboardTracking(True)
+
+    def textFromValue(self, value: int) -> str:
+        return str(value)  # no group separators: what is shown reads back as typed
+
+    def valueFromText(self, text: str) -> int:
+        v = whole_number(text)
+        return self.value() if v is None else v
+
+    def validate(self, text: str, pos: int) -> tuple[QValidator.State, str, int]:
+        v = whole_number(text)
+        if v is not None and self.minimum() <= v <= self.maximum():
+            return QValidator.State.Acceptable, text, pos
+        if all(ch in NUMBER_CHARS for ch in text.strip()):
+            return QValidator.State.Intermediate, text, pos  # "1e", "-", "2.5", or too large: marked
+        self.refused.emit(_refusal(text, whole=True))
+        return QValidator.State.Invalid, text, pos
+
+    def fixup(self, text: str) -> str:
+        return text  # never replace what was typed: the form marks it instead
+
+    def _typed_is_number(self) -> bool:
+        return self.validate(self.lineEdit().text(), 0)[0] == QValidator.State.Acceptable
+
+    def focusOutEvent(self, event: QFocusEvent) -> None:
+        if self._typed_is_number():
+            super().focusOutEvent(event)
+            return
+        # QAbstractSpinBox would put the last value back over "2.5": keep it, marked, instead.
+        QApplication.sendEvent(self.lineEdit(), event)
+        QWidget.focusOutEvent(self, event)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not self._typed_is_number():
+            event.ignore()  # Enter would put the last value back over what was typed
+            return
+        super().keyPressEvent(event)
 
     def stepBy(self, steps: int) -> None:
         if self.spec.log:
@@ -130,7 +209,11 @@ class IntSpin(_RangedStep, QSpinBox):
 
 
 class FloatSpin(_RangedStep, QDoubleSpinBox):
-    """Float knob shown in ``%g`` (so 5e-05 reads as such, not 0.00); accepts ``1e-4`` typed in."""
+    """Float knob shown in ``%g`` (so 5e-05 reads as such, not 0.00); accepts ``1e-4`` typed in. A key
+    that cannot be part of a number is refused with :attr:`refused` saying so."""
+
+    #: a key was refused: the one line to show under the field
+    refused = Signal(str)
 
     def __init__(self, spec: FieldSpec, parent: QWidget | None = None) -> None:
         QDoubleSpinBox.__init__(self, parent)
@@ -163,8 +246,10 @@ class FloatSpin(_RangedStep, QDoubleSpinBox):
             return QValidator.State.Acceptable, text, pos
         except ValueError:
             # "1e-", "-", "" are on their way to a number; anything with letters other than e is not.
-            ok = all(ch in "0123456789.eE+-" for ch in t)
-            return (QValidator.State.Intermediate if ok else QValidator.State.Invalid), text, pos
+            if all(ch in NUMBER_CHARS for ch in t):
+                return QValidator.State.Intermediate, text, pos
+            self.refused.emit(_refusal(text, whole=self.decimals() == 0))
+            return QValidator.State.Invalid, text, pos
 
     def fixup(self, text: str) -> str:
         return self.textFromValue(self.value())
@@ -219,6 +304,9 @@ class _Field:
         elif spec.kind == "int" and _fits_int32(spec):
             spin = IntSpin(spec)
             spin.valueChanged.connect(on_change)
+            # "2.5" or "1e" is no value yet: the form must still mark it as it is typed
+            spin.lineEdit().textChanged.connect(on_change)
+            spin.refused.connect(self.say_refused)
             self.editor = spin
         elif spec.kind in ("int", "float"):
             fspin = FloatSpin(spec)
@@ -226,6 +314,7 @@ class _Field:
                 fspin.setDecimals(0)
                 fspin.setSingleStep(spec.step or 1)
             fspin.valueChanged.connect(on_change)
+            fspin.refused.connect(self.say_refused)
             self.editor = fspin
         else:
             edit = QLineEdit()
@@ -256,7 +345,18 @@ class _Field:
         if isinstance(e, QCheckBox):
             return e.isChecked()
         if isinstance(e, QSpinBox):
-            return int(e.value())
+            # The line edit may hold text the box has not taken ("2.5", "1e" while typing): read it.
+            text = e.lineEdit().text()
+            whole = whole_number(text)
+            if whole is None:
+                try:
+                    x = float(text.strip())
+                except ValueError:
+                    raise ConfigError(
+                        self.spec.name, f"cannot read {text.strip()!r} as a whole number"
+                    ) from None
+                raise ConfigError(self.spec.name, f"must be a whole number, got {x:g}")
+            return whole
         if isinstance(e, QDoubleSpinBox):
             # The line edit may hold text that the box has not taken yet ("1e-" while typing).
             try:
@@ -291,6 +391,11 @@ class _Field:
         else:
             assert isinstance(e, QLineEdit)
             e.setText(self.spec.format(value) if isinstance(value, (tuple, list)) else str(value))
+
+    def say_refused(self, message: str) -> None:
+        """A key was refused: say so on the field's error line (the next edit's validation replaces it)."""
+        self.error.setText(message)
+        self.error.show()
 
     def mark(self, reason: str | None) -> None:
         if reason:

@@ -226,7 +226,7 @@ def test_a_schema_4_store_migrates_to_sweeps_in_place(tmp_path):
         sid = store.create_sweep("ntuple", {}, [({"lr": 0.1}, 1)])
         store.link_trial(sid, 0, rid)
     con = sqlite3.connect(path)
-    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
     assert con.execute("PRAGMA foreign_key_check").fetchall() == []
     con.close()
 

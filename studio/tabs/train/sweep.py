@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import sqlite3
@@ -31,7 +32,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QObject, QSettings, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -68,6 +69,7 @@ from studio.services.sweep import (
     SweepEvent,
     SweepProgress,
     SweepRequest,
+    grid_value_text,
     knob_text,
     parse_grid,
     parse_range,
@@ -78,6 +80,7 @@ from studio.services.sweep import (
 )
 from studio.tabs.common import NOTE_STYLE, button, error_label, label, spin, titled_row
 from studio.tabs.train.launch import budget_words
+from studio.text import plural
 from studio.widgets.curves import GridAxis, show_grid
 from studio.worker import CallWorker, _Loop, _Worker
 
@@ -99,6 +102,10 @@ FIXED, LIST, RANGE = "fixed", "list", "range"
 RANK_EVERY_MS = 3000
 #: Trial dots and point means in the scatter.
 DOT_COLOUR, MEAN_COLOUR = "#8f7a66", "#1f77b4"
+#: Where the Sweep dialog keeps what a person set in it, per agent (JSON): Cancel, Esc or closing the
+#: window must not throw typed lists away. In the settings when the tab has them, else on the tab.
+MEMORY_KEY = "sweep/dialog/{agent}"
+MEMORY_PROPERTY = "sweepDialogMemory"
 
 
 def _num(v: float | None) -> str:
@@ -156,7 +163,9 @@ class KnobRow(QObject):
             self.listEdit = QLineEdit(spec.format(value) if value is not None else "")
             self.listEdit.setObjectName(f"list_{name}")
             sep = ";" if spec.kind.endswith("_tuple") else ","
-            self.listEdit.setToolTip(f"Values separated by '{sep}' (as --grid {name}=V1{sep}V2)")
+            self.listEdit.setToolTip(
+                f"Values separated by '{sep}' (as --grid {name}=V1{sep}V2); a value holding '{sep}' in quotes"
+            )
             self.listEdit.textChanged.connect(self.changed)
             self.stack.addWidget(self.listEdit)
         self.lowEdit = self.highEdit = None
@@ -208,14 +217,42 @@ class KnobRow(QObject):
         self.label.setStyleSheet("" if self.mode == FIXED else "font-weight: bold;")
         self.changed.emit()
 
+    def state(self) -> dict[str, Any]:
+        """What the row holds, as JSON-able data (:meth:`restore` puts it back)."""
+        out: dict[str, Any] = {"mode": self.mode}
+        if self.choices:
+            out["ticked"] = [
+                knob_text(c) for c, b in zip(self.choices, self.checks, strict=True) if b.isChecked()
+            ]
+        if self.listEdit is not None:
+            out["list"] = self.listEdit.text()
+        if self.lowEdit is not None and self.highEdit is not None and self.logCheck is not None:
+            out.update(low=self.lowEdit.text(), high=self.highEdit.text(), log=self.logCheck.isChecked())
+        return out
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Put back a :meth:`state` (a part it lacks, or of another kind of knob, is left as it is)."""
+        ticked = state.get("ticked")
+        if self.choices and isinstance(ticked, list):
+            for c, box in zip(self.choices, self.checks, strict=True):
+                box.setChecked(knob_text(c) in ticked)
+        for edit, key in ((self.listEdit, "list"), (self.lowEdit, "low"), (self.highEdit, "high")):
+            if edit is not None and isinstance(state.get(key), str):
+                edit.setText(state[key])
+        if self.logCheck is not None and isinstance(state.get("log"), bool):
+            self.logCheck.setChecked(state["log"])
+        if self.modeCombo.findData(state.get("mode")) >= 0:
+            self.set_mode(str(state["mode"]))
+
     def grid_text(self) -> str:
-        """The knob's list as the CLI's ``--grid`` takes it (``NAME=V1,V2``)."""
+        """The knob's list as the CLI's ``--grid`` takes it (``NAME=V1,V2``; a choice holding commas
+        in quotes, so it stays one value)."""
         name = self.spec.name
         if self.choices:
             picked = [c for c, box in zip(self.choices, self.checks, strict=True) if box.isChecked()]
             if not picked:
                 raise SweepError(f"{name}: tick at least one value", name)
-            return f"{name}=" + ",".join(knob_text(c) for c in picked)
+            return f"{name}=" + ",".join(grid_value_text(c, self.spec.kind) for c in picked)
         assert self.listEdit is not None
         return f"{name}={self.listEdit.text()}"
 
@@ -232,9 +269,20 @@ class SweepDialog(QDialog):
     ``base`` is the launch form's run (agent, preset, config, rules, budget): each trial trains with it
     except for the knobs varied here. The number of trials planned is shown as the inputs change, and a
     plan that cannot run says why in red, with Start disabled.
+
+    The dialog is modal: the form's settings are changed by closing it. What was set here is kept
+    however it closes (Start, Cancel, Esc), per agent, and is back when it opens again, also in the
+    next session (``settings``: the tab's QSettings; without them the parent keeps it while it lives).
+    A knob left as it opened follows the form: only what was changed here is kept.
     """
 
-    def __init__(self, agent_cls: Any, base: RunRequest, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        agent_cls: Any,
+        base: RunRequest,
+        parent: QWidget | None = None,
+        settings: QSettings | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("sweepDialog")
         self.setWindowTitle(f"Sweep {base.agent}")
@@ -242,11 +290,14 @@ class SweepDialog(QDialog):
         self.base = base
         self.request: SweepRequest | None = None
         self.problem: str | None = None
+        parent_settings = getattr(parent, "settings", None)
+        self.settings = settings or (parent_settings if isinstance(parent_settings, QSettings) else None)
         layout = QVBoxLayout(self)
         intro = QLabel(
             f"Train <b>{base.agent}</b> many times: every trial takes the form's settings, rules and "
-            "budget, except the knobs set to a <b>list</b> (every combination is tried) or a "
-            "<b>range</b> (a random search draws its points from it)."
+            "budget (a knob left <b>fixed</b> keeps the form's value, shown beside it), except the "
+            "knobs set to a <b>list</b> (every combination is tried) or a <b>range</b> (a random "
+            "search draws its points from it)."
         )
         intro.setWordWrap(True)
         layout.addWidget(intro)
@@ -264,6 +315,8 @@ class SweepDialog(QDialog):
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
         self.resize(720, 640)
+        self._opened_with = self.state()  # what the form gave: only changes from it are remembered
+        self.restore(self._remembered())
         self.update_plan()
 
     # ------------------------------------------------------------------ building
@@ -402,9 +455,14 @@ class SweepDialog(QDialog):
             return
         self.request, self.problem = request, None
         points = len(trials) // max(1, request.seeds)
-        what = f"{request.samples} random points" if request.ranges else f"a grid of {points} points"
-        seeds = f"{request.seeds} seed{'s' if request.seeds > 1 else ''} each"
-        self.trialsLabel.setText(f"{len(trials)} trials planned: {what}, {seeds}")
+        what = (
+            plural(request.samples, "random point")
+            if request.ranges
+            else f"a grid of {plural(points, 'point')}"
+        )
+        self.trialsLabel.setText(
+            f"{plural(len(trials), 'trial')} planned: {what}, {plural(request.seeds, 'seed')} each"
+        )
         self.errorLabel.hide()
         self.startButton.setEnabled(True)
 
@@ -412,6 +470,81 @@ class SweepDialog(QDialog):
         self.update_plan()
         if self.request is not None:
             self.accept()
+
+    # ------------------------------------------------------------------ remembered inputs
+    def state(self) -> dict[str, Any]:
+        """Everything set in the dialog, as JSON-able data: the knobs' rows and the trial options."""
+        return {
+            "rows": {name: row.state() for name, row in self.rows.items()},
+            "samples": self.samplesSpin.value(),
+            "seeds": self.seedsSpin.value(),
+            "seed": self.seedSpin.value(),
+            "metric": self.metricCombo.currentData(),
+            "eval_games": self.evalGamesSpin.value(),
+            "workers": self.workersSpin.value(),
+            "backend": self.backendCombo.currentData(),
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Put back a :meth:`state`; what it lacks or no longer fits (a knob gone) stays as it is."""
+        rows = state.get("rows")
+        for name, row_state in (rows if isinstance(rows, dict) else {}).items():
+            if name in self.rows and isinstance(row_state, dict):
+                self.rows[name].restore(row_state)
+        spins = (
+            ("samples", self.samplesSpin),
+            ("seeds", self.seedsSpin),
+            ("seed", self.seedSpin),
+            ("eval_games", self.evalGamesSpin),
+            ("workers", self.workersSpin),
+        )
+        for key, sp in spins:
+            if isinstance(state.get(key), int):
+                sp.setValue(state[key])
+        for key, combo in (("metric", self.metricCombo), ("backend", self.backendCombo)):
+            idx = combo.findData(state.get(key))
+            if idx >= 0 and combo.model().flags(combo.model().index(idx, 0)) & Qt.ItemFlag.ItemIsEnabled:
+                combo.setCurrentIndex(idx)
+
+    def _memory_key(self) -> str:
+        return MEMORY_KEY.format(agent=self.base.agent)
+
+    def _remembered(self) -> dict[str, Any]:
+        """What was set the last time the dialog closed for this agent ({}: nothing, or unreadable)."""
+        parent = self.parent()
+        if self.settings is not None:
+            text = self.settings.value(self._memory_key(), "")
+        else:
+            kept = parent.property(MEMORY_PROPERTY) if parent is not None else None
+            text = kept.get(self.base.agent, "") if isinstance(kept, dict) else ""
+        try:
+            state = json.loads(str(text)) if text else {}
+        except ValueError:  # a hand-edited settings file: start from the form
+            log.warning("cannot read the remembered sweep dialog of %s", self.base.agent, exc_info=True)
+            return {}
+        return state if isinstance(state, dict) else {}
+
+    def remember(self) -> None:
+        """Keep what was set here for the next opening: the trial options, and the knobs changed from
+        how they opened (a knob left alone follows the form's value next time)."""
+        state = self.state()
+        opened = self._opened_with["rows"]
+        state["rows"] = {name: row for name, row in state["rows"].items() if row != opened.get(name)}
+        text = json.dumps(state)
+        if self.settings is not None:
+            self.settings.setValue(self._memory_key(), text)
+            return
+        parent = self.parent()
+        if parent is not None:
+            kept = parent.property(MEMORY_PROPERTY)
+            kept = dict(kept) if isinstance(kept, dict) else {}
+            kept[self.base.agent] = text
+            parent.setProperty(MEMORY_PROPERTY, kept)
+
+    def done(self, result: int) -> None:
+        """Start, Cancel, Esc and the close box all end here: what was set is kept first."""
+        self.remember()
+        super().done(result)
 
 
 def _with_suffix(w: QWidget, text: str) -> QHBoxLayout:
@@ -425,7 +558,10 @@ def _with_suffix(w: QWidget, text: str) -> QHBoxLayout:
 def _budget_text(base: RunRequest) -> str:
     budget = (budget_words(base.budget) if base.budget is not None else "") or "no budget"
     preset = f" (preset {base.preset})" if base.preset else ""
-    return f"{budget}, with the form's settings{preset} and rules (change them in the form)"
+    return (
+        f"{budget}, with the form's settings{preset} and rules. To change them, close this dialog "
+        "(what you set here is kept for the next time) and edit the form."
+    )
 
 
 # ====================================================================================== running
@@ -574,6 +710,10 @@ class SweepPanel(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(self._build_head())
         layout.addWidget(self.summaryLabel)
+        #: why the shown sweep failed or stopped (every trial failed: the first one's reason), in red
+        self.failureLabel = error_label("sweepFailure")
+        self.failureLabel.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.failureLabel)
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self._build_table())
         split.addWidget(self._build_scatter())
@@ -796,15 +936,21 @@ class SweepPanel(QWidget):
         self.knobCombo.blockSignals(False)
         self.draw_scatter()
         if info is not None:
+            seeds = int(spec.get("seeds", 1))
             self.summaryLabel.setText(
                 f"{spec.get('search', 'grid')} search, {info.status}, {info.n_finished}/{info.n_trials} "
-                f"trials · {spec.get('seeds', 1)} seed(s) per point · ranked by {self.metric_name}"
+                f"{'trial' if info.n_trials == 1 else 'trials'} · {plural(seeds, 'seed')} per point · "
+                f"ranked by {self.metric_name}"
             )
             self.summaryLabel.setToolTip(info.error or "")
+            why = info.error if info.status in ("failed", "stopped") else None
+            self.failureLabel.setText(f"Sweep {info.id} {info.status}: {why}" if why else "")
+            self.failureLabel.setVisible(bool(why))
             self.metricLabel.setText(f"{self.metric_name} per trial (dots) and per point (line)")
         else:
             self.summaryLabel.setText("No sweep yet: Sweep… beside Start plans one")
             self.metricLabel.setText("")
+            self.failureLabel.hide()
         self._update_buttons()
 
     def _fill_table(self) -> None:
