@@ -67,6 +67,11 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "studio.commands.bench_gui:gui_benchmark",
         "window stalls and key-to-paint latency (ms) while agents train, with a competing process",
     ),
+    "person": (
+        "studio.commands.bench_person:person_benchmark",
+        "a person's random actions on fresh-profile windows: failures by seed (-o sessions=20 -o actions=300)",
+    ),
+    "store": ("studio.commands.bench_store:store_benchmark", "seconds to list 10^5 games (-o games=N)"),
     "gui-speed": (
         "studio.commands.bench_gui:speed_benchmark",
         "training moves/s of the same run from the Train tab and from `train`, interleaved",

@@ -1,0 +1,219 @@
+"""Every control of the window used the way a person uses it, on a fresh profile, each with an effect.
+
+Every visible, enabled button of every tab is clicked with the mouse, every menu item is chosen by
+keyboard (Alt+letter, then the item's letter), every shortcut is pressed on the widget that has the
+focus. After each, something a person can see must have changed: a widget's text, state or rows, the
+status bar, the tab in front, the board, or a dialog that opened (closed again with Esc, as a person who
+changed their mind does). Uncaught exceptions in slots and Qt warnings fail the test.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QAbstractItemView,
+    QAbstractSpinBox,
+    QApplication,
+    QComboBox,
+    QLabel,
+    QLineEdit,
+    QWidget,
+)
+
+from studio.commands.bench_person import Person, stuck_problems
+
+pytest_plugins = ("tests.studio.gui_fixtures",)
+
+#: Seconds a control may take to show its effect (a hint thinks, a run starts in a child process).
+EFFECT_S = 8.0
+
+
+def fingerprint(window: Any) -> tuple[Any, ...]:
+    """What a person sees of the window, as data: every visible widget's text, state, rows and value."""
+    app = QApplication.instance()
+    seen: list[Any] = [window.tabs.currentIndex(), window.statusBar().currentMessage()]
+    board = getattr(window.play, "board", None)
+    if board is not None:
+        seen.append(board.board.tobytes())
+        seen.append(str(board.hint))
+    roots = [w for w in app.topLevelWidgets() if w.isVisible()]
+    seen.append(tuple(sorted(type(w).__name__ + w.objectName() for w in roots)))
+    for root in roots:
+        for w in root.findChildren(QWidget):
+            if not w.isVisible():
+                continue
+            state: tuple[Any, ...] = (w.objectName(), w.isEnabled())
+            if isinstance(w, QAbstractButton):
+                state += (w.text(), w.isChecked())
+            elif isinstance(w, (QLabel, QLineEdit, QAbstractSpinBox)):
+                state += (w.text(),)
+            elif isinstance(w, QComboBox):
+                state += (w.currentText(), w.count())
+            elif isinstance(w, QAbstractItemView) and w.model() is not None:
+                model = w.model()
+                state += (model.rowCount(), tuple(i.row() for i in w.selectionModel().selectedRows()))
+            seen.append(state)
+    return tuple(seen)
+
+
+class Crawler:
+    def __init__(self, window: Any, qtbot: Any) -> None:
+        self.window = window
+        self.qtbot = qtbot
+        self.person = Person(window, random.Random(0))
+        self.no_effect: list[str] = []
+        self.done: list[str] = []
+
+    def effect_of(self, what: str, act: Any) -> None:
+        before = fingerprint(self.window)
+        dialogs, urls = self.person.dialogs_closed, len(self.person.opened_urls)
+        act()
+        deadline = time.monotonic() + EFFECT_S
+        while time.monotonic() < deadline:
+            QTest.qWait(50)
+            if (
+                fingerprint(self.window) != before
+                or self.person.dialogs_closed > dialogs
+                or len(self.person.opened_urls) > urls
+            ):
+                self.done.append(what)
+                return
+        self.no_effect.append(what)
+
+    def focus_target(self) -> QWidget:
+        return QApplication.focusWidget() or self.window
+
+
+@pytest.fixture
+def crawler(window: Any, qtbot: Any) -> Any:
+    window.activateWindow()
+    qtbot.waitActive(window)
+    c = Crawler(window, qtbot)
+    yield c
+    c.person.stop()
+    train = window.tab("Train")
+    if train.is_training:
+        train.stop_all()
+        train.wait_finished(60)
+
+
+def _play_a_few_moves(window: Any) -> None:
+    """A person's first minute: a few moves by arrow keys, so that the store holds a game."""
+    from engine.core import legal_moves
+
+    keys = {0: Qt.Key.Key_Up, 1: Qt.Key.Key_Left, 2: Qt.Key.Key_Down, 3: Qt.Key.Key_Right}
+    for _ in range(8):
+        legal = legal_moves(window.play.board.board)
+        if not legal:
+            break
+        QTest.keyClick(QApplication.focusWidget() or window, keys[int(legal[0])])
+        QTest.qWait(150)
+
+
+def test_every_button_of_every_tab_does_something(crawler: Crawler) -> None:
+    window = crawler.window
+    _play_a_few_moves(window)
+    for index in range(window.tabs.count()):
+        title = window.tabs.tabText(index)
+        QTest.keyClick(
+            crawler.focus_target(), Qt.Key(Qt.Key.Key_1 + index), Qt.KeyboardModifier.ControlModifier
+        )
+        assert window.tabs.currentIndex() == index, (
+            f"Ctrl+{index + 1} on {crawler.focus_target()} did not show {title} "
+            f"(modal {QApplication.activeModalWidget()}, popup {QApplication.activePopupWidget()}, "
+            f"done: {crawler.done})"
+        )
+        page = window.tabs.widget(index)
+        names = []
+        for b in page.findChildren(QAbstractButton):
+            if b.objectName() and not b.objectName().startswith("qt_") and b.objectName() not in names:
+                names.append(b.objectName())
+        for name in names:
+            button = page.findChild(QAbstractButton, name)
+            if button is None or not button.isVisible() or not button.isEnabled():
+                continue
+            crawler.effect_of(
+                f"{title}: {name} ({button.text()!r})",
+                lambda b=button: QTest.mouseClick(b, Qt.MouseButton.LeftButton, pos=b.rect().center()),
+            )
+    assert crawler.done, "no control was used"
+    assert not crawler.no_effect, "clicked with no visible effect: " + "; ".join(crawler.no_effect)
+
+
+def _menu_items(window: Any) -> list[tuple[Any, QAction]]:
+    out = []
+    for top in window.menuBar().actions():
+        menu = top.menu()
+        if menu is None:
+            continue
+        for action in menu.actions():
+            if action.isSeparator() or action.menu() is not None:
+                continue
+            out.append((menu, action))
+    return out
+
+
+def _letter(text: str) -> str:
+    i = text.find("&")
+    assert 0 <= i < len(text) - 1, f"menu text {text!r} has no mnemonic: a keyboard user cannot reach it"
+    return text[i + 1].upper()
+
+
+def test_menu_mnemonics_are_unique_and_every_item_is_reached_by_keyboard(crawler: Crawler) -> None:
+    window = crawler.window
+    tops = [a.text() for a in window.menuBar().actions()]
+    letters = [_letter(t) for t in tops]
+    assert len(set(letters)) == len(letters), f"menu bar mnemonics clash: {tops}"
+    for top in window.menuBar().actions():
+        items = [a.text() for a in top.menu().actions() if not a.isSeparator()]
+        item_letters = [_letter(t) for t in items]
+        assert len(set(item_letters)) == len(item_letters), f"{top.text()} mnemonics clash: {items}"
+    for menu, action in _menu_items(window):
+        if action is window.quit_action:
+            continue  # closing is the close-and-reopen test's subject
+        # the Game menu's Play actions are for the Play tab: show it first, as a person would
+        QTest.keyClick(crawler.focus_target(), Qt.Key.Key_1, Qt.KeyboardModifier.ControlModifier)
+        if not action.isEnabled():
+            continue
+
+        def choose(menu: Any = menu, action: QAction = action) -> None:
+            QTest.keyClick(window, Qt.Key(ord(_letter(menu.title()))), Qt.KeyboardModifier.AltModifier)
+            popup = QApplication.activePopupWidget()
+            assert popup is not None, f"Alt+{_letter(menu.title())} did not open {menu.title()}"
+            QTest.keyClick(popup, Qt.Key(ord(_letter(action.text()))))
+
+        crawler.effect_of(f"{menu.title()} > {action.text()}", choose)
+        if action is window.watch_action and window.play.autoplayButton.isChecked():
+            QTest.keyClick(crawler.focus_target(), Qt.Key.Key_Space)  # pause Watch again
+        if window.isFullScreen():
+            QTest.keyClick(crawler.focus_target(), Qt.Key.Key_F11)
+    assert not crawler.no_effect, "chosen with no visible effect: " + "; ".join(crawler.no_effect)
+
+
+def test_every_shortcut_works_from_the_focused_widget(crawler: Crawler) -> None:
+    window = crawler.window
+    for _menu, action in _menu_items(window):
+        if action.shortcut().isEmpty() or action is window.quit_action:
+            continue
+        QTest.keyClick(crawler.focus_target(), Qt.Key.Key_1, Qt.KeyboardModifier.ControlModifier)
+        if not action.isEnabled():
+            continue
+        combo = action.shortcut()[0]
+        crawler.effect_of(
+            f"shortcut {action.shortcut().toString()} ({action.text()})",
+            lambda c=combo: QTest.keyClick(crawler.focus_target(), Qt.Key(c.key()), c.keyboardModifiers()),
+        )
+        if action is window.watch_action and window.play.autoplayButton.isChecked():
+            QTest.keyClick(crawler.focus_target(), Qt.Key.Key_Space)
+        if window.isFullScreen():
+            QTest.keyClick(crawler.focus_target(), Qt.Key.Key_F11)
+    assert not crawler.no_effect, "pressed with no visible effect: " + "; ".join(crawler.no_effect)
+    assert not stuck_problems(window, crawler.person)
