@@ -122,7 +122,7 @@ class Person:
                 person.opened_urls.append(url.toString())
 
         self._sink = _UrlSink()
-        QDesktopServices.setUrlHandler("file", self._sink, b"open")
+        QDesktopServices.setUrlHandler("file", self._sink, "open")  # type: ignore[arg-type]  # the stubs say bytes; PySide6 takes only str
         # A person closes whatever dialog or menu pops up (once it has been seen).
         self._closer = QTimer()
         self._closer.setInterval(60)
@@ -155,7 +155,8 @@ class Person:
                 self.dialogs_closed += 1
                 QTest.keyClick(widget, Qt.Key.Key_Escape)
                 return
-        if self.app.activeWindow() is None and self.window.isVisible():
+        active = self.app.activeWindow()
+        if (active is None or not active.isVisible()) and self.window.isVisible():
             # What a window manager does when a dialog closes: the window under it is active again
             # (the offscreen platform has none, and without one no window would have the focus).
             self.window.activateWindow()
@@ -222,7 +223,7 @@ class Person:
             return "no button to click"
         button = self.rng.choice(buttons)
         name = _name(button)
-        QTest.mouseClick(button, Qt.MouseButton.LeftButton, pos=button.rect().center())
+        QTest.mouseClick(button, Qt.MouseButton.LeftButton, pos=click_point(button))
         return f"click {name}"
 
     def switch_tab(self) -> str:
@@ -328,6 +329,17 @@ class Person:
         ms = self.rng.choice(PAUSES)
         QTest.qWait(ms)
         return f"pause {ms} ms"
+
+
+def click_point(button: Any) -> Any:
+    """Where a person clicks a button: its middle, or a check box's box (a box with no text of its own,
+    its label beside it in a form, takes clicks on the box only)."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtWidgets import QCheckBox, QRadioButton
+
+    if isinstance(button, QCheckBox | QRadioButton) and not button.text():
+        return QPoint(min(8, button.width() // 2), button.height() // 2)
+    return button.rect().center()
 
 
 def _name(widget: Any) -> str:

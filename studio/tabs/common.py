@@ -140,7 +140,7 @@ class ReviewingTab(StoreTab):
 def button(
     text: str, name: str, slot: Callable[..., Any], tip: str = "", *, takes_focus: bool = True
 ) -> QPushButton:
-    """A push button with an object name (tests find it) and a tooltip, clicked -> ``slot``.
+    """A push button with an object name (tests find it) and a tooltip, clicked -> ``slot()`` (no argument).
 
     ``takes_focus=False`` for buttons beside keyboard-driven views (Replay): Space and the arrows stay
     with the view's shortcuts after a click."""
@@ -150,7 +150,9 @@ def button(
         b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
     if tip:
         b.setToolTip(tip)
-    b.clicked.connect(slot)
+    # clicked(bool) must never reach the slot: a slot with an optional first parameter read Qt's
+    # False as its value ("Prepare a reviewer" got minutes=False and did nothing).
+    b.clicked.connect(lambda _checked=False: slot())
     return b
 
 

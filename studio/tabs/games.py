@@ -298,7 +298,7 @@ class GamesTab(StoreTab):
         self.deleteButton = button("Delete…", "gamesDeleteButton", lambda: self.delete_selected(confirm=True))
         self.exportButton = button("Export…", "gamesExportButton", self.export_dialog)
         self.importButton = button("Import…", "gamesImportButton", self.import_dialog)
-        self.refreshButton = button("Refresh", "gamesRefreshButton", self.refresh)
+        self.refreshButton = button("Refresh", "gamesRefreshButton", self._refresh_clicked)
         for b in (self.openButton, self.deleteButton, self.exportButton):
             actions.addWidget(b)
         actions.addStretch(1)
@@ -355,6 +355,11 @@ class GamesTab(StoreTab):
         self._closed = True
         if self.import_worker is not None:
             self.import_worker.wait(120_000)
+
+    def _refresh_clicked(self) -> None:
+        # A library that did not change looks the same after a re-read: the status line says it was read.
+        self.refresh()
+        self.status.emit(f"Library read again: {plural(self.stats.count, 'game')} match the filters")
 
     def refresh(self) -> None:
         """Re-read the games that pass the filters (their first page), keeping the selected ones

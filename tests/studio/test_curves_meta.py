@@ -326,8 +326,10 @@ def test_log_axes_and_fit(panel) -> None:
     panel.scorePlot.setXRange(2, 3, padding=0)
     qtbot_range = panel.scorePlot.getPlotItem().getViewBox().viewRange()[0]
     assert qtbot_range[1] <= 3.01
+    assert panel.fitButton.isEnabled()  # a panel left its auto range: Fit has something to do
     panel.fitButton.click()
     assert panel.scorePlot.getPlotItem().getViewBox().autoRangeEnabled()[0]
+    assert not panel.fitButton.isEnabled()  # every panel fitted: greyed until the next zoom
 
 
 def test_toolbar_settings_persist(qtbot, tmp_path) -> None:

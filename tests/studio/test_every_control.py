@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.commands.bench_person import Person, stuck_problems
+from studio.commands.bench_person import Person, click_point, stuck_problems
 
 pytest_plugins = ("tests.studio.gui_fixtures",)
 
@@ -85,8 +85,27 @@ class Crawler:
                 or len(self.person.opened_urls) > urls
             ):
                 self.done.append(what)
+                self.settle()
                 return
         self.no_effect.append(what)
+
+    def settle(self) -> None:
+        """Wait for a dialog or menu the control opened to be closed and the window active again, as a
+        person waits before the next key."""
+        app = QApplication.instance()
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            if (
+                QApplication.activeModalWidget() is None
+                and QApplication.activePopupWidget() is None
+                and QApplication.activeWindow() is self.window
+            ):
+                return
+            other = QApplication.activeWindow()
+            if other is not None and other is not self.window and other.isVisible():
+                QTest.keyClick(other, Qt.Key.Key_Escape)  # a window of its own (the log): closed again
+            QTest.qWait(30)
+        assert app is not None
 
     def focus_target(self) -> QWidget:
         return QApplication.focusWidget() or self.window
@@ -142,7 +161,7 @@ def test_every_button_of_every_tab_does_something(crawler: Crawler) -> None:
                 continue
             crawler.effect_of(
                 f"{title}: {name} ({button.text()!r})",
-                lambda b=button: QTest.mouseClick(b, Qt.MouseButton.LeftButton, pos=b.rect().center()),
+                lambda b=button: QTest.mouseClick(b, Qt.MouseButton.LeftButton, pos=click_point(b)),
             )
     assert crawler.done, "no control was used"
     assert not crawler.no_effect, "clicked with no visible effect: " + "; ".join(crawler.no_effect)

@@ -17,8 +17,8 @@ from studio.commands.bench_person import run_session
 pytest_plugins = ("tests.studio.gui_fixtures",)
 
 
-@pytest.mark.parametrize("seed", [11, 12])
+@pytest.mark.parametrize("seed", [11, 12, 13])
 def test_a_person_session_ends_with_nothing_broken(qapp, seed: int) -> None:
-    outcome = run_session(seed, 80)
-    assert outcome.actions == 80, f"stopped early: {outcome.failures} after {' > '.join(outcome.trail)}"
+    outcome = run_session(seed, 120)
+    assert outcome.actions == 120, f"stopped early: {outcome.failures} after {' > '.join(outcome.trail)}"
     assert outcome.ok, f"seed {seed}: {outcome.failures}; last actions: {' > '.join(outcome.trail[-10:])}"

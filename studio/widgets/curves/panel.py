@@ -106,6 +106,7 @@ class CurvesPanel(QWidget):
         self.logXCheck.toggled.connect(self.set_log_x)
         self.logYCheck.toggled.connect(self.set_log_y)
         self.fitButton.clicked.connect(self.fit)
+        self.fitButton.setEnabled(False)  # until a panel is zoomed or panned (_update_fit)
         # Said on screen when the x axis went log by itself (runs of very different lengths).
         self.autoLogLabel = QLabel()
         self.autoLogLabel.setObjectName("autoLogXLabel")
@@ -211,6 +212,7 @@ class CurvesPanel(QWidget):
             p.plot.getPlotItem().enableAutoRange()
         self.mark_dirty()
         self.redraw()
+        self._update_fit()
 
     def resizeEvent(self, event: Any) -> None:
         super().resizeEvent(event)
@@ -596,6 +598,15 @@ class CurvesPanel(QWidget):
     def _range_changed(self, name: str) -> None:
         # A zoom or pan needs the visible slice decimated again (a no-op while following the data).
         self._dirty.add(name)
+        self._update_fit()
+
+    def _update_fit(self) -> None:
+        # Fit can do something only once a panel left its auto range (a zoom or a pan): greyed
+        # before, so that a click on it never does nothing.
+        off = any(
+            not all(p.plot.getPlotItem().getViewBox().autoRangeEnabled()) for p in self._panels.values()
+        )
+        self.fitButton.setEnabled(off)
 
     def data_length(self, plot_name: str) -> int:
         """Raw points behind the fullest curve of a plot (``"scorePlot"`` ...): for tests and status lines."""
