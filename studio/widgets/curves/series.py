@@ -220,8 +220,6 @@ class RunSeries:
     ) -> None:
         """The run's evaluation settings and budget (a :class:`agents.base.Budget` or None): the
         curves say when the first greedy evaluation comes, or that none comes within the budget."""
-        from studio.widgets.curves.names import evaluation_plan
-
         self.eval_plan = evaluation_plan(
             games,
             every_s,
@@ -358,3 +356,54 @@ class RunSeries:
             lo = idx - w
             prev = np.where(lo >= 0, cs[np.maximum(lo, 0)], 0.0)
             self.ma[name].extend((cs[idx] - prev) / np.minimum(idx + 1, w))
+
+
+def _minutes(seconds: float) -> str:
+    """ "10 minutes", "2 minutes", "30 seconds", "1.5 hours": a span as the evaluation plan says it."""
+    if seconds < 60:
+        return f"{seconds:g} seconds"
+    if seconds < 5400:
+        m = seconds / 60
+        return f"{m:.3g} minute" + ("" if m == 1 else "s")
+    return f"{seconds / 3600:.3g} hours"
+
+
+def evaluation_plan(
+    games: int,
+    every_s: float | None,
+    every_episodes: int | None,
+    budget_s: float | None,
+    budget_episodes: int | None,
+    at_end: bool = False,
+) -> tuple[bool, str]:
+    """When a run's first greedy evaluation comes, from its settings: (whether one comes within the
+    budget, a line saying when, or why none does). A 2-minute run evaluated every 10 minutes showed a
+    "Greedy evaluation" panel that could never fill."""
+    head = "Greedy evaluation"
+    if games <= 0:
+        return False, f"{head}: none in this run (0 evaluation games)"
+    by_time = bool(every_s) and (budget_s is None or every_s is None or every_s < budget_s)
+    by_episodes = bool(every_episodes) and (
+        budget_episodes is None or every_episodes is None or every_episodes < budget_episodes
+    )
+    whens = []
+    if by_time and every_s:
+        whens.append(f"{_minutes(every_s)} of training")
+    if by_episodes and every_episodes:
+        whens.append(f"{every_episodes:,} episodes")
+    if whens:
+        return True, f"{head}: the first after {' or '.join(whens)}"
+    if at_end:
+        return True, f"{head}: at the end of the run"
+    every = ([f"{_minutes(every_s)} of training"] if every_s else []) + (
+        [f"{every_episodes:,} episodes"] if every_episodes else []
+    )
+    budget = ([_minutes(budget_s)] if budget_s else []) + (
+        [f"{budget_episodes:,} episodes"] if budget_episodes else []
+    )
+    if not every:
+        return False, f"{head}: none in this run (no evaluation interval)"
+    return (
+        False,
+        f"{head}: none in this run (one every {' or '.join(every)}; the budget is {', '.join(budget)})",
+    )
