@@ -271,6 +271,7 @@ class GamesTab(StoreTab):
     # ------------------------------------------------------------------ layout
     def _build(self) -> None:
         self.filterBar = FilterBar("games")
+        self.filterBar.remember(self.settings)  # the filters chosen are back after a reopen
         self.filterBar.changed.connect(lambda _filter: self.refresh())
 
         self.model = GamesTableModel(self)

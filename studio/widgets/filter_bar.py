@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QSettings, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLineEdit, QSpinBox, QWidget
 
 from engine.store import SOURCE_FILTERS, GameFilter
@@ -53,7 +53,9 @@ class FilterBar(QWidget):
         if unknown:
             raise ValueError(f"no filter {', '.join(unknown)}: the filters are {', '.join(FIELDS)}")
         self.setObjectName(f"{name}FilterBar")
+        self._name = name
         self._clock = clock
+        self._settings: QSettings | None = None
         self.fields = tuple(f for f in FIELDS if f in fields)
         self.source: QComboBox | None = None
         self.agent: QLineEdit | None = None
@@ -107,7 +109,55 @@ class FilterBar(QWidget):
         return combo
 
     def _emit(self) -> None:
+        self._save()
         self.changed.emit(self.game_filter())
+
+    # ------------------------------------------------------------------ memory
+    def _combos(self) -> dict[str, QComboBox]:
+        named = {
+            "source": self.source,
+            "min_max_tile": self.minTile,
+            "status": self.status,
+            "period": self.period,
+        }
+        return {k: c for k, c in named.items() if c is not None}
+
+    def remember(self, settings: QSettings | None) -> None:
+        """Keep the filters in ``settings`` (under ``filters/<name>/``): what was chosen is back after
+        the window is closed and opened again. Restores what was kept, without ``changed`` (the caller
+        reads its list once after). A kept value the bar no longer offers (an old version's) is ignored."""
+        self._settings = settings
+        if settings is None:
+            return
+        prefix = f"filters/{self._name}/"
+        for key, combo in self._combos().items():
+            kept = settings.value(prefix + key)
+            index = next((i for i in range(combo.count()) if str(combo.itemData(i)) == str(kept)), -1)
+            if kept is not None and index >= 0:
+                combo.blockSignals(True)
+                combo.setCurrentIndex(index)
+                combo.blockSignals(False)
+        if self.agent is not None:
+            self.agent.setText(str(settings.value(prefix + "agent", "") or ""))
+        if self.minScore is not None:
+            try:
+                score = int(str(settings.value(prefix + "min_score", 0) or 0))
+            except ValueError:
+                score = 0
+            self.minScore.blockSignals(True)
+            self.minScore.setValue(max(0, min(score, self.minScore.maximum())))
+            self.minScore.blockSignals(False)
+
+    def _save(self) -> None:
+        if self._settings is None:
+            return
+        prefix = f"filters/{self._name}/"
+        for key, combo in self._combos().items():
+            self._settings.setValue(prefix + key, str(combo.currentData()))
+        if self.agent is not None:
+            self._settings.setValue(prefix + "agent", self.agent.text())
+        if self.minScore is not None:
+            self._settings.setValue(prefix + "min_score", self.minScore.value())
 
     def game_filter(self) -> GameFilter:
         """The games the shown filters let through (the period counts back from now)."""
@@ -133,3 +183,4 @@ class FilterBar(QWidget):
             self.agent.clear()
         if self.minScore is not None:
             self.minScore.setValue(0)
+        self._save()
