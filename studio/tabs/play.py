@@ -130,8 +130,13 @@ class NewGameDialog(QDialog):
         self.error.setStyleSheet("color: #c0392b;")
         self.error.setWordWrap(True)
         self.error.hide()
-        classic = QPushButton("Classic 4x4")
+        self.classicButton = classic = QPushButton("Classic 4x4")
+        classic.setObjectName("classicButton")
         classic.clicked.connect(self._classic)
+        # Greyed while the fields already hold the classic rules: a click that changes nothing is not offered.
+        for spin in (self.rows, self.cols, self.p4, self.start_tiles, self.spawn):
+            spin.valueChanged.connect(self._update_classic)
+        self._update_classic()
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
         )
@@ -142,6 +147,17 @@ class NewGameDialog(QDialog):
         layout.addLayout(form)
         layout.addWidget(self.error)
         layout.addWidget(buttons)
+
+    def _update_classic(self) -> None:
+        r = Rules()
+        now = (
+            self.rows.value(),
+            self.cols.value(),
+            self.p4.value(),
+            self.start_tiles.value(),
+            self.spawn.value(),
+        )
+        self.classicButton.setEnabled(now != (r.rows, r.cols, r.p4, r.start_tiles, r.spawn_per_move))
 
     def _classic(self) -> None:
         r = Rules()

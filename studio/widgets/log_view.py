@@ -6,6 +6,7 @@ watcher on a file that several processes append to would redraw for nothing most
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QUrl
@@ -64,10 +65,12 @@ class LogDialog(QDialog):
         """Read the log's tail again and scroll to its end (the newest record)."""
         text = read_tail(self.data_dir, SHOWN_BYTES)
         path = log_path(self.data_dir)
+        # The time read says a Refresh happened even when nothing new was logged.
+        read = time.strftime("%H:%M:%S")
         if text:
-            self.pathLabel.setText(f"The end of {path} (newest last)")
+            self.pathLabel.setText(f"The end of {path} (newest last), read at {read}")
         else:
-            self.pathLabel.setText(f"Nothing logged yet ({path})")
+            self.pathLabel.setText(f"Nothing logged yet ({path}), read at {read}")
         self.text.setPlainText(text)
         self.text.moveCursor(QTextCursor.MoveOperation.End)
         self.text.ensureCursorVisible()

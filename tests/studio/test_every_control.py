@@ -104,6 +104,8 @@ class Crawler:
             other = QApplication.activeWindow()
             if other is not None and other is not self.window and other.isVisible():
                 QTest.keyClick(other, Qt.Key.Key_Escape)  # a window of its own (the log): closed again
+            elif other is None or not other.isVisible():
+                self.window.activateWindow()  # what a window manager does when a dialog closes
             QTest.qWait(30)
         assert app is not None
 
@@ -236,3 +238,132 @@ def test_every_shortcut_works_from_the_focused_widget(crawler: Crawler) -> None:
             QTest.keyClick(crawler.focus_target(), Qt.Key.Key_F11)
     assert not crawler.no_effect, "pressed with no visible effect: " + "; ".join(crawler.no_effect)
     assert not stuck_problems(window, crawler.person)
+
+
+# ---------------------------------------------------------------------- dialogs
+#: Dialog buttons the crawler leaves to their own tests, with why.
+LEFT_TO_OWN_TESTS = {
+    # starts a sweep: real training children for every trial (test_sweep_tab starts small ones)
+    ("sweepDialog", "Start"),
+}
+
+
+def _dialog_buttons(dialog: QWidget) -> list[str]:
+    return [
+        b.text() for b in dialog.findChildren(QAbstractButton) if b.isVisible() and b.isEnabled() and b.text()
+    ]
+
+
+def _with_dialog(qtbot: Any, open_it: Any, act: Any) -> None:
+    """Open a dialog through ``open_it`` (which may block in the dialog's own loop, as exec() does) and
+    call ``act(dialog)`` once it shows."""
+    from PySide6.QtCore import QTimer
+
+    before = {id(w) for w in QApplication.topLevelWidgets() if w.isVisible()}
+    done: list[bool] = []
+
+    def poll() -> None:
+        fresh = [
+            w
+            for w in QApplication.topLevelWidgets()
+            if w.isVisible()
+            and id(w) not in before
+            and w.isWindow()
+            and w.windowType() != Qt.WindowType.Popup
+        ]
+        if fresh:
+            timer.stop()
+            done.append(True)
+            act(fresh[0])
+
+    timer = QTimer()
+    timer.setInterval(30)
+    timer.timeout.connect(poll)
+    timer.start()
+    open_it()
+    deadline = time.monotonic() + 10
+    while not done and time.monotonic() < deadline:
+        QTest.qWait(30)
+    timer.stop()
+    assert done, f"no dialog opened by {open_it}"
+
+
+def test_every_button_of_every_dialog_does_something(crawler: Crawler, qtbot: Any) -> None:
+    window = crawler.window
+    crawler.person._closer.stop()  # the dialogs stay open for their buttons; this test closes them
+    train = window.tab("Train")
+    openers = {
+        "new game (Ctrl+N)": lambda: QTest.keyClick(
+            crawler.focus_target(), Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier
+        ),
+        "keyboard shortcuts (F1)": lambda: QTest.keyClick(crawler.focus_target(), Qt.Key.Key_F1),
+        "sweep (Sweep…)": lambda: QTest.mouseClick(train.sweepButton, Qt.MouseButton.LeftButton),
+        "log (Help > Show log)": lambda: window.log_action.trigger(),
+    }
+    seen: list[str] = []
+    for what, open_it in openers.items():
+        if "Sweep" in what:
+            QTest.keyClick(crawler.focus_target(), Qt.Key.Key_2, Qt.KeyboardModifier.ControlModifier)
+        names: list[str] = []
+        _with_dialog(
+            qtbot,
+            open_it,
+            lambda d, names=names: (
+                names.extend(_dialog_buttons(d)),
+                d.reject() if hasattr(d, "reject") else d.close(),
+            ),
+        )
+        crawler.settle()
+        assert names, f"{what}: a dialog with no button"
+        for text in names:
+            state: dict[str, Any] = {}
+
+            def press(dialog: QWidget, text: str = text, state: dict[str, Any] = state) -> None:
+                state["name"] = dialog.objectName()
+                if (dialog.objectName(), text) in LEFT_TO_OWN_TESTS:
+                    state["skipped"] = True
+                    dialog.close()
+                    return
+                button = next(
+                    b for b in dialog.findChildren(QAbstractButton) if b.text() == text and b.isVisible()
+                )
+                before = fingerprint(window), _dialog_state(dialog), len(crawler.person.opened_urls)
+                QTest.mouseClick(button, Qt.MouseButton.LeftButton, pos=click_point(button))
+                deadline = time.monotonic() + 1.5  # a time shown to the second may take that long
+                while True:
+                    QTest.qWait(50)
+                    state["effect"] = (
+                        not dialog.isVisible()
+                        or (fingerprint(window), _dialog_state(dialog), len(crawler.person.opened_urls))
+                        != before
+                    )
+                    if state["effect"] or time.monotonic() > deadline:
+                        break
+                if dialog.isVisible():
+                    dialog.close()
+
+            _with_dialog(qtbot, open_it, press)
+            crawler.settle()
+            if state.get("skipped"):
+                continue
+            seen.append(f"{what}: {text}")
+            if not state.get("effect"):
+                crawler.no_effect.append(f"{what}: {text}")
+        if "Sweep" in what:
+            QTest.keyClick(crawler.focus_target(), Qt.Key.Key_1, Qt.KeyboardModifier.ControlModifier)
+    assert len(seen) >= 4
+    assert not crawler.no_effect, "dialog buttons with no visible effect: " + "; ".join(crawler.no_effect)
+
+
+def _dialog_state(dialog: QWidget) -> tuple[Any, ...]:
+    out: list[Any] = []
+    for w in dialog.findChildren(QWidget):
+        if not w.isVisible():
+            continue
+        if isinstance(w, QAbstractButton):
+            out.append((w.objectName(), w.text(), w.isChecked(), w.isEnabled()))
+        elif isinstance(w, (QLabel, QLineEdit, QAbstractSpinBox)):
+            out.append((w.objectName(), w.text()))
+        elif isinstance(w, QComboBox):
+            out.append((w.objectName(), w.currentText()))
+    return tuple(out)
