@@ -336,19 +336,126 @@ def grade_record(rec: GameRecord, values: npt.ArrayLike, reviewer: Mapping[str, 
 
 def values_in_points(values: npt.ArrayLike, reviewer: Mapping[str, Any]) -> npt.NDArray[np.float64]:
     """A stored review's raw values in points, from what its reviewer said about itself (``value_kind``
-    and, for a calibrated one, ``calibration``: its knots as JSON text). A reviewer with neither
-    grades nothing: every value NaN."""
+    and, for a calibrated one, ``calibration``: its knots as JSON text). A reviewer with neither, or
+    whose calibration :func:`parse_calibration` refuses, grades nothing: every value NaN (the game
+    review says why with :func:`grading_refusal`; imitation's filter then keeps every move)."""
     raw = np.asarray(values, dtype=np.float64)
     if reviewer.get("value_kind") == "points":
         return raw
-    cal = reviewer.get("calibration")
     try:
-        knots = json.loads(cal) if isinstance(cal, str) else cal
-        if not isinstance(knots, dict):
-            raise ValueError("no calibration")
-        return Calibration.from_json(knots).points(raw)
+        return parse_calibration(reviewer.get("calibration")).points(raw)
     except ValueError:
         return np.full(raw.shape, np.nan)
+
+
+def grading_refusal(reviewer: Mapping[str, Any]) -> str | None:
+    """Why a stored review's values cannot become points (one line), or None when they can."""
+    if reviewer.get("value_kind") == "points":
+        return None
+    try:
+        parse_calibration(reviewer.get("calibration"))
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+#: Ranges of a calibration's fields (:func:`parse_calibration`): knots per calibration, the games and
+#: positions it was fitted on, a raw value's magnitude and a knot's points (a game's score to come).
+MAX_KNOTS = 10_000
+MAX_COUNT = 10**12
+MAX_RAW = 1e15
+MAX_POINTS = 1e12
+#: search depths a calibration file may hold (the keys of its ``depths``)
+MAX_DEPTH = 20
+
+
+def _real(value: object, name: str, low: float, high: float) -> float:
+    """``value`` as a float when it is a JSON number (not a bool, not text) in [low, high]."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"calibration {name} must be a number, got {_shown(value)}")
+    try:
+        x = float(value)
+    except OverflowError:  # an int with hundreds of digits
+        x = math.inf if value > 0 else -math.inf
+    if not (math.isfinite(x) and low <= x <= high):
+        raise ValueError(
+            f"calibration {name} must be a finite number in [{low:g}, {high:g}], got {_shown(value)}"
+        )
+    return x
+
+
+def _count(value: object, name: str) -> int:
+    """A count (games, positions): a whole JSON number in [0, MAX_COUNT]."""
+    x = _real(value, name, 0.0, float(MAX_COUNT))
+    if not x.is_integer():
+        raise ValueError(f"calibration {name} must be a whole number, got {_shown(value)}")
+    return int(x)
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def parse_calibration(obj: object) -> Calibration:
+    """**The** parser of a calibration (a dict as :meth:`Calibration.to_json` writes it, or that as JSON
+    text): every value that becomes a count, an index, a knot or a weight is finite and in range, or
+    it is refused with a one-line ValueError naming the field. Knots: 2..MAX_KNOTS, ``xs`` strictly
+    increasing in ±MAX_RAW, ``ys`` non-decreasing in [0, MAX_POINTS], the slope past the last knot
+    finite; ``floor`` (None: none) below the first knot; ``games`` / ``positions`` whole, 0..MAX_COUNT."""
+    if isinstance(obj, str):
+        try:
+            obj = json.loads(obj)
+        except (ValueError, RecursionError):
+            raise ValueError("calibration is not JSON") from None
+    if not isinstance(obj, Mapping):
+        raise ValueError("no calibration" if obj is None else "calibration must be an object")
+    xs_in, ys_in = obj.get("xs"), obj.get("ys")
+    for name, seq in (("xs", xs_in), ("ys", ys_in)):
+        if not isinstance(seq, list):
+            raise ValueError(f"calibration {name} must be a list of numbers")
+        if not 2 <= len(seq) <= MAX_KNOTS:
+            raise ValueError(f"calibration {name} needs 2+ knots (at most {MAX_KNOTS}), got {len(seq)}")
+    assert isinstance(xs_in, list) and isinstance(ys_in, list)
+    if len(xs_in) != len(ys_in):
+        raise ValueError(f"calibration xs and ys differ in length ({len(xs_in)} and {len(ys_in)})")
+    xs = tuple(_real(x, f"xs[{i}]", -MAX_RAW, MAX_RAW) for i, x in enumerate(xs_in))
+    ys = tuple(_real(y, f"ys[{i}]", 0.0, MAX_POINTS) for i, y in enumerate(ys_in))
+    for i, (a, b) in enumerate(itertools.pairwise(xs)):
+        if not b > a:
+            raise ValueError(f"calibration xs must increase, xs[{i + 1}] = {b!r} is not above {a!r}")
+    for i, (a, b) in enumerate(itertools.pairwise(ys)):
+        if b < a:
+            raise ValueError(f"calibration ys must not decrease, ys[{i + 1}] = {b!r} is below {a!r}")
+    slope = (ys[-1] - ys[0]) / (xs[-1] - xs[0])
+    if not math.isfinite(slope):  # knots a subnormal apart: the map past the last knot would overflow
+        raise ValueError("calibration xs are too close together for a finite slope")
+    floor_in = obj.get("floor")
+    floor = -math.inf if floor_in is None else _real(floor_in, "floor", -MAX_RAW, MAX_RAW)
+    if not floor < xs[0]:  # at or above the first knot, every fitted value would be worth 0 points
+        raise ValueError(f"calibration floor must be below the first knot xs[0] = {xs[0]!r}, got {floor!r}")
+    games = _count(obj.get("games", 0), "games")
+    positions = _count(obj.get("positions", 0), "positions")
+    return Calibration(xs, ys, floor, games, positions)
+
+
+def parse_depths(obj: object, where: str = "calibration") -> dict[int, Calibration]:
+    """A reviewer's calibrations by search depth (``{"1": {...}, "2": {...}}``, the ``depths`` of a
+    calibration file), each through :func:`parse_calibration`; a depth key is 1..MAX_DEPTH in ASCII
+    digits. A one-line ValueError starting with ``where`` for anything else."""
+    if not isinstance(obj, Mapping):
+        raise ValueError(f"{where}: depths must be an object")
+    out: dict[int, Calibration] = {}
+    for key, cal in obj.items():
+        text = str(key)
+        # str.isdigit() is True for "²", which int() refuses: ASCII digits only
+        if not (text.isascii() and text.isdigit() and len(text) <= 2 and 1 <= int(text) <= MAX_DEPTH):
+            raise ValueError(f"{where}: depth {_shown(key)} must be a whole number 1..{MAX_DEPTH}")
+        try:
+            out[int(text)] = parse_calibration(cal)
+        except ValueError as e:
+            raise ValueError(f"{where}, depth {text}: {e}") from None
+    return out
 
 
 @dataclass(frozen=True)
@@ -356,7 +463,8 @@ class Calibration:
     """A monotone map from a reviewer's raw move value to points (the score still to come), as knots
     ``xs`` (increasing raw values) and ``ys`` (non-decreasing points), read by linear interpolation,
     continued past the highest knot at the fit's mean slope; ``floor``: raw values at or below it (a lost position's penalty) are worth
-    0 points. ``games`` / ``positions``: what it was fitted on."""
+    0 points. ``games`` / ``positions``: what it was fitted on. Read one from JSON with
+    :func:`parse_calibration` (the one parser; :meth:`from_json` is it)."""
 
     xs: tuple[float, ...]
     ys: tuple[float, ...]
@@ -372,7 +480,8 @@ class Calibration:
         # position (a near-empty opening board) still differ, in order
         slope = (self.ys[-1] - self.ys[0]) / (self.xs[-1] - self.xs[0])
         high = r > self.xs[-1]
-        out[high] = self.ys[-1] + slope * (r[high] - self.xs[-1])
+        with np.errstate(over="ignore"):  # a raw value past any knot: inf, refused by the review
+            out[high] = self.ys[-1] + slope * (r[high] - self.xs[-1])
         if math.isfinite(self.floor):
             # between the lost-position penalty and the lowest knot: a straight line down to 0 points
             low = (r < self.xs[0]) & (r > self.floor)
@@ -392,21 +501,9 @@ class Calibration:
         }
 
     @classmethod
-    def from_json(cls, obj: dict[str, object]) -> Calibration:
-        """The inverse of :meth:`to_json`; ValueError (one line) for anything malformed."""
-        try:
-            xs = tuple(float(x) for x in obj["xs"])  # type: ignore[attr-defined]
-            ys = tuple(float(y) for y in obj["ys"])  # type: ignore[attr-defined]
-            floor = obj.get("floor")
-            fl = -math.inf if floor is None else float(floor)  # type: ignore[arg-type]
-            games, positions = int(obj.get("games", 0)), int(obj.get("positions", 0))  # type: ignore[call-overload]
-        except (KeyError, TypeError, ValueError) as e:
-            raise ValueError(f"a calibration needs xs and ys lists of numbers ({e})") from None
-        if len(xs) < 2 or len(xs) != len(ys) or any(b <= a for a, b in itertools.pairwise(xs)):
-            raise ValueError("a calibration needs 2+ knots with increasing xs")
-        if any(b < a for a, b in itertools.pairwise(ys)) or not all(map(math.isfinite, xs + ys)):
-            raise ValueError("a calibration's ys must be finite and non-decreasing")
-        return cls(xs, ys, fl, games, positions)
+    def from_json(cls, obj: object) -> Calibration:
+        """The inverse of :meth:`to_json`: :func:`parse_calibration` (one-line ValueError)."""
+        return parse_calibration(obj)
 
 
 def fit_calibration(

@@ -163,6 +163,25 @@ class ReviewsMixin(StoreBase):
                 out.append(ReviewData(info.key, info.reviewer, info.created, info.updated, values[:n_moves]))
         return out
 
+    def truncate_review(self, review_id: int, reviewed: int) -> None:
+        """Cut a review back to its first ``reviewed`` moves (a chunk boundary: where a call that
+        failed began), in one transaction; 0 forgets the review (no empty review is left behind)."""
+        with self._tx(write=True) as con:
+            if reviewed <= 0:
+                con.execute("DELETE FROM reviews WHERE id = ?", (review_id,))
+                return
+            straddles = con.execute(
+                "SELECT 1 FROM review_chunks WHERE review_id = ? AND first < ? AND first + n > ?",
+                (review_id, reviewed, reviewed),
+            ).fetchone()
+            if straddles is not None:
+                raise StoreError(f"review {review_id} has no chunk boundary at move {reviewed}")
+            con.execute("DELETE FROM review_chunks WHERE review_id = ? AND first >= ?", (review_id, reviewed))
+            con.execute(
+                "UPDATE reviews SET reviewed = MIN(reviewed, ?), updated = ? WHERE id = ?",
+                (reviewed, time.time(), review_id),
+            )
+
     def delete_review(self, review_id: int) -> None:
         """Forget a review and its values (reviewing again starts from the first move)."""
         with self._tx(write=True) as con:

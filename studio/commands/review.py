@@ -11,8 +11,10 @@ on from where it stopped. ``review --source human --since 2024-05-01`` reviews m
 summary line each; ``--json``: one object with a ``games`` list).
 
 ``review --prepare-reviewer [--minutes M]`` trains an n-tuple network for M minutes (4 by default) as a
-recorded run, which then reviews as the default reviewer; ``review --calibrate`` refits heuristic
-expectimax's map from its values to points (``resources/review_calibration.json``).
+recorded run, which then reviews as the default reviewer; ``review --calibrate [--reviewer X] [--depth
+D]`` fits a reviewer's map from its values to points (default: expectimax at depths 1-3) on games it
+plays out, written to the data dir (``DATA/calibrations/<agent>-<hash>.json``), which is read before
+the shipped defaults (``resources/review_calibration.json``, never written).
 """
 
 from __future__ import annotations
@@ -73,7 +75,8 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--calibrate",
         action="store_true",
-        help="refit expectimax's map from its values to points on games it plays out (depths 1-3)",
+        help="fit the map from --reviewer's values to points on games it plays out, at --depth (default: "
+        "expectimax at depths 1-3), into the data dir",
     )
     p.add_argument("--games", type=whole(2, 1000), default=12, help="games per depth for --calibrate (12)")
     p.set_defaults(func=run)
@@ -194,17 +197,27 @@ def _prepare(args: argparse.Namespace) -> int:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    with ProgressLine("calibrating expectimax") as line:
-        out = calibrate(games=args.games, progress=lambda text: line.update(0, text, force=True))
-    depths = out["expectimax"]["depths"]
+    # the data dir's calibrations folder, never the installed package (its file is a read-only default)
+    with GameStore.open(args.data_dir) as store:
+        reviewer = resolve_reviewer(store, args.reviewer or "expectimax")
+    if args.reviewer is None and args.depth is None:
+        depths: list[int | None] = [1, 2, 3]  # the depths the reviewer boxes offer expectimax at
+    else:
+        depths = [args.depth]  # None: the reviewer's own depth
+    with ProgressLine(f"calibrating {reviewer.label}") as line:
+        out = calibrate(
+            reviewer, depths, games=args.games, progress=lambda text: line.update(0, text, force=True)
+        )
     if args.json:
         print(json.dumps(out))
     else:
-        for d, cal in sorted(depths.items()):
+        for d in out["fitted"]:
+            cal = out["depths"][str(d)]
             print(
-                f"expectimax depth {d}: {len(cal['xs'])} knots over {cal['positions']:,} positions of "
+                f"{reviewer.label} depth {d}: {len(cal['xs'])} knots over {cal['positions']:,} positions of "
                 f"{cal['games']} games, {cal['ys'][0]:,.0f} .. {cal['ys'][-1]:,.0f} points"
             )
+        print(f"written to {out['path']}")
     return 0
 
 

@@ -45,6 +45,7 @@ import json
 import math
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +56,7 @@ import numpy as np
 from agents.base import Agent
 from agents.review import (
     GRADES,
+    MAX_POINTS,
     MISTAKES,
     SPAN,
     Calibration,
@@ -65,12 +67,16 @@ from agents.review import (
     given_up_rate,
     grade_counts,
     grade_move,
+    grading_refusal,
+    parse_calibration,
+    parse_depths,
     values_in_points,
 )
 from agents.review import grade_record as grades_of
 from agents.review import review_subject as subject_of
 from agents.spec import AgentSpec
-from engine import Direction, Game, Rules
+from engine import DIRECTIONS, Direction, Game, Rules
+from engine.core import legal_mask
 from engine.store import GameRecord, GameStore
 from engine.store.reviews import IMPORTED
 
@@ -88,8 +94,11 @@ CHUNK_SECONDS = 0.5
 STRONG_SCORE = 20_000.0
 #: The unit every review grades in.
 UNIT = "expected final score (points)"
-#: Where the calibrations of reviewers whose values are not points live (``review --calibrate``).
+#: The shipped calibrations of reviewers whose values are not points: read-only defaults (nothing
+#: writes inside the installed package); ``review --calibrate`` writes to the data dir's
+#: :data:`CALIBRATIONS_FOLDER`, read first.
 CALIBRATION_FILE = Path(__file__).resolve().parents[2] / "resources" / "review_calibration.json"
+CALIBRATIONS_FOLDER = "calibrations"
 #: Phases of a game by the highest tile on the board before the move: labels and each one's least tile.
 PHASES: tuple[str, ...] = ("< 512", "512", "1024", "2048", "4096+")
 PHASE_FLOORS: tuple[int, ...] = (0, 512, 1024, 2048, 4096)
@@ -139,7 +148,9 @@ def file_digest(path: str | Path) -> str | None:
 class Reviewer:
     """An agent spec (registry name or checkpoint file) and the search depth it reviews at (None: the
     agent's own setting). :meth:`key` is its stable identity in the store; ``fallback`` (not part of
-    it) says why this is not a strong reviewer, when it is not."""
+    it) says why this is not a strong reviewer, when it is not. ``calibrations``: the data dir's
+    calibrations folder (:func:`calibrations_dir`), read before the shipped defaults; None: the
+    shipped ones only."""
 
     spec: AgentSpec
     depth: int | None = None
@@ -147,6 +158,7 @@ class Reviewer:
     #: chosen by the default rule (:func:`default_reviewer`); stored with its reviews, so a review made
     #: by an earlier default is known as one once the default has changed
     default: bool = field(default=False, compare=False)
+    calibrations: Path | None = field(default=None, compare=False)
 
     @property
     def label(self) -> str:
@@ -157,26 +169,58 @@ class Reviewer:
             return name
         return f"{name}, 2-ply" if self.depth == 2 and "n-tuple" in name else f"{name} depth {self.depth}"
 
-    def key(self) -> str:
-        """``name@dD:hash`` — the same for the same agent, settings, checkpoint *content* and depth."""
-        spec = json.loads(self.spec.key())
+    def _spec_ident(self) -> dict[str, Any]:
+        spec: dict[str, Any] = json.loads(self.spec.key())
         if self.spec.checkpoint is not None:
             digest = file_digest(self.spec.checkpoint)
             # gone: the path alone (building the reviewer will say the file is missing)
             spec["checkpoint"] = f"sha256:{digest}" if digest else self.spec.checkpoint
-        ident_of: dict[str, Any] = {"spec": json.dumps(spec, sort_keys=True), "depth": self.depth}
-        cal = calibration_for(self.spec.name, self.depth, dict(self.spec.config))
-        if cal is not None:
-            ident_of["calibration"] = hashlib.sha1(
-                json.dumps(cal.to_json(), sort_keys=True).encode()
-            ).hexdigest()[:12]
+        return spec
+
+    def calibration_file(self) -> Path | None:
+        """Where ``review --calibrate`` writes this reviewer's calibration in the data dir (one file
+        per agent, settings and checkpoint content, every depth in it), or None without a data dir."""
+        if self.calibrations is None:
+            return None
+        spec = self._spec_ident()
+        for part in ("config", "play"):  # the depth is a key inside the file, not part of its name
+            spec[part] = {k: v for k, v in spec[part].items() if k not in _DEPTH_SETTINGS}
+        digest = hashlib.sha1(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+        name = self.spec.name
+        if name is None and self.spec.checkpoint is not None:  # the agent the file holds, for a person
+            meta = _checkpoint_meta(Path(self.spec.checkpoint))
+            name = str(meta.get("agent")) if meta is not None else None
+        safe = "".join(c if c.isascii() and (c.isalnum() or c in "-_") else "_" for c in name or "checkpoint")
+        return self.calibrations / f"{safe[:40]}-{digest}.json"
+
+    def calibration_depths(self) -> dict[int, Calibration]:
+        """This reviewer's calibrations by depth: the data dir's (:meth:`calibration_file`) over the
+        shipped defaults (a registry agent with its default settings). A one-line ValueError naming
+        the file and field when one of them is refused."""
+        config = {**self.spec.config, **self.spec.play}
+        shipped = {} if self.spec.checkpoint else shipped_depths(self.spec.name, config)
+        return {**shipped, **own_depths(self.calibration_file())}
+
+    def key(self) -> str:
+        """``name@dD:hash`` — the same for the same agent, settings, checkpoint *content* and depth."""
+        ident_of: dict[str, Any] = {
+            "spec": json.dumps(self._spec_ident(), sort_keys=True),
+            "depth": self.depth,
+        }
+        try:
+            depths = self.calibration_depths()
+            cal = _nearest(depths, self.depth)
+            if cal is not None:
+                ident_of["calibration"] = _cal_hash(cal)
+        except ValueError as e:  # a refused calibration: its own key; building the reviewer says why
+            ident_of["calibration"] = hashlib.sha1(str(e).encode()).hexdigest()[:12]
         ident = json.dumps(ident_of, sort_keys=True)
         digest = hashlib.sha1(ident.encode()).hexdigest()[:16]
         name = self.spec.name or "checkpoint"  # never the file's name: a copy elsewhere is the same reviewer
         return f"{name}@d{self.depth if self.depth is not None else '-'}:{digest}"
 
-    def build(self, rules: Rules | None = None) -> Agent:
-        """The reviewing agent, at :attr:`depth`; ValueError with the reason when it cannot review."""
+    def agent(self, rules: Rules | None = None) -> Agent:
+        """The agent at :attr:`depth`, whether or not it can grade (``review --calibrate`` fits it)."""
         agent = self.spec.build(rules, exact=False)
         if rules is not None:
             why = type(agent).unsupported_reason(rules)
@@ -190,7 +234,14 @@ class Reviewer:
             if hasattr(agent.config, "depths_policy"):
                 changes["depths_policy"] = ()
             agent.config = agent.config.replace(**changes)
-        grading_info(agent)  # ValueError: its values are not points and it has no calibration
+        return agent
+
+    def build(self, rules: Rules | None = None) -> Agent:
+        """The reviewing agent, at :attr:`depth`; ValueError with the reason when it cannot review."""
+        agent = self.agent(rules)
+        # ValueError: its values are not points and it has no calibration (or a refused one)
+        _CALIBRATED[agent] = self.calibration_depths()
+        grading_info(agent)
         return agent
 
     def describe(self, agent: Agent) -> dict[str, Any]:
@@ -208,6 +259,13 @@ class Reviewer:
         }
 
 
+#: settings that are a search depth: a calibration file holds every depth of one reviewer
+_DEPTH_SETTINGS = ("depth", "search_depth", "depths_policy")
+#: a built reviewer -> its calibrations by depth (:meth:`Reviewer.build`), so :func:`grading_info`
+#: and the live coach (:func:`grade_played` without ``info``) read the data dir's calibration too
+_CALIBRATED: weakref.WeakKeyDictionary[Agent, dict[int, Calibration]] = weakref.WeakKeyDictionary()
+
+
 def _depth_knob(agent: Agent) -> str | None:
     for knob in ("search_depth", "depth"):
         if hasattr(agent.config, knob):
@@ -215,40 +273,78 @@ def _depth_knob(agent: Agent) -> str | None:
     return None
 
 
+def _nearest(depths: dict[int, Calibration], depth: int | None) -> Calibration | None:
+    if not depths:
+        return None
+    want = depth if depth is not None else DEFAULT_DEPTH
+    return depths[min(depths, key=lambda d: (abs(d - want), d))]
+
+
+def _cal_hash(cal: Calibration) -> str:
+    return hashlib.sha1(json.dumps(cal.to_json(), sort_keys=True).encode()).hexdigest()[:12]
+
+
 # ------------------------------------------------------------------------------------ calibration
 
 
+def calibrations_dir(data_dir: str | Path) -> Path:
+    """The data dir's folder of calibrations (``review --calibrate`` writes there; nothing is ever
+    written inside the installed package: :data:`CALIBRATION_FILE` is a read-only default)."""
+    return Path(data_dir) / CALIBRATIONS_FOLDER
+
+
+def _store_calibrations(store: GameStore | None) -> Path | None:
+    return None if store is None else calibrations_dir(store.path.parent)
+
+
 def load_calibrations(path: Path | None = None) -> dict[str, Any]:
-    """The calibration file's contents ({} when there is none or it is unreadable)."""
+    """The shipped calibration file's contents ({} when there is none or it does not read as JSON)."""
     try:
         data = json.loads((path or CALIBRATION_FILE).read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def shipped_depths(name: str | None, config: dict[str, Any] | None = None) -> dict[int, Calibration]:
+    """The shipped calibrations of agent ``name`` by depth ({} for an agent with other settings than
+    its defaults besides the depth: the fit is for that heuristic and those weights). ValueError (one
+    line, naming the file) when the file's entry is refused."""
+    if name is None or any(k not in _DEPTH_SETTINGS for k in (config or {})):
+        return {}
+    entry = load_calibrations().get(name)
+    if not isinstance(entry, dict) or "depths" not in entry:
+        return {}
+    return parse_depths(entry["depths"], f"{CALIBRATION_FILE} ({name})")
+
+
+def own_depths(path: Path | None) -> dict[int, Calibration]:
+    """A data dir calibration file's calibrations by depth ({} when there is none); ValueError (one
+    line, naming the file) when it is refused."""
+    if path is None:
+        return {}
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return {}
+    except OSError as e:
+        raise ValueError(f"{path}: cannot be read ({e.strerror or e})") from None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        raise ValueError(f"{path}: not a calibration file (not JSON)") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not a calibration file")
+    return parse_depths(data.get("depths"), str(path))
 
 
 def calibration_for(
     name: str | None, depth: int | None, config: dict[str, Any] | None = None
 ) -> Calibration | None:
-    """The calibration of agent ``name`` at search ``depth`` (the nearest depth fitted), or None.
-
-    Only an agent whose settings other than the depth are its defaults is calibrated: the fit is for
-    that heuristic and those weights."""
-    if name is None:
-        return None
-    entry = load_calibrations().get(name)
-    if not isinstance(entry, dict) or not isinstance(entry.get("depths"), dict):
-        return None
-    extra = {k: v for k, v in (config or {}).items() if k not in ("depth", "depths_policy")}
-    if extra:
-        return None
-    depths = {int(k): v for k, v in entry["depths"].items() if str(k).isdigit()}
-    if not depths:
-        return None
-    want = depth if depth is not None else DEFAULT_DEPTH
-    nearest = min(depths, key=lambda d: (abs(d - want), d))
+    """The shipped calibration of agent ``name`` at search ``depth`` (the nearest depth fitted), or
+    None (a refused one too: :meth:`Reviewer.build` says why)."""
     try:
-        return Calibration.from_json(depths[nearest])
+        return _nearest(shipped_depths(name, config), depth)
     except ValueError:
         return None
 
@@ -256,7 +352,8 @@ def calibration_for(
 def grading_info(agent: Agent) -> dict[str, Any]:
     """How ``agent``'s values become points: ``value_kind``, ``unit``, ``calibration`` (its knots as
     JSON text, or None when the values are points already), ``sees_death`` (its values see a game end one move ahead).
-    ValueError (one line) when the agent cannot grade."""
+    ValueError (one line) when the agent cannot grade. A reviewer built by :meth:`Reviewer.build`
+    uses its own calibrations (the data dir's first); any other agent the shipped ones."""
     knob = _depth_knob(agent)
     depth = int(getattr(agent.config, knob)) if knob else 1
     policy = getattr(agent.config, "depths_policy", ()) or ()
@@ -265,16 +362,20 @@ def grading_info(agent: Agent) -> dict[str, Any]:
         # review values in points; an agent that reviews in points sees a game's end one move ahead
         sees_death = sees_death or agent.reviews_in_points
         return {"value_kind": "points", "unit": UNIT, "calibration": None, "sees_death": sees_death}
-    changed = {
-        k: getattr(agent.config, k)
-        for k in ("heuristic", "prob_cutoff")
-        if hasattr(agent.config, k) and getattr(agent.config, k) != getattr(type(agent.config)(), k)
-    }
-    cal = calibration_for(agent.name, depth, changed)
+    if agent in _CALIBRATED:
+        cal = _nearest(_CALIBRATED[agent], depth)
+    else:
+        changed = {
+            k: getattr(agent.config, k)
+            for k in ("heuristic", "prob_cutoff")
+            if hasattr(agent.config, k) and getattr(agent.config, k) != getattr(type(agent.config)(), k)
+        }
+        cal = _nearest(shipped_depths(agent.name, changed), depth)
     if cal is None:
         raise ValueError(
             f"{agent.name}'s move values are not points and it has no calibration, so it cannot grade "
-            "moves (review with an n-tuple checkpoint, or expectimax; review --calibrate fits one)"
+            f"moves (review with an n-tuple checkpoint, or expectimax; review --calibrate --reviewer "
+            f"{agent.name} fits one)"
         )
     return {
         "value_kind": agent.value_kind,
@@ -290,52 +391,93 @@ def to_points(values: np.ndarray, info: dict[str, Any]) -> np.ndarray:
     return values_in_points(values, info)
 
 
+def calibration_refusal(agent: Agent) -> str | None:
+    """Why ``agent`` cannot be calibrated (one line), or None when it can: it needs move values that
+    rank positions on one scale (not points already, not shares of a policy)."""
+    if agent.value_kind == "points" or agent.reviews_in_points:
+        return f"{agent.name}'s move values are points already: it grades without a calibration"
+    if agent.value_kind == "share":
+        return (
+            f"{agent.name}'s move values are a policy's shares of 1 per position, not values that "
+            "compare across positions: they cannot be calibrated to points"
+        )
+    if type(agent).move_values is Agent.move_values:
+        return f"{agent.name} rates no moves (it has no move values to calibrate)"
+    return None
+
+
 def calibrate(
-    depths: Sequence[int] = (1, 2, 3),
+    reviewer: Reviewer | None = None,
+    depths: Sequence[int | None] = (1, 2, 3),
     games: int = 12,
     *,
     seed: int = 1000,
     path: Path | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Fit heuristic expectimax's calibration at each depth and write it to the calibration file.
+    """Fit ``reviewer``'s calibration (default: heuristic expectimax) at each of ``depths`` (None: its
+    own depth) and write it to ``path`` (default: :meth:`Reviewer.calibration_file`, in the data dir;
+    the shipped file is never written), keeping the depths fitted before. Returns what was written:
+    ``{"name", "label", "key", "depths": {"D": knots}}``.
 
-    Expectimax plays ``games`` seeded games to the end at that depth; at every position its raw value
+    The reviewer plays ``games`` seeded games to the end at that depth; at every position its raw value
     of the move it played and the score the game still made from there are a pair; the pairs are fitted
-    by :func:`agents.review.fit_calibration` (a lost position's penalty counts as 0 points)."""
+    by :func:`agents.review.fit_calibration` (a lost position's penalty counts as 0 points).
+    ValueError (one line) for a reviewer that cannot be calibrated."""
     from agents.expectimax import DEFAULT_LOSS_PENALTY
-    from agents.registry import create_agent
 
-    out = load_calibrations(path)
-    entry: dict[str, Any] = {"heuristic": "nneonneo", "depths": {}}
-    if isinstance(out.get("expectimax"), dict) and isinstance(out["expectimax"].get("depths"), dict):
-        entry["depths"] = dict(out["expectimax"]["depths"])
-    for depth in depths:
-        agent = create_agent("expectimax", {"depth": depth, "depths_policy": ()})
+    reviewer = reviewer or Reviewer(AgentSpec(name="expectimax"))
+    target = path or reviewer.calibration_file()
+    if target is None:
+        raise ValueError("calibrate needs a data dir to write the calibration to")
+    try:
+        kept = {str(d): c.to_json() for d, c in own_depths(target).items()}
+    except ValueError:
+        kept = {}  # a refused file is replaced by this fit
+    fitted: dict[str, Any] = {}
+    for want in depths:
+        at = Reviewer(reviewer.spec, want if want is not None else reviewer.depth)
+        agent = at.agent()
+        why = calibration_refusal(agent)
+        if why:
+            raise ValueError(why)
+        knob = _depth_knob(agent)
+        depth = int(getattr(agent.config, knob)) if knob else 1
+        # expectimax's lost-position penalty is worth 0 points; another agent's values have no floor
+        floor = -DEFAULT_LOSS_PENALTY / 2 if agent.name == "expectimax" else -math.inf
         raw: list[float] = []
         remaining: list[float] = []
         for k in range(games):
-            game = Game(seed=seed + k)
+            game = Game(rules=agent.rules, seed=seed + k)
             vals: list[float] = []
             before: list[int] = []
             while not game.game_over:
-                values = agent.move_values(game)
+                legal = set(game.legal_moves())
+                values = {d: v for d, v in agent.review_values(game).items() if d in legal}
+                if not values:
+                    raise ValueError(f"{agent.name} rated no legal move at move {game.moves} of game {k + 1}")
                 best = max(values, key=lambda d: values[d])
-                vals.append(values[best])
+                vals.append(float(values[best]))
                 before.append(game.score)
                 game.step(best)
             raw += vals
             remaining += [game.score - s for s in before]
             if progress is not None:
                 progress(f"depth {depth}: game {k + 1}/{games}, score {game.score:,}")
-        cal = fit_calibration(raw, remaining, floor=-DEFAULT_LOSS_PENALTY / 2, games=games)
-        entry["depths"][str(depth)] = cal.to_json()
-    out["expectimax"] = entry
-    target = path or CALIBRATION_FILE
-    tmp = target.with_suffix(".tmp")
+        cal = fit_calibration(raw, remaining, floor=floor, games=games)
+        parse_calibration(cal.to_json())  # what is written reads back (knots finite and in range)
+        fitted[str(depth)] = cal.to_json()
+    out = {
+        "name": reviewer.spec.name,
+        "checkpoint": reviewer.spec.checkpoint,
+        "label": reviewer.spec.display,
+        "depths": {**kept, **fitted},
+    }
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
     tmp.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
     tmp.replace(target)
-    return out
+    return {**out, "path": str(target), "fitted": sorted(int(d) for d in fitted)}
 
 
 # ------------------------------------------------------------------------------------ choosing
@@ -401,7 +543,7 @@ def default_reviewer(store: GameStore | None = None, rules: Rules | None = None)
                     "prepare a stronger one"
                 )
             spec = AgentSpec.from_checkpoint(str(path.resolve()), "ntuple", label=f"n-tuple run {run_id}")
-            return Reviewer(spec, DEFAULT_DEPTH, note, default=True)
+            return Reviewer(spec, DEFAULT_DEPTH, note, default=True, calibrations=_store_calibrations(store))
     why = (
         "no n-tuple network in this store yet: prepare a reviewer for sharper grades"
         if classic
@@ -412,6 +554,7 @@ def default_reviewer(store: GameStore | None = None, rules: Rules | None = None)
         DEFAULT_DEPTH,
         f"fallback: {why}",
         default=True,
+        calibrations=_store_calibrations(store),
     )
 
 
@@ -435,9 +578,16 @@ def resolve_reviewer(
         chosen = default_reviewer(store, rules)
         if depth is None:
             return chosen
-        return Reviewer(chosen.spec, depth, chosen.fallback, default=depth == chosen.depth)
+        return Reviewer(
+            chosen.spec,
+            depth,
+            chosen.fallback,
+            default=depth == chosen.depth,
+            calibrations=chosen.calibrations,
+        )
+    calibrations = _store_calibrations(store)
     if text in agent_names():
-        return Reviewer(AgentSpec(name=text), depth)
+        return Reviewer(AgentSpec(name=text), depth, calibrations=calibrations)
     path = Path(text).expanduser()
     if not path.is_file():
         raise ValueError(
@@ -447,36 +597,47 @@ def resolve_reviewer(
     for _score, run_id, found in _ntuple_candidates(store) if store is not None else []:
         if str(found.resolve()) == checkpoint:
             return Reviewer(
-                AgentSpec.from_checkpoint(checkpoint, "ntuple", label=f"n-tuple run {run_id}"), depth
+                AgentSpec.from_checkpoint(checkpoint, "ntuple", label=f"n-tuple run {run_id}"),
+                depth,
+                calibrations=calibrations,
             )
-    for _label, spec in _critic_reviewers(store) if store is not None else []:
+    learners = {name for name, trainable in _plugin_reviewers() if trainable}
+    for _label, spec in _critic_reviewers(store, learners) if store is not None else []:
         if spec.checkpoint == checkpoint:
-            return Reviewer(spec, depth)
-    return Reviewer(AgentSpec.from_checkpoint(checkpoint), depth)
+            return Reviewer(spec, depth, calibrations=calibrations)
+    return Reviewer(AgentSpec.from_checkpoint(checkpoint), depth, calibrations=calibrations)
 
 
 def reviewer_choices(store: GameStore | None) -> list[tuple[str, tuple[str, int | None] | None]]:
     """What a window offers: (label, None for the default | (name or checkpoint, depth)): the default,
-    each n-tuple run's best checkpoint at 2-ply (strongest first, five at most), expectimax d1-d3, then
-    each plug-in agent whose move values are points (at its own depth). An entry is the reviewer
-    ``resolve_reviewer(store, *entry)`` (None: ``resolve_reviewer(store, None)``)."""
+    each n-tuple run's best checkpoint at 2-ply (strongest first, five at most), expectimax d1-d3, the
+    newest trained checkpoints of the other learners that grade (a critic in points, a plug-in in
+    points), then each plug-in agent whose move values are points and that needs no training (at its
+    own depth): an untrained learner's values (zero tables) would grade every move "best". An entry is
+    the reviewer ``resolve_reviewer(store, *entry)`` (None: ``resolve_reviewer(store, None)``)."""
     out: list[tuple[str, tuple[str, int | None] | None]] = [("default", None)]
     if store is not None:
         for _score, run_id, path in sorted(_ntuple_candidates(store), key=lambda f: (-f[0], -f[1]))[:5]:
             out.append((f"n-tuple run {run_id}, 2-ply", (str(path.resolve()), DEFAULT_DEPTH)))
     out += [(f"expectimax d{d}", ("expectimax", d)) for d in (1, 2, 3)]
+    plugins = _plugin_reviewers()
     if store is not None:
-        out += [(label, (str(spec.checkpoint), None)) for label, spec in _critic_reviewers(store)]
-    out += [(f"{name} (plug-in)", (name, None)) for name in _plugin_reviewers()]
+        learners = {name for name, trainable in plugins if trainable}
+        out += [(label, (str(spec.checkpoint), None)) for label, spec in _critic_reviewers(store, learners)]
+    out += [(f"{name} (plug-in)", (name, None)) for name, trainable in plugins if not trainable]
     return out
 
 
-def _plugin_reviewers() -> list[str]:
-    """Plug-in agents whose move values are points (a gap is points given up): they can grade moves.
-    (Those that map a critic to points review from a trained checkpoint: :func:`_critic_reviewers`.)"""
-    from agents.registry import get_agent_class, plugins
+def _plugin_reviewers() -> list[tuple[str, bool]]:
+    """(name, trainable) of the plug-in agents whose move values are points (a gap is points given
+    up): they can grade moves, a learner from its trained checkpoints only. (Those that map a critic to
+    points review from a trained checkpoint too: :func:`_critic_reviewers`.)"""
+    from agents.registry import loaded_plugins
 
-    return [p.name for p in plugins() if p.reason is None and get_agent_class(p.name).value_kind == "points"]
+    # Those imported so far (the window's background preload imports them all, `agents` and a named
+    # --agent too): the reviewer box is filled on the window's thread, which importing a plug-in
+    # (torch, seconds) would freeze.
+    return [(name, bool(cls.trainable)) for name, cls in loaded_plugins() if cls.value_kind == "points"]
 
 
 #: runs looked at for :func:`_critic_reviewers`, newest first (each costs a read of a checkpoint's
@@ -484,11 +645,14 @@ def _plugin_reviewers() -> list[str]:
 CRITIC_RUNS_SCANNED = 200
 
 
-def _critic_reviewers(store: GameStore, most: int = 3) -> list[tuple[str, AgentSpec]]:
+def _critic_reviewers(
+    store: GameStore, learners: set[str] | frozenset[str] = frozenset(), most: int = 3
+) -> list[tuple[str, AgentSpec]]:
     """(label, spec) of the newest runs' checkpoints (best, else last) of the learners that review by a
-    critic mapped to points (:attr:`agents.base.Agent.reviews_in_points`, e.g. MaskablePPO), ``most``
-    per agent: "sb3-maskppo run 7". Known from each checkpoint's metadata: no agent class is imported
-    (the reviewer box is filled on the window's thread)."""
+    critic mapped to points (:attr:`agents.base.Agent.reviews_in_points`, e.g. MaskablePPO) or that are
+    one of ``learners`` (plug-ins whose values are points), ``most`` per agent: "sb3-maskppo run 7".
+    Critics are known from each checkpoint's metadata: no agent class is imported (the reviewer box is
+    filled on the window's thread)."""
     out: list[tuple[str, AgentSpec]] = []
     per_agent: dict[str, int] = {}
     for run in store.list_runs(limit=CRITIC_RUNS_SCANNED):
@@ -497,7 +661,9 @@ def _critic_reviewers(store: GameStore, most: int = 3) -> list[tuple[str, AgentS
         best = store.best_checkpoint(run.id)
         path = best.path if best is not None and best.path.is_file() else store.last_checkpoint(run.id)
         meta = _checkpoint_meta(path) if path is not None else None
-        if path is None or meta is None or meta.get("reviews_in_points") is not True:
+        if path is None or meta is None:
+            continue
+        if meta.get("reviews_in_points") is not True and run.agent not in learners:
             continue
         label = f"{run.agent} run {run.id}"
         out.append((label, AgentSpec.from_checkpoint(str(path.resolve()), run.agent, label=label)))
@@ -718,6 +884,7 @@ def grade_played(
     what :func:`grading_info` says of ``agent`` (worked out when not given)."""
     info = info if info is not None else grading_info(agent)
     raw = position_values(agent, rules, np.asarray(board, dtype=np.int64), score)
+    checked_points(agent, raw, info, board, index)
     return grade_move(
         to_points(raw, info),
         int(played),
@@ -728,9 +895,44 @@ def grade_played(
     )
 
 
+class ReviewerFault(ValueError):
+    """A reviewer's values refused (:func:`checked_points`): its fault, named in one line."""
+
+
+def _reviewed(store: GameStore, review_id: int, fallback: int) -> int:
+    """How far a review stands now (``fallback`` when it cannot be read)."""
+    try:
+        return len(store.review_values(review_id))
+    except Exception:
+        return fallback
+
+
+def checked_points(
+    agent: Agent, raw: np.ndarray, info: dict[str, Any], board: np.ndarray, index: int
+) -> None:
+    """Refuse a reviewer's values of one position (raw, action order) that are not a finite number of
+    points within reach of a game (±MAX_POINTS) for every legal move: NaN, infinities or 1e308 would
+    grade every move "best" (all tied, or all past any score). Its fault, named, in one line."""
+    points = to_points(raw, info)
+    legal = legal_mask(np.asarray(board, dtype=np.int64))
+    for d in DIRECTIONS:
+        if not legal[d]:
+            continue
+        v = float(points[d])
+        if not (math.isfinite(v) and abs(v) <= MAX_POINTS):
+            raise ReviewerFault(
+                f"reviewer {agent.name} rated {d.label} at move {index + 1} as {float(raw[d])!r}: not a "
+                f"finite value within ±{MAX_POINTS:g} points, the reviewer's fault (nothing stored)"
+            )
+
+
 def _game_review(
     rec: GameRecord, info: dict[str, Any], values: np.ndarray, reviewer: Reviewer | None, evaluated: int = 0
 ) -> GameReview:
+    why = grading_refusal(info)
+    if why:  # a review from a file (or an older studio) whose calibration is refused: no figures
+        who = info.get("label") or info.get("name") or "?"
+        raise ValueError(f"the review of game {rec.id} by {who} cannot be graded: {why}")
     described = dict(info)
     if reviewer is not None:  # the label and note as they stand now (a store may have grown a network)
         described["label"] = reviewer.label
@@ -784,7 +986,7 @@ def earlier_default_review(store: GameStore, game_id: int, reviewer: Reviewer) -
     for info in store.list_reviews(game_id):
         if info.key == key or info.key.startswith(IMPORTED) or not info.reviewed:
             continue
-        if not _made_by_default(info.reviewer):
+        if not _made_by_default(info.reviewer) or grading_refusal(info.reviewer):
             continue
         review = _game_review(store.load_game(game_id), info.reviewer, store.review_values(info.id), None)
         review.default_now = reviewer.label
@@ -818,7 +1020,16 @@ def review_game(
     info = store.open_review(game_id, key, reviewer.describe(agent))
     done = info.reviewed
     parts = [store.review_values(info.id)]
-    evaluated = _evaluate(store, info.id, agent, rec, done, parts, progress, should_stop)
+    try:
+        evaluated = _evaluate(store, info.id, agent, info.reviewer, rec, done, parts, progress, should_stop)
+    except ReviewerFault:
+        store.truncate_review(info.id, done)  # values it gave are not to be trusted: none of this call's
+        raise
+    except Exception:
+        # the reviewer crashed (a checkpoint that does not run): what it finished stays, as after a
+        # kill, but never an empty review
+        store.truncate_review(info.id, _reviewed(store, info.id, done))
+        raise
     return _game_review(rec, info.reviewer, np.concatenate(parts), reviewer, evaluated)
 
 
@@ -826,6 +1037,7 @@ def _evaluate(
     store: GameStore,
     review_id: int,
     agent: Agent,
+    info: dict[str, Any],
     rec: GameRecord,
     start: int,
     out: list[np.ndarray],
@@ -854,7 +1066,9 @@ def _evaluate(
             if should_stop is not None and should_stop():
                 break
             before = int(rec.scores[i] - rec.rewards[i])
-            pending.append(position_values(agent, rules, rec.layouts[i], before))
+            raw = position_values(agent, rules, rec.layouts[i], before)
+            checked_points(agent, raw, info, rec.layouts[i], i)
+            pending.append(raw)
             if len(pending) >= CHUNK_MOVES or time.perf_counter() - last_flush >= CHUNK_SECONDS:
                 flush()
                 if progress is not None:

@@ -575,8 +575,8 @@ def test_calibrate_fits_expectimax_on_games_it_plays_out(tmp_path):
     path = tmp_path / "cal.json"
     out = svc.calibrate(depths=(1,), games=2, path=path)
     saved = json.loads(path.read_text())
-    assert saved == json.loads(json.dumps(out))
-    knots = saved["expectimax"]["depths"]["1"]
+    assert saved == {k: v for k, v in json.loads(json.dumps(out)).items() if k not in ("path", "fitted")}
+    knots = saved["depths"]["1"]
     assert knots["games"] == 2 and knots["positions"] > 100
     assert knots["ys"] == sorted(knots["ys"]) and knots["ys"][-1] > knots["ys"][0] > 0
     # the shipped calibration covers the depths the window offers
