@@ -17,10 +17,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-# Counters live with the checkpoint format that saves them (checkpoint imports no agent module)
-from agents.checkpoint import Counters as Counters
-from agents.checkpoint import load_checkpoint, save_checkpoint
 from agents.config import AgentConfig
+from agents.counters import Counters as Counters  # part of the contract; defined apart (see agents.counters)
 from agents.guard import best_move, checked_values
 from agents.metrics import MetricInfo, complete_declarations
 from engine import DIRECTIONS, Direction, Game, Rules
@@ -107,6 +105,8 @@ class Budget:
         return float(min(1.0, max(parts))) if parts else 0.0
 
     def done(self, episodes: int, steps: int, seconds: float) -> bool:
+        """Whether the budget is used after ``episodes`` games, ``steps`` moves and ``seconds`` of
+        training in this call: the first limit reached ends it (a limit left None never does)."""
         return (
             (self.episodes is not None and episodes >= self.episodes)
             or (self.steps is not None and steps >= self.steps)
@@ -192,6 +192,8 @@ class Agent:
     :meth:`get_state` and :meth:`set_state`. Checkpoint I/O is shared (:mod:`agents.checkpoint`).
     """
 
+    #: The registry knows the contract's root class by this marker (agents.registry.contract_root).
+    __studio2048_agent_root__: ClassVar[bool] = True
     name: ClassVar[str] = ""
     config_cls: ClassVar[type[AgentConfig]] = AgentConfig
     description: ClassVar[str] = ""
@@ -286,11 +288,20 @@ class Agent:
         """Inverse of :meth:`get_state`."""
 
     def save(self, path: str | Path) -> Path:
+        """Write a checkpoint of this agent to ``path`` (``.npz`` added when missing), atomically: its
+        config, rules, counters, seed and :meth:`get_state` (:func:`agents.checkpoint.save_checkpoint`).
+        The path written."""
+        # imported here: the checkpoint format builds on this contract (Counters, the registry), not
+        # the reverse
+        from agents.checkpoint import save_checkpoint
+
         return save_checkpoint(self, path)
 
     @classmethod
     def load(cls, path: str | Path) -> Agent:
         """Load a checkpoint of this agent (``Agent.load`` accepts any agent's)."""
+        from agents.checkpoint import load_checkpoint
+
         agent = load_checkpoint(path)
         if cls is not Agent and not isinstance(agent, cls):
             raise ValueError(f"{Path(path).name} is a checkpoint of agent {agent.name!r}, not {cls.name!r}")

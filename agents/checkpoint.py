@@ -3,8 +3,13 @@
 Layout: an uncompressed ``.npz`` (zip) archive. Every entry is a plain numeric array; ``__meta__`` is the
 UTF-8 JSON metadata as a uint8 array::
 
-    {"format": "2048-studio-checkpoint", "version": 1, "agent": "dqn", "config": {...},
-     "rules": {...}, "counters": {...}, "seed": 3, "state": {...agent metadata...}, "created": "..."}
+    {"format": "2048-studio-checkpoint", "version": 1, "agent": "dqn", "class": "DQNAgent",
+     "config": {...}, "rules": {...}, "counters": {...}, "seed": 3, "state": {...agent metadata...},
+     "created": "..."}
+
+``class`` (the saving agent's class name) must be the class ``agent`` names when it is loaded: two
+agents may share their arrays' names and shapes (``sb3-ppo`` and ``sb3-maskppo``), so a checkpoint
+relabelled from one to the other would load, and play by another algorithm than it says.
 
 Loading uses ``np.load(allow_pickle=False)``, so a crafted object array is refused without being
 unpickled, and no code from the file ever runs. Writes are atomic (temporary file + fsync + rename):
@@ -30,6 +35,7 @@ The ``state_*`` helpers below are what agents' ``set_state`` use to read their p
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as _dt
 import json
@@ -37,20 +43,23 @@ import logging
 import math
 import os
 import zipfile
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from agents.config import ConfigError
+
+# Counters: the agent contract's (agents.base re-exports them), which this format saves
+from agents.counters import Counters as Counters
 from agents.registry import get_agent_class
 from engine import Rules
 from engine.fsutil import atomic_write
 from engine.npzcheck import check_npz_sizes
 
-if TYPE_CHECKING:  # base imports this module (Agent.save / Agent.load): Agent for type hints only
+if TYPE_CHECKING:
     from agents.base import Agent
 
 log = logging.getLogger(__name__)
@@ -70,20 +79,10 @@ MAX_INFLATION_BYTES = 64 << 20
 MAX_COUNT = 2**63 - 1
 #: Seeds: a 64-bit unsigned number (the engine's generators keep 64 bits of it).
 MAX_SEED = 2**64 - 1
+#: Longest class name in the metadata (a dotted Python qualified name; real ones are ~20 characters).
+MAX_CLASS_NAME = 200
 #: Longest message of a CheckpointError (a crafted value could make it megabytes).
 MAX_MESSAGE = 400
-
-
-@dataclass
-class Counters:
-    """An agent's lifetime training counters, saved in checkpoints so a resumed run continues them
-    (``agents.base`` exports it; it lives here, with the format that checks it, so that this module
-    needs no agent module at run time)."""
-
-    episodes: int = 0
-    steps: int = 0
-    seconds: float = 0.0
-    updates: int = 0
 
 
 class CheckpointError(ValueError):
@@ -103,6 +102,14 @@ class NonFiniteWeights(CheckpointError):
         self.entry = entry
 
 
+class CheckpointTooLarge(CheckpointError):
+    """A checkpoint past the size limit it was saved under (nothing written). ``size``: its bytes."""
+
+    def __init__(self, message: object = "", size: int = 0) -> None:
+        super().__init__(message)
+        self.size = size
+
+
 def one_line(text: str, limit: int = MAX_MESSAGE) -> str:
     """``text`` on one line (runs of white space, newlines included, become one space), at most ``limit``."""
     flat = " ".join(text.split())
@@ -112,8 +119,14 @@ def one_line(text: str, limit: int = MAX_MESSAGE) -> str:
 # ------------------------------------------------------------------------------------------- writing
 
 
-def save_checkpoint(agent: Agent, path: str | Path, *, require_finite: bool = False) -> Path:
+def save_checkpoint(
+    agent: Agent, path: str | Path, *, require_finite: bool = False, max_bytes: int | None = None
+) -> Path:
     """Write ``agent`` to ``path`` (``.npz`` added when missing), atomically.
+
+    ``max_bytes``: refuse (:class:`CheckpointTooLarge`, nothing written) a file that would be larger;
+    its size is known from the arrays before a byte is written (:func:`npz_size`), so a runaway
+    network never fills the disk on its way to being refused.
 
     ``require_finite``: refuse (:class:`NonFiniteWeights`, nothing written) when a float array of its
     state holds NaN or an infinity; training runs save this way, so a diverged network never replaces
@@ -128,6 +141,7 @@ def save_checkpoint(agent: Agent, path: str | Path, *, require_finite: bool = Fa
         "format": FORMAT,
         "version": VERSION,
         "agent": agent.name,
+        "class": type(agent).__qualname__,
         "config": agent.config.to_dict(),
         "rules": agent.rules.to_dict(),
         "counters": asdict(agent.counters),
@@ -152,6 +166,13 @@ def save_checkpoint(agent: Agent, path: str | Path, *, require_finite: bool = Fa
     except ValueError as e:
         raise CheckpointError(f"{agent.name}'s metadata cannot be saved: {e}") from None
     payload[META_KEY] = np.frombuffer(text.encode(), dtype=np.uint8)
+    if max_bytes is not None:
+        size = npz_size(payload)
+        if size > max_bytes:
+            raise CheckpointTooLarge(
+                f"{agent.name}'s checkpoint would be {mb(size)}, past the {mb(max_bytes)} limit: not saved",
+                size,
+            )
     atomic_write(path, lambda fh: _write_npz(fh, payload))
     return path
 
@@ -163,6 +184,29 @@ def _write_npz(fh: Any, arrays: dict[str, np.ndarray]) -> None:
         for name, arr in arrays.items():
             with zf.open(f"{name}.npy", "w", force_zip64=True) as member:
                 np.lib.format.write_array(member, arr, allow_pickle=False)
+
+
+#: Bytes a member of the archive takes besides its data: the .npy header (padded to 64 or 128 bytes),
+#: a zip local header and a central directory entry with their zip64 extras (the name counted apart).
+_MEMBER_OVERHEAD = 128 + 30 + 46 + 2 * 32
+#: The end of the archive: end-of-central-directory records, zip64 included.
+_ARCHIVE_OVERHEAD = 22 + 56 + 20
+
+
+def npz_size(arrays: Mapping[str, np.ndarray]) -> int:
+    """Bytes of the uncompressed archive :func:`save_checkpoint` writes of ``arrays``: their data, plus
+    at most a few hundred bytes a member (a header larger than 128 bytes, for an array of very many
+    axes, is the only excess), an upper bound within a kilobyte of the file's size."""
+    total = _ARCHIVE_OVERHEAD
+    for name, arr in arrays.items():
+        total += int(arr.nbytes) + _MEMBER_OVERHEAD + 2 * len(f"{name}.npy".encode())
+    return total
+
+
+def mb(size: int) -> str:
+    """``size`` bytes in MB (2**20 bytes) for a message: "839.2 MB", "0.01 MB"."""
+    value = size / (1 << 20)
+    return f"{value:,.1f} MB" if value >= 10 else f"{value:,.3g} MB"
 
 
 def first_nonfinite(arrays: Mapping[str, np.ndarray]) -> str | None:
@@ -184,10 +228,13 @@ def first_nonfinite(arrays: Mapping[str, np.ndarray]) -> str | None:
 # ------------------------------------------------------------------------------------------- reading
 
 
-def read_checkpoint(path: str | Path, *, arrays: bool = True) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def read_checkpoint(
+    path: str | Path, *, arrays: bool = True, skip: Collection[str] = ()
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Metadata (checked by :func:`check_meta`, defaults filled in) and arrays of a checkpoint file;
     nothing executed, nothing read before the archive's sizes are checked. ``arrays=False``: the
-    metadata only (the arrays, hundreds of MB for an n-tuple network, are not inflated)."""
+    metadata only (the arrays, hundreds of MB for an n-tuple network, are not inflated); ``skip``:
+    arrays left unread."""
     path = Path(path)
     name = path.name
     if not path.exists():
@@ -215,7 +262,7 @@ def read_checkpoint(path: str | Path, *, arrays: bool = True) -> tuple[dict[str,
             fh.seek(0)
             with np.load(fh, allow_pickle=False) as npz:
                 raw = npz[META_KEY]
-                data = {k: npz[k] for k in npz.files if k != META_KEY and arrays}
+                data = {k: npz[k] for k in npz.files if k != META_KEY and arrays and k not in skip}
     except CheckpointError:
         raise
     except ValueError as e:  # NpzSizeError included
@@ -292,9 +339,10 @@ def check_meta(meta: Any, name: str = "checkpoint") -> dict[str, Any]:
     """The checkpoint metadata's schema; the metadata with its defaults filled in, or CheckpointError.
 
     ``format`` (this format), ``version`` (a whole number, at most :data:`VERSION`), ``agent`` (text),
-    ``config`` / ``rules`` / ``state`` (objects), ``counters`` (an object of the known counters, whole
-    numbers in [0, 2^63) and seconds a finite number >= 0), ``seed`` (a whole number in [0, 2^64) or
-    null). Other keys (``created``) are kept as they are and never used.
+    ``class`` (text, when present), ``config`` / ``rules`` / ``state`` (objects), ``counters`` (an
+    object of the known counters, whole numbers in [0, 2^63) and seconds a finite number >= 0),
+    ``seed`` (a whole number in [0, 2^64) or null). Other keys (``created``) are kept as they are and
+    never used.
     """
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise CheckpointError(f"{name} is not a 2048 Studio checkpoint")
@@ -314,6 +362,9 @@ def check_meta(meta: Any, name: str = "checkpoint") -> dict[str, Any]:
         if not isinstance(value, dict):
             raise CheckpointError(f"{name} is damaged: its {key} is a {type(value).__name__}, not an object")
     out["counters"] = _check_counters(out["counters"], name)
+    recorded = out.get("class")
+    if recorded is not None and (not isinstance(recorded, str) or not 0 < len(recorded) <= MAX_CLASS_NAME):
+        raise CheckpointError(f"{name} is damaged: its class {recorded!r} is not a class name")
     seed = out.setdefault("seed", None)
     if seed is not None and not _whole(seed, 0, MAX_SEED):
         raise CheckpointError(f"{name} is damaged: its seed {seed!r} is not a whole number in [0, 2^64)")
@@ -351,8 +402,12 @@ def load_checkpoint(
     expect_rules: Rules | None = None,
     allow_nonfinite: bool = False,
     device: str | None = None,
+    play: bool = False,
 ) -> Agent:
     """Rebuild the agent a checkpoint was made from (its registered class, config, rules and state).
+
+    ``play``: to play, never to train on: the arrays its class names ``resume_only_arrays`` (an
+    n-tuple network's temporal-coherence sums, twice its weights) are not read.
 
     CheckpointError (one line, naming the file) for any checkpoint that cannot be used, including one
     whose float arrays hold NaN or an infinity (:class:`NonFiniteWeights`: the run diverged) unless
@@ -363,7 +418,12 @@ def load_checkpoint(
     this machine has that device, else ``auto`` is used (a run trained on a GPU resumes on a laptop).
     """
     path = Path(path)
-    meta, arrays = read_checkpoint(path)
+    skip: tuple[str, ...] = ()
+    if play:
+        with contextlib.suppress(KeyError):  # an unknown agent is refused below, with the reason
+            cls = get_agent_class(read_checkpoint(path, arrays=False)[0]["agent"])
+            skip = tuple(getattr(cls, "resume_only_arrays", ()))
+    meta, arrays = read_checkpoint(path, skip=skip)
     name = meta["agent"]
     if expect_agent is not None and name != expect_agent:
         raise CheckpointError(f"{path.name} is a checkpoint of agent {name!r}, not {expect_agent!r}")
@@ -371,6 +431,12 @@ def load_checkpoint(
         cls = get_agent_class(name)
     except KeyError:
         raise CheckpointError(f"{path.name} is a checkpoint of unknown agent {name!r}") from None
+    recorded = meta.get("class")  # absent in checkpoints written before it was recorded
+    if recorded is not None and recorded != cls.__qualname__:
+        raise CheckpointError(
+            f"{path.name} was saved by class {recorded}, not by {cls.__qualname__} of agent {name!r}: "
+            "relabelled, refused"
+        )
     if not allow_nonfinite:
         bad = first_nonfinite(arrays)
         if bad is not None:
@@ -466,8 +532,12 @@ def state_array(
     high: float | None = None,
 ) -> np.ndarray:
     """``arrays[key]`` (KeyError when absent) checked for its dtype kind (numpy's ``kind`` letters),
-    its shape (None = any length on that axis) and its value range; ValueError saying what differs."""
+    its shape (None = any length on that axis) and its value range; ValueError saying what differs.
+    ``kinds="f"`` (a network's weights): float32 or float64 only."""
     arr = np.asarray(arrays[key])
+    if kinds == "f" and arr.dtype not in (np.float32, np.float64):
+        # weights: a bool or int8 table would load and play as if it were a network
+        raise ValueError(f"{key} has type {arr.dtype}, not float32 or float64 as a network's weights")
     if arr.dtype.kind not in kinds:
         raise ValueError(f"{key} has type {arr.dtype}, not one of the kinds {kinds!r}")
     if shape is not None and (

@@ -101,7 +101,7 @@ class AgentSpec:
         if self.checkpoint:
             # Playing runs one board at a time, where small nets are faster on the CPU than behind a
             # GPU's per-call latency (and play workers then never hold a CUDA context): play on the CPU.
-            agent = load_checkpoint(self.checkpoint, expect_agent=self.name, device="cpu")
+            agent = load_checkpoint(self.checkpoint, expect_agent=self.name, device="cpu", play=True)
             own = agent.rules
             if rules is not None and (own != rules if exact else own.shape != rules.shape):
                 raise ValueError(

@@ -45,6 +45,7 @@ class Direction(IntEnum):
 
     @property
     def label(self) -> str:
+        """The move's name in lower case: ``Direction.UP.label == "up"``."""
         return self.name.lower()
 
     @classmethod
@@ -127,17 +128,23 @@ class Rules:
 
     @property
     def shape(self) -> tuple[int, int]:
+        """The board's shape, ``(rows, cols)``: ``(4, 4)`` for the classic game."""
         return (self.rows, self.cols)
 
     @property
     def is_classic_shape(self) -> bool:
+        """Whether the board is 4x4 (the other rules may still differ from the classic game's)."""
         return self.rows == 4 and self.cols == 4
 
     def to_dict(self) -> dict[str, Any]:
+        """The rules as plain JSON data, ``{"rows": 4, "cols": 4, "p4": 0.1, ...}`` (what stores and
+        checkpoints keep); :meth:`from_dict` reads it back."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Rules:
+        """The rules :meth:`to_dict` wrote: unknown keys are ignored, missing ones take their default,
+        and values out of range are a ValueError."""
         known = {k: data[k] for k in ("rows", "cols", "p4", "start_tiles", "spawn_per_move") if k in data}
         return cls(**known)
 
@@ -329,6 +336,8 @@ def legal_mask(board: Any) -> npt.NDArray[np.bool_]:
 
 
 def legal_moves(board: Any) -> list[Direction]:
+    """The moves that change ``board`` (tile values), in action order (up, left, down, right); empty
+    when the game is over. ``legal_moves([[2, 0], [0, 0]]) == [Direction.DOWN, Direction.RIGHT]``."""
     mask = legal_mask(board)
     return [d for d in DIRECTIONS if mask[d]]
 

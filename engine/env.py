@@ -45,8 +45,14 @@ class Game2048Env(gym.Env[npt.NDArray[np.uint8], np.int64]):
       stay as they were, the reward is 0 and ``info["illegal_action"]`` is True; ``terminated``
       stays False (an illegal move never ends an episode: the game is not over while some move is
       legal). Agents should pick from ``info["action_mask"]``.
-    * **Info**: ``action_mask`` (``(4,)`` int8, 1 = legal, Gymnasium's mask convention), ``score``,
-      ``max_tile``, ``moves``, ``illegal_action``.
+    * **Info** (``reset`` and ``step``), every key every time but ``trace``:
+
+      - ``action_mask``: ``(4,)`` int8 in action order, 1 = legal (Gymnasium's mask convention);
+      - ``score``: int, the game's score so far (the sum of the rewards since ``reset``);
+      - ``max_tile``: int, the largest tile's value (2048, not 11);
+      - ``moves``: int, legal moves made since ``reset`` (illegal actions are not counted);
+      - ``illegal_action``: bool, True when this step's action changed nothing (False after ``reset``);
+      - ``trace``: only with ``record=True``, on the step that ends the game (below).
     * **Seeding**: ``reset(seed=s)`` starts ``Game(seed=s)``, the same game the rest of the studio
       plays from that seed; ``reset()`` without a seed draws the game's seed from ``self.np_random``.
       ``reset(options={"board": values})`` starts from a given board (values, not exponents).
@@ -100,6 +106,8 @@ class Game2048Env(gym.Env[npt.NDArray[np.uint8], np.int64]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[npt.NDArray[np.uint8], dict[str, Any]]:
+        """Start a new game: ``Game(seed=seed)`` (a seed drawn from ``self.np_random`` when None), or
+        the board ``options["board"]`` (tile values). Returns the observation and the info dict."""
         super().reset(seed=seed)
         game_seed = seed if seed is not None else int(self.np_random.integers(0, 2**62))
         board = (options or {}).get("board")
@@ -113,6 +121,11 @@ class Game2048Env(gym.Env[npt.NDArray[np.uint8], np.int64]):
     def step(
         self, action: int | np.integer
     ) -> tuple[npt.NDArray[np.uint8], float, bool, bool, dict[str, Any]]:
+        """Make move ``action`` (0 up, 1 left, 2 down, 3 right; anything else is a ValueError).
+
+        Returns ``(observation, reward, terminated, truncated, info)``: the exponents after the move
+        and its spawn, the merge reward, whether the game is over, False, and the info dict. An
+        illegal action is a no-op with reward 0 and ``info["illegal_action"]`` True."""
         if isinstance(action, bool) or not isinstance(action, (int, np.integer)) or not 0 <= int(action) <= 3:
             raise ValueError(f"action must be 0 (up), 1 (left), 2 (down) or 3 (right), got {action!r}")
         a = int(action)
@@ -128,6 +141,7 @@ class Game2048Env(gym.Env[npt.NDArray[np.uint8], np.int64]):
         return self._obs(), float(result.reward), result.game_over, False, info
 
     def render(self) -> str | None:
+        """The board as text (``Game.render_text()``) with ``render_mode="ansi"``; None otherwise."""
         if self.render_mode == "ansi":
             return self.game.render_text()
         return None

@@ -192,10 +192,12 @@ class Game:
 
     @property
     def rows(self) -> int:
+        """Rows of the board (its rules')."""
         return self.rules.rows
 
     @property
     def cols(self) -> int:
+        """Columns of the board (its rules')."""
         return self.rules.cols
 
     @property
@@ -210,6 +212,7 @@ class Game:
 
     @property
     def max_tile(self) -> int:
+        """The largest tile on the board (a value: 2048, not 11); 0 on an empty board."""
         if self._st is not None:
             e = _fast._py_max_exponent(self._st)
             return 1 << e if e else 0
@@ -249,6 +252,7 @@ class Game:
 
     @property
     def game_over(self) -> bool:
+        """True when no move changes the board (:meth:`legal_moves` is empty)."""
         if self._st is not None:
             return not self._bits & 15
         return not self.legal_moves()

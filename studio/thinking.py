@@ -9,6 +9,10 @@ a grade never make each other stale. With the coach on, a hint is the coach's re
 hinted best move is graded "best". Both Thinkers of the tab share one built reviewer (and a lock):
 a network is loaded once, and never used by two threads at once.
 
+A checkpoint file is loaded once per window whatever plays it (:class:`Networks`): Watch, the hint
+and the coach's reviewer each get an agent of their own (settings, search table), but agents that
+can (``shared_copy``: an n-tuple network, 268 MB) read one network, loaded to play (no learning state).
+
 An agent's answer is checked before anyone acts on it (:func:`answer_fault`): a move that is not legal
 here, or a value that is not a number, becomes the result's ``fault``, a line naming the agent and the
 fault, logged with the board; an exception is logged with its traceback (``error``).
@@ -22,10 +26,13 @@ a newer request or :meth:`Thinker.cancel` makes older tickets stale and their re
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
+import os
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -296,6 +303,88 @@ class _GradeTask(_Task):
         )
 
 
+def _file_identity(path: str) -> tuple[str, int, int, int, int] | None:
+    """Which file ``path`` is now (None: it cannot be read): a file replaced (a run's retention
+    rewrites its checkpoints) or changed is another network."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return os.path.realpath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+class Networks:
+    """Checkpoints loaded once for every role that plays them (hint, Watch, the coach's reviewer),
+    each role still with an agent of its own: its play settings, its search table, its thread.
+
+    An agent with ``shared_copy`` (an n-tuple network) is loaded once per file (and board shape) and
+    copied for each role over the same weights, read only; others are loaded per role, as before. Held
+    weakly: the network goes when the last role's agent does (the Thinkers keep a few)."""
+
+    def __init__(self) -> None:
+        # held while a network is looked up or loaded: two roles asking at once load it once
+        self.lock = threading.Lock()
+        self._live: dict[tuple[Any, ...], weakref.WeakSet[Agent]] = {}
+        self._configs: dict[tuple[Any, ...], Any] = {}  # the file's own settings, before a role's
+
+    def build(self, spec: AgentSpec, rules: Rules | None = None, *, exact: bool = True) -> Agent:
+        """``spec.build(rules, exact=exact)``, sharing the network with the other roles of the file."""
+        ident = _file_identity(spec.checkpoint) if spec.checkpoint else None
+        if ident is None:
+            return spec.build(rules, exact=exact)
+        # the file's agent without this role's play settings: those go on the role's copy
+        own = AgentSpec(
+            name=spec.name,
+            config=spec.config,
+            checkpoint=spec.checkpoint,
+            rules=spec.rules,
+            target=spec.target,
+        )
+        checked = None if rules is None else (rules if exact else rules.shape)  # what build compared
+        key = (ident, own.key(), exact, checked)
+        with self.lock:
+            for k in [k for k, live in self._live.items() if not live]:
+                del self._live[k], self._configs[k]
+            live = self._live.get(key)
+            source = next(iter(live), None) if live else None
+            if source is not None:
+                agent: Agent = source.shared_copy()  # type: ignore[attr-defined]
+                agent.config = self._configs[key]
+            else:
+                agent = own.build(rules, exact=exact)
+                if hasattr(agent, "shared_copy"):
+                    self._live[key] = weakref.WeakSet([agent])
+                    self._configs[key] = agent.config
+            if source is not None:
+                self._live[key].add(agent)
+        if spec.play:
+            agent.config = agent.config.replace(**dict(spec.play))
+        return agent
+
+
+#: The window's networks: every Thinker's unless given its own.
+NETWORKS = Networks()
+
+
+@dataclass(frozen=True, eq=False)
+class _SharedSpec(AgentSpec):
+    """``spec`` built through ``networks`` (a reviewer builds its spec itself, then sets its depth)."""
+
+    networks: Networks | None = None
+
+    def build(self, rules: Rules | None = None, *, exact: bool = True) -> Agent:
+        plain = AgentSpec(
+            name=self.name,
+            config=self.config,
+            checkpoint=self.checkpoint,
+            rules=self.rules,
+            label=self.label,
+            target=self.target,
+            play=self.play,
+        )
+        return (self.networks or NETWORKS).build(plain, rules, exact=exact)
+
+
 class Reviewers:
     """Built reviewers kept for the next move, shared by the Thinkers of one tab (hint and coach):
     ``lock`` is held while one is built or used, so no reviewer thinks on two threads at once."""
@@ -312,7 +401,13 @@ class Thinker(QObject):
     resultReady = Signal(object)  # ThinkResult, fresh tickets only
     gradeReady = Signal(object)  # GradeResult (request_grade), fresh tickets only
 
-    def __init__(self, parent: QObject | None = None, *, reviewers: Reviewers | None = None) -> None:
+    def __init__(
+        self,
+        parent: QObject | None = None,
+        *,
+        reviewers: Reviewers | None = None,
+        networks: Networks | None = None,
+    ) -> None:
         super().__init__(parent)
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(1)
@@ -323,16 +418,21 @@ class Thinker(QObject):
         # kept (switching back and forth is instant) but not all: learners can hold large tables.
         self._agents: OrderedDict[tuple[AgentSpec, Rules], Agent] = OrderedDict()
         self.reviewers = reviewers or Reviewers()
+        self.networks = networks or NETWORKS
 
     def agent_for(self, spec: AgentSpec, rules: Rules) -> Agent:
-        return _kept(self._agents, (spec, rules), lambda: spec.build(rules, exact=False))
+        return _kept(self._agents, (spec, rules), lambda: self.networks.build(spec, rules, exact=False))
 
     def reviewer_for(self, reviewer: Any, rules: Rules) -> Agent:
         """The built reviewer (:class:`studio.services.review.Reviewer`), kept for the next move; call
-        it with ``reviewers.lock`` held."""
-        return _kept(
-            self.reviewers.cache, (reviewer.spec, reviewer.depth, rules), lambda: reviewer.build(rules)
-        )
+        it with ``reviewers.lock`` held. Its network is the window's (:class:`Networks`)."""
+
+        def build() -> Agent:
+            fields = {f.name: getattr(reviewer.spec, f.name) for f in dataclasses.fields(AgentSpec)}
+            shared = _SharedSpec(**fields, networks=self.networks)
+            return dataclasses.replace(reviewer, spec=shared).build(rules)
+
+        return _kept(self.reviewers.cache, (reviewer.spec, reviewer.depth, rules), build)
 
     def request(self, spec: AgentSpec, game: Game, *, want_values: bool) -> int:
         """Start thinking about (a copy of) ``game``; returns the ticket. Older requests become stale."""

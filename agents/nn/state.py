@@ -40,6 +40,10 @@ def load_module_arrays(module: nn.Module, arrays: Mapping[str, np.ndarray], pref
         if arr.dtype.kind not in "biuf":
             raise ValueError(f"{key!r} is not numeric ({arr.dtype})")
         if v.is_floating_point():
+            if arr.dtype not in (np.float32, np.float64):  # bool / int weights would load and play
+                raise ValueError(
+                    f"{key!r} has type {arr.dtype}, not float32 or float64 as a network's weights"
+                )
             src = np.array(arr, dtype=np.float64 if arr.dtype == np.float64 else np.float32)
             if v.dtype != torch.float64 and src.dtype == np.float64 and src.size:
                 with np.errstate(invalid="ignore"):

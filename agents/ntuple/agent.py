@@ -20,6 +20,9 @@ capped at 32768 (the features saturate). Nothing crashes and no board is ever wr
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -359,6 +362,22 @@ class NTupleAgent(Agent):
         self._top_exp = 0  # the largest tile (exponent) a training game reached so far: which rates to report
         self._tt: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._tt_gen = 0
+        # the weights array is also another agent's (shared_copy): read it, never write it in place
+        self._weights_shared = False
+
+    def shared_copy(self) -> NTupleAgent:
+        """Another player of this network: the same weights array, read only (a window's hint, watch
+        and coach share one network of 268 MB), with its own settings, search table and counters.
+        Training either one first gives it weights of its own; the learning state (TC sums) stays here."""
+        other = copy.copy(self)
+        other.counters = dataclasses.replace(self.counters)
+        other._game_u, other._game_i = self._game_u.copy(), self._game_i.copy()
+        other._buf_board, other._buf_after = self._buf_board.copy(), self._buf_after.copy()
+        other._buf_reward, other._recent = self._buf_reward.copy(), self._recent.copy()
+        other._tc = None
+        other._tt, other._tt_gen = None, 0
+        self._weights_shared = other._weights_shared = True
+        return other
 
     @classmethod
     def unsupported_reason(cls, rules: Rules) -> str | None:
@@ -462,6 +481,9 @@ class NTupleAgent(Agent):
         """Self-play TD(0) in jitted slices of ~0.25 s (pause / stop are seen between slices); one
         metric event per slice, carrying the games that slice finished."""
         tracker = TrainTracker(self.counters, budget, control)
+        if self._weights_shared:  # other agents read these weights: learn into a copy of them
+            self.weights = self.weights.copy()
+            self._weights_shared = False
         tc = self._training_arrays()
         workers = self._game_u.shape[0]
         live = np.array([self.n_live], dtype=np.int64)
@@ -659,24 +681,40 @@ class NTupleAgent(Agent):
             raise ValueError(f"storage is {storage!r}, not 'sparse' or 'dense'")
         idx = None
         if storage == "sparse":
-            index = state_array(arrays, "index", kinds="iu", shape=(None,), low=0, high=span - 1)
-            idx = index.astype(np.int64)
+            # kept uint32: converting it to int64 whole would be a copy twice its size
+            idx = state_array(arrays, "index", kinds="iu", shape=(None,), low=0, high=span - 1)
+
+        def checked(name: str) -> np.ndarray:
+            raw = state_array(arrays, name, kinds="f")  # weights: float32 / float64 only
+            want = idx.shape if idx is not None else (span,)
+            if raw.shape != want:
+                if idx is not None:
+                    raise ValueError(f"{name} has {raw.size} entries for {idx.size} indices")
+                raise ValueError(f"{name} has shape {raw.shape}, the layout needs ({span},)")
+            return raw
+
+        def fill(name: str, raw: np.ndarray, out: np.ndarray) -> None:
+            # Chunk by chunk into the final array (a view of it for a TC sum): a float64 table or a
+            # sparse one never has a whole second copy on the way (a 4x6 table is 268 MB).
+            for lo in range(0, raw.shape[0], _CHUNK):
+                part = raw[lo : lo + _CHUNK]
+                with np.errstate(over="ignore"):
+                    values = np.asarray(part, dtype=np.float32)
+                if part.dtype.itemsize > 4 and first_nonfinite({name: values}) != first_nonfinite(
+                    {name: part}
+                ):
+                    raise ValueError(f"{name} holds values past the float32 range")
+                if idx is not None:
+                    out[idx[lo : lo + _CHUNK]] = values
+                else:
+                    out[lo : lo + part.shape[0]] = values
 
         def table(name: str) -> np.ndarray:
-            out = np.zeros(self.layout.size, dtype=np.float32)
-            raw = state_array(arrays, name, kinds="biuf")
-            with np.errstate(over="ignore"):
-                values = np.asarray(raw, dtype=np.float32)
-            if raw.dtype.itemsize > 4 and first_nonfinite({name: values}) != first_nonfinite({name: raw}):
-                raise ValueError(f"{name} holds values past the float32 range")
-            if idx is not None:
-                if values.shape != idx.shape:
-                    raise ValueError(f"{name} has {values.size} entries for {idx.size} indices")
-                out[idx] = values
-            else:
-                if values.shape != (span,):
-                    raise ValueError(f"{name} has shape {values.shape}, the layout needs ({span},)")
-                out[:span] = values
+            raw = checked(name)
+            if idx is None and raw.shape == (self.layout.size,) and _adoptable(raw):
+                return raw  # a freshly read dense table is the weights as they are: no copy
+            out = np.zeros(self.layout.size, dtype=np.float32)  # pages mapped as they are written
+            fill(name, raw, out)
             return out
 
         truncated = state_int(meta, "truncated_games", 0)
@@ -694,9 +732,13 @@ class NTupleAgent(Agent):
         weights = table("weights")
         tc = None
         if "tc_errors" in arrays and "tc_abs_errors" in arrays:
-            tc = np.stack([table("tc_errors"), table("tc_abs_errors")], axis=1)
+            # written straight into the kernels' layout (np.stack of two tables made three copies)
+            tc = np.zeros((self.layout.size, 2), dtype=np.float32)
+            fill("tc_errors", checked("tc_errors"), tc[:, 0])
+            fill("tc_abs_errors", checked("tc_abs_errors"), tc[:, 1])
         # everything read and checked: now the agent changes
         self.weights = weights
+        self._weights_shared = False
         self._tc = tc
         self.n_live = n_live
         self.truncated_games = truncated
@@ -707,6 +749,31 @@ class NTupleAgent(Agent):
         for k, row in enumerate(workers, start=1):
             self._game_u[k, K.U_SPAWN_RNG :] = row
         self._recent = np.zeros((0, 2), dtype=np.int64)
+
+
+#: Entries converted or scattered at a time when a checkpoint's table is read into the network.
+_CHUNK = 1 << 20
+
+
+def _adoptable(raw: np.ndarray) -> bool:
+    """Whether ``raw`` can become the weights as it is: float32, contiguous and writable, a view of
+    an array that nothing else references (numpy reads a file's table into one and returns a
+    view of it). A view of another agent's weights (:meth:`NTupleAgent.get_state`'s dense tables),
+    or an array handed in whole and perhaps still the caller's, is copied instead."""
+    owner = raw.base
+    return (
+        raw.dtype == np.float32
+        and raw.dtype.isnative
+        and raw.flags.c_contiguous
+        and raw.flags.writeable
+        and raw.flags.aligned
+        and isinstance(owner, np.ndarray)
+        and owner.base is None
+        and owner.flags.owndata
+        and owner.nbytes == raw.nbytes
+        # references: raw's base, this name, getrefcount's argument; a fourth is someone else's
+        and sys.getrefcount(owner) <= 3
+    )
 
 
 def transposition_table(

@@ -114,7 +114,9 @@ class TrainingRun(Iterator[MetricEvent]):
     and/or every ``eval_every_episodes`` episodes (None or 0 = not by that measure), on seed
     ``eval_seed``. ``keep_checkpoints``: checkpoint files kept besides the best (0 = all).
     ``eval_at_end``: also evaluate the agent the budget leaves (not after a stop), so the run ends with
-    its own evaluation (what a sweep ranks its trials by).
+    its own evaluation (what a sweep ranks its trials by). ``max_checkpoint_mb``: the largest
+    checkpoint file written (a larger one is refused and the run goes on; both that and a file past
+    half the limit are an ``"info"`` event in the run's log).
     """
 
     def __init__(
@@ -134,6 +136,7 @@ class TrainingRun(Iterator[MetricEvent]):
         eval_seed: int = settings.DEFAULT_EVAL_SEED,
         keep_checkpoints: int = settings.DEFAULT_KEEP_CHECKPOINTS,
         eval_at_end: bool = False,
+        max_checkpoint_mb: float = settings.DEFAULT_MAX_CHECKPOINT_MB,
     ) -> None:
         if not agent.trainable:
             raise ValueError(f"agent {agent.name!r} does not learn: there is nothing to train (try eval)")
@@ -144,6 +147,7 @@ class TrainingRun(Iterator[MetricEvent]):
         check_eval_options(
             eval_games, eval_every_s, eval_every_episodes, eval_seed, keep_checkpoints, eval_at_end
         )
+        settings.check_checkpoint_limit(max_checkpoint_mb)
         self.agent = agent
         self.budget = budget
         self.store = store
@@ -166,6 +170,8 @@ class TrainingRun(Iterator[MetricEvent]):
         self.warm_up_s = 0.0
         self._evaluated_step: int | None = None
         self._last_elapsed = 0.0
+        self._last_progress = 0.0
+        self._final_saved = False
         cls = type(agent)
         target = f"{cls.__module__}:{cls.__qualname__}"
         self._evaluator = Evaluator(agent.name, target, self.eval_games, self.eval_seed)
@@ -174,7 +180,12 @@ class TrainingRun(Iterator[MetricEvent]):
         )
         self.run_id = self._open(run_id)
         self._checkpoints = RunCheckpoints(
-            store, self.run_id, agent, self.keep_checkpoints, self._evaluator.protected
+            store,
+            self.run_id,
+            agent,
+            self.keep_checkpoints,
+            self._evaluator.protected,
+            settings.checkpoint_limits(max_checkpoint_mb),
         )
         self._writer: MetricWriter | None = None
         self._gen = self._run()
@@ -230,8 +241,9 @@ class TrainingRun(Iterator[MetricEvent]):
     def checkpoint_dir(self) -> Path:
         return self._checkpoints.folder()
 
-    def save_checkpoint(self, *, final: bool = False) -> Path:
-        """Save the agent as the run's newest checkpoint (:meth:`RunCheckpoints.save`)."""
+    def save_checkpoint(self, *, final: bool = False) -> Path | None:
+        """Save the agent as the run's newest checkpoint (:meth:`RunCheckpoints.save`); None when it
+        was past the size limit (not saved)."""
         return self._checkpoints.save(final=final)
 
     @property
@@ -246,10 +258,11 @@ class TrainingRun(Iterator[MetricEvent]):
         try:
             yield from self._train(writer)
             yield from self._closing(writer)
-            status, save = ("stopped" if self.control.stopped else "finished"), True
+            status = "stopped" if self.control.stopped else "finished"
+            yield from self._final_checkpoint(writer)
         except GeneratorExit:
             # The consumer stopped iterating; the agent sits at a yield, between steps: saveable.
-            status, save = "stopped", True
+            status, save = "stopped", not self._final_saved
             raise
         except KeyboardInterrupt:
             # Raised anywhere inside a step: the agent may be half-updated, so no checkpoint now;
@@ -270,18 +283,20 @@ class TrainingRun(Iterator[MetricEvent]):
         watch = HealthWatch()
         next_checkpoint = time.monotonic() + self.checkpoint_every_s
         for event in self.agent.train(self.budget, control, self.context):
-            self._last_elapsed = event.elapsed
+            self._last_elapsed, self._last_progress = event.elapsed, event.progress
             watch.check(event)  # before anything is saved: the last good checkpoint stays the last
             writer.add(event)
             self._log_game(event)
             evaluate = self._evaluation_due(event)
             if evaluate or self._checkpoint_asked or time.monotonic() >= next_checkpoint:
                 self._checkpoint_asked = False
-                self.save_checkpoint()
+                saved = self.save_checkpoint()
                 next_checkpoint = time.monotonic() + self.checkpoint_every_s
-                if evaluate:
+                if evaluate and saved is not None:
                     self._start_evaluation(event.elapsed)
             yield event
+            for notice in self._notices(event):  # this save's, or a pause's
+                yield _written(writer, notice)
             done = self._evaluator.finished()
             if done is not None:
                 yield _written(writer, self._evaluated(*done, progress=event.progress))
@@ -303,15 +318,33 @@ class TrainingRun(Iterator[MetricEvent]):
             if done is not None:
                 yield _written(writer, done)
 
+    def _final_checkpoint(self, writer: MetricWriter) -> Events:
+        """The checkpoint of a run that ends well, saved while its events still flow, so that a refusal
+        (past the size limit) reaches the window and the progress line as the others do. A failure to
+        save fails the run."""
+        try:
+            self.save_checkpoint(final=True)
+        except Diverged:
+            raise
+        except Exception as e:
+            raise RunError(f"could not save the run's end: {type(e).__name__}: {e}") from e
+        self._final_saved = True
+        for notice in self._notices(None):
+            yield _written(writer, notice)
+
     def _finish(self, writer: MetricWriter, status: str, error: str | None, save: bool) -> None:
         """The run's end: the evaluator ended (a stopped or failed run does not wait for it), the last
-        metrics written, the final checkpoint saved (``save``), the status stored. A failure to save
-        fails a run that was ending well (raised); one that failed already keeps its first error."""
+        metrics written, the final checkpoint of a run the consumer closed saved (``save``; a run that
+        ends well saved its own, :meth:`_final_checkpoint`), the status stored. A failure to save fails
+        a run that was ending well (raised); one that failed already keeps its first error."""
         self._evaluator.stop()
         try:
             writer.close()
             if save:
                 self.save_checkpoint(final=True)
+                last = self._notices(None)
+                if last:  # the final file refused: in the run's log, after the writer's last batch
+                    self.store.log_metrics(self.run_id, last)
         except Exception as e:
             if status != "failed":
                 status = "failed"
@@ -356,7 +389,8 @@ class TrainingRun(Iterator[MetricEvent]):
         """Evaluate the agent the budget left (what a sweep ranks its trials by): its checkpoint, played
         here (training is over, so there is no learner to keep going: a spawned evaluator would only
         add seconds of start-up to every trial). None when a stop cut it short."""
-        self.save_checkpoint()
+        if self.save_checkpoint() is None:
+            return None
         job = self._job(elapsed)
         out = self._evaluator.play_here(job.path, lambda: self.control.stopped)
         return None if out is None else self._evaluated(job, out, progress=1.0)
@@ -377,6 +411,26 @@ class TrainingRun(Iterator[MetricEvent]):
             f"greedy games{' (best so far)' if best else ''}"
         )
         return MetricEvent("evaluation", job.episode, job.step, job.elapsed, metrics, progress, message)
+
+    def _notices(self, event: MetricEvent | None) -> list[MetricEvent]:
+        """The checkpoints' notices (a file refused or large) as ``"info"`` events at ``event``'s
+        counters (None: the agent's now, at the run's end); each logged as a warning too."""
+        texts, self._checkpoints.notices = self._checkpoints.notices, []
+        out = []
+        for text in texts:
+            log.warning("run %d: %s", self.run_id, text)
+            c = self.agent.counters
+            if event is None:
+                out.append(
+                    MetricEvent(
+                        "info", c.episodes, c.steps, self._last_elapsed, {}, self._last_progress, text
+                    )
+                )
+            else:
+                out.append(
+                    MetricEvent("info", event.episode, event.step, event.elapsed, {}, event.progress, text)
+                )
+        return out
 
     # ---------------------------------------------------------------- status
     def _set_status(self, status: str, error: str | None = None) -> None:
@@ -410,9 +464,9 @@ def run_training(
 ) -> TrainingRun:
     """Start a recorded training run of ``agent`` (iterate the result to train).
 
-    ``options``: ``checkpoint_every_s``, ``log_every``, and the evaluation settings ``eval_games``,
-    ``eval_every_s``, ``eval_every_episodes``, ``eval_seed``, ``keep_checkpoints``, ``eval_at_end``
-    (see :class:`TrainingRun`)."""
+    ``options``: ``checkpoint_every_s``, ``log_every``, ``max_checkpoint_mb``, and the evaluation
+    settings ``eval_games``, ``eval_every_s``, ``eval_every_episodes``, ``eval_seed``,
+    ``keep_checkpoints``, ``eval_at_end`` (see :class:`TrainingRun`)."""
     return TrainingRun(agent, budget, store, control, context, **options)
 
 

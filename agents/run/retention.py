@@ -47,13 +47,21 @@ def drop_arrays(path: Path, names: Sequence[str]) -> int:
 class RunCheckpoints:
     """The checkpoints of run ``run_id`` of ``agent``: ``last`` / ``last_id`` (the newest, or None),
     ``best`` (the best evaluated one saved here, or None). ``keep``: files kept besides the best
-    (0 = all); ``protected()``: ids retention must not delete now (a file being evaluated)."""
+    (0 = all); ``protected()``: ids retention must not delete now (a file being evaluated).
+    ``limits``: (warning size, limit) in bytes (:func:`agents.run.settings.checkpoint_limits`); a file
+    past the limit is not written, one past the warning size is; either way a line for the run's log
+    waits in ``notices`` (the warning once a run)."""
 
     store: RunStore
     run_id: int
     agent: Agent
     keep: int
     protected: Callable[[], Sequence[int]] = lambda: ()
+    limits: tuple[int, int] | None = None
+    notices: list[str] = field(default_factory=list, init=False)
+    _warned: bool = field(default=False, init=False)
+    #: the step whose checkpoint was refused last: the final save right after it is not said twice
+    _refused_at: int | None = field(default=None, init=False)
     last: Path | None = field(default=None, init=False)
     last_id: int | None = field(default=None, init=False)
     best: Path | None = field(default=None, init=False)
@@ -63,20 +71,35 @@ class RunCheckpoints:
     def folder(self) -> Path:
         return checkpoints_dir(self.store.path.parent) / f"run-{self.run_id}"
 
-    def save(self, *, final: bool = False) -> Path:
+    def save(self, *, final: bool = False) -> Path | None:
         """Save the agent as the run's newest checkpoint. A network holding NaN or an infinity is never
-        saved (:class:`Diverged` instead): the last good checkpoint stays the one a resume starts from."""
-        from agents.checkpoint import NonFiniteWeights, save_checkpoint
+        saved (:class:`Diverged` instead): the last good checkpoint stays the one a resume starts from.
+        None when the file would be past the size limit: nothing saved, the run goes on (a notice)."""
+        from agents.checkpoint import CheckpointTooLarge, NonFiniteWeights, mb, save_checkpoint
 
         c = self.agent.counters
         path = self.folder() / f"{self.agent.name}-ep{c.episodes}-step{c.steps}.npz"
+        warn, limit = self.limits if self.limits is not None else (None, None)
         try:
-            save_checkpoint(self.agent, path, require_finite=True)
+            save_checkpoint(self.agent, path, require_finite=True, max_bytes=limit)
+        except CheckpointTooLarge as e:
+            if self._refused_at != c.steps:
+                self._refused_at = c.steps
+                self.notices.append(
+                    f"checkpoint at step {c.steps:,} refused: {e} (raise the checkpoint size limit to keep it)"
+                )
+            return None
         except NonFiniteWeights as e:
             raise Diverged(
                 f"diverged: {self.agent.name}'s {e.entry!r} holds NaN or infinite values at step {c.steps:,} "
                 "(nothing after it is saved)"
             ) from None
+        size = path.stat().st_size
+        if warn is not None and limit is not None and size > warn and not self._warned:
+            self._warned = True
+            self.notices.append(
+                f"warning: checkpoint at step {c.steps:,} is {mb(size)}, near the {mb(limit)} size limit"
+            )
         self.last_id = self.store.add_checkpoint(self.run_id, path, c.episodes, c.steps, final=final)
         self.last = path
         self._full[self.last_id] = path

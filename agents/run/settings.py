@@ -28,6 +28,31 @@ DEFAULT_EVAL_EVERY_S = 600.0
 DEFAULT_EVAL_SEED = 0
 #: Checkpoint files a run keeps: the newest this many, plus its best (0 = keep every one).
 DEFAULT_KEEP_CHECKPOINTS = 3
+#: Largest checkpoint file a run writes, in MB (2**20 bytes); a larger one is refused, not written,
+#: and the run goes on. An agent wrote 839 MB files every five minutes without a word (issue #45):
+#: 1 GB lets the biggest networks the studio ships save (the n-tuple's full layout, ~400 MB) and
+#: stops a mistake (a replay buffer or a layout far larger than meant) from filling the disk.
+DEFAULT_MAX_CHECKPOINT_MB = 1024.0
+#: A checkpoint larger than this share of the limit is saved with a one-line warning (once a run).
+CHECKPOINT_WARN_SHARE = 0.5
+#: The largest limit accepted (1 TiB): past it a checkpoint fills any disk first.
+MAX_CHECKPOINT_MB_LIMIT = float(1 << 20)
+
+
+def checkpoint_limits(max_checkpoint_mb: float) -> tuple[int, int]:
+    """(warning size, limit) in bytes for a limit of ``max_checkpoint_mb`` MB."""
+    limit = int(max_checkpoint_mb * (1 << 20))
+    return int(limit * CHECKPOINT_WARN_SHARE), limit
+
+
+def check_checkpoint_limit(max_checkpoint_mb: float) -> None:
+    """RunError (field ``max_checkpoint_mb``) for a checkpoint size limit that is not a size."""
+    if not (math.isfinite(max_checkpoint_mb) and 0 < max_checkpoint_mb <= MAX_CHECKPOINT_MB_LIMIT):
+        raise RunError(
+            f"the checkpoint size limit must be more than 0 and at most {MAX_CHECKPOINT_MB_LIMIT:,.0f} MB, "
+            f"got {max_checkpoint_mb:g}",
+            "max_checkpoint_mb",
+        )
 
 
 def budget_to_dict(budget: Budget, start: Counters) -> dict[str, Any]:

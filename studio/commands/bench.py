@@ -72,6 +72,11 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "a person's random actions on fresh-profile windows: failures by seed (-o sessions=20 -o actions=300)",
     ),
     "store": ("studio.commands.bench_store:store_benchmark", "seconds to list 10^5 games (-o games=N)"),
+    "memory": (
+        "studio.commands.bench_memory:memory_benchmark",
+        "MB of an n-tuple network loaded to play and of the window (-o checkpoint=PATH)",
+    ),
+    "startup": ("studio.commands.bench_startup:startup_benchmark", "seconds to start: commands, the window"),
     "gui-speed": (
         "studio.commands.bench_gui:speed_benchmark",
         "training moves/s of the same run from the Train tab and from `train`, interleaved",

@@ -19,6 +19,7 @@ from typing import Any
 
 from agents.base import Control, MetricEvent
 from agents.metrics import metrics_of
+from agents.run.settings import MAX_CHECKPOINT_MB_LIMIT
 from agents.runner import DEFAULT_EVAL_EVERY_S, RunError, TrainingRun
 from engine.store import GameStore
 from engine.store.model import format_size
@@ -46,6 +47,7 @@ SAME_NAMED = (
     "eval_every_episodes",
     "eval_seed",
     "keep_checkpoints",
+    "max_checkpoint_mb",
 )
 HELP = "train an agent (recorded run, checkpoints, resume)"
 DESCRIPTION = """Train an agent as a recorded run (see: python main.py runs list).
@@ -91,6 +93,14 @@ def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
     _add_count(e, "--eval-every-episodes", None, what)
     what = "checkpoint files kept besides the best: the newest N (0 = all; default %(default)s)"
     _add_count(e, "--keep-checkpoints", DEFAULTS.keep_checkpoints, what)
+    e.add_argument(
+        "--max-checkpoint-mb",
+        type=number_type(0, MAX_CHECKPOINT_MB_LIMIT, above=True),
+        default=DEFAULTS.max_checkpoint_mb,
+        metavar="MB",
+        help="largest checkpoint file written; a larger one is refused and training goes on, one past "
+        "half of it is saved with a warning (default %(default)g)",
+    )
     flags.add_parallel_flags(
         p,
         (1, "processes for agents that play in parallel (default 1)"),

@@ -35,6 +35,7 @@ from agents import runner
 from agents.base import Agent, Budget, Control, Counters, TrainContext
 from agents.config import AgentConfig, ConfigError, load_preset
 from agents.ray_util import RAY_MISSING
+from agents.run.settings import DEFAULT_MAX_CHECKPOINT_MB, check_checkpoint_limit
 from agents.runner import (
     BudgetUsedUp,
     IncompatibleCheckpoint,
@@ -132,6 +133,8 @@ class RunRequest:
     eval_seed: int = runner.DEFAULT_EVAL_SEED
     #: checkpoint files kept besides the best one (the newest N; 0 = keep all)
     keep_checkpoints: int = runner.DEFAULT_KEEP_CHECKPOINTS
+    #: the largest checkpoint file written, in MB (a larger one is refused, the run goes on)
+    max_checkpoint_mb: float = DEFAULT_MAX_CHECKPOINT_MB
     #: also evaluate the agent the budget leaves (a sweep's trials end with the figure they are ranked by)
     eval_at_end: bool = False
     #: (sweep id, trial index) when this run is a sweep's trial: linked in the store as it is created
@@ -165,6 +168,7 @@ class RunRequest:
             self.keep_checkpoints,
             self.eval_at_end,
         )
+        check_checkpoint_limit(self.max_checkpoint_mb)
         if self.resume is not None and (self.agent or self.preset):
             raise RunError(
                 "a resumed run keeps its own agent and settings: give no agent or preset", "resume"
@@ -282,6 +286,7 @@ def open_run(request: RunRequest, store: GameStore, control: Control | None = No
         "eval_seed": request.eval_seed,
         "keep_checkpoints": request.keep_checkpoints,
         "eval_at_end": request.eval_at_end,
+        "max_checkpoint_mb": request.max_checkpoint_mb,
     }
     context = request.context(Path(store.path).parent)
     if request.resume is not None:

@@ -116,8 +116,7 @@ class FakeLearner(RandomLearner):
 
 def registered(monkeypatch: pytest.MonkeyPatch) -> None:
     """Register the fake learner for one test (monkeypatch restores the registry afterwards)."""
-    monkeypatch.setitem(registry._AGENTS, NAME, TARGET)
-    monkeypatch.delitem(registry._cache, NAME, raising=False)
+    monkeypatch.setattr(registry, "_default", registry.default_registry().with_agents({NAME: TARGET}))
 
 
 def learner(**kw: object) -> FakeLearner:

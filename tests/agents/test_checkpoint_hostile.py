@@ -417,8 +417,9 @@ class Silent(FakeLearner):
 def silent_diverger(monkeypatch: pytest.MonkeyPatch) -> type[Silent]:
     from agents import registry
 
-    monkeypatch.setitem(registry._AGENTS, Silent.name, f"{__name__}:Silent")
-    monkeypatch.delitem(registry._cache, Silent.name, raising=False)
+    monkeypatch.setattr(
+        registry, "_default", registry.default_registry().with_agents({Silent.name: f"{__name__}:Silent"})
+    )
     return Silent
 
 

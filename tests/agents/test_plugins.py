@@ -112,8 +112,9 @@ def test_a_plugin_is_listed_and_plays(make_plugin: MakePlugin) -> None:
         {"emptiest_mod": GOOD.format(name="emptiest")},
     )
     assert "emptiest" in registry.agent_names()
+    assert "emptiest_mod" not in sys.modules  # listed from the package's metadata, imported when used
     assert registry.agent_names()[: len(registry.BUILTIN_AGENTS)] == list(registry.BUILTIN_AGENTS)
-    assert registry.broken_plugins() == []
+    assert registry.check_plugins() == []
     assert registry.target_of("emptiest") == "emptiest_mod:EmptiestAgent"
     plugin = registry.plugin_of("emptiest")
     assert plugin is not None and plugin.package == "emptiest-pkg"
@@ -138,6 +139,9 @@ def test_a_plugin_rating_moves_in_points_is_offered_as_reviewer(make_plugin: Mak
         {"emptiest": "emptiest_mod:EmptiestAgent"},
         {"emptiest_mod": GOOD.format(name="emptiest")},
     )
+    # the reviewer box offers the plug-ins imported so far (the window imports them after it shows)
+    assert "pointy (plug-in)" not in dict(reviewer_choices(None))
+    registry.check_plugins()
     choices = dict(reviewer_choices(None))
     assert choices["pointy (plug-in)"] == ("pointy", None)
     assert "emptiest (plug-in)" not in choices  # its values are a rank: no points to grade with
@@ -151,8 +155,9 @@ def test_a_plugin_that_lists_agents_while_imported_sees_the_others(make_plugin: 
     )
     make_plugin("curious-pkg", {"curious": "curious_mod:EmptiestAgent"}, {"curious_mod": curious})
     assert "curious" in registry.agent_names()
+    assert registry.get_agent_class("curious").name == "curious"
     seen = sys.modules["curious_mod"].SEEN  # what it saw while the registry was importing it
-    assert "curious" not in seen and set(registry.BUILTIN_AGENTS) <= set(seen)
+    assert "curious" in seen and set(registry.BUILTIN_AGENTS) <= set(seen)
 
 
 def test_plugins_leave_after_reload(make_plugin: MakePlugin) -> None:
@@ -231,7 +236,7 @@ def test_a_broken_plugin_is_left_out_with_one_line(make_plugin: MakePlugin, case
     entries, modules, reason = BROKEN_CASES[case]
     make_plugin("broken-pkg", entries, modules)
     (name,) = entries
-    broken = registry.broken_plugins()
+    broken = registry.check_plugins()
     assert [n for n, _ in broken] == [name]
     assert broken[0][1].startswith(reason), broken[0][1]
     assert "\n" not in broken[0][1]
@@ -246,6 +251,43 @@ def test_a_broken_plugin_is_left_out_with_one_line(make_plugin: MakePlugin, case
     assert names[: len(registry.BUILTIN_AGENTS)] == list(registry.BUILTIN_AGENTS)
     assert registry.plugin_of(name) is None or name not in names[len(registry.BUILTIN_AGENTS) :]
     assert registry.get_agent_class("dqn").__name__ == "DQNAgent"
+
+
+def test_a_broken_plugin_is_listed_until_used_then_refused_with_its_reason(make_plugin: MakePlugin) -> None:
+    make_plugin(
+        "broken-pkg", {"boom": "boom_mod:BoomAgent"}, {"boom_mod": "import no_such_module_anywhere\n"}
+    )
+    # listing reads the metadata only: nothing imported, nothing known broken yet
+    assert "boom" in registry.agent_names() and registry.broken_plugins() == []
+    reason = (
+        "cannot import boom_mod:BoomAgent: ModuleNotFoundError: No module named 'no_such_module_anywhere'"
+    )
+    with pytest.raises(ValueError) as refused:
+        registry.create_agent("boom")
+    assert str(refused.value) == f"plug-in agent 'boom' (broken-pkg) cannot be used: {reason}"
+    with pytest.raises(KeyError) as missing:
+        registry.get_agent_class("boom")
+    assert str(missing.value) == str(refused.value)
+    assert "boom" not in registry.agent_names()
+    assert registry.broken_plugins() == [("boom", reason)]
+
+
+def test_a_fresh_registry_is_independent_of_the_default(make_plugin: MakePlugin) -> None:
+    make_plugin(
+        "emptiest-pkg",
+        {"emptiest": "emptiest_mod:EmptiestAgent"},
+        {"emptiest_mod": GOOD.format(name="emptiest")},
+    )
+    alone = registry.Registry({"greedy": "agents.baselines:GreedyAgent"}, plugins=False)
+    assert alone.agent_names() == ["greedy"]
+    with registry.registered({"rater": "tests.studio.gui_helpers:RaterAgent"}) as inside:
+        assert registry.default_registry() is inside
+        assert registry.agent_names()[-2:] == ["emptiest", "rater"]
+        with registry.using(alone):
+            assert registry.agent_names() == ["greedy"]
+            assert registry.get_agent_class("greedy").__name__ == "GreedyAgent"
+        assert "rater" in registry.agent_names()
+    assert "rater" not in registry.agent_names() and "emptiest" in registry.agent_names()
 
 
 def test_two_packages_with_one_name_are_both_refused(make_plugin: MakePlugin) -> None:
@@ -265,7 +307,7 @@ def test_a_broken_plugin_leaves_the_good_ones(make_plugin: MakePlugin) -> None:
         {"emptiest_mod": GOOD.format(name="emptiest"), "boom_mod": "raise SystemExit('plug-in exits')\n"},
     )
     assert "emptiest" in registry.agent_names()
-    assert registry.broken_plugins() == [
+    assert registry.check_plugins() == [
         ("boom", "cannot import boom_mod:BoomAgent: SystemExit: plug-in exits")
     ]
 
@@ -426,7 +468,7 @@ def test_broken_plugins_are_refused_and_the_rest_works(
         {"boom_mod": "import no_such_module_anywhere\n", "stubborn_mod": ILLEGAL, "diverging_mod": NAN},
     )
     # import error: listed with its reason, refused by every command with one line
-    assert registry.broken_plugins() == [
+    assert registry.check_plugins() == [
         (
             "boom",
             "cannot import boom_mod:BoomAgent: ModuleNotFoundError: No module named 'no_such_module_anywhere'",

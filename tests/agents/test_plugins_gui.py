@@ -36,6 +36,7 @@ def plugins(myagent: Path, make_plugin: MakePlugin) -> None:  # noqa: F811  (the
     make_plugin(
         "broken-pkg", {"boom": "boom_mod:BoomAgent"}, {"boom_mod": "import no_such_module_anywhere\n"}
     )
+    registry.check_plugins()  # what the window's background preload does once it shows
 
 
 def test_train_form_offers_the_plugin_and_greys_the_broken_one(

@@ -78,7 +78,9 @@ TINY: dict[str, Any] = {
 
 
 def test_a_cnn_plugin_builds_trains_and_round_trips(tmp_path, monkeypatch):
-    monkeypatch.setitem(registry._AGENTS, "cnn-ppo", f"{__name__}:CNNPPOAgent")
+    monkeypatch.setattr(
+        registry, "_default", registry.default_registry().with_agents({"cnn-ppo": f"{__name__}:CNNPPOAgent"})
+    )
     agent = CNNPPOAgent(CNNPPOConfig(channels=8, **TINY), Rules(), seed=3)
     policy: Any = agent.model.policy
     assert isinstance(policy.features_extractor, BoardCNN)

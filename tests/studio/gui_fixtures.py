@@ -46,11 +46,10 @@ def rater_agent() -> Iterator[str]:
     """Registers the test agents of ``gui_helpers`` for the duration of a test."""
     from agents import registry
 
-    saved = dict(registry._AGENTS)
-    registry.register("test_rater", "tests.studio.gui_helpers:RaterAgent")
-    registry.register("test_slow", "tests.studio.gui_helpers:SlowAgent")
-    yield "test_rater"
-    registry._AGENTS.clear()
-    registry._AGENTS.update(saved)
-    registry._cache.pop("test_rater", None)
-    registry._cache.pop("test_slow", None)
+    with registry.registered(
+        {
+            "test_rater": "tests.studio.gui_helpers:RaterAgent",
+            "test_slow": "tests.studio.gui_helpers:SlowAgent",
+        }
+    ):
+        yield "test_rater"

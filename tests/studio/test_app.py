@@ -50,7 +50,8 @@ def test_the_agents_are_imported_in_the_background_so_the_first_train_tab_opens_
         assert passes == [], passes
         # what the imports left is frozen (full passes no longer walk it), and collection is back on
         assert gc.get_freeze_count() > 100000 and gc.isenabled(), gc.get_freeze_count()
-        print(sorted(registry._cache) == sorted(registry.agent_names()), len(registry._cache))
+        names = registry.agent_names()  # each agent's module is imported (a broken plug-in left the list)
+        print(all(registry.target_of(n).partition(":")[0] in sys.modules for n in names), len(names))
         """
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=180)

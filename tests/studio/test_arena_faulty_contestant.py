@@ -47,14 +47,13 @@ class Raiser(Agent):
 def faulty_agents() -> Iterator[None]:
     from agents import registry
 
-    saved = dict(registry._AGENTS)
-    registry.register(AlwaysDown.name, "tests.studio.test_arena_faulty_contestant:AlwaysDown")
-    registry.register(Raiser.name, "tests.studio.test_arena_faulty_contestant:Raiser")
-    yield
-    registry._AGENTS.clear()
-    registry._AGENTS.update(saved)
-    for name in (AlwaysDown.name, Raiser.name):
-        registry._cache.pop(name, None)
+    with registry.registered(
+        {
+            AlwaysDown.name: "tests.studio.test_arena_faulty_contestant:AlwaysDown",
+            Raiser.name: "tests.studio.test_arena_faulty_contestant:Raiser",
+        }
+    ):
+        yield
 
 
 @pytest.fixture

@@ -62,12 +62,8 @@ def grades_computed(monkeypatch) -> list[Direction]:
 def norater() -> Iterator[str]:
     from agents import registry
 
-    saved = dict(registry._AGENTS)
-    registry.register("test_norater", "tests.studio.test_coach:NoRater")
-    yield "test_norater"
-    registry._AGENTS.clear()
-    registry._AGENTS.update(saved)
-    registry._cache.pop("test_norater", None)
+    with registry.registered({"test_norater": "tests.studio.test_coach:NoRater"}):
+        yield "test_norater"
 
 
 def _hand_drawn(play: PlayTab, board: np.ndarray = CHAIN) -> None:

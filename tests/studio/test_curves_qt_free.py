@@ -97,7 +97,8 @@ def test_an_agent_this_build_lacks_declares_nothing() -> None:
 def test_an_agent_whose_class_fails_to_load_is_logged_once(monkeypatch, caplog) -> None:
     from agents import registry
 
-    monkeypatch.setitem(registry._AGENTS, "broken-plugin", "no_such_module_for_curves:Agent")
+    broken = {"broken-plugin": "no_such_module_for_curves:Agent"}
+    monkeypatch.setattr(registry, "_default", registry.default_registry().with_agents(broken))
     with caplog.at_level("ERROR", logger="studio.widgets.curves.series"):
         assert declared_metrics("broken-plugin") is None
         assert RunSeries("run 9 broken-plugin").infos is None  # the curves still draw the standard panels

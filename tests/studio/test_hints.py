@@ -141,14 +141,13 @@ class ShareAgent(PointsAgent):
 def hint_agents():
     from agents import registry
 
-    saved = dict(registry._AGENTS)
-    registry.register("test_points", "tests.studio.test_hints:PointsAgent")
-    registry.register("test_share", "tests.studio.test_hints:ShareAgent")
-    yield
-    registry._AGENTS.clear()
-    registry._AGENTS.update(saved)
-    for name in ("test_points", "test_share"):
-        registry._cache.pop(name, None)
+    with registry.registered(
+        {
+            "test_points": "tests.studio.test_hints:PointsAgent",
+            "test_share": "tests.studio.test_hints:ShareAgent",
+        }
+    ):
+        yield
 
 
 def _hand_drawn(play, board) -> Game:

@@ -191,7 +191,8 @@ class LoggingLearner(FakeLearner):
 def test_a_training_child_writes_to_the_windows_log(data_dir: Path, monkeypatch) -> None:
     from engine.store import GameStore
 
-    monkeypatch.setitem(registry._AGENTS, "logging_learner", f"{__name__}:LoggingLearner")
+    learner = {"logging_learner": f"{__name__}:LoggingLearner"}
+    monkeypatch.setattr(registry, "_default", registry.default_registry().with_agents(learner))
     with GameStore.open(data_dir) as store:
         request = RunRequest(
             agent="logging_learner", target=registry.target_of("logging_learner"), budget=Budget(episodes=1)

@@ -29,14 +29,8 @@ RED = "#c0392b"
 def faulty() -> Iterator[None]:
     from agents import registry
 
-    saved = dict(registry._AGENTS)
-    for name, target in AGENTS.items():
-        registry.register(name, target)
-    yield
-    registry._AGENTS.clear()
-    registry._AGENTS.update(saved)
-    for name in AGENTS:
-        registry._cache.pop(name, None)
+    with registry.registered(AGENTS):
+        yield
 
 
 def _corner(play, agent: str) -> None:

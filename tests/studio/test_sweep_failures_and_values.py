@@ -44,12 +44,8 @@ class ActRaises(FakeLearner):
 def act_raises() -> Iterator[str]:
     """Registered as ``gui_fixtures.rater_agent`` registers its agents; the trials' child processes
     find it through the run request's target."""
-    saved = dict(registry._AGENTS)
-    registry.register("test_act_raises", f"{__name__}:ActRaises")
-    yield "test_act_raises"
-    registry._AGENTS.clear()
-    registry._AGENTS.update(saved)
-    registry._cache.pop("test_act_raises", None)
+    with registry.registered({"test_act_raises": f"{__name__}:ActRaises"}):
+        yield "test_act_raises"
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """Tiny agents for the Train / Arena / worker tests: a fake learner with every kind of knob, and one that fails.
 
-Registered per test with ``monkeypatch.setitem(agents.registry._AGENTS, ...)`` (see ``register_fakes``), so
-the registry is back to normal after each test.
+Registered per test in a copy of the default registry that monkeypatch puts in place (see ``register_fakes``),
+so the registry is back to normal after each test.
 """
 
 from __future__ import annotations
@@ -133,6 +133,4 @@ FAKES = {
 
 def register_fakes(monkeypatch: pytest.MonkeyPatch) -> None:
     """Put the fake agents in the registry for one test (undone by monkeypatch)."""
-    for name, target in FAKES.items():
-        monkeypatch.setitem(registry._AGENTS, name, target)
-        monkeypatch.delitem(registry._cache, name, raising=False)
+    monkeypatch.setattr(registry, "_default", registry.default_registry().with_agents(FAKES))

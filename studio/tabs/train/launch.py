@@ -18,7 +18,6 @@ import html
 import itertools
 import json
 import logging
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +40,7 @@ from PySide6.QtWidgets import (
 
 from agents.base import Agent, Budget
 from agents.config import ConfigError
+from agents.run.settings import DEFAULT_MAX_CHECKPOINT_MB, MAX_CHECKPOINT_MB_LIMIT
 from agents.runner import (
     DEFAULT_EVAL_EVERY_S,
     DEFAULT_EVAL_GAMES,
@@ -389,6 +389,16 @@ class LaunchForm(QWidget):
             "Checkpoint files to keep: the newest N plus the best (0: keep every one)",
         )
         self.keepSpin.setSpecialValueText("all")
+        self.maxCheckpointSpin = QDoubleSpinBox()
+        self.maxCheckpointSpin.setObjectName("maxCheckpointSpin")
+        self.maxCheckpointSpin.setRange(1.0, MAX_CHECKPOINT_MB_LIMIT)
+        self.maxCheckpointSpin.setDecimals(0)
+        self.maxCheckpointSpin.setValue(DEFAULT_MAX_CHECKPOINT_MB)
+        self.maxCheckpointSpin.setSuffix(" MB")
+        self.maxCheckpointSpin.setToolTip(
+            "Largest checkpoint file the run writes: a larger one is refused (training goes on, the "
+            "refusal is in the run's messages); one past half of it is saved with a warning"
+        )
         evaluate = QHBoxLayout()
         evaluate.addWidget(self.evalGamesSpin)
         evaluate.addWidget(QLabel("games every"))
@@ -396,6 +406,7 @@ class LaunchForm(QWidget):
         rl.addRow("Seed", self.seedSpin)
         rl.addRow("Checkpoint every", self.checkpointSpin)
         rl.addRow("Keep checkpoints", self.keepSpin)
+        rl.addRow("Largest checkpoint", self.maxCheckpointSpin)
         rl.addRow("Evaluate", evaluate)
         rl.addRow("Keep 1 game in", self.logEverySpin)
         return box
@@ -556,10 +567,12 @@ class LaunchForm(QWidget):
     # ================================================================== the games imitation learns from
     def _learns_from_games(self) -> bool:
         """Whether the agent's settings are imitation's (filters over the store's games)."""
-        module = sys.modules.get("agents.imitation")  # not imported: no agent of it was loaded
+        # Known by the config's classes, not by importing agents.imitation (torch) for another agent:
+        # a config built on ImitationConfig has that module loaded already.
         cls = self.agent_cls
-        return bool(
-            module is not None and cls is not None and issubclass(cls.config_cls, module.ImitationConfig)
+        return cls is not None and any(
+            (k.__module__, k.__qualname__) == ("agents.imitation", "ImitationConfig")
+            for k in cls.config_cls.__mro__
         )
 
     def count_data(self) -> tuple[int, int] | None:
@@ -777,6 +790,7 @@ class LaunchForm(QWidget):
                 eval_games=self.evalGamesSpin.value(),
                 eval_every_s=self.evalEverySpin.value() * 60.0,
                 keep_checkpoints=self.keepSpin.value(),
+                max_checkpoint_mb=self.maxCheckpointSpin.value(),
             )
         except RunError as e:
             self.show_error(e)
