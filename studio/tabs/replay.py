@@ -234,7 +234,7 @@ class ReplayTab(ReviewingTab):
         self.refreshButton.setObjectName("replayRefreshButton")
         self.refreshButton.setToolTip("Re-read the list of games")
         self.refreshButton.setFixedWidth(32)
-        self.refreshButton.clicked.connect(self.refresh)
+        self.refreshButton.clicked.connect(self._refresh_clicked)
         filters.addWidget(self.refreshButton)
         self.replayList = QListWidget()
         self.replayList.setObjectName("replayList")
@@ -390,6 +390,11 @@ class ReplayTab(ReviewingTab):
         fill_reviewer_combo(self.reviewerCombo, self.store)
 
     # ------------------------------------------------------------------ list
+    def _refresh_clicked(self) -> None:
+        # A list that did not change looks the same after a re-read: the status line says it was read.
+        self.refresh()
+        self.status.emit(f"Games read again: {self.listInfo.text()}")
+
     def refresh(self) -> None:
         """Re-read the game list from the store (keeps the selection when it is still listed)."""
         self._dirty = False

@@ -66,7 +66,8 @@ class LogDialog(QDialog):
         text = read_tail(self.data_dir, SHOWN_BYTES)
         path = log_path(self.data_dir)
         # The time read says a Refresh happened even when nothing new was logged.
-        read = time.strftime("%H:%M:%S")
+        now = time.time()  # to the millisecond: two reads within a second still read differently
+        read = time.strftime("%H:%M:%S", time.localtime(now)) + f".{int(now * 1000) % 1000:03d}"
         if text:
             self.pathLabel.setText(f"The end of {path} (newest last), read at {read}")
         else:

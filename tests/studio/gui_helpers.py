@@ -8,10 +8,33 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from PySide6.QtCore import Qt
 
 from agents.base import Agent, legal_values
 from agents.config import AgentConfig
 from engine import DIRECTIONS, Direction, Game, Rules
+
+#: The arrow key of each direction, as a person presses it.
+ARROW_KEYS: dict[Direction, Qt.Key] = {
+    Direction.UP: Qt.Key.Key_Up,
+    Direction.LEFT: Qt.Key.Key_Left,
+    Direction.DOWN: Qt.Key.Key_Down,
+    Direction.RIGHT: Qt.Key.Key_Right,
+}
+
+
+def greedy_game(store, seed: int = 4, moves: int = 12) -> int:  # type: ignore[no-untyped-def]
+    """A stored game of the greedy agent (``moves`` moves at most, from ``seed``): its id."""
+    from agents.registry import create_agent
+    from engine.records import GameTrace, play_recorded
+
+    agent = create_agent("greedy", seed=seed)
+    game = Game(seed=seed)
+    trace = GameTrace.start(game)
+    while not game.game_over and game.moves < moves:
+        play_recorded(game, agent.act(game), trace)
+    trace.final_board = game.board
+    return int(store.record_trace(trace, source="agent", agent="greedy"))
 
 
 class RaterAgent(Agent):

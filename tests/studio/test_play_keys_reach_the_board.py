@@ -13,16 +13,12 @@ from PySide6.QtWidgets import QApplication, QMenu, QMessageBox
 
 from engine import Direction, Game, Rules
 from studio.tabs.play import NewGameDialog
+from tests.studio.gui_helpers import ARROW_KEYS
 
 pytest_plugins = ("tests.studio.gui_fixtures",)
 
 SEED = 7
-ARROWS = {
-    Direction.UP: Qt.Key.Key_Up,
-    Direction.LEFT: Qt.Key.Key_Left,
-    Direction.DOWN: Qt.Key.Key_Down,
-    Direction.RIGHT: Qt.Key.Key_Right,
-}
+ARROWS = ARROW_KEYS
 WASD = {
     Direction.UP: Qt.Key.Key_W,
     Direction.LEFT: Qt.Key.Key_A,

@@ -16,16 +16,12 @@ from PySide6.QtWidgets import QApplication
 from engine import Direction, Game, Rules
 from engine.store import HUMAN
 from engine.store.recorder import takebacks
+from tests.studio.gui_helpers import ARROW_KEYS
 
 pytest_plugins = ("tests.studio.gui_fixtures",)
 
 SEED = 11
-KEYS = {
-    Direction.UP: Qt.Key.Key_Up,
-    Direction.LEFT: Qt.Key.Key_Left,
-    Direction.DOWN: Qt.Key.Key_Down,
-    Direction.RIGHT: Qt.Key.Key_Right,
-}
+KEYS = ARROW_KEYS
 
 
 def _key(qtbot, window, key: Qt.Key, modifier=Qt.KeyboardModifier.NoModifier) -> None:

@@ -6,29 +6,17 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
-from agents.registry import create_agent
-from engine import Game
-from engine.records import GameTrace, play_recorded
 from studio.services.review import default_reviewer
+from tests.studio.gui_helpers import greedy_game
 
 pytest_plugins = ("tests.studio.gui_fixtures",)
-
-
-def _greedy_game(store, seed: int = 4, moves: int = 12) -> int:
-    agent = create_agent("greedy", seed=seed)
-    game = Game(seed=seed)
-    trace = GameTrace.start(game)
-    while not game.game_over and game.moves < moves:
-        play_recorded(game, agent.act(game), trace)
-    trace.final_board = game.board
-    return store.record_trace(trace, source="agent", agent="greedy")
 
 
 def test_clicking_prepare_a_reviewer_trains_one_with_progress_and_a_message(qtbot, window, monkeypatch):
     import studio.services.review as review_service
 
     monkeypatch.setattr(review_service, "PREPARE_MINUTES", 0.05)  # 3 seconds of training, not 4 minutes
-    gid = _greedy_game(window.store)
+    gid = greedy_game(window.store)
     replay = window.replay
     window.show_tab("Replay")
     replay.open_game(gid)

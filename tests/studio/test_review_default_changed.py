@@ -10,24 +10,14 @@ import json
 from PySide6.QtCore import Qt
 
 from agents.registry import create_agent
-from engine import Game, Rules
-from engine.records import GameTrace, play_recorded
+from engine import Rules
 from engine.store import GameStore
 from studio.cli import main
 from studio.services.review import default_reviewer
+from tests.studio.gui_helpers import greedy_game
 
 pytest_plugins = ("tests.studio.gui_fixtures",)
 LEFT = Qt.MouseButton.LeftButton
-
-
-def _greedy_game(store, seed: int = 4, moves: int = 12) -> int:
-    agent = create_agent("greedy", seed=seed)
-    game = Game(seed=seed)
-    trace = GameTrace.start(game)
-    while not game.game_over and game.moves < moves:
-        play_recorded(game, agent.act(game), trace)
-    trace.final_board = game.board
-    return store.record_trace(trace, source="agent", agent="greedy")
 
 
 def _network_run(store, path, seed: int, score: float) -> int:
@@ -51,7 +41,7 @@ def test_replay_says_the_default_changed_since_the_review_and_reviews_again(
     from studio.app import create_window
 
     first = _network_run(window.store, tmp_path / "a.npz", 1, 30_000.0)
-    gid = _greedy_game(window.store)
+    gid = greedy_game(window.store)
     replay = window.replay
     window.show_tab("Replay")
     replay.refresh()
@@ -91,7 +81,7 @@ def test_replay_says_the_default_changed_since_the_review_and_reviews_again(
 def test_review_command_names_the_earlier_default_and_its_figure(data_dir, tmp_path, capsys):
     with GameStore.open(data_dir) as store:
         first = _network_run(store, tmp_path / "a.npz", 1, 30_000.0)
-        gid = _greedy_game(store)
+        gid = greedy_game(store)
     assert main(["--data-dir", str(data_dir), "review", str(gid), "--json"]) == 0
     before = json.loads(capsys.readouterr().out)
     assert before["reviewer"]["label"] == f"n-tuple run {first}, 2-ply" and "earlier_default" not in before
