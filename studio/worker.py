@@ -136,10 +136,13 @@ class _Worker(QObject):
     def _handle_result(self, value: object) -> None:
         pass
 
+    def _handle_error(self, message: str, tb: str) -> None:
+        self.error.emit(message)
+
     @Slot(str, str)
     def _on_error(self, message: str, tb: str) -> None:
         self.error_message, self.traceback = message, tb
-        self.error.emit(message)
+        self._handle_error(message, tb)
 
     @Slot()
     def _on_done(self) -> None:
@@ -187,17 +190,20 @@ def start_worker(worker: _Worker) -> _Worker:
 class RunWorker(_Worker):
     """Supervises one training run in a child process (:mod:`studio.services.training_process`).
 
-    The run's QThread reads what the child says and re-emits it in the GUI thread: ``started(run_id,
-    agent)``, ``batch(list[MetricEvent])``, ``checkpointSaved(path)``, ``state(str)``, then ``error``
-    (the run could not start, raised, or the child died: ``error_field`` / ``traceback`` say more)
-    and always ``finished``. Commands (pause, resume, stop, checkpoint now, detach) go down the pipe
-    and never wait. ``status``, ``last_checkpoint`` and ``games_logged`` hold the child's last word.
+    The run's QThread reads what the child says; the GUI thread receives each of its messages as it
+    was sent, in ``message(object)``: a :class:`~studio.services.messages.Started`, batches of
+    :class:`~studio.services.messages.Events`, :class:`~studio.services.messages.CheckpointSaved`,
+    then the last word, a :class:`~studio.services.messages.Done` or
+    :class:`~studio.services.messages.Failed` (also when the run's thread raised or the child died:
+    then with the traceback) unless the run was detached; ``finished`` always comes last. Listeners
+    decode by type, never by position. Commands (pause, resume, stop, checkpoint now, detach) go down
+    the pipe and never wait; ``run_id``, ``paused`` and ``stopping`` say where the run stands.
     """
 
-    started = Signal(int, str)
-    batch = Signal(object)
+    #: every message of the child, as its object (see :data:`studio.services.messages.ChildMessage`)
+    message = Signal(object)
+    #: a checkpoint was written (its path): for a listener that waits on that alone
     checkpointSaved = Signal(str)
-    state = Signal(str)
 
     def __init__(self, request: RunRequest, db_path: str | Path, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -205,11 +211,6 @@ class RunWorker(_Worker):
         self.db_path = db_path
         self.process: TrainingProcess | None = None
         self.run_id: int | None = None
-        self.agent = getattr(request, "agent", None) or ""
-        self.status = "starting"
-        self.last_checkpoint: str | None = None
-        self.games_logged = 0
-        self.error_field: str | None = None
         self.paused = False
         self.stopping = False
 
@@ -222,6 +223,7 @@ class RunWorker(_Worker):
         super().start()
 
     # ------------------------------------------------------------------ commands (GUI thread)
+    # The caller updates its own view after a command: the worker says nothing of it.
     def _command(self, cmd: str) -> None:
         if self.process is not None and not self.done:
             self.process.send(cmd)
@@ -230,19 +232,16 @@ class RunWorker(_Worker):
         if not self.paused and not self.stopping:
             self.paused = True
             self._command("pause")
-            self.state.emit("paused")
 
     def resume(self) -> None:
         if self.paused and not self.stopping:
             self.paused = False
             self._command("resume")
-            self.state.emit("running")
 
     def stop(self) -> None:
         if not self.stopping:
             self.stopping, self.paused = True, False
             self._command("stop")
-            self.state.emit("stopping")
 
     def checkpoint_now(self) -> None:
         self._command("checkpoint")
@@ -264,11 +263,8 @@ class RunWorker(_Worker):
         assert proc is not None  # start() made it
         ended = False
         for msg in proc.messages():
-            if isinstance(msg, messages.Events):
-                loop.batch.emit(msg.events)
-            else:
-                ended = messages.is_last_word(msg)
-                loop.result.emit(msg)
+            ended = ended or messages.is_last_word(msg)
+            loop.result.emit(msg)  # Events too: one path, in order, each message whole
         if proc.detached:
             return  # the run trains on without this window: nothing to wait for
         code = proc.wait(60)
@@ -280,22 +276,15 @@ class RunWorker(_Worker):
                 f"the training process died ({exit_reason(code)}); resume continues from its last checkpoint"
             )
 
-    def _handle_batch(self, events: list[MetricEvent]) -> None:
-        self.batch.emit(events)
-
     def _handle_result(self, value: object) -> None:
-        match msg := value:  # what _body emits: a child's message other than Events
-            case messages.Started():
-                self.run_id, self.agent, self.status = msg.run_id, msg.agent, "running"
-                self.started.emit(msg.run_id, msg.agent)
-            case messages.CheckpointSaved():
-                self.last_checkpoint = msg.path
-                self.checkpointSaved.emit(msg.path)
-            case messages.Detached():
-                self.status = "detached"
-            case messages.Done():
-                self.status, self.last_checkpoint = msg.status, msg.last_checkpoint
-                self.games_logged = msg.games_logged
-            case messages.Failed():
-                self.error_field, self.status = msg.field, "failed"
-                self._on_error(msg.message, msg.traceback)
+        # The GUI thread: what the commands need is kept, and the message goes on as it came.
+        match value:
+            case messages.Started(run_id=run_id):
+                self.run_id = run_id
+            case messages.CheckpointSaved(path=path):
+                self.checkpointSaved.emit(path)
+        self.message.emit(value)
+
+    def _handle_error(self, message: str, tb: str) -> None:
+        # The thread raised (the child died, or a bug): the run's last word, like a child's Failed.
+        self.message.emit(messages.Failed(message, None, tb))

@@ -18,6 +18,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from agents.runner import RunError
 from engine.store import GameStore, RunSummary
 from studio.services.runs import stop_elsewhere
+from studio.services.runs_model import FOLLOW, RunsModel
 from studio.widgets.curves import CurvesPanel, RunSeries
 
 FOLLOW_MS = 1000
@@ -27,15 +28,28 @@ log = logging.getLogger(__name__)
 
 
 class Follower(QObject):
-    """Follows runs owned by other processes: their curves from the store, and a stop request."""
+    """Follows runs owned by other processes: their curves from the store (shown in ``model``, which
+    ``curves`` draws: a model of its own when given none), and a stop request."""
 
     #: a followed run ended (run id, its final status)
     ended = Signal(int, str)
 
-    def __init__(self, store: GameStore, curves: CurvesPanel, parent: QObject | None = None) -> None:
+    def __init__(
+        self,
+        store: GameStore,
+        curves: CurvesPanel,
+        parent: QObject | None = None,
+        model: RunsModel | None = None,
+    ) -> None:
+        from studio.tabs.train.live import bind_curves
+
         super().__init__(parent)
         self.store = store
         self.curves = curves
+        if model is None:
+            model = RunsModel()
+            bind_curves(model, curves)
+        self.model = model
         self.followed: dict[int, int] = {}  # run id -> events read so far
         self._timer = QTimer(self)
         self._timer.setInterval(FOLLOW_MS)
@@ -53,14 +67,14 @@ class Follower(QObject):
         series = RunSeries(f"run {run_id} {summary.agent} (elsewhere)")
         series.set_config(summary.config)
         series.add_columns(cols)
-        self.curves.add_run(("follow", run_id), series)
+        self.model.add((FOLLOW, run_id), series)
         self.followed[run_id] = len(cols["episode"])
         self._timer.start()
 
     def poll(self) -> None:
         """Timer slot: the new events of every followed run; runs that ended are let go."""
         for run_id, seen in list(self.followed.items()):
-            series = next((r for k, r in self.curves.runs if k == ("follow", run_id)), None)
+            series = self.model.series((FOLLOW, run_id))
             try:
                 cols = self.store.run_metrics(run_id, since=seen)
                 status = self.store.get_run(run_id).status

@@ -20,6 +20,9 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from agents.base import MetricEvent
+from studio.services import messages
+from studio.services.runs import RunEnd, run_end
+from studio.services.runs_model import RunKey, RunsChange, RunsModel, ShownChanged, is_live_key
 from studio.widgets.curves import CurvesPanel, RunSeries
 from studio.worker import RunWorker
 
@@ -53,17 +56,45 @@ class LiveRun:
     best_score: float = float("-inf")
     last_score: float | None = None
     last_eval: float | None = None  # mean score of the latest greedy evaluation
+    notice: str = ""  # the run's latest "info" message (a checkpoint refused, an evaluation failed)
     speed: float | None = None
     dirty: bool = False
     #: (progress, lifetime training seconds) where this call's budget began: a new run starts at
     #: (0, 0); a resumed run's counters go on from its checkpoint, so its first event is the anchor
     anchor: tuple[float, float] | None = (0.0, 0.0)
+    #: how the run ended, as its child said (None while it trains, or when it said nothing)
+    last_word: messages.Done | messages.Failed | messages.Detached | None = None
+    #: the newest checkpoint it reported saving
+    checkpoint: str | None = None
 
     @property
     def run_id(self) -> int | None:
         return self.worker.run_id
 
-    def add(self, events: list[MetricEvent]) -> None:
+    def heard(self, msg: messages.ChildMessage) -> None:
+        """Keep what the run's child said that its figures or its end need."""
+        match msg:
+            case messages.Events(events=events) if events:
+                self.add(events)
+            case messages.CheckpointSaved(path=path):
+                self.checkpoint = path
+            case messages.Done() | messages.Failed() | messages.Detached():
+                self.last_word = msg
+
+    @property
+    def games_logged(self) -> int:
+        return self.last_word.games_logged if isinstance(self.last_word, messages.Done) else 0
+
+    def end(self) -> RunEnd:
+        """How the run ended, from its last word: a run that said nothing (detached) was stopped."""
+        match word := self.last_word:
+            case messages.Done():
+                return run_end(word.status, False, word.last_checkpoint)
+            case messages.Failed():
+                return run_end("failed", True, None)
+        return run_end("detached", False, self.checkpoint)
+
+    def add(self, events: Sequence[MetricEvent]) -> None:
         for ev in events:
             score = ev.metrics.get("score")
             if ev.kind == "episode" and score is not None:
@@ -134,22 +165,34 @@ def eta_seconds(
     return max(0.0, spent * (1.0 - progress) / done)
 
 
-def is_live_key(key: object) -> bool:
-    """Curves keys of runs that grow: ``("live", n)`` (training here) and ``("follow", run_id)``
-    (training elsewhere); stored runs are keyed by their run id."""
-    return isinstance(key, tuple) and bool(key) and key[0] in ("live", "follow")
+def bind_curves(model: RunsModel, curves: CurvesPanel) -> None:
+    """The curves are a view of the model's shown runs: they draw each change, and what is done to
+    them (a run added, the panel cleared) is done to the model."""
+
+    def on_change(change: RunsChange) -> None:
+        if isinstance(change, ShownChanged):
+            curves.draw(model.shown)
+
+    model.subscribe(on_change)
+    curves.bind(model)
+    curves.draw(model.shown)
 
 
 class LivePanel(QWidget):
-    """Curves on the left; on the right the board being played and the focused run's figures."""
+    """Curves on the left; on the right the board being played and the focused run's figures. The
+    curves are a view of ``model``'s shown runs (a model of its own when given none)."""
 
-    def __init__(self, parent: QWidget | None = None, settings: QSettings | None = None) -> None:
+    def __init__(
+        self, parent: QWidget | None = None, settings: QSettings | None = None, model: RunsModel | None = None
+    ) -> None:
         from studio.widgets.board import BoardWidget
 
         super().__init__(parent)
+        self.model = model if model is not None else RunsModel()
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         self.curves = CurvesPanel(settings=settings)
+        bind_curves(self.model, self.curves)
         layout.addWidget(self.curves, 1)
         side = QVBoxLayout()
         self.liveBoard = BoardWidget(interactive=False)
@@ -177,9 +220,9 @@ class LivePanel(QWidget):
     def show_stored(self, store: GameStore, run_ids: Sequence[int]) -> list[str]:
         """Draw exactly these stored runs (their whole history) beside the live ones; the problems met,
         as text. Each run brings its own agent's panels and keeps its colour (by run id)."""
-        keep = [(k, r) for k, r in self.curves.runs if is_live_key(k)]
-        shown = {k: r for k, r in self.curves.runs if not is_live_key(k)}
-        loaded: list[tuple[object, RunSeries]] = []
+        keep = [(k, r) for k, r in self.model.shown if is_live_key(k)]
+        shown = {k: r for k, r in self.model.shown if not is_live_key(k)}
+        loaded: list[tuple[RunKey, RunSeries]] = []
         problems: list[str] = []
         live_ids = {r.run_id for _k, r in keep}
         for rid in run_ids:
@@ -199,7 +242,7 @@ class LivePanel(QWidget):
             series.set_config(summary.config)
             series.add_columns(cols)
             loaded.append((rid, series))
-        self.curves.set_runs(keep + loaded)
+        self.model.show(keep + loaded)
         return problems
 
     def show_idle(self, caption: str = IDLE_CAPTION) -> None:

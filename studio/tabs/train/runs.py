@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,51 +29,38 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.store import GameStore, RunSummary, format_time
-from engine.store.model import format_size
+from engine.store import GameStore, RunSummary
 from studio.services.runs import export_run_tensorboard, write_metrics_csv
+from studio.services.runs_model import (
+    TITLES,
+    CheckedChanged,
+    Column,
+    ElsewhereChanged,
+    RowChanged,
+    RunsChange,
+    RunsModel,
+    SelectionChanged,
+    StateChanged,
+)
 from studio.tabs.common import button, error_box, table, titled_row
-from studio.text import duration
 from studio.widgets.curves import RUN_COLOURS
 
 log = logging.getLogger(__name__)
 
-#: Tooltips of the columns that need a word of explanation (by column).
+#: Tooltips of the columns that need a word of explanation.
 TIPS = {
-    7: "Mean score of the latest greedy evaluation (fixed games, no exploration); "
+    Column.EVAL: "Mean score of the latest greedy evaluation (fixed games, no exploration); "
     "the run keeps its best checkpoint",
-    8: "What the run's checkpoint files take on disk (the newest few and the best are kept)",
-    9: "The run's sweep and its trial number in it (a sweep's trials are ordinary runs)",
+    Column.DISK: "What the run's checkpoint files take on disk (the newest few and the best are kept)",
+    Column.SWEEP: "The run's sweep and its trial number in it (a sweep's trials are ordinary runs)",
 }
-RUN_COLUMNS = (
-    "Run",
-    "Agent",
-    "Status",
-    "Episodes",
-    "Moves",
-    "Time",
-    "Last score",
-    "Eval",
-    "Disk",
-    "Sweep",
-    "Started",
-)
-
-
-def _status_text(
-    r: RunSummary, live: dict[int, str], elsewhere: dict[int, RunSummary], sweep_live: dict[int, str]
-) -> str:
-    if r.id in live:
-        return live[r.id]
-    if r.id in elsewhere and r.id in sweep_live:  # a trial of the window's sweep (its own process)
-        return f"{r.status} ({sweep_live[r.id]})"
-    if r.id in elsewhere:
-        return f"{r.status} elsewhere (pid {r.pid})"
-    return r.status + (f": {r.error}" if r.error and r.status == "failed" else "")
+RUN_COLUMNS = tuple(TITLES[c] for c in Column)
 
 
 class RunsPanel(QWidget):
-    """The runs table and its actions. Signals carry run ids; ``live`` marks runs training here."""
+    """The runs table and its actions, a view of a :class:`~.model.RunsModel` (its rows, ticks,
+    selection and where its runs train; the panel makes its own when given none). Signals carry
+    run ids."""
 
     showRuns = Signal(list)
     resumeRun = Signal(int)
@@ -82,19 +69,17 @@ class RunsPanel(QWidget):
     checkpointRuns = Signal(list)
     useInPlay = Signal(str, str)
     useInArena = Signal(str, str)
-    selectionChanged = Signal()
     status = Signal(str)
 
-    def __init__(self, store: GameStore, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, store: GameStore, parent: QWidget | None = None, model: RunsModel | None = None
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("runsPanel")
         self.store = store
+        self.model = model if model is not None else RunsModel()
+        self.model.subscribe(self._on_change)
         self.error_box: Any = None
-        self.live: dict[int, str] = {}  # run id -> state text ("running", "paused", "stopping")
-        self.elsewhere: dict[int, RunSummary] = {}  # runs training in another process
-        self.checked: set[int] = set()  # runs ticked to compare (their curves are drawn)
-        #: trials of the sweep this window runs: run id -> "sweep 3 #1" (each trains in its own process)
-        self.sweep_live: dict[int, str] = {}
         self._icons: dict[str, QIcon] = {}
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -166,6 +151,31 @@ class RunsPanel(QWidget):
         layout.addWidget(t)
         self.update_buttons()
 
+    # The model's facts, by the names the tab's users know.
+    @property
+    def live(self) -> dict[int, str]:
+        """Runs training here: run id -> "running", "paused", "stopping"."""
+        return self.model.here
+
+    @property
+    def elsewhere(self) -> dict[int, RunSummary]:
+        """Runs training in another process."""
+        return self.model.elsewhere
+
+    @property
+    def checked(self) -> set[int]:
+        """Runs ticked to compare (their curves are drawn)."""
+        return self.model.checked
+
+    def _on_change(self, change: RunsChange) -> None:
+        match change:
+            case RowChanged(run_id=run_id, cells=cells):
+                self.update_live_row(run_id, cells)
+            case CheckedChanged():
+                self._show_checks()
+            case SelectionChanged() | StateChanged() | ElsewhereChanged():
+                self.update_buttons()
+
     def _emit(self, signal: Any) -> Any:
         return lambda: signal.emit(self.selected_run_ids()) if self.selected_run_ids() else None
 
@@ -178,11 +188,13 @@ class RunsPanel(QWidget):
 
     def set_checked(self, ids: Sequence[int]) -> None:
         """Tick exactly these runs' boxes (no signal: the caller draws them)."""
-        self.checked = set(ids)
+        self.model.set_checked(ids)
+
+    def _show_checks(self) -> None:
         table = self.runsTable
         table.blockSignals(True)
         for row in range(table.rowCount()):
-            item = table.item(row, 0)
+            item = table.item(row, Column.RUN)
             if item is not None:
                 rid = int(item.data(Qt.ItemDataRole.UserRole))
                 state = Qt.CheckState.Checked if rid in self.checked else Qt.CheckState.Unchecked
@@ -191,16 +203,13 @@ class RunsPanel(QWidget):
         table.blockSignals(False)
 
     def _on_item_changed(self, item: QTableWidgetItem) -> None:
-        if item.column() != 0:
+        if item.column() != Column.RUN:
             return
         rid = int(item.data(Qt.ItemDataRole.UserRole))
         ticked = item.checkState() == Qt.CheckState.Checked
         if ticked == (rid in self.checked):
             return
-        if ticked:
-            self.checked.add(rid)
-        else:
-            self.checked.discard(rid)
+        self.model.set_checked(self.checked | {rid} if ticked else self.checked - {rid})
         self.showRuns.emit(sorted(self.checked))
 
     def _icon(self, run_id: int) -> QIcon:
@@ -232,7 +241,7 @@ class RunsPanel(QWidget):
             log.exception("cannot list the runs of the store")
             self.status.emit(f"cannot list runs: {e}")
             return
-        self.elsewhere = Follower.elsewhere(runs, own_pids or set())
+        self.model.set_elsewhere(Follower.elsewhere(runs, own_pids or set()))
         self.set_runs(runs)
 
     def set_runs(self, runs: Sequence[RunSummary]) -> None:
@@ -254,35 +263,20 @@ class RunsPanel(QWidget):
         table.blockSignals(True)  # filling cells is not the user ticking boxes
         table.setRowCount(len(runs))
         for row, r in enumerate(runs):
-            score = r.last_metrics.get("score")
-            evaluated = r.last_metrics.get("eval_score")  # the latest greedy evaluation's mean score
-            started = format_time(r.created)[:16]
-            cells = (
-                str(r.id),
-                r.agent,
-                _status_text(r, self.live, self.elsewhere, self.sweep_live),
-                f"{r.episodes:,}",
-                f"{r.steps:,}",
-                duration(r.elapsed),
-                "" if score is None else f"{score:,.0f}",
-                "" if evaluated is None else f"{evaluated:,.0f}",
-                format_size(disk[r.id]) if disk.get(r.id) else "",
-                f"{sweeps[r.id][0]} #{sweeps[r.id][1]}" if r.id in sweeps else "",
-                started,
-            )
-            for col, text in enumerate(cells):
+            cells = self.model.row(r, disk.get(r.id), sweeps.get(r.id))
+            b = best.get(r.id)
+            for col in Column:
                 item = table.item(row, col)
                 if item is None:
                     item = QTableWidgetItem()
                     table.setItem(row, col, item)
-                item.setText(text)
+                item.setText(cells[col])
                 item.setData(Qt.ItemDataRole.UserRole, r.id)
                 tip = TIPS.get(col, "")
-                b = best.get(r.id)
-                if col == 7 and b is not None:
+                if col == Column.EVAL and b is not None:
                     tip += f"\nBest: {b.eval_score:,.0f} at episode {b.episode:,} ({b.path.name})"
-                item.setToolTip(r.error if col == 2 and r.error else tip)
-                if col == 0:
+                item.setToolTip(r.error if col == Column.STATUS and r.error else tip)
+                if col == Column.RUN:
                     item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
                     item.setCheckState(
                         Qt.CheckState.Checked if r.id in self.checked else Qt.CheckState.Unchecked
@@ -292,11 +286,11 @@ class RunsPanel(QWidget):
         table.blockSignals(False)
         self.select_runs([r.id for r in runs if r.id in selected])
 
-    def update_live_row(self, run_id: int, texts: dict[int, str]) -> None:
-        """Replace some cells (column -> text) of run ``run_id``'s row: a live run's figures."""
+    def update_live_row(self, run_id: int, texts: Mapping[Column, str]) -> None:
+        """Replace some cells of run ``run_id``'s row: a live run's figures."""
         table = self.runsTable
         for row in range(table.rowCount()):
-            item = table.item(row, 0)
+            item = table.item(row, Column.RUN)
             if item is None or int(item.data(Qt.ItemDataRole.UserRole)) != run_id:
                 continue
             for col, text in texts.items():
@@ -322,27 +316,14 @@ class RunsPanel(QWidget):
             if r.status not in LIVE_STATUSES:
                 ended = True
                 continue
-            self.elsewhere[rid] = r
-            score = r.last_metrics.get("score")
-            evaluated = r.last_metrics.get("eval_score")
-            self.update_live_row(
-                rid,
-                {
-                    2: _status_text(r, self.live, self.elsewhere, self.sweep_live),
-                    3: f"{r.episodes:,}",
-                    4: f"{r.steps:,}",
-                    5: duration(r.elapsed),
-                    6: "" if score is None else f"{score:,.0f}",
-                    7: "" if evaluated is None else f"{evaluated:,.0f}",
-                },
-            )
+            self.model.update_elsewhere(r)  # its row follows
         return ended
 
     def selected_run_ids(self) -> list[int]:
         rows = sorted({i.row() for i in self.runsTable.selectedIndexes()})
         out = []
         for row in rows:
-            item = self.runsTable.item(row, 0)
+            item = self.runsTable.item(row, Column.RUN)
             if item is not None:
                 out.append(int(item.data(Qt.ItemDataRole.UserRole)))
         return out
@@ -354,7 +335,7 @@ class RunsPanel(QWidget):
         mode = table.selectionMode()
         table.setSelectionMode(QAbstractItemView.SelectionMode.MultiSelection)
         for row in range(table.rowCount()):
-            item = table.item(row, 0)
+            item = table.item(row, Column.RUN)
             if item is not None and int(item.data(Qt.ItemDataRole.UserRole)) in ids:
                 table.selectRow(row)
         table.setSelectionMode(mode)
@@ -362,8 +343,7 @@ class RunsPanel(QWidget):
         self._on_selection()
 
     def _on_selection(self) -> None:
-        self.update_buttons()
-        self.selectionChanged.emit()
+        self.model.select(self.selected_run_ids())  # the buttons and the tab follow the model
 
     def update_buttons(self) -> None:
         ids = self.selected_run_ids()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import pyqtgraph as pg
 from PySide6.QtCore import QSettings, Qt, QTimer
@@ -36,6 +36,12 @@ from studio.widgets.curves.xaxis import X_AXES, AutoLogX, data_x_extent, x_title
 DEFAULT_AGENT_METRICS: tuple[MetricInfo, ...] = (LOSS, EPSILON)
 
 
+class RunsSource(Protocol):
+    """A list of runs a panel may be a view of (the Train tab's runs model, Qt-free)."""
+
+    def show(self, runs: Iterable[Any]) -> None: ...
+
+
 class CurvesPanel(QWidget):
     """The Train tab's plots. ``add_events`` feeds a live run; ``add_run`` overlays stored runs.
 
@@ -57,6 +63,8 @@ class CurvesPanel(QWidget):
             type("Default", (), {"metrics": DEFAULT_AGENT_METRICS})
         )
         self.runs: list[tuple[object, RunSeries]] = []  # (key, series); key ("live", n), a run id...
+        #: the list of runs the panel is a view of, when bound (see :meth:`bind`)
+        self._source: RunsSource | None = None
         self._panels: dict[str, _Panel] = {}
         self._curves: list[_Curve] = []
         self._dirty: set[str] = set()  # names of plots with something new to draw
@@ -301,9 +309,21 @@ class CurvesPanel(QWidget):
                 return run
         return None
 
-    def _show(self, runs: list[tuple[object, RunSeries]]) -> None:
-        self.runs = runs
+    def bind(self, source: RunsSource) -> None:
+        """Make the panel a view of ``source``'s shown runs: its own changes (``add_run``, ``clear``,
+        ``set_runs``...) are made there, and whoever owns ``source`` calls :meth:`draw` on its changes."""
+        self._source = source
+
+    def draw(self, runs: Sequence[tuple[object, RunSeries]]) -> None:
+        """Draw exactly these runs (a bound source's shown runs; changes nothing else)."""
+        self.runs = list(runs)
         self._rebuild()
+
+    def _show(self, runs: list[tuple[object, RunSeries]]) -> None:
+        if self._source is not None:
+            self._source.show(runs)  # its owner draws them (and its other views follow)
+        else:
+            self.draw(runs)
 
     def _others(self, key: object) -> list[tuple[object, RunSeries]]:
         """The runs shown but the one of ``key``."""
