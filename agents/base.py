@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from agents.checkpoint import load_checkpoint, save_checkpoint
 from agents.config import AgentConfig
 from agents.counters import Counters as Counters  # part of the contract; defined apart (see agents.counters)
 from agents.guard import best_move, checked_values
@@ -291,17 +292,11 @@ class Agent:
         """Write a checkpoint of this agent to ``path`` (``.npz`` added when missing), atomically: its
         config, rules, counters, seed and :meth:`get_state` (:func:`agents.checkpoint.save_checkpoint`).
         The path written."""
-        # imported here: the checkpoint format builds on this contract (Counters, the registry), not
-        # the reverse
-        from agents.checkpoint import save_checkpoint
-
         return save_checkpoint(self, path)
 
     @classmethod
     def load(cls, path: str | Path) -> Agent:
         """Load a checkpoint of this agent (``Agent.load`` accepts any agent's)."""
-        from agents.checkpoint import load_checkpoint
-
         agent = load_checkpoint(path)
         if cls is not Agent and not isinstance(agent, cls):
             raise ValueError(f"{Path(path).name} is a checkpoint of agent {agent.name!r}, not {cls.name!r}")

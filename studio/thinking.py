@@ -428,9 +428,14 @@ class Thinker(QObject):
         it with ``reviewers.lock`` held. Its network is the window's (:class:`Networks`)."""
 
         def build() -> Agent:
-            fields = {f.name: getattr(reviewer.spec, f.name) for f in dataclasses.fields(AgentSpec)}
+            if not dataclasses.is_dataclass(reviewer):  # a reviewer of another make builds its own network
+                built: Agent = reviewer.build(rules)
+                return built
+            made: Any = reviewer  # a services.review.Reviewer (a dataclass): its spec shares the network
+            fields = {f.name: getattr(made.spec, f.name) for f in dataclasses.fields(AgentSpec)}
             shared = _SharedSpec(**fields, networks=self.networks)
-            return dataclasses.replace(reviewer, spec=shared).build(rules)
+            shared_built: Agent = dataclasses.replace(made, spec=shared).build(rules)
+            return shared_built
 
         return _kept(self.reviewers.cache, (reviewer.spec, reviewer.depth, rules), build)
 
