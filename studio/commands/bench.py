@@ -31,7 +31,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from studio.cli import MAX_SEED, number, whole
 from studio.progress import ProgressLine
@@ -125,15 +125,33 @@ class BenchReport:
             "info": self.info,
         }
 
+    #: How a value is printed (seconds and milliseconds want decimals), and the info keys printed
+    #: after the figures (None: every one, for a benchmark whose info is its point).
+    value_format: ClassVar[str] = "{:14,.0f}"
+    info_keys: ClassVar[tuple[str, ...] | None] = (
+        "clock",
+        "warmup_s",
+        "seconds_per_round",
+        "load_average",
+        "machine",
+    )
+    #: Whether the title says "best of N rounds" (a benchmark that keeps no best says nothing).
+    best_of_rounds: ClassVar[bool] = True
+
     def render_text(self) -> str:
+        """One line a figure: label, value, ratio, the goal (``detail["goal_s"]``: met or MISSED) and a
+        note (``detail["note"]``); then the info lines."""
         width = max(len(m.label) for m in self.measurements)
-        lines = [f"bench {self.benchmark} ({self.unit}, best of {self.info.get('rounds', 1)} rounds)"]
+        rounds = f", best of {self.info.get('rounds', 1)} rounds" if self.best_of_rounds else ""
+        lines = [f"bench {self.benchmark} ({self.unit}{rounds})"]
         for m in self.measurements:
             ratio = "" if m.ratio is None else f"  {m.ratio:10.1f}x"
-            lines.append(f"  {m.label:<{width}}  {m.value:14,.0f}{ratio}")
-        for k in ("clock", "warmup_s", "seconds_per_round", "load_average", "machine"):
-            if k in self.info:
-                lines.append(f"  {k}: {self.info[k]}")
+            goal = m.detail.get("goal_s")
+            mark = "" if goal is None else f"  (goal <= {goal:g} s{'' if m.value <= goal else ': MISSED'})"
+            note = f"  {m.detail['note']}" if m.detail.get("note") else ""
+            lines.append(f"  {m.label:<{width}}  {self.value_format.format(m.value)}{ratio}{mark}{note}")
+        keys = self.info if self.info_keys is None else [k for k in self.info_keys if k in self.info]
+        lines.extend(f"  {k}: {self.info[k]}" for k in keys)
         return "\n".join(lines)
 
 

@@ -49,16 +49,11 @@ SPEED_OPTIONS = {"agent": Option("text", "ntuple")}
 
 
 class GuiBenchReport(BenchReport):
-    """Milliseconds need decimals: the shared text layout prints whole numbers."""
+    """Milliseconds need decimals; every info line is printed."""
 
-    def render_text(self) -> str:
-        width = max(len(m.label) for m in self.measurements)
-        lines = [f"bench {self.benchmark} ({self.unit})"]
-        for m in self.measurements:
-            lines.append(f"  {m.label:<{width}}  {m.value:10.1f}")
-        for k, v in self.info.items():
-            lines.append(f"  {k}: {v}")
-        return "\n".join(lines)
+    value_format = "{:10.1f}"
+    info_keys = None
+    best_of_rounds = False
 
 
 def trainable_agents(wanted: str | None) -> list[str]:

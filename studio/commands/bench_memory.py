@@ -43,14 +43,9 @@ WINDOW_GOAL_MB = 1024.0
 class MemoryBenchReport(BenchReport):
     """Every info line shown: which checkpoint, and whether the goals are met."""
 
-    def render_text(self) -> str:
-        width = max(len(m.label) for m in self.measurements)
-        lines = [f"bench {self.benchmark} ({self.unit})"]
-        for m in self.measurements:
-            ratio = "" if m.ratio is None else f"  ({m.ratio:.2f}x)"
-            lines.append(f"  {m.label:<{width}}  {m.value:8.0f}{ratio}")
-        lines.extend(f"  {k}: {v}" for k, v in self.info.items())
-        return "\n".join(lines)
+    value_format = "{:8.0f}"
+    info_keys = None
+    best_of_rounds = False
 
 
 def _status_mb(field: str) -> float:

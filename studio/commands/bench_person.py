@@ -431,11 +431,8 @@ def store_problems(data_dir: Path) -> list[str]:
 class PersonReport(BenchReport):
     """Every info line is printed: a failure's seed and trail are the report's point."""
 
-    def render_text(self) -> str:
-        lines = [f"bench {self.benchmark}"]
-        lines += [f"  {m.label}: {m.value:,.0f}" for m in self.measurements]
-        lines += [f"  {k}: {v}" for k, v in self.info.items()]
-        return "\n".join(lines)
+    info_keys = None
+    best_of_rounds = False
 
 
 def run_session(seed: int, n_actions: int, *, on_action: Callable[[int], None] | None = None) -> Outcome:

@@ -56,19 +56,10 @@ WINDOW_CODE = textwrap.dedent(
 
 
 class StartupReport(BenchReport):
-    """Seconds with decimals, and the goal and heavy imports beside each."""
+    """Seconds with decimals, the goal and the heavy imports beside each (``detail["note"]``)."""
 
-    def render_text(self) -> str:
-        width = max(len(m.label) for m in self.measurements)
-        lines = [f"bench {self.benchmark} ({self.unit}, best of {self.info.get('rounds', 1)} rounds)"]
-        for m in self.measurements:
-            goal = m.detail.get("goal_s")
-            mark = "" if goal is None else f"  (goal <= {goal:g} s{'' if m.value <= goal else ': MISSED'})"
-            imported = m.detail.get("imported") or ["nothing heavy"]
-            lines.append(f"  {m.label:<{width}}  {m.value:7.3f}{mark}  imports {', '.join(imported)}")
-        for k, v in self.info.items():
-            lines.append(f"  {k}: {v}")
-        return "\n".join(lines)
+    value_format = "{:7.3f}"
+    info_keys = None
 
 
 def _env() -> dict[str, str]:
@@ -164,7 +155,11 @@ def startup_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchRep
             key,
             label,
             round(best[key], 3),
-            detail={"goal_s": goal, "imported": imported[key]} if goal else {"imported": imported[key]},
+            detail={
+                **({"goal_s": goal} if goal else {}),
+                "imported": imported[key],
+                "note": "imports " + (", ".join(imported[key]) or "nothing heavy"),
+            },
         )
         for key, label, goal in rows
     ]

@@ -52,18 +52,10 @@ YEAR_S = 365 * 86_400.0
 
 
 class StoreBenchReport(BenchReport):
-    """Seconds need decimals: the shared text layout prints whole numbers."""
+    """Seconds need decimals; every info line is printed."""
 
-    def render_text(self) -> str:
-        width = max(len(m.label) for m in self.measurements)
-        lines = [f"bench {self.benchmark} ({self.unit}, best of {self.info.get('rounds', 1)} rounds)"]
-        for m in self.measurements:
-            goal = m.detail.get("goal_s")
-            mark = "" if goal is None else f"  (goal <= {goal:g} s{'' if m.value <= goal else ': MISSED'})"
-            lines.append(f"  {m.label:<{width}}  {m.value:8.3f}{mark}")
-        for k, v in self.info.items():
-            lines.append(f"  {k}: {v}")
-        return "\n".join(lines)
+    value_format = "{:8.3f}"
+    info_keys = None
 
 
 def _templates(max_moves: int, seed: int) -> list[Any]:
