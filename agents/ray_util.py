@@ -8,7 +8,10 @@ process already started, or starts a local one sized for ``workers``.
 from __future__ import annotations
 
 import os
+import queue
 import socket
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from agents.threads import thread_env
@@ -84,7 +87,45 @@ def init_ray(workers: int, address: str | None = None) -> Any:
         }
         if address:
             check_reachable(address)
-            ray.init(address=address, **kwargs)
+            _on_owner_thread(lambda: ray.init(address=address, **kwargs))
         else:
-            ray.init(num_cpus=max(1, int(workers)), include_dashboard=False, **kwargs)
+            _on_owner_thread(
+                lambda: ray.init(num_cpus=max(1, int(workers)), include_dashboard=False, **kwargs)
+            )
     return ray
+
+
+_owner_lock = threading.Lock()
+_owner_jobs: queue.Queue[tuple[Callable[[], Any], queue.Queue[BaseException | None]]] | None = None
+
+
+def _on_owner_thread(job: Callable[[], Any]) -> None:
+    """Run ``job`` (``ray.init``) on one thread that lives as long as the process, and wait for it.
+
+    Ray starts its local cluster's processes (GCS, raylet) with the parent-death signal, which Linux
+    ties to the *thread* that started them: a ``ray.init`` on an Arena or sweep job's thread had the
+    cluster killed when that job ended, and the driver, unable to reach it, ended the whole process a
+    minute later (the window closed under the person). The main thread may be busy in the event loop,
+    so the owner is a thread of its own that never ends before the process does."""
+    global _owner_jobs
+    with _owner_lock:
+        if _owner_jobs is None:
+            jobs: queue.Queue[tuple[Callable[[], Any], queue.Queue[BaseException | None]]] = queue.Queue()
+
+            def serve() -> None:
+                while True:
+                    work, reply = jobs.get()
+                    try:
+                        work()
+                    except BaseException as e:  # handed back to the caller, raised there
+                        reply.put(e)
+                    else:
+                        reply.put(None)
+
+            threading.Thread(target=serve, name="ray-owner", daemon=True).start()
+            _owner_jobs = jobs
+    reply: queue.Queue[BaseException | None] = queue.Queue()
+    _owner_jobs.put((job, reply))
+    error = reply.get()
+    if error is not None:
+        raise error
