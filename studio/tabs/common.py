@@ -82,7 +82,9 @@ class StoreTab(QWidget):
 
     def showEvent(self, event: Any) -> None:
         super().showEvent(event)
-        if self._dirty:
+        # Not while the window is closed: a page shown as the tabs are taken down would read a store
+        # already closed (it stays dirty, read when the window shows again).
+        if self._dirty and self.window().isVisible():
             self.refresh()
 
     def refresh(self) -> None:
