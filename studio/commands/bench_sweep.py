@@ -41,7 +41,7 @@ def _one_sweep(
 ) -> dict[str, Any]:
     from agents.base import Budget
     from engine.store import GameStore
-    from studio.services.sweep import SweepRequest, run_sweep
+    from studio.services.sweep import SweepFinished, SweepRequest, TrialDone, TrialStarted, run_sweep
 
     lrs = tuple(round(0.1 * 0.7**k, 6) for k in range(trials))
     request = SweepRequest(
@@ -63,13 +63,13 @@ def _one_sweep(
         sweep_id = 0
         for ev in run_sweep(request, store):
             sweep_id = ev.sweep_id
-            if ev.kind in ("started", "done"):
+            if isinstance(ev, TrialStarted | TrialDone):
                 progress.update(
                     ev.finished_trials / trials,
                     f"{backend} x{workers}: {ev.finished_trials}/{trials} trials",
                     force=True,
                 )
-            if ev.kind == "finished":
+            if isinstance(ev, SweepFinished):
                 status = ev.status or status
         wall = time.perf_counter() - t0
         if status != "finished":

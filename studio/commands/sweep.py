@@ -30,6 +30,7 @@ from studio.services.sweep import (
     SweepEvent,
     SweepProgress,
     SweepRequest,
+    TrialProgress,
     knob_text,
     parse_grids,
     parse_point,
@@ -192,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
                 if ev.failure:
                     failures.append(ev.failure)
                 line.label = f"sweep {ev.sweep_id}"
-                line.update(progress.fraction, progress.text(), force=ev.kind != "progress")
+                line.update(progress.fraction, progress.text(), force=not isinstance(ev, TrialProgress))
         for f in failures:
             print(f, file=sys.stderr)
         sweep_id, status = progress.sweep_id, progress.final_status

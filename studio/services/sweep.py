@@ -34,7 +34,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -60,8 +60,14 @@ __all__ = [
     "PointResult",
     "SweepError",
     "SweepEvent",
+    "SweepFinished",
+    "SweepPlanned",
     "SweepProgress",
     "SweepRequest",
+    "TrialDone",
+    "TrialEvent",
+    "TrialProgress",
+    "TrialStarted",
     "grid_value_text",
     "knob_text",
     "metric_value",
@@ -698,26 +704,74 @@ def rank_sweep(store: GameStore, sweep_id: int) -> tuple[str, list[PointResult]]
 
 @dataclass(frozen=True)
 class SweepEvent:
-    """What a running sweep reports. ``kind``: ``planned`` (``sweep_id``, ``total``), ``started``
-    (a trial's run began: ``trial``, ``run_id``), ``progress`` (a trial's latest metric events),
-    ``done`` (a trial ended: ``status``, ``error``), ``finished`` (the sweep ended: ``status``)."""
+    """What a running sweep reports: one of :class:`SweepPlanned`, :class:`TrialStarted`,
+    :class:`TrialProgress`, :class:`TrialDone` and :class:`SweepFinished` (match on the class). Each
+    carries the sweep, its number of trials and how many of them have ended. ``kind`` names the class
+    in words (logs, tests)."""
 
-    kind: str
+    kind: ClassVar[str] = ""
     sweep_id: int
-    trial: int | None = None
-    run_id: int | None = None
-    status: str | None = None
-    error: str | None = None
-    events: tuple[Any, ...] = ()
     total: int = 0
     finished_trials: int = 0
 
     @property
     def failure(self) -> str | None:
         """A failed trial in one line (``trial 3 (run 12) failed: ...``); None for any other event."""
-        if self.kind != "done" or not self.error:
+        return None
+
+
+@dataclass(frozen=True)
+class SweepPlanned(SweepEvent):
+    """The sweep's trials are planned (``total``)."""
+
+    kind: ClassVar[str] = "planned"
+
+
+@dataclass(frozen=True)
+class TrialEvent(SweepEvent):
+    """An event of one trial (``trial``) and its run (None before the run exists)."""
+
+    trial: int = 0
+    run_id: int | None = None
+
+
+@dataclass(frozen=True)
+class TrialStarted(TrialEvent):
+    """A trial's run began."""
+
+    kind: ClassVar[str] = "started"
+
+
+@dataclass(frozen=True)
+class TrialProgress(TrialEvent):
+    """A trial's latest metric events."""
+
+    kind: ClassVar[str] = "progress"
+    events: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
+class TrialDone(TrialEvent):
+    """A trial ended: its run's ``status``, and ``error`` when it failed."""
+
+    kind: ClassVar[str] = "done"
+    status: str = "finished"
+    error: str | None = None
+
+    @property
+    def failure(self) -> str | None:
+        if not self.error:
             return None
         return f"trial {self.trial} (run {self.run_id}) failed: {self.error}"
+
+
+@dataclass(frozen=True)
+class SweepFinished(SweepEvent):
+    """The sweep ended: ``status`` (finished, stopped, failed) and why, when it did not finish."""
+
+    kind: ClassVar[str] = "finished"
+    status: str = "finished"
+    error: str | None = None
 
 
 @dataclass
@@ -739,15 +793,15 @@ class SweepProgress:
 
     def update(self, ev: SweepEvent) -> None:
         self.sweep_id, self.total, self.finished_trials = ev.sweep_id, ev.total, ev.finished_trials
-        if ev.kind == "started" and ev.trial is not None:
+        if isinstance(ev, TrialStarted):
             self.running[ev.trial] = 0.0
             if self.status == "starting":
                 self.status = "running"
-        elif ev.kind == "progress" and ev.trial is not None and ev.events:
+        elif isinstance(ev, TrialProgress) and ev.events:
             self.running[ev.trial] = float(getattr(ev.events[-1], "progress", 0.0))
-        elif ev.kind == "done" and ev.trial is not None:
+        elif isinstance(ev, TrialDone):
             self.running.pop(ev.trial, None)
-        elif ev.kind == "finished":
+        elif isinstance(ev, SweepFinished):
             self.status = ev.status or "finished"
             self.error = ev.error
 
@@ -909,28 +963,32 @@ class _TrialNews:
         #: the first failure here: (trial, its run or None, the one-line reason)
         self.first_failure: tuple[int, int | None, str | None] | None = None
 
-    def event(self, kind: str, trial: int | None = None, **more: Any) -> SweepEvent:
-        run_id = None if trial is None else self.runs.get(trial)
-        return SweepEvent(
-            kind, self.sweep_id, trial, run_id, total=self.total, finished_trials=self.finished, **more
-        )
+    def planned(self) -> SweepPlanned:
+        return SweepPlanned(self.sweep_id, self.total, self.finished)
+
+    def finished_with(self, status: str, error: str | None) -> SweepFinished:
+        return SweepFinished(self.sweep_id, self.total, self.finished, status=status, error=error)
 
     def of(self, trial: int, msg: ChildMessage) -> SweepEvent | None:
         """The sweep's event for ``msg`` of ``trial`` (None: nothing the sweep reports)."""
         if isinstance(msg, Started):
             self.runs[trial] = msg.run_id
-            return self.event("started", trial)
+            return TrialStarted(self.sweep_id, self.total, self.finished, trial, msg.run_id)
+        run_id = self.runs.get(trial)
         if isinstance(msg, Events):
-            return self.event("progress", trial, events=tuple(msg.events))
+            events = tuple(msg.events)
+            return TrialProgress(self.sweep_id, self.total, self.finished, trial, run_id, events=events)
         if isinstance(msg, Done):
             self.finished += msg.status in DONE
             if msg.status == "failed":
                 self._failed(trial, None)  # the store has its run's error
-            return self.event("done", trial, status=msg.status)
+            return TrialDone(self.sweep_id, self.total, self.finished, trial, run_id, status=msg.status)
         if isinstance(msg, Failed):
             self.finished += 1
             self._failed(trial, msg.message)
-            return self.event("done", trial, status="failed", error=msg.message)
+            return TrialDone(
+                self.sweep_id, self.total, self.finished, trial, run_id, status="failed", error=msg.message
+            )
         return None  # a checkpoint: the ranking reads the store
 
     def _failed(self, trial: int, reason: str | None) -> None:
@@ -993,7 +1051,7 @@ def run_sweep(
         sweep_id = store.create_sweep(agent, request.spec(), trials)
     plan = store.sweep_trials(sweep_id)
     news = _TrialNews(sweep_id, len(plan), sum(1 for t in plan if t.run_status in DONE))
-    yield news.event("planned")
+    yield news.planned()
     jobs = _trial_jobs(request, store, sweep_id, plan)
     status, error = "failed", None
     try:
@@ -1023,7 +1081,7 @@ def run_sweep(
             store.set_sweep_status(sweep_id, status, error)
         except (sqlite3.Error, ValueError):  # the error under way (if any) matters more; a resume fixes it
             log.exception("cannot mark sweep %s %s", sweep_id, status)
-    yield news.event("finished", status=status, error=error)
+    yield news.finished_with(status, error)
 
 
 def _claim_resumed(

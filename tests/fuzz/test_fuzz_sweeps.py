@@ -40,7 +40,7 @@ from engine.store import GameRecorder, GameStore
 from studio.cli import main
 from studio.commands import sweep as sweep_command
 from studio.services import sweep as sweep_service
-from studio.services.sweep import SweepEvent, SweepRequest, plan_trials
+from studio.services.sweep import SweepFinished, SweepRequest, plan_trials
 from tests.fuzz.common import FUZZ, count
 from tests.studio import test_sweep_issue34 as kills
 
@@ -97,7 +97,7 @@ def test_any_grid_point_or_range_is_planned_whole_or_refused_in_one_line(argv, m
         assert request is not None
         trials = plan_trials(request)  # what the real run does first; SweepError refuses
         planned.append(request)
-        yield SweepEvent("finished", 0, status="finished", total=len(trials))
+        yield SweepFinished(0, total=len(trials), status="finished")
 
     monkeypatch.setattr(sweep_command, "run_sweep", recorder)
     monkeypatch.setattr(sweep_command, "rank_sweep", lambda store, sid: ("eval_score", []))
@@ -235,10 +235,12 @@ def test_exports_of_hostile_stored_names_stay_in_their_folder_and_are_json(
     agent, game_agent, checkpoint, started, capsys, monkeypatch
 ):
     count("stored names")
-    with tempfile.TemporaryDirectory(prefix="fuzz-names-") as tmp:
+    # the working directory goes back before the folder is removed: the next example (and hypothesis,
+    # which resolves module paths against it) must not start in a deleted directory
+    with tempfile.TemporaryDirectory(prefix="fuzz-names-") as tmp, monkeypatch.context() as mp:
         root = Path(tmp)
         data = root / "data"
-        monkeypatch.chdir(root)
+        mp.chdir(root)
         with GameStore.open(data) as store:
             rid = store.create_run("ntuple", {}, Rules(), {"episodes": 1})
             store.log_metrics(rid, [MetricEvent("episode", 1, 10, 0.1, {"score": 12.0}, 0.5)])

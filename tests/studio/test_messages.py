@@ -17,7 +17,17 @@ from engine.store import GameStore
 from studio.services import messages as m
 from studio.services import sweep as sweep_service
 from studio.services.runs import RunEnd, RunRequest, mark_failed, run_end
-from studio.services.sweep import SweepEvent, SweepProgress, SweepRequest, run_sweep
+from studio.services.sweep import (
+    SweepEvent,
+    SweepFinished,
+    SweepPlanned,
+    SweepProgress,
+    SweepRequest,
+    TrialDone,
+    TrialProgress,
+    TrialStarted,
+    run_sweep,
+)
 from studio.services.sweep_ray import RunSink
 from studio.services.training_process import read_frame, write_frame
 
@@ -92,9 +102,11 @@ def test_a_failure_says_a_run_error_in_one_line_and_a_bug_with_its_traceback():
 
 
 def _ev(kind: str, trial: int | None = None, finished: int = 1, **kw) -> SweepEvent:
-    return SweepEvent(
-        kind, 9, trial, None if trial is None else 100 + trial, total=4, finished_trials=finished, **kw
-    )
+    """The sweep event of class ``kind`` for trial ``trial`` (its run 100 + trial) of sweep 9, 4 trials."""
+    if trial is None:
+        return SweepPlanned(9, 4, finished)
+    cls = {"started": TrialStarted, "progress": TrialProgress, "done": TrialDone}[kind]
+    return cls(9, 4, finished, trial, 100 + trial, **kw)
 
 
 def test_sweep_progress_counts_running_trials_by_their_own_progress():
@@ -121,14 +133,14 @@ def test_sweep_progress_counts_running_trials_by_their_own_progress():
     p.stopping()
     assert p.status == "stopping" and p.final_status == "failed"  # not ended yet
     p.update(_ev("done", 2, finished=3, status="stopped"))
-    p.update(SweepEvent("finished", 9, status="stopped", total=4, finished_trials=3))
+    p.update(SweepFinished(9, 4, 3, status="stopped"))
     assert (p.status, p.final_status, p.running, p.fraction) == ("stopped", "stopped", {}, 0.75)
 
 
 def test_a_failed_trial_reads_as_one_line():
     assert _ev("done", 2, status="failed", error="boom").failure == "trial 2 (run 102) failed: boom"
     assert _ev("done", 2, status="finished").failure is None
-    assert _ev("started", 2, error="odd").failure is None
+    assert _ev("started", 2).failure is None  # only a trial that ended can have failed
 
 
 def test_run_sweep_turns_a_backends_messages_into_sweep_events(tmp_path, monkeypatch):
@@ -151,8 +163,28 @@ def test_run_sweep_turns_a_backends_messages_into_sweep_events(tmp_path, monkeyp
     request = SweepRequest(agent="ntuple", grid={"lr": (0.1, 0.2)}, seeds=2, budget=Budget(episodes=1))
     with GameStore(tmp_path / "s.sqlite3") as store:
         events = list(run_sweep(request, store, stop=threading.Event()))
+        # each event class carries only its own fields: absent ones read None here (events: 0)
         got = [
-            (e.kind, e.trial, e.run_id, e.status, e.error, len(e.events), e.finished_trials) for e in events
+            (
+                e.kind,
+                getattr(e, "trial", None),
+                getattr(e, "run_id", None),
+                getattr(e, "status", None),
+                getattr(e, "error", None),
+                len(getattr(e, "events", ())),
+                e.finished_trials,
+            )
+            for e in events
+        ]
+        assert [type(e).__name__ for e in events] == [
+            "SweepPlanned",
+            "TrialStarted",
+            "TrialStarted",
+            "TrialProgress",
+            "TrialDone",
+            "TrialDone",
+            "TrialDone",
+            "SweepFinished",
         ]
         assert got == [
             ("planned", None, None, None, None, 0, 0),

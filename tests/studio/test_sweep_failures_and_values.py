@@ -15,7 +15,7 @@ from agents import registry
 from agents.config import knob
 from engine import Direction, Game
 from studio.cli import main
-from studio.services.sweep import SweepError, SweepEvent, SweepProgress, parse_grid
+from studio.services.sweep import SweepError, SweepPlanned, SweepProgress, parse_grid
 from studio.tabs.train.sweep import LIST, RANGE
 from tests.studio.tab_fixtures import shown_train_tab
 from tests.studio.train_fakes import FakeConfig, FakeLearner, register_fakes
@@ -181,5 +181,5 @@ def test_counts_of_one_read_in_the_singular(qtbot, tab):
     assert dialog.trialsLabel.text() == "2 trials planned: 1 random point, 2 seeds each"
     qtbot.keyClick(dialog, Qt.Key.Key_Escape)
     progress = SweepProgress()
-    progress.update(SweepEvent("planned", 1, total=1))
+    progress.update(SweepPlanned(1, total=1))
     assert progress.text() == "0/1 trial done, 0 running"

@@ -54,7 +54,7 @@ from engine.store import GameStore
 from studio.services import messages
 from studio.services.runs import RunRequest, mark_failed, write_metrics_csv
 from studio.services.runs_model import FOLLOW, RunsChange, RunsModel, SelectionChanged
-from studio.services.sweep import SweepEvent, SweepRequest
+from studio.services.sweep import SweepEvent, SweepPlanned, SweepRequest, TrialDone, TrialStarted
 from studio.tabs.common import ask_close_with_runs, button, error_box, panes
 from studio.tabs.train.follow import Follower
 from studio.tabs.train.launch import LaunchForm
@@ -742,11 +742,11 @@ class TabSweeps(QObject):
         if w is None:
             return
         panel = self.tab.sweepPanel
-        if ev.kind == "planned":
+        if isinstance(ev, SweepPlanned):
             panel.set_running(ev.sweep_id)
             panel.refresh_sweeps(select=ev.sweep_id)
             self.show_sweep_runs(ev.sweep_id)
-        elif ev.kind == "started" and ev.run_id is not None:
+        elif isinstance(ev, TrialStarted) and ev.run_id is not None:
             self.trial_runs.add(ev.run_id)
             self.tab.model.set_sweep_trial(ev.run_id, f"sweep {ev.sweep_id} #{ev.trial}")
             self.tab.refresh_runs()
@@ -754,7 +754,7 @@ class TabSweeps(QObject):
                 self.tab.model.set_checked(sorted(self.tab.model.checked | {ev.run_id}))
                 self.tab.show_runs(sorted(self.tab.model.checked))
             panel.rank()
-        elif ev.kind == "done":
+        elif isinstance(ev, TrialDone):
             if ev.run_id is not None:
                 self.tab.model.set_sweep_trial(ev.run_id, None)
             if ev.failure:
