@@ -288,7 +288,9 @@ class MainWindow(QMainWindow):
             action.setShortcut(QKeySequence(shortcut))
         if tip:
             action.setStatusTip(tip)
-        action.triggered.connect(slot)
+        # triggered(bool) never reaches the slot (as tabs.common.button: a slot with an optional first
+        # parameter would read Qt's False as its value)
+        action.triggered.connect(lambda _checked=False: slot())
         self.addAction(action)  # shortcuts work with the menu bar hidden (full screen) too
         return action
 
@@ -339,7 +341,7 @@ class MainWindow(QMainWindow):
         view_menu = bar.addMenu("&View")
         for i, (title, *_rest) in enumerate(TABS):
             view_menu.addAction(
-                self._action(VIEW_LABELS[title], lambda _=False, t=title: self.show_tab(t), f"Ctrl+{i + 1}")
+                self._action(VIEW_LABELS[title], lambda t=title: self.show_tab(t), f"Ctrl+{i + 1}")
             )
         view_menu.addSeparator()
         view_menu.addAction(self._action("&Full screen", self._toggle_full_screen, "F11"))

@@ -362,7 +362,8 @@ def stuck_problems(window: Any, person: Person) -> list[str]:
     from PySide6.QtTest import QTest
     from PySide6.QtWidgets import QApplication
 
-    from engine.core import Direction, legal_moves
+    from engine.core import legal_moves
+    from studio.widgets.board import ARROW_KEYS
 
     problems: list[str] = []
     app: Any = QApplication.instance()
@@ -381,14 +382,8 @@ def stuck_problems(window: Any, person: Person) -> list[str]:
     board = play.board
     legal = legal_moves(board.board)
     if legal:
-        keys = {
-            Direction.UP: Qt.Key.Key_Up,
-            Direction.DOWN: Qt.Key.Key_Down,
-            Direction.LEFT: Qt.Key.Key_Left,
-            Direction.RIGHT: Qt.Key.Key_Right,
-        }
         before = board.board.copy()
-        QTest.keyClick(app.focusWidget() or window, keys[legal[0]])
+        QTest.keyClick(app.focusWidget() or window, ARROW_KEYS[legal[0]])
         deadline = time.monotonic() + 3
         while time.monotonic() < deadline and (board.board == before).all():
             QTest.qWait(20)

@@ -23,13 +23,21 @@ from engine import Direction, Spawn, slide_row_left
 from studio.theme import Theme, digits_scale, load_theme
 
 #: Keys the board answers: arrows and WASD (seed 000's controls).
+#: The arrow key of each direction (what a person presses; tests and bench person press these).
+ARROW_KEYS: dict[Direction, Qt.Key] = {
+    Direction.UP: Qt.Key.Key_Up,
+    Direction.LEFT: Qt.Key.Key_Left,
+    Direction.DOWN: Qt.Key.Key_Down,
+    Direction.RIGHT: Qt.Key.Key_Right,
+}
+_WASD = {
+    Direction.UP: Qt.Key.Key_W,
+    Direction.LEFT: Qt.Key.Key_A,
+    Direction.DOWN: Qt.Key.Key_S,
+    Direction.RIGHT: Qt.Key.Key_D,
+}
 KEY_DIRECTIONS: dict[int, Direction] = {
-    key: direction
-    for keys in (
-        (Qt.Key.Key_Up, Qt.Key.Key_Left, Qt.Key.Key_Down, Qt.Key.Key_Right),
-        (Qt.Key.Key_W, Qt.Key.Key_A, Qt.Key.Key_S, Qt.Key.Key_D),
-    )
-    for key, direction in zip(keys, (Direction.UP, Direction.LEFT, Direction.DOWN, Direction.RIGHT))
+    key: direction for keys in (ARROW_KEYS, _WASD) for direction, key in keys.items()
 }
 
 SLIDE_PART = 0.6  # fraction of an animation spent sliding; the rest pops merges and grows spawns

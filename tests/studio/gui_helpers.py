@@ -8,19 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from PySide6.QtCore import Qt
 
 from agents.base import Agent, legal_values
 from agents.config import AgentConfig
 from engine import DIRECTIONS, Direction, Game, Rules
-
-#: The arrow key of each direction, as a person presses it.
-ARROW_KEYS: dict[Direction, Qt.Key] = {
-    Direction.UP: Qt.Key.Key_Up,
-    Direction.LEFT: Qt.Key.Key_Left,
-    Direction.DOWN: Qt.Key.Key_Down,
-    Direction.RIGHT: Qt.Key.Key_Right,
-}
+from studio.widgets.board import ARROW_KEYS as ARROW_KEYS  # the tests' name for them
 
 
 def greedy_game(store, seed: int = 4, moves: int = 12) -> int:  # type: ignore[no-untyped-def]

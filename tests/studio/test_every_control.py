@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from studio.commands.bench_person import Person, click_point, stuck_problems
+from studio.widgets.board import ARROW_KEYS
 
 pytest_plugins = ("tests.studio.gui_fixtures",)
 
@@ -130,12 +131,11 @@ def _play_a_few_moves(window: Any) -> None:
     """A person's first minute: a few moves by arrow keys, so that the store holds a game."""
     from engine.core import legal_moves
 
-    keys = {0: Qt.Key.Key_Up, 1: Qt.Key.Key_Left, 2: Qt.Key.Key_Down, 3: Qt.Key.Key_Right}
     for _ in range(8):
         legal = legal_moves(window.play.board.board)
         if not legal:
             break
-        QTest.keyClick(QApplication.focusWidget() or window, keys[int(legal[0])])
+        QTest.keyClick(QApplication.focusWidget() or window, ARROW_KEYS[legal[0]])
         QTest.qWait(150)
 
 
