@@ -50,7 +50,7 @@ from engine.store.runs import RunsMixin
 from engine.store.sweeps import SweepsMixin
 from engine.store.values import rules_of, seed_text, seed_value, to_json
 
-# The old private name (tests/studio/test_sweep_issue34.py imports it from here).
+# The old private name (tests/studio/test_sweeps_survive_kills_and_bad_input.py imports it from here).
 _pid_alive = pid_alive
 
 _GAME_COLUMNS = (

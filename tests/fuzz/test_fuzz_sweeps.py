@@ -42,7 +42,7 @@ from studio.commands import sweep as sweep_command
 from studio.services import sweep as sweep_service
 from studio.services.sweep import SweepFinished, SweepRequest, plan_trials
 from tests.fuzz.common import FUZZ, count
-from tests.studio import test_sweep_issue34 as kills
+from tests.studio import test_sweeps_survive_kills_and_bad_input as kills
 
 NTUPLE = get_agent_class("ntuple").config_cls
 KNOBS = [s.name for s in NTUPLE.specs()]

@@ -1,4 +1,4 @@
-"""Issue 34, sweeps: a trial killed before its first checkpoint, a grid counted before it is built, a
+"""Sweeps survive kills and bad input: a trial killed before its first checkpoint, a grid counted before it is built, a
 sweep deleted while it runs, a knob given twice, resume flags over stored ones, Ray that does not
 start, and a kill -9 of the driver and all its children at several moments of a sweep's life."""
 

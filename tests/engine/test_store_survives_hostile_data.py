@@ -1,4 +1,4 @@
-"""Issue 34, the store's side: migrations safe to re-run, JSON that is JSON, paths built from stored
+"""The store survives hostile and damaged data: migrations safe to re-run, JSON that is JSON, paths built from stored
 text, early limits of a ``.jsonl`` import, and honest words at open (a damaged file, a dangling link,
 a date at the calendar's edge)."""
 
