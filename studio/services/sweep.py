@@ -34,7 +34,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -52,6 +52,7 @@ from engine.store import GameStore, TrialInfo
 from studio.services.messages import ChildMessage, Done, Events, Failed, Started, is_last_word
 from studio.services.runs import RunRequest, check_parallel, resolve
 from studio.services.training_process import TrainingProcess, exit_reason
+from studio.services.trials import TrialJob, TrialMessage
 
 __all__ = [
     "AUTO",
@@ -172,7 +173,14 @@ class SweepRequest:
             "preset": self.preset,
             "config": dict(self.config),
             "rules": None if self.rules is None else self.rules.to_dict(),
-            "budget": None if b is None else {"episodes": b.episodes, "steps": b.steps, "seconds": b.seconds},
+            "budget": None
+            if b is None
+            else {
+                "episodes": b.episodes,
+                "steps": b.steps,
+                "seconds": b.seconds,
+                "cpu_seconds": b.cpu_seconds,
+            },
             "grid": {k: list(v) for k, v in self.grid.items()},
             "ranges": [r.to_dict() for r in self.ranges],
             "points": [dict(p) for p in self.points],
@@ -203,7 +211,7 @@ def sweep_request_from_spec(spec: Mapping[str, Any]) -> SweepRequest:
         rules=None if not rules else Rules.from_dict(rules),
         budget=None
         if not b
-        else Budget(episodes=b.get("episodes"), steps=b.get("steps"), seconds=b.get("seconds")),
+        else Budget(**{k: b.get(k) for k in ("episodes", "steps", "seconds", "cpu_seconds")}),
         grid={k: tuple(v) for k, v in (spec.get("grid") or {}).items()},
         ranges=tuple(
             KnobRange(r["name"], r["low"], r["high"], bool(r.get("log"))) for r in spec.get("ranges") or ()
@@ -411,8 +419,16 @@ def _round(x: float) -> float:
     return float(f"{x:.4g}")
 
 
-def plan_trials(request: SweepRequest) -> list[tuple[dict[str, Any], int]]:
-    """The sweep's trials in order: (knob values, seed) each. Deterministic: the same request plans the
+class PlannedTrial(NamedTuple):
+    """One trial of a plan: the knob values it sets over the sweep's config, and its seed. (A named
+    tuple: the store takes plans as ``(values, seed)`` pairs, and old plans compare equal.)"""
+
+    values: dict[str, Any]
+    seed: int
+
+
+def plan_trials(request: SweepRequest) -> list[PlannedTrial]:
+    """The sweep's trials in order: their knob values and seed. Deterministic: the same request plans the
     same trials (a random search draws its points from ``seed``). SweepError for a plan that cannot run.
     """
     resolved = _resolved(request)
@@ -467,7 +483,7 @@ def plan_trials(request: SweepRequest) -> list[tuple[dict[str, Any], int]]:
             raise SweepError(
                 f"the point {_point_text(p)} makes no config: {e}", getattr(e, "field", "grid")
             ) from None
-    return [(p, request.seed + k) for p in points for k in range(request.seeds)]
+    return [PlannedTrial(p, request.seed + k) for p in points for k in range(request.seeds)]
 
 
 def _check_trial_count(points: int, seeds: int) -> None:
@@ -826,12 +842,9 @@ class SweepProgress:
         return f"{self.finished_trials}/{self.total} {trials} done, {len(self.running)} running"
 
 
-#: What a backend yields: a trial and what its run says (the messages of a training child).
-TrialMessage = tuple[int, ChildMessage]
-#: A backend runs trial jobs and reports what each trial's run says: it gets the jobs (trial index and
-#: run request), the store, the number of workers and a stop flag, and yields :data:`TrialMessage` pairs
-#: (``Started`` / ``Events`` / ``CheckpointSaved`` / ``Done`` / ``Failed``), whatever runs the trials.
-Backend = Callable[[list[tuple[int, RunRequest]], GameStore, int, threading.Event], Iterator[TrialMessage]]
+#: A backend runs trial jobs and reports what each trial's run says: it gets the jobs, the store, the
+#: number of workers and a stop flag, and yields :class:`TrialMessage`, whatever runs the trials.
+Backend = Callable[[list[TrialJob], GameStore, int, threading.Event], Iterator[TrialMessage]]
 
 
 class LocalTrials:
@@ -839,9 +852,7 @@ class LocalTrials:
     the module's docstring). :meth:`run` yields what the children say; a child that dies before its
     last word (killed, crashed) is reported as a failed trial."""
 
-    def __init__(
-        self, jobs: list[tuple[int, RunRequest]], store: GameStore, workers: int, stop: threading.Event
-    ) -> None:
+    def __init__(self, jobs: list[TrialJob], store: GameStore, workers: int, stop: threading.Event) -> None:
         self.store, self.workers, self.stop = store, workers, stop
         # Each trial's share of the cores for its math libraries (torch, BLAS): trials side by side that
         # each start a thread per core fight over every core and all run slower.
@@ -864,7 +875,7 @@ class LocalTrials:
                     continue
                 said = self._take(trial, msg)
                 if said is not None:
-                    yield trial, said
+                    yield TrialMessage(trial, said)
         finally:
             self._close()
 
@@ -910,7 +921,7 @@ class LocalTrials:
 
 
 def local_backend(
-    jobs: list[tuple[int, RunRequest]], store: GameStore, workers: int, stop: threading.Event
+    jobs: list[TrialJob], store: GameStore, workers: int, stop: threading.Event
 ) -> Iterator[TrialMessage]:
     """Run the trials in local child processes (:class:`LocalTrials`)."""
     return LocalTrials(jobs, store, workers, stop).run()
@@ -1106,9 +1117,9 @@ def _claim_resumed(
 
 def _trial_jobs(
     request: SweepRequest, store: GameStore, sweep_id: int, plan: Sequence[TrialInfo]
-) -> list[tuple[int, RunRequest]]:
+) -> list[TrialJob]:
     """The run request of every trial not done yet: a new run, or its unfinished run resumed."""
-    jobs: list[tuple[int, RunRequest]] = []
+    jobs: list[TrialJob] = []
     for t in plan:
         if t.run_status in DONE:
             continue
@@ -1119,7 +1130,7 @@ def _trial_jobs(
             store.delete_run(t.run_id)
             t = replace(t, run_id=None, run_status=None)
         if t.run_id is not None:
-            jobs.append((t.trial, resume_request(request, t.run_id)))
+            jobs.append(TrialJob(t.trial, resume_request(request, t.run_id)))
         else:
-            jobs.append((t.trial, trial_request(request, sweep_id, t.trial, t.params, t.seed or 0)))
+            jobs.append(TrialJob(t.trial, trial_request(request, sweep_id, t.trial, t.params, t.seed or 0)))
     return jobs

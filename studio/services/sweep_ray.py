@@ -48,7 +48,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from agents.base import Control, MetricEvent
 from agents.runner import IncompatibleCheckpoint, NoCheckpoint, RunBusy, RunError
@@ -79,9 +79,7 @@ from studio.services.messages import (
     TuneNews,
 )
 from studio.services.runs import RunRequest, resolve
-
-if TYPE_CHECKING:
-    from studio.services.sweep import TrialMessage
+from studio.services.trials import TrialJob, TrialMessage
 
 __all__ = ["REPORT_EVERY_S", "RayTrials", "RelayStore", "RunSink", "ray_backend"]
 
@@ -584,9 +582,7 @@ class RayTrials:
     child says. Tune's fit runs in a thread of its own; its callbacks put what they hear in a queue,
     and this loop alone writes the store."""
 
-    def __init__(
-        self, jobs: list[tuple[int, RunRequest]], store: GameStore, workers: int, stop: threading.Event
-    ) -> None:
+    def __init__(self, jobs: list[TrialJob], store: GameStore, workers: int, stop: threading.Event) -> None:
         self.jobs, self.store, self.workers, self.stop = jobs, store, workers, stop
         self.states: dict[int, _TrialState] = {}
         self.inbox: queue.Queue[TuneNews] = queue.Queue()
@@ -601,7 +597,7 @@ class RayTrials:
             try:
                 job = _resume_job(self.store, trial, req) if req.resume is not None else _Job(trial, req)
             except RunError as e:
-                yield trial, Failed.of(e)
+                yield TrialMessage(trial, Failed.of(e))
                 continue
             self.states[trial] = _TrialState(job)
         if not self.states:
@@ -710,8 +706,8 @@ class RayTrials:
             return []
         if isinstance(news, TrialReport):
             ops: list[RelayOp | TrialWord] = pickle.loads(news.ops)
-            return [(news.trial, m) for m in self._report(news.trial, state, ops)]
-        return [(news.trial, m) for m in self._gone(news, state)]
+            return [TrialMessage(news.trial, m) for m in self._report(news.trial, state, ops)]
+        return [TrialMessage(news.trial, m) for m in self._gone(news, state)]
 
     def _report(self, trial: int, state: _TrialState, ops: list[RelayOp | TrialWord]) -> list[ChildMessage]:
         out: list[ChildMessage] = []
@@ -752,7 +748,7 @@ class RayTrials:
 
 
 def ray_backend(
-    jobs: list[tuple[int, RunRequest]], store: GameStore, workers: int, stop: threading.Event
+    jobs: list[TrialJob], store: GameStore, workers: int, stop: threading.Event
 ) -> Iterator[TrialMessage]:
     """Run the trials as Ray Tune trials (:class:`RayTrials`)."""
     return RayTrials(jobs, store, workers, stop).run()
