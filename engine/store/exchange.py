@@ -876,9 +876,9 @@ def _mib(n: int) -> str:
     return f"{n / (1 << 20):,.1f} MiB" if n >= 1 << 20 else f"{n:,} bytes"
 
 
-def _read_npz(path: Path) -> list[IncomingGame]:
-    name = path.name
-    data = _load_npz(path)
+def _check_npz_header(data: Mapping[str, np.ndarray], name: str) -> None:
+    """The file says it is a games file of a version this reader knows, and holds the three arrays
+    every games file has."""
     fmt = _npz_text(data, "format", name)
     if fmt is not None and fmt != NPZ_FORMAT:
         raise StoreError(f"{name}: format {_shown(fmt)} is not {NPZ_FORMAT!r}")
@@ -891,6 +891,32 @@ def _read_npz(path: Path) -> list[IncomingGame]:
         if key not in data:
             raise StoreError(f"{name}: missing {key!r} (an .npz of games needs layouts, moves and scores)")
 
+
+def _npz_spawns(
+    data: Mapping[str, np.ndarray], name: str, n_total: int, shape: tuple[int, int]
+) -> list[list[Triple]] | None:
+    """The spawns of every move (row, column, value), from the optional ``(m, 3)`` array of move index,
+    flat cell and value; None when the file has none."""
+    if "spawns" not in data:
+        return None
+    sp = _int_array(data["spawns"], name, "spawns")
+    cells = shape[0] * shape[1]
+    if sp.ndim != 2 or sp.shape[1] != 3:
+        raise StoreError(f"{name}: spawns must have shape (m, 3): move, cell, value")
+    if sp.size and (
+        sp[:, 0].min() < 0 or sp[:, 0].max() >= n_total or sp[:, 1].min() < 0 or sp[:, 1].max() >= cells
+    ):
+        raise StoreError(f"{name}: spawns refer to a move or cell that does not exist")
+    spawns_by_move: list[list[Triple]] = [[] for _ in range(n_total)]
+    for m, cell, v in sp.tolist():
+        spawns_by_move[m].append((cell // shape[1], cell % shape[1], v))
+    return spawns_by_move
+
+
+def _read_npz(path: Path) -> list[IncomingGame]:
+    name = path.name
+    data = _load_npz(path)
+    _check_npz_header(data, name)
     metas = _npz_json(data, "games", name)
     top_rules = _npz_json(data, "rules", name)
     layouts_raw = data["layouts"]
@@ -929,18 +955,7 @@ def _read_npz(path: Path) -> list[IncomingGame]:
         )
     if "final_boards" in data:
         finals = _boards(data["final_boards"], name, "final_boards", (n_games, cells)).reshape(-1, *shape)
-    spawns_by_move: list[list[Triple]] | None = None
-    if "spawns" in data:
-        sp = _int_array(data["spawns"], name, "spawns")
-        if sp.ndim != 2 or sp.shape[1] != 3:
-            raise StoreError(f"{name}: spawns must have shape (m, 3): move, cell, value")
-        if sp.size and (
-            sp[:, 0].min() < 0 or sp[:, 0].max() >= n_total or sp[:, 1].min() < 0 or sp[:, 1].max() >= cells
-        ):
-            raise StoreError(f"{name}: spawns refer to a move or cell that does not exist")
-        spawns_by_move = [[] for _ in range(n_total)]
-        for m, cell, v in sp.tolist():
-            spawns_by_move[m].append((cell // shape[1], cell % shape[1], v))
+    spawns_by_move = _npz_spawns(data, name, n_total, shape)
 
     games = []
     for g in range(n_games):
