@@ -427,16 +427,7 @@ def load_checkpoint(
     name = meta["agent"]
     if expect_agent is not None and name != expect_agent:
         raise CheckpointError(f"{path.name} is a checkpoint of agent {name!r}, not {expect_agent!r}")
-    try:
-        cls = get_agent_class(name)
-    except KeyError:
-        raise CheckpointError(f"{path.name} is a checkpoint of unknown agent {name!r}") from None
-    recorded = meta.get("class")  # absent in checkpoints written before it was recorded
-    if recorded is not None and recorded != cls.__qualname__:
-        raise CheckpointError(
-            f"{path.name} was saved by class {recorded}, not by {cls.__qualname__} of agent {name!r}: "
-            "relabelled, refused"
-        )
+    cls = _saving_class(path, meta)
     if not allow_nonfinite:
         bad = first_nonfinite(arrays)
         if bad is not None:
@@ -477,6 +468,23 @@ def load_checkpoint(
         # crafted file that it did not check itself
         raise CheckpointError(f"{path.name} does not fit agent {name!r}: {_reason(e)}") from None
     return agent
+
+
+def _saving_class(path: Path, meta: Mapping[str, Any]) -> type[Agent]:
+    """The registered class of the checkpoint's agent, refused when the file names a class other than
+    the one registered under its agent's name (a relabelled file)."""
+    name = meta["agent"]
+    try:
+        cls = get_agent_class(name)
+    except KeyError:
+        raise CheckpointError(f"{path.name} is a checkpoint of unknown agent {name!r}") from None
+    recorded = meta.get("class")  # absent in checkpoints written before it was recorded
+    if recorded is not None and recorded != cls.__qualname__:
+        raise CheckpointError(
+            f"{path.name} was saved by class {recorded}, not by {cls.__qualname__} of agent {name!r}: "
+            "relabelled, refused"
+        )
+    return cls
 
 
 def _on_device(config: Any, device: str | None) -> Any:
