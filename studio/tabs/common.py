@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QApplication,
@@ -90,6 +90,24 @@ class StoreTab(QWidget):
     def refresh(self) -> None:
         """Re-read the store (each tab its own way; it clears ``_dirty``)."""
         raise NotImplementedError
+
+
+class SettingsTab(QWidget):
+    """A tab that keeps what a person chose in the settings (Arena, Train): its object ``name``, the
+    ``store`` it writes to and the ``settings`` (None in tests that keep nothing: then nothing is kept)."""
+
+    def __init__(
+        self, name: str, store: GameStore, settings: QSettings | None, parent: QWidget | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName(name)
+        self.store = store
+        self.settings = settings
+
+    def keep(self, key: str, value: Any) -> None:
+        """Write ``value`` under ``key`` in the settings, when there are settings."""
+        if self.settings is not None:
+            self.settings.setValue(key, value)
 
 
 class ReviewingTab(StoreTab):

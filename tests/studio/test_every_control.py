@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 import pytest
+import shiboken6
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
 from PySide6.QtTest import QTest
@@ -45,7 +46,9 @@ def fingerprint(window: Any) -> tuple[Any, ...]:
     if board is not None:
         seen.append(board.board.tobytes())
         seen.append(str(board.hint))
-    roots = [w for w in app.topLevelWidgets() if w.isVisible()]
+    # A menu an earlier test left for deletion can still be listed with a stale wrapper (shiboken
+    # hands back the old Python object for a reused address): skip what is no longer valid.
+    roots = [w for w in app.topLevelWidgets() if shiboken6.isValid(w) and w.isVisible()]
     seen.append(tuple(sorted(type(w).__name__ + w.objectName() for w in roots)))
     for root in roots:
         for w in root.findChildren(QWidget):
