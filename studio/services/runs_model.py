@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from studio.widgets.curves import RunSeries
 
 __all__ = [
+    "FOLLOW",
+    "LIVE",
+    "LIVE_KEY",
     "CheckedChanged",
     "Column",
     "ElsewhereChanged",
@@ -79,6 +82,8 @@ TITLES: dict[Column, str] = {
 #: has no id until its child opened it), ``("follow", run_id)`` for one training elsewhere.
 RunKey = int | tuple[str, int]
 LIVE, FOLLOW = "live", "follow"
+#: The key of a live run given no number: a curves panel fed events directly (its own model).
+LIVE_KEY: RunKey = (LIVE, 0)
 
 
 def is_live_key(key: object) -> bool:

@@ -47,14 +47,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.store import SOURCES, GameStore, format_time
-from engine.store.db import GameStats
+from studio.services.library import SOURCES, GameStats, connect, format_time
 from studio.tabs.common import StoreTab, button
 from studio.text import GAME_STATUS_WORDS, game_status, plural
 from studio.widgets.filter_bar import FilterBar
 from studio.widgets.histogram import TileHistogram
 
 if TYPE_CHECKING:
+    from engine.store import GameStore
     from studio.worker import CallWorker
 
 log = logging.getLogger(__name__)
@@ -530,7 +530,7 @@ class GamesTab(StoreTab):
 
         def job(report: Callable[..., None]) -> list[tuple[Path, list[int], list[int], str]]:
             done: list[tuple[Path, list[int], list[int], str]] = []
-            with GameStore(db_path) as store:  # the worker thread's own connection
+            with connect(db_path) as store:  # the worker thread's own connection
                 for k, path in enumerate(files):
                     where = f"Importing {path.name}" + (
                         f" ({k + 1} of {len(files)})" if len(files) > 1 else ""

@@ -20,7 +20,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -37,12 +37,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.store import GameStore
+from studio.services.library import connect
 from studio.services.progress import MINE, PHASES, Progress, progress, rolling_mean
 from studio.services.review import Reviewer, resolve_reviewer
 from studio.tabs.common import ReviewingTab, button, fill_reviewer_combo
 from studio.widgets.curves import GridAxis, SIAxis, TileAxis, show_grid
 from studio.widgets.review_graph import GRADE_COLOURS
+
+if TYPE_CHECKING:
+    from engine.store import GameStore
 
 #: The source filter: (label, progress source). "your games" is the default; arena, evaluation and
 #: training games are never mixed into it.
@@ -256,7 +259,7 @@ class ProgressTab(ReviewingTab):
         source, since, reviewer = self.source, self.since, self.reviewer()
 
         def job(_report: Callable[..., None]) -> Progress:
-            with GameStore(db_path) as store:  # the worker thread's own connection
+            with connect(db_path) as store:  # the worker thread's own connection
                 return progress(store, source=source, since=since, reviewer=reviewer)
 
         if self.load_worker is not None:
@@ -414,7 +417,7 @@ class ProgressTab(ReviewingTab):
                 report(k + (done / moves if moves else 1.0), total, f"game {k + 1} of {total}")
 
             skipped: list[tuple[int, str]] = []
-            with GameStore(db_path) as store:  # the worker thread's own connection
+            with connect(db_path) as store:  # the worker thread's own connection
                 reviews = review_games(
                     store,
                     ids,

@@ -560,7 +560,34 @@ class ConfigForm(QWidget):
 
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(self._build_preset_header())
 
+        self._body = QWidget()
+        self._form = _fields_layout(self._body, indent=0)
+        outer.addWidget(self._body)
+
+        self.advancedToggle = QToolButton()
+        self.advancedToggle.setObjectName("advancedToggle")
+        self.advancedToggle.setCheckable(True)
+        self.advancedToggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.advancedToggle.setArrowType(Qt.ArrowType.RightArrow)
+        self.advancedToggle.setText("Advanced")
+        self.advancedToggle.setAutoRaise(True)
+        self.advancedToggle.toggled.connect(self._fold)
+        outer.addWidget(self.advancedToggle)
+        self._advanced = QWidget()
+        self._advanced_form = _fields_layout(self._advanced, indent=12)
+        self._advanced.hide()
+        outer.addWidget(self._advanced)
+
+        self._empty = QLabel("This agent has no settings.")
+        self._empty.setEnabled(False)
+        outer.addWidget(self._empty)
+
+        if config_cls is not None:
+            self.set_config_class(config_cls, agent)
+
+    def _build_preset_header(self) -> QWidget:
         # The box has the row to itself but for Load (it was cut to "dqn-seec" beside two buttons);
         # Defaults sits under it, beside the marker that says which preset the fields hold. The three
         # rows are one widget, ``presetHeader``, that a caller may place elsewhere (the Train tab
@@ -595,32 +622,7 @@ class ConfigForm(QWidget):
         self._notes = QVBoxLayout()
         self._notes.setContentsMargins(0, 0, 0, 0)
         header.addLayout(self._notes)
-        outer.addWidget(self.presetHeader)
-
-        self._body = QWidget()
-        self._form = _fields_layout(self._body, indent=0)
-        outer.addWidget(self._body)
-
-        self.advancedToggle = QToolButton()
-        self.advancedToggle.setObjectName("advancedToggle")
-        self.advancedToggle.setCheckable(True)
-        self.advancedToggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-        self.advancedToggle.setArrowType(Qt.ArrowType.RightArrow)
-        self.advancedToggle.setText("Advanced")
-        self.advancedToggle.setAutoRaise(True)
-        self.advancedToggle.toggled.connect(self._fold)
-        outer.addWidget(self.advancedToggle)
-        self._advanced = QWidget()
-        self._advanced_form = _fields_layout(self._advanced, indent=12)
-        self._advanced.hide()
-        outer.addWidget(self._advanced)
-
-        self._empty = QLabel("This agent has no settings.")
-        self._empty.setEnabled(False)
-        outer.addWidget(self._empty)
-
-        if config_cls is not None:
-            self.set_config_class(config_cls, agent)
+        return self.presetHeader
 
     # ------------------------------------------------------------------ building
     @property

@@ -14,8 +14,7 @@ from collections.abc import Callable, Sequence
 from PySide6.QtCore import QSettings, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLineEdit, QSpinBox, QWidget
 
-from engine.store import SOURCE_FILTERS, GameFilter
-from engine.store.filters import MINE
+from studio.services.library import MINE, SOURCE_FILTERS, GameFilter
 from studio.text import GAME_STATUS_WORDS
 
 #: Every filter the bar can show, in the order it shows them.

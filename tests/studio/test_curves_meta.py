@@ -12,6 +12,7 @@ from PySide6.QtCore import QEvent, QObject, QSettings, Qt
 from PySide6.QtGui import QImage, QPainter
 
 from agents.base import MetricEvent
+from studio.services.runs_model import LIVE_KEY
 from studio.tabs.train import TrainTab
 from studio.widgets.curves import (
     EMPTY_TEXT,
@@ -194,11 +195,16 @@ def test_a_run_s_first_value_folds_only_an_evaluation(panel) -> None:
     """A series that comes with every event is not called constant on its first value (folded, then
     back at its second, the grid was laid out twice in a run's first second); an evaluation is."""
     panel.set_agent("ntuple")
-    panel.set_runs([("live", RunSeries("run 1 ntuple", agent="ntuple", run_id=1))])
+    panel.set_runs([(LIVE_KEY, RunSeries("run 1 ntuple", agent="ntuple", run_id=1))])
     panel.redraw()
     placed: list[list[bool]] = []
     place = panel.gridScroll.place
-    panel.gridScroll.place = lambda boxes: (placed.append([on for _b, on in boxes]), place(boxes))[1]
+
+    def counting_place(boxes):  # each laying of the grid, kept: which panels it showed
+        placed.append([on for _b, on in boxes])
+        return place(boxes)
+
+    panel.gridScroll.place = counting_place
     before = panel.panel_titles()
     # the evaluations' panel waits folded: its first value is a line of text anyway
     assert "Greedy evaluation" not in before and "TD error" in before and "Learning rate" in before

@@ -10,6 +10,7 @@ from PySide6.QtGui import QColor
 
 from agents.base import Budget, MetricEvent
 from engine import Rules
+from studio.services.runs_model import LIVE_KEY
 from studio.widgets.curves import CurvesPanel, RunSeries
 from tests.studio.tab_fixtures import shown
 
@@ -99,7 +100,7 @@ def test_a_run_too_short_for_an_evaluation_says_so_instead_of_listing_its_panel(
     panel = shown(qtbot, CurvesPanel(), (900, 700))
     run = RunSeries("ntuple (new run)", agent="ntuple")
     run.set_evaluation(20, 600.0, None, Budget(seconds=120.0))
-    panel.set_runs([("live", run)])
+    panel.set_runs([(LIVE_KEY, run)])
     panel.add_events(_ntuple_events(5))
     panel.redraw()
     said = "Greedy evaluation: none in this run (one every 10 minutes of training; the budget is 2 minutes)"
@@ -109,7 +110,7 @@ def test_a_run_too_short_for_an_evaluation_says_so_instead_of_listing_its_panel(
 
     longer = RunSeries("ntuple (new run)", agent="ntuple")
     longer.set_evaluation(20, 600.0, None, Budget(seconds=3600.0))
-    panel.set_runs([("live", longer)])
+    panel.set_runs([(LIVE_KEY, longer)])
     panel.add_events(_ntuple_events(5))
     panel.redraw()
     assert "Greedy evaluation: the first after 10 minutes of training" in panel.constants

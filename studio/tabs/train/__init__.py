@@ -32,7 +32,7 @@ import time
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
@@ -50,7 +50,6 @@ from PySide6.QtWidgets import (
 )
 
 from agents.runner import RunError
-from engine.store import GameStore
 from studio.services import messages
 from studio.services.runs import RunRequest, mark_failed, write_metrics_csv
 from studio.services.runs_model import FOLLOW, RunsChange, RunsModel, SelectionChanged
@@ -70,6 +69,9 @@ from studio.tabs.train.sweep import (
 from studio.text import duration
 from studio.widgets.curves import RunSeries
 from studio.worker import RunWorker
+
+if TYPE_CHECKING:
+    from engine.store import GameStore
 
 __all__ = ["TrainTab", "write_metrics_csv"]
 
@@ -256,7 +258,7 @@ class TrainTab(QWidget):
         self.liveBoard, self.statsLabel = self.livePanel.liveBoard, self.livePanel.statsLabel
         right.addWidget(self.livePanel)
         self.runsPanel = RunsPanel(self.store, model=self.model)
-        self.follower = Follower(self.store, self.curves, self, model=self.model)
+        self.follower = Follower(self.store, self.curves, self)
         self.model.subscribe(self._on_model_change)
         self.follower.ended.connect(self._on_followed_end)
         self.sweepPanel = SweepPanel(self.store)

@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from agents.runner import RunError
-from engine.store import GameStore, RunSummary
 from studio.services.runs import stop_elsewhere
-from studio.services.runs_model import FOLLOW, RunsModel
+from studio.services.runs_model import FOLLOW
 from studio.widgets.curves import CurvesPanel, RunSeries
+
+if TYPE_CHECKING:
+    from engine.store import GameStore, RunSummary
 
 FOLLOW_MS = 1000
 LIVE_STATUSES = ("running", "paused")
@@ -28,8 +31,8 @@ log = logging.getLogger(__name__)
 
 
 class Follower(QObject):
-    """Follows runs owned by other processes: their curves from the store (shown in ``model``, which
-    ``curves`` draws: a model of its own when given none), and a stop request."""
+    """Follows runs owned by other processes: their curves from the store (shown in the model of runs
+    that ``curves`` draws), and a stop request."""
 
     #: a followed run ended (run id, its final status)
     ended = Signal(int, str)
@@ -39,17 +42,11 @@ class Follower(QObject):
         store: GameStore,
         curves: CurvesPanel,
         parent: QObject | None = None,
-        model: RunsModel | None = None,
     ) -> None:
-        from studio.tabs.train.live import bind_curves
-
         super().__init__(parent)
         self.store = store
         self.curves = curves
-        if model is None:
-            model = RunsModel()
-            bind_curves(model, curves)
-        self.model = model
+        self.model = curves.model  # the runs the curves draw: a followed run is shown there
         self.followed: dict[int, int] = {}  # run id -> events read so far
         self._timer = QTimer(self)
         self._timer.setInterval(FOLLOW_MS)

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 from agents.base import MetricEvent
 from studio.services import messages
 from studio.services.runs import RunEnd, run_end
-from studio.services.runs_model import RunKey, RunsChange, RunsModel, ShownChanged, is_live_key
+from studio.services.runs_model import RunKey, RunsModel, is_live_key
 from studio.widgets.curves import CurvesPanel, RunSeries
 from studio.worker import RunWorker
 
@@ -165,19 +165,6 @@ def eta_seconds(
     return max(0.0, spent * (1.0 - progress) / done)
 
 
-def bind_curves(model: RunsModel, curves: CurvesPanel) -> None:
-    """The curves are a view of the model's shown runs: they draw each change, and what is done to
-    them (a run added, the panel cleared) is done to the model."""
-
-    def on_change(change: RunsChange) -> None:
-        if isinstance(change, ShownChanged):
-            curves.draw(model.shown)
-
-    model.subscribe(on_change)
-    curves.bind(model)
-    curves.draw(model.shown)
-
-
 class LivePanel(QWidget):
     """Curves on the left; on the right the board being played and the focused run's figures. The
     curves are a view of ``model``'s shown runs (a model of its own when given none)."""
@@ -191,8 +178,7 @@ class LivePanel(QWidget):
         self.model = model if model is not None else RunsModel()
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        self.curves = CurvesPanel(settings=settings)
-        bind_curves(self.model, self.curves)
+        self.curves = CurvesPanel(settings=settings, model=self.model)
         layout.addWidget(self.curves, 1)
         side = QVBoxLayout()
         self.liveBoard = BoardWidget(interactive=False)

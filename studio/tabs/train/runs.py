@@ -15,7 +15,7 @@ import logging
 import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QIcon, QPixmap
@@ -29,7 +29,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.store import GameStore, RunSummary
 from studio.services.runs import export_run_tensorboard, write_metrics_csv
 from studio.services.runs_model import (
     TITLES,
@@ -44,6 +43,9 @@ from studio.services.runs_model import (
 )
 from studio.tabs.common import button, error_box, table, titled_row
 from studio.widgets.curves import RUN_COLOURS
+
+if TYPE_CHECKING:
+    from engine.store import GameStore, RunSummary
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -59,7 +59,7 @@ from PySide6.QtWidgets import (
 
 from agents.config import FieldSpec
 from agents.runner import DEFAULT_EVAL_GAMES
-from engine.store import GameStore, SweepInfo
+from studio.services.library import open_data_dir
 from studio.services.runs import RunRequest, have_ray
 from studio.services.sweep import (
     AUTO,
@@ -83,6 +83,9 @@ from studio.tabs.train.launch import budget_words
 from studio.text import plural
 from studio.widgets.curves import GridAxis, show_grid
 from studio.worker import CallWorker, _Loop, _Worker
+
+if TYPE_CHECKING:
+    from engine.store import GameStore, SweepInfo
 
 __all__ = [
     "FIXED",
@@ -593,9 +596,7 @@ class SweepWorker(_Worker):
         self.progress = SweepProgress(sweep_id=resume)
 
     def _body(self, loop: _Loop) -> None:
-        from engine.store import GameStore
-
-        with GameStore.open(self.data_dir) as store:
+        with open_data_dir(self.data_dir) as store:
             events = run_sweep(self.request, store, resume=self.resume, stop=self.stop_event)
             try:
                 for ev in events:
@@ -865,7 +866,7 @@ class SweepPanel(QWidget):
         sweep_id, data_dir = self.sweep_id, self.data_dir
 
         def job(_report: Any) -> tuple[int, SweepInfo, str, list[PointResult]]:
-            with GameStore.open(data_dir) as store:
+            with open_data_dir(data_dir) as store:
                 info = store.get_sweep(sweep_id)
                 metric, points = rank_sweep(store, sweep_id)
             return sweep_id, info, metric, points

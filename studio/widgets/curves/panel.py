@@ -9,37 +9,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import pyqtgraph as pg
 from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from agents.base import MetricEvent
-from agents.metrics import EPSILON, EVALUATION, LOSS, STANDARD, MetricInfo, groups, metrics_of
-from studio.widgets.curves.decimate import points_to_draw
-from studio.widgets.curves.legend import ConstantsLabel, RunLegend, _metric_colour, _panel_header
-from studio.widgets.curves.lines import metric_lines
-from studio.widgets.curves.names import (
-    EMPTY_TEXT,
-    _compared_constants,
-    _short_name,
-    run_colour,
-)
-from studio.widgets.curves.plots import MARKER_POINTS, _Curve, _Panel, make_panel
+from agents.metrics import EPSILON, EVALUATION, LOSS, STANDARD, MetricInfo, metrics_of
+from studio.services.runs_model import LIVE, LIVE_KEY, RunKey, RunsChange, RunsModel, ShownChanged
+from studio.widgets.curves.layout import lay_panel, wanted_groups
+from studio.widgets.curves.legend import ConstantsLabel, RunLegend
+from studio.widgets.curves.names import EMPTY_TEXT, _compared_constants, run_colour
+from studio.widgets.curves.plots import _Curve, _Panel, flat_value, make_panel, metric_curves
 from studio.widgets.curves.series import RunSeries, declared_metrics
-from studio.widgets.curves.ticks import format_si
-from studio.widgets.curves.toolbar import CurvesToolbar, PanelGrid, set_quietly
+from studio.widgets.curves.toolbar import CurvesToolbar, PanelGrid, saved_choices, set_quietly
 from studio.widgets.curves.xaxis import X_AXES, AutoLogX, data_x_extent, x_title
 
 #: A panel's metrics when no agent said which (an agent unknown to this build).
 DEFAULT_AGENT_METRICS: tuple[MetricInfo, ...] = (LOSS, EPSILON)
-
-
-class RunsSource(Protocol):
-    """A list of runs a panel may be a view of (the Train tab's runs model, Qt-free)."""
-
-    def show(self, runs: Iterable[Any]) -> None: ...
 
 
 class CurvesPanel(QWidget):
@@ -49,10 +37,17 @@ class CurvesPanel(QWidget):
     of the agents shown (``lossPlot``, ``meanQPlot``, ``tdErrorPlot``...; :func:`_slug` of the group),
     ``speedPlot``. With nothing shown, the panel says so in words and :meth:`panel_titles` lists what
     the agent picked in the launch form will draw.
+
+    The panel is a view of ``model``'s shown runs (a model of its own when given none): it draws
+    each change of them, and what is done to it (a run added, the panel cleared) is done to the model.
     """
 
     def __init__(
-        self, parent: QWidget | None = None, tick_ms: int = 20, settings: QSettings | None = None
+        self,
+        parent: QWidget | None = None,
+        tick_ms: int = 20,
+        settings: QSettings | None = None,
+        model: RunsModel | None = None,
     ) -> None:
         super().__init__(parent)
         self.setObjectName("curvesPanel")
@@ -62,9 +57,8 @@ class CurvesPanel(QWidget):
         self.agent_infos: tuple[MetricInfo, ...] = metrics_of(
             type("Default", (), {"metrics": DEFAULT_AGENT_METRICS})
         )
-        self.runs: list[tuple[object, RunSeries]] = []  # (key, series); key ("live", n), a run id...
-        #: the list of runs the panel is a view of, when bound (see :meth:`bind`)
-        self._source: RunsSource | None = None
+        #: the runs drawn are its shown runs (see :attr:`runs`)
+        self.model = model if model is not None else RunsModel()
         self._panels: dict[str, _Panel] = {}
         self._curves: list[_Curve] = []
         self._dirty: set[str] = set()  # names of plots with something new to draw
@@ -73,7 +67,7 @@ class CurvesPanel(QWidget):
         self._next = 0  # round-robin position of the timer
         self.redraws = 0  # plot updates made (a plot's curves given new data)
         self.constants: list[str] = []  # "Learning rate = 1 (constant)" lines
-        self._load_settings()
+        self.smoothing, self.x_axis, self.log_x, self.log_y = saved_choices(settings)
         #: log x switched on by itself for the runs shown (AUTO_LOG_X_RATIO), unless declined
         self.auto_log_x = AutoLogX()
         self._log_x_drawn = self.log_x  # what the panels were last drawn with
@@ -85,16 +79,16 @@ class CurvesPanel(QWidget):
         self.timer.timeout.connect(self._tick)
         self._rebuild()
         self.timer.start()
+        self.model.subscribe(self._on_change)
 
-    def _load_settings(self) -> None:
-        from studio.settings import get_bool, get_int
+    @property
+    def runs(self) -> list[tuple[RunKey, RunSeries]]:
+        """The runs drawn, in drawing order: the model's shown runs, under its keys."""
+        return self.model.shown
 
-        s = self.settings
-        self.smoothing = min(0.99, max(0.0, (get_int(s, "curves/smoothing", 0) if s else 0) / 100))
-        x_axis = str(s.value("curves/xAxis", "step")) if s else "step"
-        self.x_axis = x_axis if x_axis in X_AXES else "step"
-        self.log_y = get_bool(s, "curves/logY", False) if s else False
-        self.log_x = get_bool(s, "curves/logX", False) if s else False
+    def _on_change(self, change: RunsChange) -> None:
+        if isinstance(change, ShownChanged):
+            self._rebuild()
 
     def _build(self) -> None:
         """The toolbar, the auto log x note, the run legend, the words or the grid, the constants."""
@@ -246,14 +240,6 @@ class CurvesPanel(QWidget):
             return panels[name].plot
         raise AttributeError(name)
 
-    def _wanted_groups(self) -> list[tuple[str, list[MetricInfo]]]:
-        infos: dict[str, MetricInfo] = {}
-        sources = [run.infos or self._fallback_infos() for _k, run in self.runs] or [self.agent_infos]
-        for src in sources:
-            for m in src:
-                infos.setdefault(m.name, m)
-        return groups(infos.values())
-
     def _fallback_infos(self) -> tuple[MetricInfo, ...]:
         return self.agent_infos if self.agent_infos else STANDARD
 
@@ -303,57 +289,34 @@ class CurvesPanel(QWidget):
     # ------------------------------------------------------------------ runs
     @property
     def live(self) -> RunSeries | None:
-        """The first live run (key ``"live"`` or ``("live", n)``: several may train at once)."""
-        for key, run in self.runs:
-            if key == "live" or (isinstance(key, tuple) and key and key[0] == "live"):
-                return run
-        return None
-
-    def bind(self, source: RunsSource) -> None:
-        """Make the panel a view of ``source``'s shown runs: its own changes (``add_run``, ``clear``,
-        ``set_runs``...) are made there, and whoever owns ``source`` calls :meth:`draw` on its changes."""
-        self._source = source
-
-    def draw(self, runs: Sequence[tuple[object, RunSeries]]) -> None:
-        """Draw exactly these runs (a bound source's shown runs; changes nothing else)."""
-        self.runs = list(runs)
-        self._rebuild()
-
-    def _show(self, runs: list[tuple[object, RunSeries]]) -> None:
-        if self._source is not None:
-            self._source.show(runs)  # its owner draws them (and its other views follow)
-        else:
-            self.draw(runs)
-
-    def _others(self, key: object) -> list[tuple[object, RunSeries]]:
-        """The runs shown but the one of ``key``."""
-        return [(k, r) for k, r in self.runs if k != key]
+        """The first run training here (key ``("live", n)``: several may train at once)."""
+        return next((run for key, run in self.runs if isinstance(key, tuple) and key[0] == LIVE), None)
 
     def start_live(self, label: str = "live", agent: str = "") -> RunSeries:
-        """Begin a fresh live run (replacing the previous live one); overlays stay."""
+        """Begin a fresh live run under :data:`LIVE_KEY` (replacing the previous one); overlays stay."""
         run = RunSeries(label, agent=agent)
-        self._show([("live", run), *self._others("live")])
+        self.model.show([(LIVE_KEY, run), *((k, r) for k, r in self.runs if k != LIVE_KEY)])
         return run
 
-    def add_run(self, key: object, run: RunSeries) -> None:
+    def add_run(self, key: RunKey, run: RunSeries) -> None:
         """Show ``run`` (e.g. a stored run re-opened) beside the others; same key replaces."""
-        self._show([*self._others(key), (key, run)])
+        self.model.add(key, run)
 
-    def set_runs(self, runs: Sequence[tuple[object, RunSeries]]) -> None:
+    def set_runs(self, runs: Sequence[tuple[RunKey, RunSeries]]) -> None:
         """Show exactly these runs."""
-        self._show(list(runs))
+        self.model.show(runs)
 
-    def remove_run(self, key: object) -> None:
-        self._show(self._others(key))
+    def remove_run(self, key: RunKey) -> None:
+        self.model.remove(key)
 
     def clear(self) -> None:
-        self._show([])
+        self.model.show([])
 
-    def add_events(self, events: Iterable[MetricEvent], key: object = "live") -> None:
+    def add_events(self, events: Iterable[MetricEvent], key: RunKey = LIVE_KEY) -> None:
         """Feed live run ``key`` (cheap: appends and marks dirty; the timer redraws)."""
-        run = next((r for k, r in self.runs if k == key), None)
+        run = self.model.series(key)
         if run is None:
-            if key != "live":
+            if key != LIVE_KEY:
                 return  # a run no longer shown (the user re-opened others meanwhile)
             run = self.start_live()
         run.add_events(events)
@@ -365,7 +328,7 @@ class CurvesPanel(QWidget):
 
     # ------------------------------------------------------------------ building
     def _rebuild(self) -> None:
-        wanted = self._wanted_groups()
+        wanted = wanted_groups([r for _k, r in self.runs], self._fallback_infos(), self.agent_infos)
         if [t for t, _ in wanted] != [p.title for p in self._panels.values()]:
             for p in self._panels.values():
                 self.grid.removeWidget(p.box)
@@ -391,49 +354,14 @@ class CurvesPanel(QWidget):
                 for info in p.infos:
                     if info.name not in declared:
                         continue  # only what this run's agent has: no "run 1 · dqn · TD error"
-                    if self._add_metric(p, run, info, colour, j, many, count):
+                    curves = metric_curves(p, run, info, colour, j, many, count, self.smoothing, self.x_axis)
+                    self._curves += curves
+                    if any(c.name for c in curves):  # a named line used the shade
                         j += 1
         self._layout_dirty = True
         self._relayout()
         self.mark_dirty()
         self.redraw()
-
-    def _add_metric(
-        self, p: _Panel, run: RunSeries, info: MetricInfo, colour: str, j: int, many: bool, count: int = 1
-    ) -> bool:
-        """Draw one metric of a run on a panel (the ``j``-th of its ``count`` there); False when it
-        draws no named line (no shade used)."""
-        transform = "log2" if p.transform == "log2" else ""
-        lines = metric_lines(run, info, j, many, self.smoothing, transform)
-        mc = _metric_colour(colour, j, many, count)
-        pens = {
-            "faint": pg.mkPen(pg.mkColor(mc).lighter(175), width=1),
-            "strong": pg.mkPen(mc, width=2),
-            "plain": pg.mkPen(mc, width=1.5),
-        }
-        for line in lines:
-            item = pg.PlotDataItem(pen=pens[line.pen])
-            # addItem applies the plot's downsampling / clip settings (set in make_panel) to the item.
-            p.plot.addItem(item)
-            line_colour = pens[line.pen].color().name()
-            self._curves.append(
-                _Curve(
-                    item,
-                    p.plot,
-                    p.name,
-                    run,
-                    line.metric,
-                    self.x_axis,
-                    line.name,
-                    line_colour,
-                    line.moving_average,
-                    line.smooth,
-                    line.transform,
-                    label=line.label,
-                    shade=line.shade,
-                )
-            )
-        return any(line.name for line in lines)
 
     # ------------------------------------------------------------------ layout: constants, log axes
     def _relayout(self) -> None:
@@ -450,7 +378,8 @@ class CurvesPanel(QWidget):
         width = self.contentsRect().width()
         many = len(self.runs) > 1
         self.runLegend.show_runs([run for _k, run in self.runs], width)
-        found = [found for p in self._panels.values() for found in self._lay_panel(p)]
+        runs = [run for _k, run in self.runs]
+        found = [c for p in self._panels.values() for c in lay_panel(p, runs, self._curves, *self._axes())]
         if many:
             constants = _compared_constants(found, len(self.runs))
         else:
@@ -475,64 +404,9 @@ class CurvesPanel(QWidget):
         self.gridHost.setVisible(not empty)
         self.gridScroll.setVisible(not empty)
 
-    def _lay_panel(self, p: _Panel) -> list[tuple[str, str, str, str]]:
-        """Whether panel ``p`` shows, its log axes and its header; its constants, as (label, note, run,
-        value): a group whose series are all constant is a line of text, not a plot."""
-        any_events = any(run.events for _k, run in self.runs)
-        many = len(self.runs) > 1
-        with_agent = many and len({run.agent for _k, run in self.runs}) > 1
-        mine = [c for c in self._curves if c.panel == p.name and c.name]
-        with_data = [(c, c.run.metrics[c.metric]) for c in mine if c.run.count(c.metric)]
-        collapsible = p.kind not in ("score", "speed")
-        evaluations = {m.name for m in p.infos if m.kind == "evaluation"}
-        # One value of a metric that comes with every event says nothing yet: folded into text at
-        # its first value and back to a plot at its second, a moving series (the TD error) re-laid
-        # the grid twice in a run's first second, and every plot was painted anew each time. A
-        # single evaluation (ten minutes apart) is a value to read, so it folds at once.
-        all_const = (
-            bool(with_data)
-            and collapsible
-            and all(s.constant and (len(s) > 1 or c.metric in evaluations) for c, s in with_data)
-        )
-        # A panel of the agent's own metrics stays up before its data comes (DQN's losses start after
-        # its first thousand moves): showing it then would re-lay the grid and paint new plots in one
-        # frame, the window's longest stall. A standard panel no run fills (imitation plays no
-        # games, so it has no score) goes once events flow.
-        own = any(m not in STANDARD for m in p.infos)
-        # A panel of evaluations alone waits folded: its first value is a line of text anyway (see
-        # above), so a plot shown before it would only be folded at that first value, re-laying the
-        # grid (with every plot painted anew) in a run's first second.
-        waits_folded = not with_data and bool(evaluations) and len(evaluations) == len(p.infos)
-        p.shown = (
-            bool(self.runs)
-            and not all_const
-            and not waits_folded
-            and (bool(with_data) or not any_events or own)
-        )
-        found = []
-        if all_const:
-            info_of = {m.name: m for m in p.infos}
-            for c, s in with_data:
-                note = "constant" if len(s) > 1 else "the first value"  # one evaluation is no trend yet
-                value = format_si(s.lo, abs(s.lo) / 1000 or None)
-                found.append((info_of[c.metric].label, note, _short_name(c.run, with_agent), value))
-        log_pref = self.log_y or any(m.scale == "log" for m in p.infos)
-        # No data yet counts as positive: the axis then needs no switch (a re-layout) when it comes.
-        positive = all(s.lo > 0 for _c, s in with_data)
-        p.set_log(self.log_x_on, log_pref and positive and p.transform != "log2", self.x_title)
-        # An agent's declared series are named before their data comes, so the header keeps
-        # its height then (a header that grows shrinks and repaints every plot in its row).
-        named = [c for c in mine if c.run.count(c.metric) or own]
-        if own and any(c.run.count(c.metric) for c in named):
-            # Once data flows, what came is listed: an agent reports a tile's rate once a game
-            # reached that tile, and "Reached 65536" with no line in a two-minute run said nothing.
-            named = [c for c in named if c.run.count(c.metric)]
-        legend = list(dict.fromkeys(c.name for c in named))
-        if legend != p.legend or not p.header.text():
-            p.legend = legend
-            p.entries, text = _panel_header(p.title, named, many)
-            p.header.setText(text)
-        return found
+    def _axes(self) -> tuple[bool, bool, str]:
+        """Log y asked, log x now, the x axis's title: how the panels' axes are laid."""
+        return self.log_y, self.log_x_on, self.x_title
 
     # ------------------------------------------------------------------ drawing
     def redraw(self) -> None:
@@ -563,57 +437,15 @@ class CurvesPanel(QWidget):
         panel = self._panels.get(name)
         if panel is None:
             return
-        vb = panel.plot.getPlotItem().getViewBox()
-        xr: tuple[float, float] | None = None
-        if not vb.autoRangeEnabled()[0]:  # zoomed or panned: not following the data
-            lo, hi = vb.viewRange()[0]
-            xr = (10.0**lo, 10.0**hi) if panel.log_x else (lo, hi)
-        changed = False
-        for c in self._curves:
-            if c.plot is panel.plot:
-                changed = self._update_curve(c, xr, panel.log_x) or changed
-        if changed:
+        if panel.push(self._curves):
             self.redraws += 1
         extent = data_x_extent((c.run.metrics.get(c.metric), c.axis) for c in self._curves)
         if extent != self._x_extent:
             self._x_extent = extent
             self._dirty.update(n for n in self._panels if n != name)  # the others line up next ticks
         panel.span(extent)
-        panel.flatten(self._flat_value(name))
-        # The new range, settled here rather than in pyqtgraph's prepare-for-paint: changed there,
-        # it asks for a second paint of the plot, and every update was painted twice.
-        vb.updateAutoRange()
-        vb.updateMatrix()
-
-    def _flat_value(self, name: str) -> float | None:
-        """The one value of every series drawn on plot ``name`` when they are all flat, else None."""
-        series = [c.run.metrics.get(c.metric) for c in self._curves if c.panel == name and c.name]
-        values = {(s.lo, s.hi) for s in series if s is not None and len(s)}
-        if len(values) == 1:
-            lo, hi = next(iter(values))
-            return lo if lo == hi else None
-        return None
-
-    @staticmethod
-    def _update_curve(c: _Curve, xr: tuple[float, float] | None, log_x: bool) -> bool:
-        """Give one curve its points if its data or the range shown moved; False when nothing did."""
-        s = c.run.metrics.get(c.metric)
-        n = len(s) if s is not None else 0
-        if n == c.drawn and xr == c.zoomed_range:
-            return False
-        c.drawn, c.zoomed_range = n, xr
-        if s is None or n == 0:
-            c.item.setData([], [])
-            return True
-        index_x = s.uses_index(c.axis)
-        if index_x != c.index_x:
-            c.index_x = index_x
-            c.decimator.reset()
-        y = c.run.values(c.metric, c.moving_average, c.smooth)
-        dx, dy = points_to_draw(s.x(c.axis), y, c.decimator, xr, c.transform, log_x)
-        c.show_markers(bool(c.name) and not c.moving_average and c.smooth == 0 and n <= MARKER_POINTS)
-        c.item.setData(dx, dy)
-        return True
+        panel.flatten(flat_value(self._curves, name))
+        panel.settle()
 
     def _range_changed(self, name: str) -> None:
         # A zoom or pan needs the visible slice decimated again (a no-op while following the data).

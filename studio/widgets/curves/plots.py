@@ -14,7 +14,9 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from agents.metrics import MetricInfo
 from studio.widgets.curves.axes import SIAxis, TileAxis, XExtent, YFlat, flat_pad, show_grid
-from studio.widgets.curves.decimate import PeakDecimator
+from studio.widgets.curves.decimate import PeakDecimator, points_to_draw
+from studio.widgets.curves.legend import _metric_colour
+from studio.widgets.curves.lines import metric_lines
 from studio.widgets.curves.series import RunSeries
 from studio.widgets.curves.xaxis import plot_x_range
 
@@ -85,6 +87,31 @@ class _Panel:
     def span(self, extent: tuple[float, float, float]) -> None:
         """Make the plot's auto range span ``extent`` (see :func:`data_x_extent`) on x."""
         self.extent.set_range(*plot_x_range(extent, self.log_x))
+
+    def push(self, curves: list[_Curve]) -> bool:
+        """Give this plot's curves (of ``curves``) their new points; False when none moved.
+
+        While the plot follows the data (auto range), its curves come from incremental decimators,
+        so this costs O(plot width) per curve. Once the user zooms or pans, the visible slice is
+        decimated afresh (O(visible points)) whenever the range or the data changes.
+        """
+        vb = self.plot.getPlotItem().getViewBox()
+        xr: tuple[float, float] | None = None
+        if not vb.autoRangeEnabled()[0]:  # zoomed or panned: not following the data
+            lo, hi = vb.viewRange()[0]
+            xr = (10.0**lo, 10.0**hi) if self.log_x else (lo, hi)
+        changed = False
+        for c in curves:
+            if c.plot is self.plot:
+                changed = c.update(xr, self.log_x) or changed
+        return changed
+
+    def settle(self) -> None:
+        """Settle the plot's new range now rather than in pyqtgraph's prepare-for-paint: changed
+        there, it asks for a second paint of the plot, and every update was painted twice."""
+        vb = self.plot.getPlotItem().getViewBox()
+        vb.updateAutoRange()
+        vb.updateMatrix()
 
 
 def make_panel(
@@ -174,3 +201,82 @@ class _Curve:
             self.item.setSymbolBrush(pg.mkBrush(self.colour))
         else:
             self.item.setSymbol(None)
+
+    def update(self, xr: tuple[float, float] | None, log_x: bool) -> bool:
+        """Give the curve its points if its data or the range shown (``xr``: None while the plot
+        follows the data) moved; False when nothing did."""
+        s = self.run.metrics.get(self.metric)
+        n = len(s) if s is not None else 0
+        if n == self.drawn and xr == self.zoomed_range:
+            return False
+        self.drawn, self.zoomed_range = n, xr
+        if s is None or n == 0:
+            self.item.setData([], [])
+            return True
+        index_x = s.uses_index(self.axis)
+        if index_x != self.index_x:
+            self.index_x = index_x
+            self.decimator.reset()
+        y = self.run.values(self.metric, self.moving_average, self.smooth)
+        dx, dy = points_to_draw(s.x(self.axis), y, self.decimator, xr, self.transform, log_x)
+        self.show_markers(
+            bool(self.name) and not self.moving_average and self.smooth == 0 and n <= MARKER_POINTS
+        )
+        self.item.setData(dx, dy)
+        return True
+
+
+def metric_curves(
+    p: _Panel,
+    run: RunSeries,
+    info: MetricInfo,
+    colour: str,
+    j: int,
+    many: bool,
+    count: int,
+    smoothing: float,
+    x_axis: str,
+) -> list[_Curve]:
+    """The lines of one metric of a run on panel ``p`` (the ``j``-th of its ``count`` there), added
+    to the plot: raw, smoothed or averaged as ``smoothing`` and the metric ask."""
+    transform = "log2" if p.transform == "log2" else ""
+    lines = metric_lines(run, info, j, many, smoothing, transform)
+    mc = _metric_colour(colour, j, many, count)
+    pens = {
+        "faint": pg.mkPen(pg.mkColor(mc).lighter(175), width=1),
+        "strong": pg.mkPen(mc, width=2),
+        "plain": pg.mkPen(mc, width=1.5),
+    }
+    curves = []
+    for line in lines:
+        item = pg.PlotDataItem(pen=pens[line.pen])
+        # addItem applies the plot's downsampling / clip settings (set in make_panel) to the item.
+        p.plot.addItem(item)
+        curves.append(
+            _Curve(
+                item,
+                p.plot,
+                p.name,
+                run,
+                line.metric,
+                x_axis,
+                line.name,
+                pens[line.pen].color().name(),
+                line.moving_average,
+                line.smooth,
+                line.transform,
+                label=line.label,
+                shade=line.shade,
+            )
+        )
+    return curves
+
+
+def flat_value(curves: list[_Curve], name: str) -> float | None:
+    """The one value of every named series drawn on plot ``name`` when they are all flat, else None."""
+    series = [c.run.metrics.get(c.metric) for c in curves if c.panel == name and c.name]
+    values = {(s.lo, s.hi) for s in series if s is not None and len(s)}
+    if len(values) == 1:
+        lo, hi = next(iter(values))
+        return lo if lo == hi else None
+    return None

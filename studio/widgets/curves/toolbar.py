@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import QEvent, QSettings, Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from studio.settings import get_bool, get_int
 from studio.widgets.curves.xaxis import X_AXES
 
 #: The least height a row of plots gets before the panels scroll (two runs of different agents
@@ -28,6 +29,21 @@ MIN_ROW_PX = 135
 #: row's height, as it is twice as wide. At 150 + 150 + 150 px the n-tuple's five panels (Speed the
 #: fifth) did not fit the window's default size (a 373-pixel view), and Speed was cut off.
 LONE_ROW_PX = 80
+
+
+def saved_choices(settings: QSettings | None) -> tuple[float, str, bool, bool]:
+    """The toolbar's choices as last saved (smoothing 0..0.99, x axis, log x, log y); the defaults
+    without settings."""
+    if settings is None:
+        return 0.0, "step", False, False
+    smoothing = min(0.99, max(0.0, get_int(settings, "curves/smoothing", 0) / 100))
+    x_axis = str(settings.value("curves/xAxis", "step"))
+    return (
+        smoothing,
+        x_axis if x_axis in X_AXES else "step",
+        get_bool(settings, "curves/logX", False),
+        get_bool(settings, "curves/logY", False),
+    )
 
 
 def set_quietly(widget: Any, setter: str, value: Any) -> None:
