@@ -441,6 +441,9 @@ class ExpectimaxAgent(Agent):
     config_cls = ExpectimaxConfig
     description = "Heuristic expectimax search (no learning): strong, and slower the deeper it looks."
     config: ExpectimaxConfig
+    review_depth_knob = "depth"  # what the game review sets to review at a depth (agents.base.Agent)
+    review_policy_knob = "depths_policy"
+    review_fit_knobs = ("heuristic", "prob_cutoff")  # the shipped calibration is for their defaults
 
     def __init__(
         self, config: AgentConfig | None = None, rules: Rules | None = None, seed: int | None = None

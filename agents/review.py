@@ -336,7 +336,8 @@ def grade_record(rec: GameRecord, values: npt.ArrayLike, reviewer: Mapping[str, 
 
 def values_in_points(values: npt.ArrayLike, reviewer: Mapping[str, Any]) -> npt.NDArray[np.float64]:
     """A stored review's raw values in points, from what its reviewer said about itself (``value_kind``
-    and, for a calibrated one, ``calibration``: its knots as JSON text). A reviewer with neither, or
+    and, for a calibrated one, ``calibration``: its knots, as JSON text as stored or as an object, both
+    read by :func:`parse_calibration`). A reviewer with neither, or
     whose calibration :func:`parse_calibration` refuses, grades nothing: every value NaN (the game
     review says why with :func:`grading_refusal`; imitation's filter then keeps every move)."""
     raw = np.asarray(values, dtype=np.float64)

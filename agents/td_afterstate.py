@@ -199,6 +199,7 @@ class TDAfterstateAgent(TorchAgent):
     """Seed 002: an afterstate value network learnt from expectimax targets; 1-ply or switching-ply play."""
 
     name = "td-afterstate"
+    review_policy_knob = "depths_policy"  # switching-ply: a depth by free cells, no single depth
     smoke_config: ClassVar[Mapping[str, Any]] = {
         "hidden": (16,),
         "states_per_round": 64,

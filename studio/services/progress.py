@@ -2,8 +2,8 @@
 
 The one call both front ends use (the Progress tab and ``python main.py progress``): :func:`progress`
 reads the chosen games from the store, oldest first, and for each one that has a stored review by the
-reviewer grades its moves again from the stored values (:mod:`agents.review`; grades are never
-stored, so a change of thresholds shows here at once).
+reviewer grades its moves again from the stored values (:func:`studio.services.review.grade_stored`; grades
+are never stored, so a change of thresholds shows here at once).
 
 Which games (``source``): ``mine`` (the default) is every game the person played a move in: alone,
 or shared with an agent under Watch (source ``mixed``); ``human`` the games the person played alone;
@@ -43,7 +43,7 @@ import numpy as np
 from agents.review import BLUNDER, accuracy
 from engine import Rules
 from engine.store import SOURCE_FILTERS, GameFilter, GameStore, GameSummary, format_time
-from studio.services.review import PHASE_FLOORS, PHASES, Reviewer, default_reviewer, grades_of, phase_of
+from studio.services.review import PHASE_FLOORS, PHASES, Reviewer, default_reviewer, grade_stored, phase_of
 
 __all__ = [
     "ALL",
@@ -241,19 +241,16 @@ def game_progress(
     info = store.get_review(summary.id, reviewer.key() if key is None else key)
     if info is None or info.reviewed < summary.n_moves:
         return base
-    rec = store.load_game(summary.id)
-    grades = grades_of(rec, store.review_values(info.id), info.reviewer)
+    game = grade_stored(store.load_game(summary.id), store.review_values(info.id), info.reviewer)
     blunders = [0] * len(PHASES)
     graded = [0] * len(PHASES)
-    for g in grades:
-        if not g.graded:
-            continue
-        p = phase_of(int(rec.layouts[g.index].max()))
-        graded[p] += 1
-        blunders[p] += g.grade == BLUNDER
+    for g, p in zip(game.grades, game.phases):
+        if g.graded:
+            graded[p] += 1
+            blunders[p] += g.grade == BLUNDER
     return replace(
         base,
-        accuracy=accuracy(grades),
+        accuracy=accuracy(game.grades),
         reviewer=reviewer.label,
         blunders=tuple(blunders),
         graded=tuple(graded),

@@ -30,7 +30,14 @@ from engine.records import GameTrace, play_recorded
 from engine.store import GameStore
 from studio.cli import main
 from studio.services import review as svc
-from studio.services.review import Reviewer, default_reviewer, grade_played, review_game, review_games
+from studio.services.review import (
+    Reviewer,
+    default_reviewer,
+    grade_played,
+    review_game,
+    review_games,
+    reviewing,
+)
 
 RULES = Rules()
 # Checkerboard of 2s and 4s (no merge anywhere) over a bottom row: only left and right are legal.
@@ -201,7 +208,7 @@ def test_a_stored_review_is_reused_and_another_reviewer_keeps_both(data_dir):
 
 
 def test_an_interrupted_review_keeps_its_finished_part_and_resumes(data_dir, monkeypatch):
-    monkeypatch.setattr(svc, "CHUNK_MOVES", 8)
+    monkeypatch.setattr(reviewing, "CHUNK_MOVES", 8)  # where the walk reads it
     trace = play(create_agent("expectimax", {"depth": 1}), seed=6, moves=100)
     reviewer = Reviewer(AgentSpec(name="expectimax"), 2)
     with GameStore.open(data_dir) as store:
@@ -265,7 +272,7 @@ def test_a_review_survives_sigkill_and_the_rerun_resumes(data_dir, tmp_path):
         "from agents.spec import AgentSpec\n"
         "from engine.store import GameStore\n"
         "from studio.services import review as svc\n"
-        "svc.CHUNK_MOVES = 10\n"
+        "svc.reviewing.CHUNK_MOVES = 10\n"
         "store = GameStore.open(sys.argv[1])\n"
         "r = svc.Reviewer(AgentSpec(name='expectimax'), 2)\n"
         "agent = r.build()\n"

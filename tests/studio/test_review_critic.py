@@ -159,7 +159,7 @@ def test_the_reviewer_box_lists_them_from_metadata_without_importing_sb3(
     code = (
         "import sys, json; from engine.store import GameStore; from studio.services import review as svc\n"
         f"store = GameStore.open({str(data)!r})\n"
-        "labels = [label for label, _ in svc._critic_reviewers(store)]\n"
+        "labels = [c.label for c in svc.critic_reviewers(store)]\n"
         "print(json.dumps([labels, 'stable_baselines3' in sys.modules]))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -171,5 +171,5 @@ def test_the_reviewer_box_lists_them_from_metadata_without_importing_sb3(
 def test_a_store_without_actor_critic_runs_offers_no_run_reviewer(tmp_path: Path) -> None:
     with GameStore.open(tmp_path / "data") as store:
         store.create_run("greedy", {}, Rules(), {"episodes": 1})
-        assert svc._critic_reviewers(store) == []
+        assert svc.critic_reviewers(store) == []
         assert not [label for label, _ in svc.reviewer_choices(store) if " run " in label]
