@@ -70,20 +70,27 @@ MAX_COUNT = 2**63 - 1
 
 @dataclass(frozen=True)
 class Budget:
-    """How much to train in one call: any of episodes, moves (steps) and seconds; the first reached ends it."""
+    """How much to train in one call: any of episodes, moves (steps), seconds and CPU-seconds; the first
+    reached ends it.
+
+    ``cpu_seconds`` is this process's CPU time (every thread's, ``time.process_time``) since the call
+    started: a budget that means the same on a busy shared machine as on an idle one, and that a
+    2-thread learner spends twice as fast as wall time.
+    """
 
     episodes: int | None = None
     steps: int | None = None
     seconds: float | None = None
+    cpu_seconds: float | None = None
 
     def __post_init__(self) -> None:
-        if self.episodes is None and self.steps is None and self.seconds is None:
-            raise ValueError("a training budget needs episodes, steps or seconds")
-        for name in ("episodes", "steps", "seconds"):
+        if self.episodes is None and self.steps is None and self.seconds is None and self.cpu_seconds is None:
+            raise ValueError("a training budget needs episodes, steps, seconds or cpu_seconds")
+        for name in ("episodes", "steps", "seconds", "cpu_seconds"):
             v = getattr(self, name)
             if v is None:
                 continue
-            if name == "seconds":
+            if name in ("seconds", "cpu_seconds"):
                 ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
                 kind = "a finite number of seconds"
             else:
@@ -94,25 +101,20 @@ class Budget:
             if v <= 0:
                 raise ValueError(f"budget {name} must be > 0, got {v}")
 
-    def progress(self, episodes: int, steps: int, seconds: float) -> float:
-        """Fraction used (the largest of the three ratios), clipped to [0, 1]."""
-        parts = []
-        if self.episodes:
-            parts.append(episodes / self.episodes)
-        if self.steps:
-            parts.append(steps / self.steps)
-        if self.seconds:
-            parts.append(seconds / self.seconds)
+    def progress(self, episodes: int, steps: int, seconds: float, cpu_seconds: float = 0.0) -> float:
+        """Fraction used (the largest of the ratios), clipped to [0, 1]."""
+        used = (episodes, steps, seconds, cpu_seconds)
+        limits = (self.episodes, self.steps, self.seconds, self.cpu_seconds)
+        parts = [u / limit for u, limit in zip(used, limits) if limit]
         return float(min(1.0, max(parts))) if parts else 0.0
 
-    def done(self, episodes: int, steps: int, seconds: float) -> bool:
-        """Whether the budget is used after ``episodes`` games, ``steps`` moves and ``seconds`` of
-        training in this call: the first limit reached ends it (a limit left None never does)."""
-        return (
-            (self.episodes is not None and episodes >= self.episodes)
-            or (self.steps is not None and steps >= self.steps)
-            or (self.seconds is not None and seconds >= self.seconds)
-        )
+    def done(self, episodes: int, steps: int, seconds: float, cpu_seconds: float = 0.0) -> bool:
+        """Whether the budget is used after ``episodes`` games, ``steps`` moves, ``seconds`` and
+        ``cpu_seconds`` of training in this call: the first limit reached ends it (a limit left None
+        never does; callers that measure no CPU time leave ``cpu_seconds`` 0)."""
+        used = (episodes, steps, seconds, cpu_seconds)
+        limits = (self.episodes, self.steps, self.seconds, self.cpu_seconds)
+        return any(limit is not None and u >= limit for u, limit in zip(used, limits))
 
 
 class Control:
@@ -165,21 +167,30 @@ class TrainContext:
 
 
 class Clock:
-    """Tracks elapsed training time for one ``train`` call on top of the agent's lifetime seconds."""
+    """Tracks elapsed training time (wall and this process's CPU) for one ``train`` call on top of the
+    agent's lifetime seconds."""
 
     def __init__(self, counters: Counters) -> None:
         self.counters = counters
         self.start_seconds = counters.seconds
+        self.start_cpu_seconds = counters.cpu_seconds
         self.t0 = time.perf_counter()
+        self.cpu0 = time.process_time()
 
     def tick(self) -> float:
-        """Update and return lifetime seconds."""
-        self.counters.seconds = self.start_seconds + (time.perf_counter() - self.t0)
+        """Update lifetime seconds and CPU-seconds; return lifetime seconds."""
+        self.counters.seconds = self.start_seconds + self.call_seconds
+        self.counters.cpu_seconds = self.start_cpu_seconds + self.call_cpu_seconds
         return self.counters.seconds
 
     @property
     def call_seconds(self) -> float:
         return time.perf_counter() - self.t0
+
+    @property
+    def call_cpu_seconds(self) -> float:
+        """CPU time of every thread of this process since the call started (a Budget's cpu_seconds)."""
+        return time.process_time() - self.cpu0
 
 
 # ---------------------------------------------------------------------------------------------- agent
@@ -224,6 +235,12 @@ class Agent:
     #: end seen one move ahead) although :attr:`value_kind` is not "points": the game review can grade
     #: with this agent (an actor-critic's critic, looked one move ahead and mapped to points)
     reviews_in_points: ClassVar[bool] = False
+    #: how the game review sets this agent to search ``depth`` plies: the config knob it sets (None: the
+    #: agent has no search depth), the depth-by-free-cells knob it clears (it would override the depth),
+    #: and the knobs a shipped calibration was fitted at (changed, the shipped fit does not apply)
+    review_depth_knob: ClassVar[str | None] = None
+    review_policy_knob: ClassVar[str | None] = None
+    review_fit_knobs: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self, config: AgentConfig | None = None, rules: Rules | None = None, seed: int | None = None

@@ -15,3 +15,5 @@ class Counters:
     steps: int = 0
     seconds: float = 0.0
     updates: int = 0
+    #: CPU time of the training process's threads (Budget.cpu_seconds counts it)
+    cpu_seconds: float = 0.0

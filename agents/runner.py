@@ -25,6 +25,7 @@ from agents.run.evaluator import (
 from agents.run.health import STALL_EPISODES
 from agents.run.loop import TrainingRun, resume_run, run_training
 from agents.run.metrics_writer import FLUSH_AFTER_S, FLUSH_BATCH
+from agents.run.options import RunOptions
 from agents.run.settings import (
     DEFAULT_CHECKPOINT_EVERY_S,
     DEFAULT_EVAL_EVERY_S,
@@ -33,7 +34,6 @@ from agents.run.settings import (
     DEFAULT_KEEP_CHECKPOINTS,
     DEFAULT_LOG_EVERY,
     budget_to_dict,
-    check_eval_options,
     remaining_budget,
 )
 from agents.run.store import RunStore
@@ -57,11 +57,11 @@ __all__ = [
     "NoCheckpoint",
     "RunBusy",
     "RunError",
+    "RunOptions",
     "RunStore",
     "TrainingRun",
     "_evaluator_main",
     "budget_to_dict",
-    "check_eval_options",
     "evaluate_checkpoint",
     "evaluation_metrics",
     "remaining_budget",

@@ -49,16 +49,22 @@ class TrainTracker:
     def proceed(self) -> bool:
         """Between steps: block while paused; False once stopped or the budget is used."""
         was_paused = self.control.paused
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         go_on = self.control.checkpoint()
         if was_paused:
-            # Time spent paused is not training time: move the clock's origin past it.
+            # Time spent paused is not training time: move the clock's origins past it.
             blocked = time.perf_counter() - t0
             self.clock.t0 += blocked
+            self.clock.cpu0 += time.process_time() - cpu0
             self._rate_t += blocked
         if not go_on:
             return False
-        return not self.budget.done(self.episodes, self.steps, self.clock.call_seconds)
+        return not self.budget_used()
+
+    def budget_used(self) -> bool:
+        """Whether this call has used its budget (episodes, moves, wall or CPU seconds)."""
+        clock = self.clock
+        return self.budget.done(self.episodes, self.steps, clock.call_seconds, clock.call_cpu_seconds)
 
     @property
     def stopped(self) -> bool:
@@ -76,7 +82,8 @@ class TrainTracker:
         return self._rate
 
     def progress(self) -> float:
-        return self.budget.progress(self.episodes, self.steps, self.clock.call_seconds)
+        clock = self.clock
+        return self.budget.progress(self.episodes, self.steps, clock.call_seconds, clock.call_cpu_seconds)
 
     def event(
         self,

@@ -326,6 +326,8 @@ class NTupleAgent(Agent):
         counter("restarted_games", "games begun from a mid-game position in this slice"),
     )
     value_kind = "points"  # reward + afterstate value: expected future score
+    review_depth_knob = "search_depth"  # what the game review sets to review at a depth
+    review_policy_knob = "depths_policy"
     #: what only resuming the training needs (agents.run.retention strips them from every checkpoint
     #: of a run but the newest): the temporal-coherence sums, as large as the weights
     resume_only_arrays: ClassVar[tuple[str, ...]] = ("tc_errors", "tc_abs_errors")
@@ -486,6 +488,8 @@ class NTupleAgent(Agent):
             self._weights_shared = False
         tc = self._training_arrays()
         workers = self._game_u.shape[0]
+        if workers > 1:
+            K.launch_workers_passive()  # idle workers sleep, not spin: see the function
         live = np.array([self.n_live], dtype=np.int64)
         self._game_i[:, K.I_TRUNCATED] = 0
         self._game_i[0, K.I_TRUNCATED] = self.truncated_games

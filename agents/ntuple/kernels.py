@@ -742,8 +742,9 @@ def train_steps(
     n_feat = 8 * tlen.shape[0]
     feat = np.empty((2, n_feat), dtype=np.uint64)  # rows: this afterstate's features, the next one's
     gfeat = np.empty((4, n_feat), dtype=np.uint64)  # _greedy's scratch
-    gb = np.empty(4, dtype=np.uint64)
-    gr = np.empty(4, dtype=np.int64)
+    # written at every move: on cache lines of their own when workers run side by side (_private)
+    gb = _private(np.zeros(4, dtype=np.uint64))
+    gr = _private(np.zeros(4, dtype=np.int64))
     n_stages = stage_thr.shape[0] + 1
     steps = 0
     done = 0
@@ -862,8 +863,16 @@ def train_steps_parallel(
     Two workers touch the same weight at the same instant rarely (each 6-tuple table holds 16.7M
     weights), and a lost update there is noise of the size TD already copes with; the price is that
     the thread timing, so the numbers, differ from run to run.
+
+    Each worker plays on private copies of its rows of ``game_u``, ``game_i`` and ``acc``, each with
+    a cache line of its own (:func:`_private`), written back at the end: the rows of neighbouring
+    workers share 64-byte lines, and :func:`train_steps` writes them at every move, so the two cores
+    would pass those lines back and forth (false sharing) all the time.
     """
     for k in prange(game_u.shape[0]):
+        gu = _private(game_u[k])
+        gi = _private(game_i[k])
+        ga = _private(acc[k])
         done, steps = train_steps(
             w,
             tc,
@@ -879,8 +888,8 @@ def train_steps_parallel(
             p4,
             start_tiles,
             live,
-            game_u[k],
-            game_i[k],
+            gu,
+            gi,
             buf_board[k],
             buf_after[k],
             buf_reward[k],
@@ -889,10 +898,54 @@ def train_steps_parallel(
             out_maxexp[k, : room[k]],
             out_moves[k, : room[k]],
             out_restart[k, : room[k]],
-            acc[k],
+            ga,
         )
+        game_u[k] = gu
+        game_i[k] = gi
+        acc[k] = ga
         result[k, 0] = done
         result[k, 1] = steps
+
+
+def launch_workers_passive() -> None:
+    """Start numba's thread pool with OpenMP's passive wait policy (unless it runs already, or the
+    environment names a policy of its own).
+
+    GNU OpenMP's default lets a worker that has finished its share spin for milliseconds waiting for
+    the next parallel region: after every training slice, and whenever a neighbour's process holds
+    the other core while its twin still works. That spinning is CPU time of this process that makes no
+    moves (2 threads made ~13 % fewer moves per CPU-second than 1 on a busy 2-core machine, the same
+    with passive waiting), and a CPU-seconds budget pays for it. A slice lasts ~0.25 s, so waking a
+    sleeping worker costs nothing measurable. libgomp reads the variable once, when it loads; it is
+    taken away again at once, so that an OpenMP library loaded later (torch's) keeps its default.
+    """
+    import os
+
+    from numba.np.ufunc import parallel
+
+    if parallel._is_initialized or "OMP_WAIT_POLICY" in os.environ:
+        return
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    try:
+        parallel._launch_threads()
+    finally:
+        del os.environ["OMP_WAIT_POLICY"]
+
+
+#: Padding (in 8-byte elements) on each side of a worker's private row: two 64-byte cache lines, so
+#: that the row shares no line with anything another thread writes (an adjacent-line prefetcher
+#: fetches lines in pairs).
+_PAD = 16
+
+
+@njit(cache=True, nogil=True)
+def _private(row: np.ndarray) -> np.ndarray:
+    """A copy of the 8-byte-element ``row`` in the middle of an allocation :data:`_PAD` elements wider
+    on each side: a worker's hot little row, on cache lines of its own."""
+    n = row.shape[0]
+    out = np.empty(n + 2 * _PAD, dtype=row.dtype)[_PAD : _PAD + n]
+    out[:] = row
+    return out
 
 
 # ------------------------------------------------------------------------------------------ search

@@ -9,6 +9,7 @@ checkpoint and status). The helpers live beside it: :mod:`agents.run.health`,
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
@@ -21,8 +22,9 @@ from agents.run.errors import BudgetUsedUp, Diverged, IncompatibleCheckpoint, No
 from agents.run.evaluator import EvalJob, EvalOutput, EvalSchedule, Evaluator, evaluation_metrics
 from agents.run.health import HealthWatch
 from agents.run.metrics_writer import MetricWriter
+from agents.run.options import RunOptions
 from agents.run.retention import RunCheckpoints
-from agents.run.settings import budget_to_dict, check_eval_options, remaining_budget
+from agents.run.settings import budget_to_dict, remaining_budget
 from agents.run.store import RunStore
 
 if TYPE_CHECKING:
@@ -110,13 +112,10 @@ class TrainingRun(Iterator[MetricEvent]):
     ``evaluations`` (evaluations finished), ``evaluations_skipped`` (due while one still played),
     ``best_checkpoint`` (path of the best evaluated checkpoint this run has made here, or None).
 
-    Evaluation: ``eval_games`` greedy games (0 = none) every ``eval_every_s`` seconds of training
-    and/or every ``eval_every_episodes`` episodes (None or 0 = not by that measure), on seed
-    ``eval_seed``. ``keep_checkpoints``: checkpoint files kept besides the best (0 = all).
-    ``eval_at_end``: also evaluate the agent the budget leaves (not after a stop), so the run ends with
-    its own evaluation (what a sweep ranks its trials by). ``max_checkpoint_mb``: the largest
-    checkpoint file written (a larger one is refused and the run goes on; both that and a file past
-    half the limit are an ``"info"`` event in the run's log).
+    ``options``: how it trains besides agent and budget (checkpoint and evaluation cadence, logged games,
+    files kept, the checkpoint size limit): see :class:`~agents.run.options.RunOptions`, checked here.
+    A checkpoint past the size limit is refused and the run goes on; both that and a file past half the
+    limit are an ``"info"`` event in the run's log.
     """
 
     def __init__(
@@ -127,40 +126,19 @@ class TrainingRun(Iterator[MetricEvent]):
         control: Control | None = None,
         context: TrainContext | None = None,
         *,
-        checkpoint_every_s: float = settings.DEFAULT_CHECKPOINT_EVERY_S,
-        log_every: int = settings.DEFAULT_LOG_EVERY,
         run_id: int | None = None,
-        eval_games: int = settings.DEFAULT_EVAL_GAMES,
-        eval_every_s: float | None = settings.DEFAULT_EVAL_EVERY_S,
-        eval_every_episodes: int | None = None,
-        eval_seed: int = settings.DEFAULT_EVAL_SEED,
-        keep_checkpoints: int = settings.DEFAULT_KEEP_CHECKPOINTS,
-        eval_at_end: bool = False,
-        max_checkpoint_mb: float = settings.DEFAULT_MAX_CHECKPOINT_MB,
+        options: RunOptions | None = None,
     ) -> None:
         if not agent.trainable:
             raise ValueError(f"agent {agent.name!r} does not learn: there is nothing to train (try eval)")
-        if checkpoint_every_s <= 0:
-            raise ValueError(f"checkpoint_every_s must be > 0, got {checkpoint_every_s}")
-        if log_every < 0:
-            raise ValueError(f"log_every must be >= 0 (0 = log no training game), got {log_every}")
-        check_eval_options(
-            eval_games, eval_every_s, eval_every_episodes, eval_seed, keep_checkpoints, eval_at_end
-        )
-        settings.check_checkpoint_limit(max_checkpoint_mb)
+        options = options if options is not None else RunOptions()
+        options.check()
+        self.options = options
         self.agent = agent
         self.budget = budget
         self.store = store
         self.control = control if control is not None else Control()
         self.context = context if context is not None else TrainContext(data_dir=store.path.parent)
-        self.checkpoint_every_s = float(checkpoint_every_s)
-        self.log_every = int(log_every)
-        self.eval_games = int(eval_games)
-        self.eval_every_s = float(eval_every_s or 0.0)
-        self.eval_every_episodes = int(eval_every_episodes or 0)
-        self.eval_seed = int(eval_seed)
-        self.keep_checkpoints = int(keep_checkpoints)
-        self.eval_at_end = bool(eval_at_end)
         self.status = "running"
         self.games_logged = 0
         self.evaluations = 0
@@ -174,18 +152,22 @@ class TrainingRun(Iterator[MetricEvent]):
         self._final_saved = False
         cls = type(agent)
         target = f"{cls.__module__}:{cls.__qualname__}"
-        self._evaluator = Evaluator(agent.name, target, self.eval_games, self.eval_seed)
+        self._evaluator = Evaluator(agent.name, target, options.eval_games, options.eval_seed)
         self._schedule = EvalSchedule(
-            self.eval_games, self.eval_every_s, self.eval_every_episodes, agent.counters
+            # None and 0 both mean "not by that measure"
+            options.eval_games,
+            float(options.eval_every_s or 0.0),
+            int(options.eval_every_episodes or 0),
+            agent.counters,
         )
         self.run_id = self._open(run_id)
         self._checkpoints = RunCheckpoints(
             store,
             self.run_id,
             agent,
-            self.keep_checkpoints,
+            options.keep_checkpoints,
             self._evaluator.protected,
-            settings.checkpoint_limits(max_checkpoint_mb),
+            settings.checkpoint_limits(options.max_checkpoint_mb),
         )
         self._writer: MetricWriter | None = None
         self._gen = self._run()
@@ -281,7 +263,7 @@ class TrainingRun(Iterator[MetricEvent]):
         # The budget's clock starts in agent.train(): the kernels are compiled before it is called.
         self.warm_up_s = warm_up_training(self.agent, self.context)
         watch = HealthWatch()
-        next_checkpoint = time.monotonic() + self.checkpoint_every_s
+        next_checkpoint = time.monotonic() + self.options.checkpoint_every_s
         for event in self.agent.train(self.budget, control, self.context):
             self._last_elapsed, self._last_progress = event.elapsed, event.progress
             watch.check(event)  # before anything is saved: the last good checkpoint stays the last
@@ -291,7 +273,7 @@ class TrainingRun(Iterator[MetricEvent]):
             if evaluate or self._checkpoint_asked or time.monotonic() >= next_checkpoint:
                 self._checkpoint_asked = False
                 saved = self.save_checkpoint()
-                next_checkpoint = time.monotonic() + self.checkpoint_every_s
+                next_checkpoint = time.monotonic() + self.options.checkpoint_every_s
                 if evaluate and saved is not None:
                     self._start_evaluation(event.elapsed)
             yield event
@@ -309,8 +291,8 @@ class TrainingRun(Iterator[MetricEvent]):
             if result is not None:
                 yield _written(writer, self._evaluated(*result, progress=1.0))
         if (
-            self.eval_at_end
-            and self.eval_games > 0
+            self.options.eval_at_end
+            and self.options.eval_games > 0
             and not self.control.stopped
             and self._evaluated_step != self.agent.counters.steps
         ):
@@ -360,7 +342,8 @@ class TrainingRun(Iterator[MetricEvent]):
 
     # ---------------------------------------------------------------- per event
     def _log_game(self, event: MetricEvent) -> None:
-        if event.game is None or self.log_every == 0 or event.episode % self.log_every:
+        log_every = self.options.log_every
+        if event.game is None or log_every == 0 or event.episode % log_every:
             return
         self.store.record_trace(event.game, "training", agent=self.agent.name, run_id=self.run_id)
         self.games_logged += 1
@@ -460,14 +443,19 @@ def run_training(
     store: RunStore,
     control: Control | None = None,
     context: TrainContext | None = None,
-    **options: Any,
+    options: RunOptions | None = None,
+    **changes: Any,
 ) -> TrainingRun:
     """Start a recorded training run of ``agent`` (iterate the result to train).
 
-    ``options``: ``checkpoint_every_s``, ``log_every``, ``max_checkpoint_mb``, and the evaluation
-    settings ``eval_games``, ``eval_every_s``, ``eval_every_episodes``, ``eval_seed``,
-    ``keep_checkpoints``, ``eval_at_end`` (see :class:`TrainingRun`)."""
-    return TrainingRun(agent, budget, store, control, context, **options)
+    ``options`` (default: :class:`RunOptions`'s defaults) with ``changes``, fields of
+    :class:`~agents.run.options.RunOptions` by name (``eval_games=0``)."""
+    return TrainingRun(agent, budget, store, control, context, options=_with(options, changes))
+
+
+def _with(options: RunOptions | None, changes: dict[str, Any]) -> RunOptions:
+    """``options`` (or the defaults) with the fields in ``changes`` replaced."""
+    return dataclasses.replace(options if options is not None else RunOptions(), **changes)
 
 
 def resume_run(
@@ -478,13 +466,14 @@ def resume_run(
     context: TrainContext | None = None,
     *,
     budget_if_used_up: Budget | None = None,
-    **options: Any,
+    options: RunOptions | None = None,
+    **changes: Any,
 ) -> TrainingRun:
     """Continue run ``run_id`` from its last checkpoint, with what is left of its budget (or ``budget``).
 
     ``budget_if_used_up``: what to train when the run has used its whole budget and ``budget`` is None
-    (the window's Budget box); without it that case raises :class:`BudgetUsedUp`. ``options``: as for
-    :func:`run_training`; the run's best checkpoint so far stays the one to beat.
+    (the window's Budget box); without it that case raises :class:`BudgetUsedUp`. ``options`` and
+    ``changes``: as for :func:`run_training`; the run's best checkpoint so far stays the one to beat.
 
     Metric events logged after that checkpoint (a run killed between two checkpoints) are dropped
     from the history: the resumed run plays those steps again, and its curves show each step once.
@@ -499,7 +488,7 @@ def resume_run(
                 "budget",
             )
     store.truncate_metrics(run_id, agent.counters.steps)
-    return TrainingRun(agent, budget, store, control, context, run_id=run_id, **options)
+    return TrainingRun(agent, budget, store, control, context, options=_with(options, changes), run_id=run_id)
 
 
 def _last_checkpoint_of(run_id: int, store: GameStore) -> tuple[Agent, Mapping[str, Any], str]:

@@ -1,14 +1,13 @@
-"""A run's settings: the defaults front ends offer, the checks they share, and the stored budget."""
+"""A run's settings: the defaults of its options (declared in :mod:`agents.run.options`, with their
+checks) and the stored budget."""
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 from typing import Any
 
 from agents.base import Budget, Counters
-from agents.run.errors import RunError
 
 #: Seconds between periodic checkpoints.
 DEFAULT_CHECKPOINT_EVERY_S = 300.0
@@ -45,22 +44,13 @@ def checkpoint_limits(max_checkpoint_mb: float) -> tuple[int, int]:
     return int(limit * CHECKPOINT_WARN_SHARE), limit
 
 
-def check_checkpoint_limit(max_checkpoint_mb: float) -> None:
-    """RunError (field ``max_checkpoint_mb``) for a checkpoint size limit that is not a size."""
-    if not (math.isfinite(max_checkpoint_mb) and 0 < max_checkpoint_mb <= MAX_CHECKPOINT_MB_LIMIT):
-        raise RunError(
-            f"the checkpoint size limit must be more than 0 and at most {MAX_CHECKPOINT_MB_LIMIT:,.0f} MB, "
-            f"got {max_checkpoint_mb:g}",
-            "max_checkpoint_mb",
-        )
-
-
 def budget_to_dict(budget: Budget, start: Counters) -> dict[str, Any]:
     """The budget as stored with the run, with the counters it started from (so a resume knows what is left)."""
     return {
         "episodes": budget.episodes,
         "steps": budget.steps,
         "seconds": budget.seconds,
+        "cpu_seconds": budget.cpu_seconds,
         "start": dataclasses.asdict(start),
     }
 
@@ -69,49 +59,12 @@ def remaining_budget(stored: Mapping[str, Any], counters: Counters) -> Budget | 
     """What is left of a stored budget given the agent's counters now; None when any limit is reached."""
     start = stored.get("start") or {}
     left: dict[str, Any] = {}
-    for name in ("episodes", "steps", "seconds"):
+    for name in ("episodes", "steps", "seconds", "cpu_seconds"):
         total = stored.get(name)
         if total is None:
             continue
         rest = total - (getattr(counters, name) - start.get(name, 0))
         if rest <= 0:
             return None  # the first limit reached ends a run
-        left[name] = rest if name == "seconds" else int(rest)
+        left[name] = rest if name in ("seconds", "cpu_seconds") else int(rest)
     return Budget(**left) if left else None
-
-
-def check_eval_options(
-    eval_games: int,
-    eval_every_s: float | None,
-    eval_every_episodes: int | None,
-    eval_seed: int,
-    keep_checkpoints: int,
-    eval_at_end: bool = False,
-) -> None:
-    """RunError (with the field at fault) for evaluation and retention settings that make no sense."""
-    from agents.arena import MAX_GAMES
-
-    if not 0 <= eval_games <= MAX_GAMES:
-        raise RunError(
-            f"evaluation games must be between 0 (none) and {MAX_GAMES:,}, got {eval_games}", "eval_games"
-        )
-    if eval_every_s is not None and not (math.isfinite(eval_every_s) and eval_every_s >= 0):
-        raise RunError(
-            f"seconds between evaluations must be >= 0 (0 = not by time), got {eval_every_s}", "eval_every_s"
-        )
-    if eval_every_episodes is not None and eval_every_episodes < 0:
-        raise RunError(
-            f"episodes between evaluations must be >= 0 (0 = not by episodes), got {eval_every_episodes}",
-            "eval_every_episodes",
-        )
-    if eval_games and not eval_every_s and not eval_every_episodes and not eval_at_end:
-        raise RunError(
-            "evaluations need a cadence: seconds and/or episodes between them (or 0 evaluation games)",
-            "eval_every_s",
-        )
-    if not 0 <= eval_seed < 2**63:
-        raise RunError(f"evaluation seed must be between 0 and 2**63 - 1, got {eval_seed}", "eval_seed")
-    if keep_checkpoints < 0:
-        raise RunError(
-            f"checkpoints to keep must be >= 0 (0 = all), got {keep_checkpoints}", "keep_checkpoints"
-        )

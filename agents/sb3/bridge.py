@@ -152,11 +152,7 @@ class StudioCallback(BaseCallback):
             board = game_of(self.agent.vec_env).board
             self.events.append(tracker.event("update", {"steps_per_s": tracker.steps_per_s()}, board=board))
         control = tracker.control
-        if (
-            control.stopped
-            or control.paused
-            or tracker.budget.done(tracker.episodes, tracker.steps, tracker.clock.call_seconds)
-        ):
+        if control.stopped or control.paused or tracker.budget_used():
             self._end_early()
             return False
         return True

@@ -19,6 +19,7 @@ from typing import Any
 from agents.base import Agent, Budget
 from agents.config import AgentConfig, add_config_arguments, config_overrides, load_preset
 from agents.registry import agent_names, get_agent_class, unknown_agent_message
+from agents.run.options import OptionSpec, option_spec, option_specs
 from engine import Rules
 from engine.core import MAX_SIDE
 from studio.cli import MAX_MINUTES, MAX_SEED, MAX_WORKERS, CliError, record_id, whole
@@ -137,21 +138,30 @@ def add_agent_flags(parser: argparse.ArgumentParser, names: Iterable[str]) -> No
 
 
 def add_budget_flags(parser: argparse.ArgumentParser, whose: str = "") -> None:
-    """``--episodes`` / ``--minutes`` / ``--steps`` (any of them; the first reached ends the training).
+    """``--episodes`` / ``--minutes`` / ``--steps`` / ``--cpu-seconds`` (any of them; the first reached ends
+    the training).
     ``whose``: what they budget, in the help ("each trial")."""
     what = f"train {whose} " if whose else "train "
     b = parser.add_argument_group(f"budget{' of ' + whose if whose else ''}")
     b.add_argument("--episodes", type=whole(1), help=f"{what}this many episodes (games)")
     b.add_argument("--minutes", type=number_type(0, MAX_MINUTES, above=True), help=f"{what}this many minutes")
     b.add_argument("--steps", type=whole(1), help=f"{what}this many steps (moves)")
+    b.add_argument(
+        "--cpu-seconds",
+        type=number_type(0, MAX_MINUTES * 60, above=True),
+        metavar="N",
+        help=f"{what}until the training process has used N CPU-seconds (all its threads count: "
+        "2 threads spend them in half the wall time)",
+    )
 
 
 def budget_from(args: argparse.Namespace) -> Budget | None:
-    """The budget the flags give (any of episodes, minutes, steps); None when none is given."""
-    if args.episodes is None and args.steps is None and args.minutes is None:
+    """The budget the flags give (any of episodes, minutes, steps, CPU-seconds); None when none is given."""
+    cpu = args.cpu_seconds
+    if args.episodes is None and args.steps is None and args.minutes is None and cpu is None:
         return None
     seconds = None if args.minutes is None else args.minutes * 60.0
-    return Budget(episodes=args.episodes, steps=args.steps, seconds=seconds)
+    return Budget(episodes=args.episodes, steps=args.steps, seconds=seconds, cpu_seconds=cpu)
 
 
 def add_rules_flags(parser: argparse.ArgumentParser) -> None:
@@ -174,26 +184,56 @@ def add_seed_flag(parser: argparse.ArgumentParser, default: int | None, help: st
     parser.add_argument("--seed", type=whole(0, MAX_SEED), default=default, help=help)
 
 
-def add_checkpoint_every_flag(parser: argparse.ArgumentParser, default: float, whose: str) -> None:
-    """``--checkpoint-every SECONDS``: seconds between ``whose`` periodic checkpoints."""
-    parser.add_argument(
-        "--checkpoint-every",
-        type=number_type(0, MAX_MINUTES * 60, above=True),
-        default=default,
-        metavar="SECONDS",
-        help=f"seconds between {whose} checkpoints (default {default:g})",
-    )
-
-
-def add_eval_games_flags(
-    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
-    games: tuple[int, str],
-    seed: tuple[int, str],
+def add_run_option_flags(
+    parser: argparse.ArgumentParser,
+    names: Iterable[str] | None = None,
+    helps: dict[str, str] | None = None,
 ) -> None:
-    """``--eval-games K`` and ``--eval-seed S`` of the greedy games that grade a training: each a
-    (default, help) pair."""
-    parser.add_argument("--eval-games", type=whole(0, 100_000), default=games[0], metavar="K", help=games[1])
-    parser.add_argument("--eval-seed", type=whole(0, MAX_SEED), default=seed[0], metavar="S", help=seed[1])
+    """The flags of the run options ``names`` (default: every one with a flag), made from their
+    declaration (:class:`agents.run.options.RunOptions`): flag, range, unit, default and help, or
+    ``helps[name]`` instead (a sweep's words). Given as a whole list, each goes in its declared group."""
+    specs = option_specs() if names is None else tuple(option_spec(n) for n in names)
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for spec in specs:
+        if spec.flag is None:
+            continue
+        where: argparse.ArgumentParser | argparse._ArgumentGroup = parser
+        if names is None and spec.group:
+            if spec.group not in groups:
+                groups[spec.group] = parser.add_argument_group(spec.group)
+            where = groups[spec.group]
+        where.add_argument(
+            spec.flag,
+            type=_option_type(spec),
+            default=_in_flag_unit(spec, spec.default),
+            metavar=spec.metavar,
+            help=(helps or {}).get(spec.name, spec.help),
+        )
+
+
+def _option_type(spec: OptionSpec) -> Callable[[str], Any]:
+    """The argparse type of an option's flag: its declared range, in the flag's unit."""
+    low = spec.low or 0
+    if spec.kind is int:
+        return whole(int(low)) if spec.high is None else whole(int(low), int(spec.high))
+    assert spec.high is not None, f"{spec.name}: a number flag needs a largest value"
+    return number_type(low / spec.per, spec.high / spec.per, above=spec.above)
+
+
+def _in_flag_unit(spec: OptionSpec, value: Any) -> Any:
+    """``value`` (in the field's unit) as its flag counts it (seconds as minutes for ``per`` 60)."""
+    return value if value is None or spec.per == 1 else value / spec.per
+
+
+def run_options_from(args: argparse.Namespace, names: Iterable[str] | None = None) -> dict[str, Any]:
+    """The run options the flags of :func:`add_run_option_flags` give, by field name, in the field's unit."""
+    specs = option_specs() if names is None else tuple(option_spec(n) for n in names)
+    out: dict[str, Any] = {}
+    for spec in specs:
+        if spec.flag is not None:
+            value = getattr(args, spec.dest)
+            out[spec.name] = value if value is None or spec.per == 1 else value * spec.per
+    return out
 
 
 def add_parallel_flags(

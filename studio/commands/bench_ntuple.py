@@ -20,7 +20,11 @@ depth-1``, by default with the studio's trained network exported to it, ``-o cpp
 own; the studio's rows carry the ratio studio / C++ in moves per CPU-second), and times both searches
 on the same boards (every board of ``games`` 1-ply games, at most 5,000: the fairer figure, as each
 program's own games differ in their boards), ``cores`` (the two cores of ``vs_cpp``, default ``0,1``:
-C++ on the first, the studio on the second).
+C++ on the first, the studio on the second), ``scaling`` (N: a 1-thread and an N-thread network
+learn in alternation, ``--seconds`` of wall time each per round; each round's moves per wall-second of
+both, their ratio, the cores each got (CPU / wall time) and moves per CPU-second, then the median ratio
+against the goal: 1.8x for 2 threads on 2 cores. On a machine busier than its cores the ratio measures
+the neighbours: the load average is printed beside it).
 """
 
 from __future__ import annotations
@@ -48,7 +52,9 @@ from studio.commands.bench import (
     Measurement,
     Option,
     _machine,
+    load_average,
     parse_options,
+    report_info,
 )
 from studio.progress import ProgressLine
 
@@ -64,7 +70,11 @@ OPTIONS = {
     "vs_cpp": Option("text"),
     "cores": Option("text", "0,1"),
     "cpp_net": Option("choice", "studio", choices=("studio", "own")),
+    "scaling": Option("int", None, 2, 256),
 }
+
+#: ``-o scaling=2``: what 2 threads should make of 2 cores, in moves per wall-second over 1 thread.
+SCALING_GOAL = 1.8
 
 
 def _cores(text: str) -> tuple[int, int]:
@@ -83,6 +93,8 @@ def _options(extra: dict[str, str]) -> dict[str, Any]:
     from agents.ntuple import cpp_reference as cpp
 
     opts = parse_options("ntuple", extra, OPTIONS)
+    if opts["scaling"] is not None and (opts["vs_cpp"] is not None or opts["threads"] is not None):
+        raise ValueError("scaling compares N threads with 1 itself: no threads or vs_cpp with it")
     if opts["vs_cpp"] is None:
         return opts
     repo = opts["vs_cpp"] = Path(opts["vs_cpp"])
@@ -156,6 +168,8 @@ def ntuple_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchRepo
     from agents.ntuple.cpu import host_verdict
 
     opts = _options(options.extra)
+    if opts["scaling"] is not None:
+        return _scaling_benchmark(opts, options, progress)
     agent = _first_agent(opts, options.seed)
     info: dict[str, Any] = {}
     measurements: list[Measurement] = []
@@ -183,8 +197,9 @@ def ntuple_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchRepo
                 progress.update(options.rounds, f"{depth}-ply search of the same boards", force=True)
                 measurements.extend(_same_boards(agent, depth, boards, side))
     stats = agent.recent_stats()
-    info.update(
+    info = report_info(
         {
+            **info,
             "rounds": options.rounds,
             "clock": opts["clock"],
             "seconds_per_round": options.seconds,
@@ -193,13 +208,109 @@ def ntuple_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchRepo
             "threads": agent.config.threads,
             "games_trained": agent.counters.episodes,
             "mean_score_recent": round(stats.get("mean_score", 0.0)),
-            # in "machine", which the text report prints: a ratio holds only for the CPU it was measured on
-            "machine": {**_machine(), "cpu_model": cpp.cpu_model(), "feature_extraction": host_verdict()[1]},
-        }
+        },
+        # in "machine", which the text report prints: a ratio holds only for the CPU it was measured on
+        cpu_model=cpp.cpu_model(),
+        feature_extraction=host_verdict()[1],
     )
-    if hasattr(os, "getloadavg"):
-        info["load_average"] = [round(x, 2) for x in os.getloadavg()]
     return BenchReport("ntuple", "moves_per_s", measurements, baseline=None, info=info)
+
+
+def _scaling_benchmark(opts: dict[str, Any], options: BenchOptions, progress: ProgressLine) -> BenchReport:
+    """``-o scaling=N``: a 1-thread and an N-thread network learn in alternation (the order swapped
+    every round, so a neighbour's burst does not always land on the same side), ``--seconds`` of wall
+    time each; the median of the rounds' ratios of moves per wall-second is the figure."""
+    import statistics
+
+    n = int(opts["scaling"])
+    agents = {}
+    for threads in (1, n):
+        progress.update(0, f"warming up {threads} thread(s) (compile or cache load)", force=True)
+        agents[threads] = _fresh_agent({**opts, "threads": threads}, options.seed)
+        _learn_for(agents[threads], 1.0)
+    load0 = load_average()
+    measurements: list[Measurement] = []
+    ratios, cpu_ratios = [], []
+    for k in range(options.rounds):
+        progress.update(k, f"round {k + 1}/{options.rounds}", force=True)
+        order = (1, n) if k % 2 == 0 else (n, 1)
+        rates = {t: _learn_for(agents[t], options.seconds) for t in order}
+        one, many = rates[1], rates[n]
+        ratio = many["moves_per_wall_s"] / one["moves_per_wall_s"] if one["moves_per_wall_s"] else 0.0
+        cpu_ratio = many["moves_per_cpu_s"] / one["moves_per_cpu_s"] if one["moves_per_cpu_s"] else 0.0
+        ratios.append(ratio)
+        cpu_ratios.append(cpu_ratio)
+        for t in (1, n):
+            r = rates[t]
+            measurements.append(
+                Measurement(
+                    key=f"round_{k + 1}_{t}_threads",
+                    label=(
+                        f"round {k + 1}, {t} thread{'s' if t > 1 else ''} ({r['cores']:.2f} cores, "
+                        f"{r['moves_per_cpu_s']:,.0f} moves/CPU-s)"
+                    ),
+                    value=r["moves_per_wall_s"],
+                    ratio=ratio if t == n else None,
+                    detail=r,
+                )
+            )
+    median, cpu_median = statistics.median(ratios), statistics.median(cpu_ratios)
+    met = median >= SCALING_GOAL if n == 2 else None
+    verdict = "" if met is None else f" (goal >= {SCALING_GOAL:g}x on 2 cores{'' if met else ': MISSED'})"
+    measurements.append(
+        Measurement(
+            key="scaling",
+            label=(
+                f"{n} threads / 1 thread, median of {len(ratios)} rounds: {median:.2f}x{verdict}; "
+                f"per CPU-second {cpu_median:.2f}x"
+            ),
+            value=statistics.median(m.value for m in measurements if m.key.endswith(f"_{n}_threads")),
+            ratio=median,
+            detail={
+                "ratio": median,
+                "ratios": ratios,
+                # per CPU-second: what the threads cost each other (1.0 = nothing), whatever the load
+                "cpu_ratio": cpu_median,
+                "goal": SCALING_GOAL if n == 2 else None,
+            },
+        )
+    )
+    info: dict[str, Any] = {
+        "rounds": options.rounds,
+        "clock": "wall",
+        "seconds_per_round": options.seconds,
+        "layout": agents[1].config.layout,
+        "tc": agents[1].config.tc,
+        "threads": [1, n],
+        "machine": _machine(),
+    }
+    load1 = load_average()
+    if load0 is not None and load1 is not None:
+        # busier than its cores, the machine shares them out: the ratio then measures the neighbours
+        info["load_average"] = {"before": load0, "after": load1}
+    return _ScalingReport("ntuple", "moves_per_wall_s", measurements, baseline=None, info=info)
+
+
+class _ScalingReport(BenchReport):
+    """``-o scaling``'s report: every round is a figure and the median their summary (no best kept)."""
+
+    best_of_rounds = False
+
+
+def _learn_for(agent: Any, seconds: float) -> dict[str, float]:
+    """Train ``agent`` for ``seconds`` of wall time: moves per wall-second and per CPU-second (this
+    process's, every thread's), and the cores it kept busy on average (CPU / wall time)."""
+    from agents.ntuple import bench_training
+
+    c0 = time.process_time()
+    r = bench_training(agent, seconds, time.perf_counter)
+    cpu = time.process_time() - c0
+    return {
+        "moves": r["moves"],
+        "moves_per_wall_s": r["moves_per_wall_s"],
+        "moves_per_cpu_s": r["moves"] / cpu if cpu > 0 else 0.0,
+        "cores": cpu / r["wall_seconds"] if r["wall_seconds"] > 0 else 0.0,
+    }
 
 
 def _train_round(

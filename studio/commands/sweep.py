@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from agents.runner import DEFAULT_CHECKPOINT_EVERY_S, DEFAULT_EVAL_GAMES, DEFAULT_EVAL_SEED
+from agents.runner import DEFAULT_EVAL_GAMES
 from engine import jsonsafe
 from engine.store import GameStore, format_time
 from studio.cli import CliError, ctrl_c_stops, whole
@@ -41,6 +41,14 @@ from studio.services.sweep import (
 )
 from studio.text import duration, number, plural, table
 
+#: The run options a sweep's trials take from the command line (the sweep sets the others: a trial's
+#: evaluation comes at its end), with a sweep's words for them.
+SWEEP_OPTIONS = ("eval_games", "eval_seed", "checkpoint_every_s")
+SWEEP_OPTION_HELP = {
+    "eval_games": f"greedy games that end each trial (0 = rank by training score; default {DEFAULT_EVAL_GAMES})",
+    "eval_seed": "seed of those games",
+    "checkpoint_every_s": "seconds between a trial's checkpoints (default %(default)g)",
+}
 HELP = "train one agent over a grid or random search of settings and rank the trials"
 DESCRIPTION = """Train one agent many times over a grid or a random search and rank the results.
 
@@ -107,15 +115,7 @@ def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
     )
     flags.add_budget_flags(p, "each trial")
     flags.add_rules_flags(p)
-    flags.add_eval_games_flags(
-        p,
-        (
-            DEFAULT_EVAL_GAMES,
-            f"greedy games that end each trial (0 = rank by training score; default {DEFAULT_EVAL_GAMES})",
-        ),
-        (DEFAULT_EVAL_SEED, "seed of those games"),
-    )
-    flags.add_checkpoint_every_flag(p, DEFAULT_CHECKPOINT_EVERY_S, "a trial's")
+    flags.add_run_option_flags(p, SWEEP_OPTIONS, SWEEP_OPTION_HELP)
     flags.add_parallel_flags(
         p,
         (None, "trials at once (default 1)"),
@@ -157,9 +157,7 @@ def request_from_args(args: argparse.Namespace) -> SweepRequest:
         workers=args.workers or 1,
         backend=args.backend or "local",
         ray_address=args.ray_address,
-        eval_games=args.eval_games,
-        eval_seed=args.eval_seed,
-        checkpoint_every_s=args.checkpoint_every,
+        **flags.run_options_from(args, SWEEP_OPTIONS),
     )
 
 

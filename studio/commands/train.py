@@ -19,21 +19,18 @@ from typing import Any
 
 from agents.base import Control, MetricEvent
 from agents.metrics import metrics_of
-from agents.run.settings import MAX_CHECKPOINT_MB_LIMIT
-from agents.runner import DEFAULT_EVAL_EVERY_S, RunError, TrainingRun
+from agents.runner import RunError, TrainingRun
 from engine.store import GameStore
 from engine.store.model import format_size
-from studio.cli import MAX_MINUTES, CliError, ctrl_c_stops, whole
-from studio.cli import number as number_type
+from studio.cli import CliError, ctrl_c_stops
 from studio.commands import _agent_flags as flags
 from studio.progress import ProgressLine
 from studio.services.runs import RunRequest, open_run
 from studio.text import duration, number
 
 log = logging.getLogger(__name__)
-#: The flags' defaults: a request's own (what the Train tab's form starts from too).
-DEFAULTS = RunRequest()
-#: The flags that are the run request's fields of the same name, as given.
+#: The flags that are the run request's fields of the same name, as given (the run options' flags are
+#: made and read from their declaration: :func:`studio.commands._agent_flags.add_run_option_flags`).
 SAME_NAMED = (
     "agent",
     "preset",
@@ -41,13 +38,7 @@ SAME_NAMED = (
     "workers",
     "backend",
     "ray_address",
-    "log_every",
     "resume",
-    "eval_games",
-    "eval_every_episodes",
-    "eval_seed",
-    "keep_checkpoints",
-    "max_checkpoint_mb",
 )
 HELP = "train an agent (recorded run, checkpoints, resume)"
 DESCRIPTION = """Train an agent as a recorded run (see: python main.py runs list).
@@ -72,35 +63,7 @@ def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
     flags.add_seed_flag(p, None, "random seed of the agent (default: fresh)")
     flags.add_rules_flags(p)
     flags.add_resume_flag(p, "RUN_ID", "continue this run from its last checkpoint")
-    flags.add_checkpoint_every_flag(p, DEFAULTS.checkpoint_every_s, "periodic")
-    # argparse writes each default into its help (%(default)s)
-    what = "store one training game in N (0 = none; default %(default)s: keeps the store small)"
-    _add_count(p, "--log-every", DEFAULTS.log_every, what)
-    e = p.add_argument_group("evaluation and checkpoint files")
-    flags.add_eval_games_flags(
-        e,
-        (DEFAULTS.eval_games, "greedy games of each periodic evaluation (0 = none; default %(default)s)"),
-        (DEFAULTS.eval_seed, "seed of the evaluation games (default %(default)s, as eval's --seed)"),
-    )
-    e.add_argument(
-        "--eval-every-minutes",
-        type=number_type(0, MAX_MINUTES),
-        default=DEFAULT_EVAL_EVERY_S / 60.0,
-        metavar="M",
-        help=f"minutes of training between evaluations (0 = not by time; default {DEFAULT_EVAL_EVERY_S / 60:g})",
-    )
-    what = "also evaluate every N episodes (whichever comes first; default: by time only)"
-    _add_count(e, "--eval-every-episodes", None, what)
-    what = "checkpoint files kept besides the best: the newest N (0 = all; default %(default)s)"
-    _add_count(e, "--keep-checkpoints", DEFAULTS.keep_checkpoints, what)
-    e.add_argument(
-        "--max-checkpoint-mb",
-        type=number_type(0, MAX_CHECKPOINT_MB_LIMIT, above=True),
-        default=DEFAULTS.max_checkpoint_mb,
-        metavar="MB",
-        help="largest checkpoint file written; a larger one is refused and training goes on, one past "
-        "half of it is saved with a warning (default %(default)g)",
-    )
+    flags.add_run_option_flags(p)  # checkpoints, logged games, evaluations: from their declaration
     flags.add_parallel_flags(
         p,
         (1, "processes for agents that play in parallel (default 1)"),
@@ -111,13 +74,6 @@ def build_parser(first: argparse.Namespace) -> argparse.ArgumentParser:
     return p
 
 
-def _add_count(
-    group: argparse.ArgumentParser | argparse._ArgumentGroup, flag: str, default: int | None, help: str
-) -> None:
-    """A flag that counts (games, episodes, files): a whole number N >= 0."""
-    group.add_argument(flag, type=whole(0), default=default, metavar="N", help=help)
-
-
 def request_from_args(args: argparse.Namespace) -> RunRequest:
     """The command line as a run request (what the Train tab builds from its form)."""
     name, preset = flags.agent_and_preset(args)
@@ -125,8 +81,7 @@ def request_from_args(args: argparse.Namespace) -> RunRequest:
         config=flags.overrides_for(args, name) if name and args.resume is None else {},
         rules=flags.rules_from(args, preset),
         budget=flags.budget_from(args),
-        checkpoint_every_s=args.checkpoint_every,
-        eval_every_s=args.eval_every_minutes * 60.0,
+        **flags.run_options_from(args),
         **{field: getattr(args, field) for field in SAME_NAMED},
     )
 

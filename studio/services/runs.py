@@ -31,11 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agents import runner
 from agents.base import Agent, Budget, Control, Counters, TrainContext
 from agents.config import AgentConfig, ConfigError, load_preset
 from agents.ray_util import RAY_MISSING
-from agents.run.settings import DEFAULT_MAX_CHECKPOINT_MB, check_checkpoint_limit
+from agents.run.options import RunOptions
 from agents.runner import (
     BudgetUsedUp,
     IncompatibleCheckpoint,
@@ -44,7 +43,6 @@ from agents.runner import (
     RunError,
     TrainingRun,
     budget_to_dict,
-    check_eval_options,
     resume_run,
     run_training,
 )
@@ -102,11 +100,15 @@ def check_parallel(workers: int, backend: str, ray_address: str | None) -> None:
 
 
 @dataclass(frozen=True)
-class RunRequest:
+class RunRequest(RunOptions):
     """Everything a user says about a run. Plain data (picklable: a child process can receive it).
 
     A new run names ``agent`` and/or ``preset``; ``resume`` names a run to continue instead (its own
     agent, settings and rules; ``budget`` None = what is left of its budget, else ``budget_if_used_up``).
+    The run's options (checkpoint and evaluation cadence, logged games, files kept, the checkpoint
+    size limit) are the fields of :class:`agents.run.options.RunOptions`, which it extends: declared
+    and checked there, given here by name (``RunRequest(agent="dqn", eval_games=0)``);
+    :meth:`~agents.run.options.RunOptions.options` hands them to the run.
     """
 
     agent: str | None = None
@@ -119,24 +121,8 @@ class RunRequest:
     workers: int = 1
     backend: str = "local"
     ray_address: str | None = None
-    checkpoint_every_s: float = runner.DEFAULT_CHECKPOINT_EVERY_S
-    log_every: int = runner.DEFAULT_LOG_EVERY
     resume: int | None = None
     budget_if_used_up: Budget | None = None
-    #: greedy games of each periodic evaluation (0 = no evaluation, no best checkpoint)
-    eval_games: int = runner.DEFAULT_EVAL_GAMES
-    #: seconds of training between evaluations (None or 0 = not by time)
-    eval_every_s: float | None = runner.DEFAULT_EVAL_EVERY_S
-    #: episodes between evaluations (None or 0 = not by episodes); both given: whichever comes first
-    eval_every_episodes: int | None = None
-    #: seed of the evaluation games (the same games every evaluation; ``eval``'s default seed too)
-    eval_seed: int = runner.DEFAULT_EVAL_SEED
-    #: checkpoint files kept besides the best one (the newest N; 0 = keep all)
-    keep_checkpoints: int = runner.DEFAULT_KEEP_CHECKPOINTS
-    #: the largest checkpoint file written, in MB (a larger one is refused, the run goes on)
-    max_checkpoint_mb: float = DEFAULT_MAX_CHECKPOINT_MB
-    #: also evaluate the agent the budget leaves (a sweep's trials end with the figure they are ranked by)
-    eval_at_end: bool = False
     #: (sweep id, trial index) when this run is a sweep's trial: linked in the store as it is created
     sweep_trial: tuple[int, int] | None = None
     #: the agent's class as "module:Class", for a child process that must find an agent registered
@@ -153,22 +139,7 @@ class RunRequest:
     def check(self) -> None:
         """Checks that need no agent or store (RunError with the field at fault)."""
         check_parallel(self.workers, self.backend, self.ray_address)
-        if self.checkpoint_every_s <= 0:
-            raise RunError(
-                f"seconds between checkpoints must be > 0, got {self.checkpoint_every_s:g}",
-                "checkpoint_every_s",
-            )
-        if self.log_every < 0:
-            raise RunError(f"log every N-th game must be >= 0 (0 = none), got {self.log_every}", "log_every")
-        check_eval_options(
-            self.eval_games,
-            self.eval_every_s,
-            self.eval_every_episodes,
-            self.eval_seed,
-            self.keep_checkpoints,
-            self.eval_at_end,
-        )
-        check_checkpoint_limit(self.max_checkpoint_mb)
+        super().check()
         if self.resume is not None and (self.agent or self.preset):
             raise RunError(
                 "a resumed run keeps its own agent and settings: give no agent or preset", "resume"
@@ -197,14 +168,16 @@ class ResolvedRun:
 
 
 def preset_budget(preset: Mapping[str, Any] | None) -> Budget | None:
-    """A preset's ``budget`` (episodes / steps / seconds or minutes) as a Budget; None when it has none."""
+    """A preset's ``budget`` (episodes / steps / seconds or minutes / cpu_seconds) as a Budget; None when
+    it has none."""
     pb = (preset or {}).get("budget") or {}
     seconds = pb.get("seconds")
     if seconds is None and pb.get("minutes") is not None:
         seconds = float(pb["minutes"]) * 60.0
-    if pb.get("episodes") is None and pb.get("steps") is None and seconds is None:
+    cpu = pb.get("cpu_seconds")
+    if pb.get("episodes") is None and pb.get("steps") is None and seconds is None and cpu is None:
         return None
-    return Budget(episodes=pb.get("episodes"), steps=pb.get("steps"), seconds=seconds)
+    return Budget(episodes=pb.get("episodes"), steps=pb.get("steps"), seconds=seconds, cpu_seconds=cpu)
 
 
 def resolve(request: RunRequest) -> ResolvedRun:
@@ -277,17 +250,7 @@ def open_run(request: RunRequest, store: GameStore, control: Control | None = No
     from agents.registry import register
 
     request.check()
-    opts: dict[str, Any] = {
-        "checkpoint_every_s": request.checkpoint_every_s,
-        "log_every": request.log_every,
-        "eval_games": request.eval_games,
-        "eval_every_s": request.eval_every_s,
-        "eval_every_episodes": request.eval_every_episodes,
-        "eval_seed": request.eval_seed,
-        "keep_checkpoints": request.keep_checkpoints,
-        "eval_at_end": request.eval_at_end,
-        "max_checkpoint_mb": request.max_checkpoint_mb,
-    }
+    options = request.options()
     context = request.context(Path(store.path).parent)
     if request.resume is not None:
         try:
@@ -303,7 +266,7 @@ def open_run(request: RunRequest, store: GameStore, control: Control | None = No
             control,
             context,
             budget_if_used_up=request.budget_if_used_up,
-            **opts,
+            options=options,
         )
     if request.target and request.agent:
         register(request.agent, request.target)
@@ -314,11 +277,11 @@ def open_run(request: RunRequest, store: GameStore, control: Control | None = No
     except ConfigError as e:
         raise RunError(str(e), e.field) from None
     if request.sweep_trial is None:
-        return run_training(agent, resolved.budget, store, control, context, **opts)
+        return run_training(agent, resolved.budget, store, control, context, options)
     # Linked in the run's own transaction: a kill at any moment leaves either no run or a linked one,
     # which the sweep's resume finds and resumes.
     with store.linking_runs_to(*request.sweep_trial):
-        return run_training(agent, resolved.budget, store, control, context, **opts)
+        return run_training(agent, resolved.budget, store, control, context, options)
 
 
 # ------------------------------------------------------------------------------ a run's records

@@ -766,13 +766,20 @@ class TrialProgress(TrialEvent):
     events: tuple[Any, ...] = ()
 
 
+@dataclass(frozen=True, kw_only=True)
+class Ended(SweepEvent):
+    """What ended (a trial, or the sweep) and how: ``status``, and ``error`` when it did not finish.
+    Keyword-only, so that a trial's event still takes its trial and run after the sweep's fields."""
+
+    status: str = "finished"
+    error: str | None = None
+
+
 @dataclass(frozen=True)
-class TrialDone(TrialEvent):
+class TrialDone(TrialEvent, Ended):
     """A trial ended: its run's ``status``, and ``error`` when it failed."""
 
     kind: ClassVar[str] = "done"
-    status: str = "finished"
-    error: str | None = None
 
     @property
     def failure(self) -> str | None:
@@ -782,12 +789,10 @@ class TrialDone(TrialEvent):
 
 
 @dataclass(frozen=True)
-class SweepFinished(SweepEvent):
+class SweepFinished(Ended):
     """The sweep ended: ``status`` (finished, stopped, failed) and why, when it did not finish."""
 
     kind: ClassVar[str] = "finished"
-    status: str = "finished"
-    error: str | None = None
 
 
 @dataclass

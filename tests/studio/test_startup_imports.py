@@ -48,7 +48,7 @@ def test_the_window_is_built_without_importing_torch_or_a_plugin(tmp_path: Path)
     assert result["before_show"] == []
     # the agents are all listed all the same: the plug-ins from their packages' metadata
     names = result["names"]
-    assert names[:9] == [
+    assert names[:10] == [
         "random",
         "greedy",
         "expectimax",
@@ -56,6 +56,7 @@ def test_the_window_is_built_without_importing_torch_or_a_plugin(tmp_path: Path)
         "td-afterstate",
         "dqn",
         "policy",
+        "ppo",
         "imitation",
         "mcts",
     ]

@@ -21,7 +21,7 @@ from engine.store import HUMAN, GameRecorder, GameStore, Player
 from studio.tabs.train import SHORTCUTS
 from studio.tabs.train import launch as launch_module
 from studio.widgets.config_form import PRESET_PLACEHOLDER, ConfigForm
-from tests.studio.gui_helpers import load_preset_with_keys
+from tests.studio.gui_helpers import load_preset_with_keys, type_over
 from tests.studio.train_fakes import FakeConfig, register_fakes
 
 pytest_plugins = ("tests.studio.gui_fixtures", "tests.studio.tab_fixtures")
@@ -34,11 +34,6 @@ def _fake_preset(tmp_path: Path, monkeypatch, name: str = "fake-preset", **extra
     preset = {"agent": "fake_learner", "description": "a test preset", "config": {"batch": 8, "lr": 0.01}}
     (tmp_path / f"{name}.json").write_text(json.dumps({**preset, **extra}))
     monkeypatch.setattr(agents.config, "presets_dir", lambda: tmp_path)
-
-
-def _type(qtbot, spin, text: str) -> None:
-    spin.lineEdit().selectAll()
-    qtbot.keyClicks(spin.lineEdit(), text)
 
 
 # ------------------------------------------------------------------------------ the preset box
@@ -124,17 +119,19 @@ def test_the_marker_says_applied_then_modified_and_defaults_clear_it(qtbot, tab,
     assert launch.presetNote.isVisible() and "3×4" in launch.presetNote.text()
     assert "42 episodes" in launch.presetNote.text()
 
-    _type(qtbot, form.field_widget("batch"), "9")  # a field differs from the preset: modified at once
+    type_over(
+        qtbot, form.field_widget("batch").lineEdit(), "9"
+    )  # a field differs from the preset: modified at once
     assert marker.text() == "modified from fake-preset"
     assert "Batch" in marker.toolTip()
-    _type(qtbot, form.field_widget("batch"), "8")  # back to the preset's value
+    type_over(qtbot, form.field_widget("batch").lineEdit(), "8")  # back to the preset's value
     assert marker.text() == "applied: fake-preset"
 
     launch.rowsSpin.setValue(4)  # the preset's rules changed
     assert marker.text() == "modified from fake-preset" and "rules" in marker.toolTip()
     launch.rowsSpin.setValue(3)
     assert marker.text() == "applied: fake-preset"
-    _type(qtbot, launch.episodesSpin, "43")  # and its budget
+    type_over(qtbot, launch.episodesSpin.lineEdit(), "43")  # and its budget
     assert marker.text() == "modified from fake-preset" and "budget" in marker.toolTip()
     assert launch.request().preset == "fake-preset"
 
@@ -172,12 +169,15 @@ def test_tab_and_shift_tab_go_field_to_field_and_keep_the_view(qtbot, tab):
     # in order, the fold, the rules.
     form.defaultsButton.setFocus()
     budget = [launch.episodesCheck, launch.episodesSpin, launch.minutesCheck, launch.stepsCheck]
+    budget.append(launch.budgetBox.cpuCheck)  # the CPU minutes tick (its box is greyed until ticked)
     for expected in [*budget, *editors, form.advancedToggle, launch.rowsSpin]:
         assert _press(qtbot, Qt.Key.Key_Tab) is expected
     for expected in [form.advancedToggle, editors[-1], editors[-2]]:
         assert _press(qtbot, Qt.Key.Key_Backtab) is expected
     editors[0].setFocus()
-    assert _press(qtbot, Qt.Key.Key_Backtab) is launch.stepsCheck  # the budget above, not the runs table
+    assert (
+        _press(qtbot, Qt.Key.Key_Backtab) is launch.budgetBox.cpuCheck
+    )  # the budget above, not the runs table
 
     # In the middle of the form: moving between fields in view never scrolls.
     bar.setValue(bar.maximum() // 2)
@@ -267,13 +267,13 @@ def test_imitation_says_how_much_data_and_start_warns_on_too_few_moves(qtbot, ta
     assert tab.rect().contains(QRect(note.mapTo(tab, QPoint(0, 0)), note.size()))
 
     # Filters that select nothing: said at once (after the pause for typing), and the run refuses itself.
-    _type(qtbot, tab.launch.form.field_widget("min_score"), "99999999")
+    type_over(qtbot, tab.launch.form.field_widget("min_score").lineEdit(), "99999999")
     qtbot.waitUntil(lambda: "No 4×4 games match these filters" in note.text(), timeout=3000)
     assert tab.launch.warn_if_little_data() is None
 
     # Enough moves: a plain count, and Start says nothing more.
     monkeypatch.setattr(launch_module, "MIN_IMITATION_MOVES", 100)
-    _type(qtbot, tab.launch.form.field_widget("min_score"), "0")
+    type_over(qtbot, tab.launch.form.field_widget("min_score").lineEdit(), "0")
     qtbot.waitUntil(lambda: note.text() == f"These filters select 2 games, {n_moves} moves.", timeout=3000)
     said.clear()
     qtbot.mouseClick(tab.startButton, CLICK)
@@ -319,7 +319,9 @@ def test_shortcuts_do_nothing_while_their_button_is_disabled(qtbot, tab):
     tab.activateWindow()
     qtbot.waitUntil(lambda: QApplication.activeWindow() is tab)
     tab.launch.select_agent("fake_learner")
-    _type(qtbot, tab.launch.form.field_widget("batch"), "5000")  # out of range: Start is disabled
+    type_over(
+        qtbot, tab.launch.form.field_widget("batch").lineEdit(), "5000"
+    )  # out of range: Start is disabled
     assert not tab.startButton.isEnabled()
     qtbot.keyClick(tab.launch.form.field_widget("batch"), Qt.Key.Key_Return, CTRL)
     qtbot.keyClick(tab.launch.form.field_widget("batch"), Qt.Key.Key_P, CTRL)

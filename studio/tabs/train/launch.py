@@ -6,6 +6,10 @@ parallel play (workers, local processes or Ray, a cluster address) and the run's
 cadence. :meth:`LaunchForm.request` turns them into the same
 :class:`studio.services.runs.RunRequest` that ``python main.py train`` builds from its flags, and
 :meth:`LaunchForm.show_error` puts a :class:`agents.runner.RunError` next to the field it names.
+The boxes are widgets of their own: :mod:`~studio.tabs.train.launch_budget`, ``launch_rules``,
+``launch_parallel`` and ``launch_run`` (made from the run options' declaration,
+:class:`agents.run.options.RunOptions`); ``launch_memory`` keeps what the form remembers between
+sessions, ``launch_data`` counts the games imitation would learn from.
 
 An agent that learns from the store's games (imitation) gets a line under the agent saying how many
 games and moves its filters select, red below :data:`MIN_IMITATION_MOVES` ("280 moves: too few to
@@ -16,22 +20,17 @@ from __future__ import annotations
 
 import html
 import itertools
-import json
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QFontMetrics, QResizeEvent, QShowEvent, QStandardItemModel, QTextDocument
 from PySide6.QtWidgets import (
-    QCheckBox,
     QComboBox,
-    QDoubleSpinBox,
-    QFormLayout,
     QGroupBox,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
     QScrollArea,
     QSizePolicy,
     QVBoxLayout,
@@ -40,23 +39,20 @@ from PySide6.QtWidgets import (
 
 from agents.base import Agent, Budget
 from agents.config import ConfigError
-from agents.run.settings import DEFAULT_MAX_CHECKPOINT_MB, MAX_CHECKPOINT_MB_LIMIT
-from agents.runner import (
-    DEFAULT_EVAL_EVERY_S,
-    DEFAULT_EVAL_GAMES,
-    DEFAULT_KEEP_CHECKPOINTS,
-    DEFAULT_LOG_EVERY,
-    RunError,
-)
+from agents.runner import RunError
 from engine import Rules
-from studio.services.runs import BACKENDS, RunRequest, preset_budget
-from studio.tabs.common import ERROR_STYLE, NOTE_STYLE, button, error_label, label, spin
+from studio.services.runs import RunRequest, preset_budget
+from studio.tabs.common import NOTE_STYLE, button, error_label, label
+from studio.tabs.train.launch_budget import BudgetBox, Limits
+from studio.tabs.train.launch_data import count_data, data_note, small_data_warning
+from studio.tabs.train.launch_memory import FormMemory
+from studio.tabs.train.launch_parallel import ParallelBox
+from studio.tabs.train.launch_rules import RulesBox
+from studio.tabs.train.launch_run import RunBox
 from studio.widgets.config_form import ConfigForm
 
 log = logging.getLogger(__name__)
 
-#: Periodic checkpoints of runs started here, in minutes (pause, stop and the end always save one).
-CHECKPOINT_EVERY_MIN = 2.0
 #: The agent "Train from my games" selects, and the settings it fills in.
 IMITATION_AGENT = "imitation"
 IMITATION_FROM_HUMANS = {"source": "human"}
@@ -142,6 +138,7 @@ class LaunchForm(QWidget):
         super().__init__(parent)
         self.setObjectName("launchForm")
         self.settings = settings
+        self.memory = FormMemory(settings)
         #: the store the runs train on (None: the default data dir), where imitation's games are counted
         self.data_dir = data_dir
         self.agent_cls: type[Agent] | None = None
@@ -184,27 +181,19 @@ class LaunchForm(QWidget):
         # height scrolls.
         self.detailsScroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.detailsScroll.setWidget(inner)
-        self.detailsScroll.setFocusPolicy(
-            Qt.FocusPolicy.NoFocus
-        )  # Tab goes from field to field, not to the frame
+        # Tab goes from field to field, not to the frame
+        self.detailsScroll.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         layout.addWidget(self.detailsScroll, 1)
         # Tab follows what is shown: the preset rows, the budget, then the fields (chain_start).
-        chain: list[QWidget] = [
-            self.form.defaultsButton,
-            self.episodesCheck,
-            self.episodesSpin,
-            self.minutesCheck,
-            self.minutesSpin,
-            self.stepsCheck,
-            self.stepsSpin,
-        ]
+        chain: list[QWidget] = [self.form.defaultsButton]
+        chain += [w for _name, check, editor in self.budgetBox.rows() for w in (check, editor)]
         for a, b in itertools.pairwise(chain):
             QWidget.setTabOrder(a, b)
-        self.form.chain_start = self.stepsSpin
+        self.form.chain_start = chain[-1]  # the last budget editor
         #: the agent whose settings the form holds now (they are remembered under its name)
         self._form_agent: str | None = None
         self._fill_agents()
-        self._restore_budget()
+        self.budgetBox.restore(self.memory.load("train/budget"))
         self._sync_inputs()
 
     # ================================================================== building
@@ -253,162 +242,39 @@ class LaunchForm(QWidget):
         self.form.add_note(self.presetNote)  # under the preset's marker, not below the whole form
         return box
 
-    def _rules_box(self) -> QGroupBox:
-        box = QGroupBox("Rules")
-        rl = QFormLayout(box)
-        rl.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
-        self.rowsSpin = spin("rowsSpin", 1, 16, 4, "Board rows")
-        self.colsSpin = spin("colsSpin", 1, 16, 4, "Board columns")
-        self.p4Spin = QDoubleSpinBox()
-        self.p4Spin.setObjectName("p4Spin")
-        self.p4Spin.setRange(0.0, 1.0)
-        self.p4Spin.setSingleStep(0.05)
-        self.p4Spin.setDecimals(3)
-        self.p4Spin.setValue(0.1)
-        self.p4Spin.setToolTip("Probability that a spawned tile is a 4")
-        self.startTilesSpin = spin("startTilesSpin", 0, 256, 2, "Tiles on a new board")
-        self.spawnSpin = spin("spawnSpin", 0, 255, 1, "Tiles spawned after each move")
-        rows_cols = QHBoxLayout()
-        rows_cols.addWidget(self.rowsSpin)
-        rows_cols.addWidget(QLabel("×"))
-        rows_cols.addWidget(self.colsSpin)
-        rl.addRow("Board", rows_cols)
-        rl.addRow("Chance of a 4", self.p4Spin)
-        rl.addRow("Start tiles", self.startTilesSpin)
-        rl.addRow("Spawns per move", self.spawnSpin)
-        self.rulesError = error_label("rulesError")
-        rl.addRow(self.rulesError)
-        for w in (self.rowsSpin, self.colsSpin, self.startTilesSpin, self.spawnSpin):
-            w.valueChanged.connect(self._check_rules)
-        self.p4Spin.valueChanged.connect(self._check_rules)
-        for w in (self.rowsSpin, self.colsSpin):
-            w.valueChanged.connect(self._count_timer.start)  # imitation learns from games of this shape
+    def _rules_box(self) -> RulesBox:
+        self.rulesBox = box = RulesBox()
+        box.edited.connect(self._check_rules)
+        box.shapeEdited.connect(self._count_timer.start)  # imitation learns from games of this shape
+        self.rowsSpin, self.colsSpin, self.p4Spin = box.rowsSpin, box.colsSpin, box.p4Spin
+        self.startTilesSpin, self.spawnSpin, self.rulesError = (
+            box.startTilesSpin,
+            box.spawnSpin,
+            box.rulesError,
+        )
         return box
 
-    def _budget_box(self) -> QGroupBox:
-        box = QGroupBox("Budget (the first limit reached ends the run)")
-        box.setObjectName("budgetBox")
-        bl = QFormLayout(box)
-        bl.setContentsMargins(6, 4, 6, 4)
-        bl.setVerticalSpacing(3)
-        self.episodesCheck = QCheckBox("Episodes")
-        self.episodesCheck.setObjectName("episodesCheck")
-        self.episodesSpin = spin("episodesSpin", 1, 2_000_000_000, 1000, "Games (or epochs) to train")
-        self.minutesCheck = QCheckBox("Minutes")
-        self.minutesCheck.setObjectName("minutesCheck")
-        self.minutesSpin = QDoubleSpinBox()
-        self.minutesSpin.setObjectName("minutesSpin")
-        self.minutesSpin.setRange(0.05, 100_000.0)
-        self.minutesSpin.setDecimals(2)
-        self.minutesSpin.setValue(10.0)
-        self.minutesSpin.setToolTip("Wall-clock minutes of training")
-        self.stepsCheck = QCheckBox("Moves")
-        self.stepsCheck.setObjectName("stepsCheck")
-        self.stepsSpin = spin("stepsSpin", 1, 2_000_000_000, 1_000_000, "Moves (environment steps) to train")
-        self.stepsSpin.setSingleStep(10_000)
-        self.episodesCheck.setChecked(True)
-        for check, editor in (
-            (self.episodesCheck, self.episodesSpin),
-            (self.minutesCheck, self.minutesSpin),
-            (self.stepsCheck, self.stepsSpin),
-        ):
-            bl.addRow(check, editor)
-            check.toggled.connect(self._sync_inputs)
-            editor.valueChanged.connect(self.form.refresh_preset_marker)
-        self.budgetError = error_label("budgetError")
-        bl.addRow(self.budgetError)
+    def _budget_box(self) -> BudgetBox:
+        self.budgetBox = box = BudgetBox()
+        box.toggled.connect(self._sync_inputs)
+        box.edited.connect(self.form.refresh_preset_marker)
+        self.episodesCheck, self.episodesSpin = box.episodesCheck, box.episodesSpin
+        self.minutesCheck, self.minutesSpin = box.minutesCheck, box.minutesSpin
+        self.stepsCheck, self.stepsSpin, self.budgetError = box.stepsCheck, box.stepsSpin, box.budgetError
         return box
 
-    def _parallel_box(self) -> QGroupBox:
-        box = QGroupBox("Parallel play")
-        box.setObjectName("parallelBox")
-        pl = QFormLayout(box)
-        pl.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
-        self.workersSpin = spin("workersSpin", 1, 256, 1, "Processes (or Ray actors) that play games at once")
-        self.backendCombo = QComboBox()
-        self.backendCombo.setObjectName("backendCombo")
-        for name, text in zip(BACKENDS, ("Local processes", "Ray")):
-            self.backendCombo.addItem(text, name)
-        self.backendCombo.setToolTip(
-            "Where the parallel games run (Ray: the optional extra, pip install -e .[ray])"
-        )
-        self.backendCombo.currentIndexChanged.connect(self._sync_inputs)
-        self.rayAddressEdit = QLineEdit()
-        self.rayAddressEdit.setObjectName("rayAddressEdit")
-        self.rayAddressEdit.setPlaceholderText("empty: a local Ray; or HOST:6379")
-        self.rayAddressEdit.setToolTip("A running Ray cluster to join (ray start --head on that machine)")
-        self.parallelNote = label("parallelNote", wrap=True, style=NOTE_STYLE)
-        pl.addRow("Workers", self.workersSpin)
-        pl.addRow("Backend", self.backendCombo)
-        pl.addRow("Ray address", self.rayAddressEdit)
-        pl.addRow(self.parallelNote)
+    def _parallel_box(self) -> ParallelBox:
+        self.parallelBox = box = ParallelBox()
+        box.backendChanged.connect(self._sync_inputs)
+        self.workersSpin, self.backendCombo = box.workersSpin, box.backendCombo
+        self.rayAddressEdit, self.parallelNote = box.rayAddressEdit, box.parallelNote
         return box
 
-    def _run_box(self) -> QGroupBox:
-        box = QGroupBox("Run")
-        rl = QFormLayout(box)
-        rl.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)  # a narrow panel: labels above
-        self.seedSpin = spin("seedSpin", -1, 2**31 - 1, -1, "Seed of the agent (random: a fresh one)")
-        self.seedSpin.setSpecialValueText("random")
-        self.checkpointSpin = QDoubleSpinBox()
-        self.checkpointSpin.setObjectName("checkpointSpin")
-        self.checkpointSpin.setRange(0.1, 10_000.0)
-        self.checkpointSpin.setDecimals(1)
-        self.checkpointSpin.setValue(CHECKPOINT_EVERY_MIN)
-        self.checkpointSpin.setSuffix(" min")
-        self.checkpointSpin.setToolTip(
-            "Minutes between periodic checkpoints (pause, stop and the end save one too)"
-        )
-        self.logEverySpin = spin(
-            "logEverySpin", 0, 1_000_000, DEFAULT_LOG_EVERY, "Store one training game in N (0: none)"
-        )
-        self.evalGamesSpin = spin(
-            "evalGamesSpin",
-            0,
-            10_000,
-            DEFAULT_EVAL_GAMES,
-            "Games of each periodic greedy evaluation (the same seeded games every time; 0: none)",
-        )
-        self.evalGamesSpin.setSpecialValueText("off")
-        self.evalEverySpin = QDoubleSpinBox()
-        self.evalEverySpin.setObjectName("evalEverySpin")
-        self.evalEverySpin.setRange(0.1, 10_000.0)
-        self.evalEverySpin.setDecimals(1)
-        self.evalEverySpin.setValue(DEFAULT_EVAL_EVERY_S / 60.0)
-        self.evalEverySpin.setSuffix(" min")
-        self.evalEverySpin.setToolTip(
-            "Minutes of training between greedy evaluations (played in the background; the best "
-            "checkpoint is kept and marked)"
-        )
-        self.evalGamesSpin.valueChanged.connect(lambda n: self.evalEverySpin.setEnabled(n > 0))
-        self.keepSpin = spin(
-            "keepSpin",
-            0,
-            10_000,
-            DEFAULT_KEEP_CHECKPOINTS,
-            "Checkpoint files to keep: the newest N plus the best (0: keep every one)",
-        )
-        self.keepSpin.setSpecialValueText("all")
-        self.maxCheckpointSpin = QDoubleSpinBox()
-        self.maxCheckpointSpin.setObjectName("maxCheckpointSpin")
-        self.maxCheckpointSpin.setRange(1.0, MAX_CHECKPOINT_MB_LIMIT)
-        self.maxCheckpointSpin.setDecimals(0)
-        self.maxCheckpointSpin.setValue(DEFAULT_MAX_CHECKPOINT_MB)
-        self.maxCheckpointSpin.setSuffix(" MB")
-        self.maxCheckpointSpin.setToolTip(
-            "Largest checkpoint file the run writes: a larger one is refused (training goes on, the "
-            "refusal is in the run's messages); one past half of it is saved with a warning"
-        )
-        evaluate = QHBoxLayout()
-        evaluate.addWidget(self.evalGamesSpin)
-        evaluate.addWidget(QLabel("games every"))
-        evaluate.addWidget(self.evalEverySpin)
-        rl.addRow("Seed", self.seedSpin)
-        rl.addRow("Checkpoint every", self.checkpointSpin)
-        rl.addRow("Keep checkpoints", self.keepSpin)
-        rl.addRow("Largest checkpoint", self.maxCheckpointSpin)
-        rl.addRow("Evaluate", evaluate)
-        rl.addRow("Keep 1 game in", self.logEverySpin)
+    def _run_box(self) -> RunBox:
+        self.runBox = box = RunBox()
+        self.seedSpin, self.checkpointSpin, self.keepSpin = box.seedSpin, box.checkpointSpin, box.keepSpin
+        self.maxCheckpointSpin, self.logEverySpin = box.maxCheckpointSpin, box.logEverySpin
+        self.evalGamesSpin, self.evalEverySpin = box.evalGamesSpin, box.evalEverySpin
         return box
 
     # ================================================================== agent
@@ -480,7 +346,7 @@ class LaunchForm(QWidget):
         self._save_config()  # the agent left keeps its settings for when it is picked again
         self.form.set_config_class(cls.config_cls, agent=name)
         self._form_agent = name
-        self._restore_config(name)
+        self.memory.restore_config(name, self.form)
         if self.settings is not None:
             self.settings.setValue("train/agent", name)
         self._check_rules()
@@ -507,87 +373,22 @@ class LaunchForm(QWidget):
     def save_state(self) -> None:
         """Remember the budget and the agent's settings (QSettings), for the next time the window opens:
         they came back as "Episodes 1000" and the defaults."""
-        if self.settings is None:
-            return
-        budget = {name: [check.isChecked(), editor.value()] for name, check, editor in self._budget_rows()}
-        self.settings.setValue("train/budget", json.dumps(budget))
+        self.memory.save("train/budget", self.budgetBox.remembered())
         self._save_config()
 
     def _save_config(self) -> None:
-        if self.settings is None or self._form_agent is None or self.form.config_cls is None:
-            return
-        try:
-            text = json.dumps(self.form.values())
-        except (TypeError, ValueError):  # a value JSON cannot hold: that agent starts from defaults
-            log.warning("cannot remember %s's settings", self._form_agent, exc_info=True)
-            return
-        self.settings.setValue(f"train/config/{self._form_agent}", text)
-
-    def _remembered(self, key: str) -> dict[str, Any]:
-        """A JSON object kept under ``key``; {} when none (or a damaged one)."""
-        if self.settings is None:
-            return {}
-        try:
-            value = json.loads(str(self.settings.value(key, "") or "{}"))
-        except ValueError:
-            return {}
-        return value if isinstance(value, dict) else {}
-
-    def _restore_config(self, agent: str) -> None:
-        """The settings ``agent`` had the last time (each field that still exists and takes its value)."""
-        known = set(self.form.values())
-        for name, value in self._remembered(f"train/config/{agent}").items():
-            if name not in known:
-                continue
-            try:
-                self.form.set_values({name: value})
-            except (ConfigError, TypeError, ValueError):  # a setting whose kind changed: its default
-                log.info("remembered %s=%r of %s not restored", name, value, agent)
-
-    def _budget_rows(self) -> list[tuple[str, QCheckBox, Any]]:
-        return [
-            ("episodes", self.episodesCheck, self.episodesSpin),
-            ("minutes", self.minutesCheck, self.minutesSpin),
-            ("steps", self.stepsCheck, self.stepsSpin),
-        ]
-
-    def _restore_budget(self) -> None:
-        saved = self._remembered("train/budget")
-        rows = [(check, editor, saved.get(name)) for name, check, editor in self._budget_rows()]
-        if not any(isinstance(v, list) and len(v) == 2 and v[0] for _c, _e, v in rows):
-            return  # nothing remembered (or no limit ticked): the defaults
-        for check, editor, value in rows:
-            if not (isinstance(value, list) and len(value) == 2):
-                continue
-            ticked, number = value
-            check.setChecked(bool(ticked))
-            if isinstance(number, (int, float)) and not isinstance(number, bool):
-                editor.setValue(type(editor.value())(number))
+        if self._form_agent is not None and self.form.config_cls is not None:
+            self.memory.save(f"train/config/{self._form_agent}", self.form.values())
 
     # ================================================================== the games imitation learns from
-    def _learns_from_games(self) -> bool:
-        """Whether the agent's settings are imitation's (filters over the store's games)."""
-        # Known by the config's classes, not by importing agents.imitation (torch) for another agent:
-        # a config built on ImitationConfig has that module loaded already.
-        cls = self.agent_cls
-        return cls is not None and any(
-            (k.__module__, k.__qualname__) == ("agents.imitation", "ImitationConfig")
-            for k in cls.config_cls.__mro__
-        )
-
     def count_data(self) -> tuple[int, int] | None:
         """(games, moves) the imitation filters select in the store now; None when the agent is not
         imitation, or its settings or rules cannot be read yet."""
-        if not self._learns_from_games():
-            return None
-        from agents.imitation import count_examples
-
-        assert self.agent_cls is not None
         try:
-            config = self.agent_cls.config_cls.from_dict(self.form.values())
-            return count_examples(config, self.rules(), self.data_dir)  # type: ignore[arg-type]
-        except (ConfigError, TypeError, ValueError, OSError):  # a half-typed filter, a damaged store
+            rules = self.rules()
+        except ValueError:
             return None
+        return count_data(self.agent_cls, self.form.values(), rules, self.data_dir)
 
     def refresh_data_count(self) -> None:
         """Count the games and moves imitation would learn from, and say it under the agent."""
@@ -596,16 +397,7 @@ class LaunchForm(QWidget):
         if self.data_count is None:
             self.dataNote.hide()
             return
-        games, moves = self.data_count
-        if moves >= MIN_IMITATION_MOVES:
-            text, style = f"These filters select {games:,} games, {moves:,} moves.", NOTE_STYLE
-        elif moves == 0:
-            r = self.rules()
-            text = f"No {r.rows}×{r.cols} games match these filters: play some first, or loosen the filters."
-            style = ERROR_STYLE
-        else:
-            text = f"{small_data_warning(games, moves)} Play more games, or loosen the filters."
-            style = ERROR_STYLE
+        text, style = data_note(*self.data_count, self.rules(), MIN_IMITATION_MOVES)
         self.dataNote.setText(text)
         self.dataNote.setStyleSheet(style)
         self.dataNote.show()
@@ -635,21 +427,10 @@ class LaunchForm(QWidget):
     # ================================================================== rules, budget
     def rules(self) -> Rules:
         """The rules of the Rules box (ValueError with the reason when they make no game)."""
-        return Rules(
-            rows=self.rowsSpin.value(),
-            cols=self.colsSpin.value(),
-            p4=round(self.p4Spin.value(), 6),
-            start_tiles=self.startTilesSpin.value(),
-            spawn_per_move=self.spawnSpin.value(),
-        )
+        return self.rulesBox.rules()
 
     def set_rules(self, rules: Rules | dict[str, Any]) -> None:
-        r = Rules.from_dict({**Rules().to_dict(), **rules}) if isinstance(rules, dict) else rules
-        self.rowsSpin.setValue(r.rows)
-        self.colsSpin.setValue(r.cols)
-        self.p4Spin.setValue(r.p4)
-        self.startTilesSpin.setValue(r.start_tiles)
-        self.spawnSpin.setValue(r.spawn_per_move)
+        self.rulesBox.set_rules(rules)
 
     def rules_problem(self) -> str | None:
         try:
@@ -659,66 +440,28 @@ class LaunchForm(QWidget):
         return self.agent_cls.unsupported_reason(rules) if self.agent_cls is not None else None
 
     def _check_rules(self, *_: Any) -> None:
-        problem = self.rules_problem()
-        self.rulesError.setText(problem or "")
-        self.rulesError.setVisible(bool(problem))
+        self.rulesBox.show_problem(self.rules_problem())
         self.form.refresh_preset_marker()
         self.changed.emit()
 
     def budget(self) -> Budget:
         """The ticked limits (RunError when none is ticked)."""
-        episodes = self.episodesSpin.value() if self.episodesCheck.isChecked() else None
-        seconds = self.minutesSpin.value() * 60.0 if self.minutesCheck.isChecked() else None
-        steps = self.stepsSpin.value() if self.stepsCheck.isChecked() else None
-        if episodes is None and seconds is None and steps is None:
-            raise RunError("tick at least one limit: episodes, minutes or moves", "budget")
-        return Budget(episodes=episodes, steps=steps, seconds=seconds)
+        return self.budgetBox.budget()
 
-    def set_budget(
-        self, *, episodes: int | None = None, minutes: float | None = None, steps: int | None = None
-    ) -> None:
+    def set_budget(self, **limits: Unpack[Limits]) -> None:
         """Tick exactly the limits given (and set their values)."""
-        for check, editor, value in (
-            (self.episodesCheck, self.episodesSpin, episodes),
-            (self.minutesCheck, self.minutesSpin, minutes),
-            (self.stepsCheck, self.stepsSpin, steps),
-        ):
-            check.setChecked(value is not None)
-            if value is not None:
-                editor.setValue(value)  # type: ignore[arg-type]
+        self.budgetBox.set_budget(**limits)
         self._sync_inputs()
-
-    def _rules_state(self) -> tuple[Any, ...]:
-        return (
-            self.rowsSpin.value(),
-            self.colsSpin.value(),
-            round(self.p4Spin.value(), 6),
-            self.startTilesSpin.value(),
-            self.spawnSpin.value(),
-        )
-
-    def _budget_state(self) -> tuple[Any, ...]:
-        return tuple(
-            (check.isChecked(), editor.value() if check.isChecked() else None)
-            for check, editor in (
-                (self.episodesCheck, self.episodesSpin),
-                (self.minutesCheck, self.minutesSpin),
-                (self.stepsCheck, self.stepsSpin),
-            )
-        )
 
     def _preset_extra_changes(self) -> list[str]:
         """What of the rules and budget the last preset set now differs (for its "modified" marker)."""
         if self._preset_extras is None:
             return []
-        rules, budget = self._preset_extras
+        now = (self.rulesBox.state(), self.budgetBox.state())
         return [
             what
-            for what, differs in (
-                ("rules", self._rules_state() != rules),
-                ("budget", self._budget_state() != budget),
-            )
-            if differs
+            for what, was, is_ in zip(("rules", "budget"), self._preset_extras, now, strict=True)
+            if was != is_
         ]
 
     def _forget_preset(self) -> None:
@@ -744,8 +487,9 @@ class LaunchForm(QWidget):
                 episodes=budget.episodes,
                 minutes=None if budget.seconds is None else budget.seconds / 60.0,
                 steps=budget.steps,
+                cpu_minutes=None if budget.cpu_seconds is None else budget.cpu_seconds / 60.0,
             )
-        self._preset_extras = (self._rules_state(), self._budget_state())
+        self._preset_extras = (self.rulesBox.state(), self.budgetBox.state())
         title = preset.get("title") or preset.get("name") or "preset"
         description = str(preset.get("description", ""))
         also = [f"the rules ({self.rowsSpin.value()}×{self.colsSpin.value()})"]
@@ -772,8 +516,6 @@ class LaunchForm(QWidget):
             problem = self.rules_problem()
             if problem:
                 raise RunError(problem, "rules")
-            backend = str(self.backendCombo.currentData())
-            seed = self.seedSpin.value()
             return RunRequest(
                 agent=self.agent_name,
                 target=target_of(self.agent_name),
@@ -781,16 +523,9 @@ class LaunchForm(QWidget):
                 config=config.to_dict(),
                 rules=self.rules(),
                 budget=self.budget(),
-                seed=seed if seed >= 0 else None,
-                workers=self.workersSpin.value(),
-                backend=backend,
-                ray_address=(self.rayAddressEdit.text().strip() or None) if backend == "ray" else None,
-                checkpoint_every_s=self.checkpointSpin.value() * 60.0,
-                log_every=self.logEverySpin.value(),
-                eval_games=self.evalGamesSpin.value(),
-                eval_every_s=self.evalEverySpin.value() * 60.0,
-                keep_checkpoints=self.keepSpin.value(),
-                max_checkpoint_mb=self.maxCheckpointSpin.value(),
+                seed=self.runBox.seed(),
+                **self.parallelBox.values(),
+                **self.runBox.options(),
             )
         except RunError as e:
             self.show_error(e)
@@ -802,15 +537,10 @@ class LaunchForm(QWidget):
         if field in self.form.values():
             self.form.error_label(field).setText(str(error).split(": ", 1)[-1])
             self.form.error_label(field).show()
-        elif field == "rules":
-            self.rulesError.setText(str(error))
-            self.rulesError.show()
-        elif field == "budget":
-            self.budgetError.setText(str(error))
-            self.budgetError.show()
         else:
-            self.requestError.setText(str(error))
-            self.requestError.show()
+            note = {"rules": self.rulesError, "budget": self.budgetError}.get(field, self.requestError)
+            note.setText(str(error))
+            note.show()
 
     def clear_errors(self) -> None:
         for note in (self.budgetError, self.requestError):
@@ -826,24 +556,11 @@ class LaunchForm(QWidget):
 
     # ================================================================== enabled state
     def _sync_inputs(self, *_: Any) -> None:
-        self.episodesSpin.setEnabled(self.episodesCheck.isChecked())
-        self.minutesSpin.setEnabled(self.minutesCheck.isChecked())
-        self.stepsSpin.setEnabled(self.stepsCheck.isChecked())
-        parallel = bool(self.agent_cls is not None and self.agent_cls.parallel_play)
-        for w in (self.workersSpin, self.backendCombo):
-            w.setEnabled(parallel)
-        self.rayAddressEdit.setEnabled(parallel and self.backendCombo.currentData() == "ray")
-        self.parallelNote.setText(
-            "" if parallel else f"{self.agent_name or 'This agent'} plays its training games in one process."
+        self.budgetBox.sync()
+        self.parallelBox.sync(
+            bool(self.agent_cls is not None and self.agent_cls.parallel_play), self.agent_name
         )
-        self.budgetError.hide()
         self.changed.emit()
-
-
-def small_data_warning(games: int, moves: int) -> str:
-    """The one line that says imitation would learn from too few moves."""
-    of = f" (in {games:,} game{'s' if games != 1 else ''})"
-    return f"{moves:,} moves{of}: too few to learn from; validation accuracy will be near chance."
 
 
 def budget_words(budget: Budget) -> str:
@@ -855,4 +572,6 @@ def budget_words(budget: Budget) -> str:
         parts.append(f"{budget.seconds / 60:g} min")
     if budget.steps is not None:
         parts.append(f"{budget.steps:,} moves")
+    if budget.cpu_seconds is not None:
+        parts.append(f"{budget.cpu_seconds / 60:g} CPU-min")
     return " or ".join(parts)
