@@ -22,10 +22,13 @@ The studio defaults learn far faster on 2048 (measured in the closing note of th
   and ``symmetric_play``: moves chosen by the net averaged over the 8 board symmetries (an ensemble
   for free, which also makes the training games better data);
 - a target network, Huber loss, rewards log2(1 + score gained) scaled to keep values near 10,
-  epsilon from 0.1 to 0.001 (2048's spawns explore enough), 8 games side by side, one update of 128
-  transitions every 4 moves. Double DQN is a switch, off by default: it costs another forward pass
-  over the four next afterstates per update, and two runs with and without it were within noise of
-  each other over their first 500 games.
+  epsilon from 0.1 to 0.001 (2048's spawns explore enough), 64 games side by side on the batched
+  engine (classic rules; others: one engine.Game after another), one update of 512 transitions every
+  16 moves (the 32 sampled transitions per move of the tuned 8 games / 128 every 4, in a quarter of
+  the optimiser steps: fewer, larger batches keep the update side from dominating; the target net
+  is refreshed every 250 of them, every 4,000 moves as before). Double DQN is a switch, off by
+  default: it costs another forward pass over the four next afterstates per update, and two runs
+  with and without it were within noise of each other over their first 500 games.
 """
 
 from __future__ import annotations
@@ -47,16 +50,17 @@ from agents.config import AgentConfig, ConfigError, knob
 from agents.guard import require_finite_values
 from agents.metrics import EPSILON, LOSS, LR, MetricInfo
 from agents.nn.agent import TorchAgent, afterstate_values
-from agents.nn.device import device_knob
+from agents.nn.batch_games import StepOut, training_games
+from agents.nn.device import device_knob, threads_knob, torch_threads
 from agents.nn.encoders import ENCODERS
 from agents.nn.masking import masked_argmax, masked_max
 from agents.nn.networks import has_dropout
+from agents.nn.optimizers import RowMeanSGD
 from agents.nn.replay import Batch, ReplayBuffer
 from agents.nn.schedules import SCHEDULE_KINDS, Schedule
-from agents.nn.state import draw_seed
-from engine import Game, Rules
-from engine.boards import N_ACTIONS, afterstates, count_tiles, game_exponents, symmetries
-from engine.records import GameTrace, play_recorded
+from agents.ntuple.agent import LAYOUTS
+from engine import Rules
+from engine.boards import N_ACTIONS, afterstates, count_tiles, symmetries
 
 REWARDS = ("merges", "score", "log2_score")
 
@@ -72,8 +76,14 @@ class DQNConfig(AgentConfig):
     )
     network: str = knob(
         "mlp",
-        "Q-network (simple / dropout / conv: seed 000's three)",
-        choices=("simple", "dropout", "conv", "mlp", "cnn"),
+        "Q-network (simple / dropout / conv: seed 000's three; ntuple: an n-tuple network as one sparse "
+        "layer over the 4x6 tuples' table rows, 4x4 boards, trained by plain SGD)",
+        choices=("simple", "dropout", "conv", "mlp", "cnn", "ntuple"),
+    )
+    layout: str = knob(
+        "4x6",
+        "tuples of the ntuple network (4x6: Wu et al.'s four 6-cell tuples, 268 MB of weights; 4x4: a tiny one)",
+        choices=tuple(LAYOUTS),
     )
     hidden: tuple[int, ...] = knob(
         (128, 128), "hidden layer widths of the mlp network (cnn: filters, head width)", low=1, high=4096
@@ -81,16 +91,16 @@ class DQNConfig(AgentConfig):
     encoder: str = knob("onehot", "board encoding (log2: seed 000's 16 floats)", choices=ENCODERS)
     planes: int = knob(16, "one-hot planes (exponents >= planes share the last plane)", low=2, high=32)
     replay_capacity: int = knob(100_000, "replay buffer capacity (transitions)", low=100, high=10_000_000)
-    batch_size: int = knob(128, "transitions per gradient update", low=1, high=8192)
+    batch_size: int = knob(512, "transitions per gradient update", low=1, high=8192)
     learning_starts: int = knob(
         1000,
         "learn once the buffer holds more than this many transitions (seed: 10 batches)",
         low=0,
         high=10_000_000,
     )
-    train_every: int = knob(4, "moves between gradient updates (seed: 1)", low=1, high=1000)
+    train_every: int = knob(16, "moves between gradient updates (seed: 1)", low=1, high=1000)
     envs: int = knob(
-        8, "games played side by side (one forward pass picks all their moves)", low=1, high=1024
+        64, "games played side by side (one forward pass picks all their moves)", low=1, high=4096
     )
     gamma: float = knob(0.99, "discount factor", low=0.0, high=1.0)
     n_step: int = knob(
@@ -103,7 +113,9 @@ class DQNConfig(AgentConfig):
     loss: str = knob("huber", "TD loss", choices=("mse", "huber"))
     # score and a target refreshed every 1,000 updates: the best of a 16-trial sweep (lr x target update
     # x reward, 2 seeds, 400 episodes: 9,904 against 6,552 for log2_score / 250), and 10,664 against
-    # 7,071 at 1,000 episodes on 1,000 evaluation games (docs/results.md, the dqn row).
+    # 7,071 at 1,000 episodes on 1,000 evaluation games (docs/results.md, the dqn row). That sweep ran
+    # 8 games with an update every 4 moves; the target now refreshes every 250 updates of 4x the
+    # batch every 16 moves: the same 4,000 moves between refreshes.
     reward: str = knob(
         "score",
         "reward of a move: merges made, score gained, or log2(1 + score gained)",
@@ -114,7 +126,7 @@ class DQNConfig(AgentConfig):
     )
     double: bool = knob(False, "double DQN: the online net picks the next move, the target net rates it")
     target_update: int = knob(
-        1000,
+        250,
         "gradient updates between target-net refreshes; 0 = no target net (seed 000)",
         low=0,
         high=10_000_000,
@@ -145,11 +157,15 @@ class DQNConfig(AgentConfig):
     checkpoint_buffer: bool = knob(
         True, "save the replay buffer in checkpoints (exact resume; capacity x 42 bytes)", advanced=True
     )
+    threads: int = threads_knob()
     device: str = device_knob()
 
     def validate(self) -> None:
         if self.head == "afterstate" and self.n_step != 1:
             raise ConfigError("n_step", "the afterstate head learns one-step targets: set n_step to 1")
+        if self.network == "ntuple" and self.grad_clip > 0:
+            # clip_grad_norm_ cannot read the table's sparse gradients
+            raise ConfigError("grad_clip", "the ntuple network trains without gradient clipping: set 0")
         if self.network == "cnn" and self.encoder != "onehot":
             raise ConfigError("network", "the cnn network reads one-hot planes: set encoder to onehot")
         if self.learning_starts < self.batch_size - 1:
@@ -209,7 +225,7 @@ class DQNAgent(TorchAgent):
         cfg = self.config
         # The afterstate head rates one board (the one a move leads to) per output.
         n_out = 1 if cfg.head == "afterstate" else N_ACTIONS
-        self.build_net(cfg.encoder, cfg.planes, cfg.network, cfg.hidden, n_out)
+        self.build_net(cfg.encoder, cfg.planes, cfg.network, cfg.hidden, n_out, cfg.layout)
         self.target_net: nn.Module | None = None
         if cfg.target_update > 0:
             self.target_net = copy.deepcopy(self.net)
@@ -235,6 +251,10 @@ class DQNAgent(TorchAgent):
         return self._buffer
 
     def _build_optimizer(self) -> torch.optim.Optimizer:
+        if self.config.network == "ntuple":
+            # The table's gradients are sparse (the rows a batch used): Adam cannot take them, and
+            # plain SGD is the n-tuple networks' usual TD update (each used row moves by lr x error).
+            return RowMeanSGD(self.net.parameters(), lr=self.config.lr)
         return torch.optim.Adam(self.net.parameters(), lr=self.config.lr)
 
     def play_in_train_mode(self) -> bool:
@@ -294,10 +314,6 @@ class DQNAgent(TorchAgent):
             ret = sum(r * gamma**k for k, (_, _, r) in enumerate(queue))
             s0, a0, _ = queue.popleft()
             self.buffer.push(s0, a0, ret, next_state, done, next_mask)
-
-    def _new_game(self) -> tuple[Game, GameTrace]:
-        game = Game(seed=draw_seed(self.rng), rules=self.rules)
-        return game, GameTrace.start(game)
 
     def _select_moves(self, exps_NRC: np.ndarray, masks_NA: np.ndarray, eps: float) -> np.ndarray:
         """Epsilon-greedy over legal moves: greedy when a uniform draw exceeds epsilon (the seed's test)."""
@@ -397,12 +413,7 @@ class DQNAgent(TorchAgent):
             loss = F.mse_loss(pred_B, target_B)
         else:
             loss = F.smooth_l1_loss(pred_B, target_B)
-        self.optimizer.zero_grad()
-        loss.backward()
-        if cfg.grad_clip > 0:
-            nn.utils.clip_grad_norm_(self.net.parameters(), cfg.grad_clip)
-        self.optimizer.step()
-        self.counters.updates += 1
+        self.descend(loss, cfg.grad_clip)
         if self.target_net is not None and self.counters.updates % cfg.target_update == 0:
             self.target_net.load_state_dict(self.net.state_dict())
         return float(loss.item()), float(pred_B.detach().mean().item())
@@ -411,36 +422,49 @@ class DQNAgent(TorchAgent):
     def train(
         self, budget: Budget, control: Control | None = None, context: TrainContext | None = None
     ) -> Iterator[MetricEvent]:
+        with torch_threads(self.config.threads):
+            yield from self._train(budget, control)
+
+    def _push(self, exps_NRC: np.ndarray, moves_N: np.ndarray, rewards_N: np.ndarray, out: StepOut) -> None:
+        """Store one move of every game (one-step transitions in one call; n-step ones per game)."""
+        if self.config.n_step == 1:
+            self.buffer.push_batch(exps_NRC, moves_N, rewards_N, out.next_NRC, out.done_N, out.next_mask_NA)
+            return
+        for i in range(len(moves_N)):
+            self._store(
+                i,
+                exps_NRC[i],
+                int(moves_N[i]),
+                float(rewards_N[i]),
+                out.next_NRC[i],
+                bool(out.done_N[i]),
+                out.next_mask_NA[i],
+            )
+
+    def _move_rewards(self, exps_NRC: np.ndarray, moves_N: np.ndarray, out: StepOut) -> np.ndarray:
+        """The configured rewards of the moves just made (merges: tiles before - tiles after the slide)."""
+        merges_N = np.zeros(len(moves_N), np.int64)
+        if self.config.reward == "merges":
+            after_NRC = afterstates(exps_NRC)[0][np.arange(len(moves_N)), moves_N]
+            merges_N = count_tiles(exps_NRC) - count_tiles(after_NRC)
+        return self._rewards(out.reward_N, merges_N)
+
+    def _train(self, budget: Budget, control: Control | None) -> Iterator[MetricEvent]:
         cfg = self.config
         tracker = self.start_training(budget, control)
         pending = _Pending([], [])
-        envs = [self._new_game() for _ in range(cfg.envs)]
-        exps_NRC = np.stack([game_exponents(g) for g, _ in envs])
-        masks_NA = np.stack([g.legal_mask() for g, _ in envs])
-        next_NRC = np.empty_like(exps_NRC)
-        next_masks_NA = np.empty_like(masks_NA)
-        dones_N = np.zeros(cfg.envs, dtype=bool)
+        # Classic 4x4 rules: every game moves in one BatchEngine call; others: engine.Game one by one.
+        games = training_games(cfg.envs, self.rules, self.rng)
         # Moves whose n-step return is not known yet belong to games that end with this call.
         self._nstep = [deque() for _ in range(cfg.envs)]
-        tiles_N = count_tiles(exps_NRC)
         live_t = tracker.clock.call_seconds
         last_loss = float("nan")
         while tracker.proceed():
             eps = self.epsilon()
-            moves_N = self._select_moves(exps_NRC, masks_NA, eps)
-            for i, (game, trace) in enumerate(envs):
-                result = play_recorded(game, int(moves_N[i]), trace)
-                next_NRC[i] = game_exponents(game)
-                next_masks_NA[i] = game.legal_mask()
-                dones_N[i] = result.game_over
-                # Merges = tiles before - tiles after the slide (the spawns are added back).
-                tiles_after = int(np.count_nonzero(next_NRC[i]))
-                merges = int(tiles_N[i]) - (tiles_after - len(result.spawns))
-                reward = self._reward(result.reward, merges)
-                self._store(
-                    i, exps_NRC[i], int(moves_N[i]), reward, next_NRC[i], bool(dones_N[i]), next_masks_NA[i]
-                )
-                tiles_N[i] = tiles_after
+            exps_NRC = games.obs
+            moves_N = self._select_moves(exps_NRC, games.mask, eps)
+            out = games.step(moves_N)
+            self._push(exps_NRC, moves_N, self._move_rewards(exps_NRC, moves_N, out), out)
             self.counters.steps += cfg.envs
             if len(self.buffer) > cfg.learning_starts:
                 self._since_update += cfg.envs
@@ -450,25 +474,16 @@ class DQNAgent(TorchAgent):
                     pending.losses.append(loss)
                     pending.qs.append(mean_q)
                     last_loss = loss
-            exps_NRC, next_NRC = next_NRC, exps_NRC
-            masks_NA, next_masks_NA = next_masks_NA, masks_NA
-            for i in map(int, np.flatnonzero(dones_N)):
-                game, trace = envs[i]
+            for f in out.finished:
                 self.counters.episodes += 1
                 metrics = {
-                    "score": game.score,
-                    "max_tile": game.max_tile,
-                    "moves": game.moves,
+                    **f.metrics(),
                     "epsilon": eps,
                     "lr": cfg.lr,
                     "steps_per_s": tracker.steps_per_s(),
                     **pending.take(),
                 }
-                yield tracker.event("episode", metrics, game=trace)
-                envs[i] = self._new_game()
-                exps_NRC[i] = game_exponents(envs[i][0])
-                masks_NA[i] = envs[i][0].legal_mask()
-                tiles_N[i] = int(np.count_nonzero(exps_NRC[i]))
+                yield tracker.event("episode", metrics, game=f.trace)
             if tracker.clock.call_seconds - live_t >= 1.0:
                 # A live board for displays, at most once a second. It leaves the per-episode averages
                 # alone, so episode events do not depend on timing (determinism).
@@ -476,7 +491,7 @@ class DQNAgent(TorchAgent):
                 metrics = {"epsilon": eps, "steps_per_s": tracker.steps_per_s()}
                 if pending.losses:
                     metrics["loss"] = last_loss
-                yield tracker.event("update", metrics, board=envs[0][0].board)
+                yield tracker.event("update", metrics, board=games.board(0))
         tracker.clock.tick()
 
     # ------------------------------------------------------------------ state

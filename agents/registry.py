@@ -53,6 +53,7 @@ BUILTIN_AGENTS: dict[str, str] = {
     "td-afterstate": "agents.td_afterstate:TDAfterstateAgent",
     "dqn": "agents.dqn:DQNAgent",
     "policy": "agents.policy:PolicyAgent",
+    "ppo": "agents.ppo:PPOAgent",
     "imitation": "agents.imitation:ImitationAgent",
     "mcts": "agents.mcts:MCTSAgent",
 }

@@ -20,9 +20,9 @@ from torch import nn
 from agents.base import Agent, Budget, Control, legal_values
 from agents.config import AgentConfig
 from agents.nn.device import resolve_device
-from agents.nn.encoders import Encoder, make_encoder
+from agents.nn.encoders import BoardEncoder, NTupleEncoder, make_encoder
 from agents.nn.masking import masked_argmax, masked_softmax
-from agents.nn.networks import build_network
+from agents.nn.networks import NTupleNetwork, build_network
 from agents.nn.state import (
     draw_seed,
     load_networks_state,
@@ -40,7 +40,7 @@ from engine.boards import N_ACTIONS, afterstates, game_exponents, symmetries
 
 def afterstate_values(
     net: nn.Module,
-    encoder: Encoder,
+    encoder: BoardEncoder,
     exps_BRC: np.ndarray,
     moves: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> tuple[torch.Tensor, np.ndarray, np.ndarray]:
@@ -61,7 +61,7 @@ class TorchAgent(Agent):
     afterstate_head: bool = False
     #: average the outputs over the board's symmetries when playing (see symmetric_outputs)
     symmetric_play: bool = False
-    encoder: Encoder
+    encoder: BoardEncoder
     net: nn.Module
 
     def __init__(
@@ -104,13 +104,34 @@ class TorchAgent(Agent):
                 load_optimizer_state(self._optimizer, pending[0], pending[1], "opt/")
         return self._optimizer
 
+    def descend(self, loss: torch.Tensor, grad_clip: float = 0.0) -> None:
+        """One optimiser step on ``loss`` (gradient norm clipped to ``grad_clip`` when > 0); counts it."""
+        self.optimizer.zero_grad()
+        loss.backward()
+        if grad_clip > 0:
+            nn.utils.clip_grad_norm_(self.net.parameters(), grad_clip)
+        self.optimizer.step()
+        self.counters.updates += 1
+
     def tensor(self, array: np.ndarray) -> torch.Tensor:
         """A numpy array as a tensor on :attr:`device` (on the CPU: sharing its memory)."""
         return torch.from_numpy(array).to(self.device)
 
-    def build_net(self, encoder: str, planes: int, network: str, hidden: Sequence[int], n_out: int) -> None:
+    def build_net(
+        self, encoder: str, planes: int, network: str, hidden: Sequence[int], n_out: int, layout: str = "4x6"
+    ) -> None:
         """Set :attr:`encoder` and :attr:`net` (a :func:`~agents.nn.networks.build_network` network for
-        this board's encoded shape, ``n_out`` outputs), on the CPU: see :meth:`place_on_device`."""
+        this board's encoded shape, ``n_out`` outputs), on the CPU: see :meth:`place_on_device`.
+
+        ``network="ntuple"`` reads its own input, the table rows of the tuple ``layout`` (one of
+        :data:`agents.ntuple.agent.LAYOUTS`; ``encoder`` and ``planes`` do not apply): an
+        :class:`NTupleEncoder` with an :class:`NTupleNetwork`."""
+        if network == "ntuple":
+            ntuple = NTupleEncoder(layout)
+            ntuple.shape(*self.rules.shape)  # 4x4 boards only: says so otherwise
+            self.encoder = ntuple
+            self.net = NTupleNetwork(ntuple.size, n_out)
+            return
         self.encoder = make_encoder(encoder, planes)
         self.net = build_network(network, self.encoder.shape(*self.rules.shape), n_out, hidden)
 

@@ -10,6 +10,8 @@ Checkpoints never record tensors' devices (weights are saved as CPU numpy arrays
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -83,3 +85,31 @@ def module_device(module: torch.nn.Module) -> torch.device:
     for buf in module.buffers():
         return buf.device
     return torch.device("cpu")
+
+
+def threads_knob() -> Any:
+    """The ``threads`` field of a torch learner's config (one declaration, same help everywhere)."""
+    return knob(
+        1,
+        "torch threads while training (0: leave torch's setting); small nets run fastest on one",
+        low=0,
+        high=256,
+        advanced=True,
+    )
+
+
+@contextlib.contextmanager
+def torch_threads(threads: int) -> Iterator[None]:
+    """Torch's intra-op threads set to ``threads`` for a while (0: unchanged), then restored.
+
+    A batch of a few hundred boards through a small MLP is too little work to split: on a 2-core
+    machine shared with other work, two OpenMP threads spinning at every layer's barrier made PPO's
+    moves per CPU-second 5x fewer than one thread did.
+    """
+    before = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

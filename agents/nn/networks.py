@@ -12,6 +12,10 @@
   convolutions, which see a merge between neighbours, two layers deep) for one-hot planes.
 
 Build by name with :func:`build_network`.
+
+``ntuple`` (:class:`NTupleNetwork`, built by :func:`ntuple_network`) is not a planes network: it is
+an n-tuple network written as one sparse neural layer, reading the table rows of
+:class:`~agents.nn.encoders.NTupleEncoder` (:meth:`agents.nn.agent.TorchAgent.build_net` pairs them).
 """
 
 from __future__ import annotations
@@ -201,6 +205,25 @@ def build_network(
         sizes = [int(h) for h in hidden] + [128, 256][len(hidden) :]
         return Conv2048(in_shape, n_actions, filters=sizes[0], hidden=sizes[1])
     raise ValueError(f"unknown network {name!r}: choose one of {', '.join(NETWORKS)}")
+
+
+class NTupleNetwork(nn.Module):
+    """An n-tuple network as a neural layer: the output is the sum of the table rows a board's tuples
+    index (an ``EmbeddingBag`` in sum mode over ``(B, 8 x tuples)`` indices), i.e. a linear function of
+    a huge one-hot feature vector of which only ``8 x tuples`` entries are 1.
+
+    One layer, no hidden units: what makes it strong on 2048 is the features (every 6-cell pattern
+    under every symmetry has its own weight). The table starts at zero and its gradients are sparse
+    (only the rows used in a batch): train it with a sparse-capable optimiser (SGD, SparseAdam).
+    """
+
+    def __init__(self, size: int, n_out: int = 1) -> None:
+        super().__init__()
+        self.table = nn.EmbeddingBag(int(size), int(n_out), mode="sum", sparse=True)
+        nn.init.zeros_(self.table.weight)
+
+    def forward(self, idx_BK: torch.Tensor) -> torch.Tensor:
+        return self.table(idx_BK)
 
 
 def has_dropout(module: nn.Module) -> bool:
