@@ -498,19 +498,8 @@ class NTupleAgent(Agent):
         )
         target_s = 0.25
         while tracker.proceed():
-            max_steps = np.full(workers, slice_steps, dtype=np.int64)
-            if budget.steps is not None:  # what is left, shared out so that the workers end on it exactly
-                max_steps = np.minimum(max_steps, _share(budget.steps - tracker.steps, workers))
-            # OTD+TC: plain TD at otd_lr until otd_moves, a slice never crossing the switch
-            otd = self.counters.steps < self.config.otd_moves
-            if otd:
-                max_steps = np.minimum(
-                    max_steps, _share(self.config.otd_moves - self.counters.steps, workers)
-                )
+            max_steps, room, otd = self._slice_limits(budget, tracker, slice_steps, workers)
             lr = float(self.config.otd_lr if otd else self.config.lr)
-            room = 1 + max_steps // 4 + 64  # a game lasts at least a few moves
-            if budget.episodes is not None:
-                room = np.minimum(room, _share(budget.episodes - tracker.episodes, workers))
             self._ensure_buffer(int((self._game_i[:, K.I_MOVES] + max_steps).max()) + 1)
             cols = int(room.max())
             out_score = np.zeros((workers, cols), dtype=np.int64)
@@ -561,23 +550,49 @@ class NTupleAgent(Agent):
             }
             if acc[1]:
                 metrics["td_error"] = float(acc[0] / acc[1])
-            fresh = out_restart[:done] == 0  # restarted games carry their first half's score: not counted
-            if self.config.restart > 0:
-                metrics["restarted_games"] = float(done - int(fresh.sum()))
-            if fresh.any():
-                sc = out_score[:done][fresh]
-                me = out_maxexp[:done][fresh]
-                self._record(sc, me)
-                metrics.update(
-                    score=float(sc.mean()),
-                    max_tile=float(1 << int(me.max())),
-                    moves=float(out_moves[:done][fresh].mean()),
-                )
-                metrics.update(self.recent_stats())
+            metrics.update(
+                self._games_metrics(out_score[:done], out_maxexp[:done], out_moves[:done], out_restart[:done])
+            )
             yield tracker.event(
                 "episode" if done else "update", metrics, board=unpack(int(self._game_u[0, K.U_BOARD]))
             )
         tracker.clock.tick()
+
+    def _slice_limits(
+        self, budget: Budget, tracker: TrainTracker, slice_steps: int, workers: int
+    ) -> tuple[np.ndarray, np.ndarray, bool]:
+        """Each worker's moves and finished-game room for the next slice, and whether it is still in
+        the optimistic (OTD) phase: a slice ends on the budget's moves or episodes exactly and never
+        crosses the switch from OTD to TC learning."""
+        max_steps = np.full(workers, slice_steps, dtype=np.int64)
+        if budget.steps is not None:  # what is left, shared out so that the workers end on it exactly
+            max_steps = np.minimum(max_steps, _share(budget.steps - tracker.steps, workers))
+        # OTD+TC: plain TD at otd_lr until otd_moves, a slice never crossing the switch
+        otd = self.counters.steps < self.config.otd_moves
+        if otd:
+            max_steps = np.minimum(max_steps, _share(self.config.otd_moves - self.counters.steps, workers))
+        room = 1 + max_steps // 4 + 64  # a game lasts at least a few moves
+        if budget.episodes is not None:
+            room = np.minimum(room, _share(budget.episodes - tracker.episodes, workers))
+        return max_steps, room, otd
+
+    def _games_metrics(
+        self, score: np.ndarray, maxexp: np.ndarray, moves: np.ndarray, restart: np.ndarray
+    ) -> dict[str, float]:
+        """The metrics of a slice's finished games (recorded for the recent rates): restarted games
+        carry their first half's score, so they are counted apart and left out of the figures."""
+        metrics: dict[str, float] = {}
+        fresh = restart == 0
+        if self.config.restart > 0:
+            metrics["restarted_games"] = float(len(restart) - int(fresh.sum()))
+        if fresh.any():
+            sc, me = score[fresh], maxexp[fresh]
+            self._record(sc, me)
+            metrics.update(
+                score=float(sc.mean()), max_tile=float(1 << int(me.max())), moves=float(moves[fresh].mean())
+            )
+            metrics.update(self.recent_stats())
+        return metrics
 
     # ------------------------------------------------------------------ evaluation
     def play_fast(self, games: int, seed: int | None = None, threads: int = 1) -> dict[str, np.ndarray]:
@@ -666,18 +681,7 @@ class NTupleAgent(Agent):
     def set_state(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
         """Inverse of :meth:`get_state`; ValueError / KeyError saying what does not fit (the layout,
         the live stages, an array's shape or type, a generator state), with the agent left unchanged."""
-        mine = self.layout.describe()
-        theirs = {
-            "layout": meta.get("layout"),
-            "tuples": meta.get("tuples"),
-            "stages": meta.get("stages", []),
-        }
-        if theirs["tuples"] != mine["tuples"] or (theirs["stages"] or []) != mine["stages"]:
-            raise ValueError(
-                f"the weights are for tuple layout {theirs['layout']!r} (tuples {theirs['tuples']}, stage "
-                f"exponents {theirs['stages']}), but this agent uses {mine['layout']!r} (tuples {mine['tuples']}, "
-                f"stage exponents {mine['stages']}): a different layout cannot reuse them"
-            )
+        self._check_layout(meta)
         n_live = state_int(meta, "live_stages", 1, 1, self.layout.n_stages)
         span = n_live * self.layout.stage_size
         storage = meta.get("storage", "dense")
@@ -687,59 +691,16 @@ class NTupleAgent(Agent):
         if storage == "sparse":
             # kept uint32: converting it to int64 whole would be a copy twice its size
             idx = state_array(arrays, "index", kinds="iu", shape=(None,), low=0, high=span - 1)
-
-        def checked(name: str) -> np.ndarray:
-            raw = state_array(arrays, name, kinds="f")  # weights: float32 / float64 only
-            want = idx.shape if idx is not None else (span,)
-            if raw.shape != want:
-                if idx is not None:
-                    raise ValueError(f"{name} has {raw.size} entries for {idx.size} indices")
-                raise ValueError(f"{name} has shape {raw.shape}, the layout needs ({span},)")
-            return raw
-
-        def fill(name: str, raw: np.ndarray, out: np.ndarray) -> None:
-            # Chunk by chunk into the final array (a view of it for a TC sum): a float64 table or a
-            # sparse one never has a whole second copy on the way (a 4x6 table is 268 MB).
-            for lo in range(0, raw.shape[0], _CHUNK):
-                part = raw[lo : lo + _CHUNK]
-                with np.errstate(over="ignore"):
-                    values = np.asarray(part, dtype=np.float32)
-                if part.dtype.itemsize > 4 and first_nonfinite({name: values}) != first_nonfinite(
-                    {name: part}
-                ):
-                    raise ValueError(f"{name} holds values past the float32 range")
-                if idx is not None:
-                    out[idx[lo : lo + _CHUNK]] = values
-                else:
-                    out[lo : lo + part.shape[0]] = values
-
-        def table(name: str) -> np.ndarray:
-            raw = checked(name)
-            if idx is None and raw.shape == (self.layout.size,) and _adoptable(raw):
-                return raw  # a freshly read dense table is the weights as they are: no copy
-            out = np.zeros(self.layout.size, dtype=np.float32)  # pages mapped as they are written
-            fill(name, raw, out)
-            return out
-
+        reader = _TableReader(arrays, self.layout.size, span, idx)
         truncated = state_int(meta, "truncated_games", 0)
-        rng = state_uint64(meta.get("rng_state", str(seed_to_state(self.seed))), "rng_state")
-        restart_rng = state_uint64(
-            meta.get("restart_rng_state", str(int(self._game_u[0, K.U_RESTART_RNG]))), "restart_rng_state"
-        )
-        rows = meta.get("worker_rng_states", [])
-        if not isinstance(rows, list) or any(not isinstance(r, list) or len(r) != 2 for r in rows):
-            raise ValueError("worker_rng_states is not a list of [spawn, restart] generator states")
-        workers = [
-            [state_uint64(x, f"worker_rng_states[{k}]") for x in row]
-            for k, row in enumerate(rows[: self._game_u.shape[0] - 1], start=1)
-        ]
-        weights = table("weights")
+        rng, restart_rng, workers = self._read_generators(meta)
+        weights = reader.table("weights")
         tc = None
         if "tc_errors" in arrays and "tc_abs_errors" in arrays:
             # written straight into the kernels' layout (np.stack of two tables made three copies)
             tc = np.zeros((self.layout.size, 2), dtype=np.float32)
-            fill("tc_errors", checked("tc_errors"), tc[:, 0])
-            fill("tc_abs_errors", checked("tc_abs_errors"), tc[:, 1])
+            reader.fill("tc_errors", reader.checked("tc_errors"), tc[:, 0])
+            reader.fill("tc_abs_errors", reader.checked("tc_abs_errors"), tc[:, 1])
         # everything read and checked: now the agent changes
         self.weights = weights
         self._weights_shared = False
@@ -753,6 +714,79 @@ class NTupleAgent(Agent):
         for k, row in enumerate(workers, start=1):
             self._game_u[k, K.U_SPAWN_RNG :] = row
         self._recent = np.zeros((0, 2), dtype=np.int64)
+
+    def _check_layout(self, meta: Mapping[str, Any]) -> None:
+        """ValueError unless the saved weights are for this agent's tuples and weight stages."""
+        mine = self.layout.describe()
+        theirs = {
+            "layout": meta.get("layout"),
+            "tuples": meta.get("tuples"),
+            "stages": meta.get("stages", []),
+        }
+        if theirs["tuples"] != mine["tuples"] or (theirs["stages"] or []) != mine["stages"]:
+            raise ValueError(
+                f"the weights are for tuple layout {theirs['layout']!r} (tuples {theirs['tuples']}, stage "
+                f"exponents {theirs['stages']}), but this agent uses {mine['layout']!r} (tuples {mine['tuples']}, "
+                f"stage exponents {mine['stages']}): a different layout cannot reuse them"
+            )
+
+    def _read_generators(self, meta: Mapping[str, Any]) -> tuple[np.uint64, np.uint64, list[list[np.uint64]]]:
+        """The saved spawn and restart generator states: the first worker's two, and the other
+        workers' [spawn, restart] pairs (as many as this agent has workers beyond the first)."""
+        rng = state_uint64(meta.get("rng_state", str(seed_to_state(self.seed))), "rng_state")
+        restart_rng = state_uint64(
+            meta.get("restart_rng_state", str(int(self._game_u[0, K.U_RESTART_RNG]))), "restart_rng_state"
+        )
+        rows = meta.get("worker_rng_states", [])
+        if not isinstance(rows, list) or any(not isinstance(r, list) or len(r) != 2 for r in rows):
+            raise ValueError("worker_rng_states is not a list of [spawn, restart] generator states")
+        workers = [
+            [state_uint64(x, f"worker_rng_states[{k}]") for x in row]
+            for k, row in enumerate(rows[: self._game_u.shape[0] - 1], start=1)
+        ]
+        return rng, restart_rng, workers
+
+
+class _TableReader:
+    """Reads a checkpoint's weight tables (dense, or sparse with ``idx``) into float32 arrays of
+    ``size`` entries, checking shapes and the float32 range on the way."""
+
+    def __init__(
+        self, arrays: Mapping[str, np.ndarray], size: int, span: int, idx: np.ndarray | None
+    ) -> None:
+        self.arrays, self.size, self.span, self.idx = arrays, size, span, idx
+
+    def checked(self, name: str) -> np.ndarray:
+        raw = state_array(self.arrays, name, kinds="f")  # weights: float32 / float64 only
+        want = self.idx.shape if self.idx is not None else (self.span,)
+        if raw.shape != want:
+            if self.idx is not None:
+                raise ValueError(f"{name} has {raw.size} entries for {self.idx.size} indices")
+            raise ValueError(f"{name} has shape {raw.shape}, the layout needs ({self.span},)")
+        return raw
+
+    def fill(self, name: str, raw: np.ndarray, out: np.ndarray) -> None:
+        # Chunk by chunk into the final array (a view of it for a TC sum): a float64 table or a
+        # sparse one never has a whole second copy on the way (a 4x6 table is 268 MB).
+        idx = self.idx
+        for lo in range(0, raw.shape[0], _CHUNK):
+            part = raw[lo : lo + _CHUNK]
+            with np.errstate(over="ignore"):
+                values = np.asarray(part, dtype=np.float32)
+            if part.dtype.itemsize > 4 and first_nonfinite({name: values}) != first_nonfinite({name: part}):
+                raise ValueError(f"{name} holds values past the float32 range")
+            if idx is not None:
+                out[idx[lo : lo + _CHUNK]] = values
+            else:
+                out[lo : lo + part.shape[0]] = values
+
+    def table(self, name: str) -> np.ndarray:
+        raw = self.checked(name)
+        if self.idx is None and raw.shape == (self.size,) and _adoptable(raw):
+            return raw  # a freshly read dense table is the weights as they are: no copy
+        out = np.zeros(self.size, dtype=np.float32)  # pages mapped as they are written
+        self.fill(name, raw, out)
+        return out
 
 
 #: Entries converted or scattered at a time when a checkpoint's table is read into the network.
