@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from engine.store.model import StoreError
 from engine.store.process import owner_gone
@@ -28,6 +28,12 @@ def one_row(con: sqlite3.Connection, sql: str, key: int, missing: str) -> sqlite
     if row is None:
         raise StoreError(missing)
     return row
+
+
+def columns(row: sqlite3.Row, names: Sequence[str]) -> dict[str, Any]:
+    """The columns ``names`` of ``row`` as they are stored, by name: the fields of a summary that need
+    no decoding (a summary's constructor takes them as keywords)."""
+    return {name: row[name] for name in names}
 
 
 def check_status(status: str, allowed: tuple[str, ...], what: str) -> None:

@@ -32,7 +32,7 @@ from engine.core import Direction, Rules, legal_mask, slide_unchecked
 from engine.paths import database_path
 from engine.records import GameTrace
 from engine.store import codec, exchange, schema
-from engine.store.base import one_row
+from engine.store.base import columns, one_row
 from engine.store.filters import GameFilter
 from engine.store.model import (
     DAMAGED,
@@ -808,6 +808,12 @@ def _check_triples(triples: Sequence[tuple[int, int, int]], shape: tuple[int, in
             raise StoreError(f"bad spawn ({r}, {c}, {v}) on a {shape[0]}x{shape[1]} board")
 
 
+#: The games columns a GameSummary takes as stored.
+_GAME_AS_STORED = (
+    "id", "source", "agent", "checkpoint", "started", "ended", "status", "score", "max_tile", "n_moves", "run_id"
+)  # fmt: skip
+
+
 def _summary(row: sqlite3.Row) -> GameSummary:
     """A games row as a GameSummary; a row that is damaged anyway (a field of the wrong type, absurd,
     or unreadable JSON) still gives one, with status :data:`DAMAGED` and ``problem`` saying why, so that
@@ -815,19 +821,9 @@ def _summary(row: sqlite3.Row) -> GameSummary:
     ``?`` (see :func:`engine.store.model.format_time`)."""
     try:  # the sound row, as fast as before (a listing reads tens of thousands)
         g = GameSummary(
-            id=row["id"],
-            source=row["source"],
-            agent=row["agent"],
-            checkpoint=row["checkpoint"],
+            **columns(row, _GAME_AS_STORED),
             rules=_rules_json(row["rules"]),
             seed=seed_value(row["seed"]),
-            started=row["started"],
-            ended=row["ended"],
-            status=row["status"],
-            score=row["score"],
-            max_tile=row["max_tile"],
-            n_moves=row["n_moves"],
-            run_id=row["run_id"],
             origin=None if row["origin"] is None else json.loads(row["origin"]),
             players=tuple(_players(row["players"])),
         )

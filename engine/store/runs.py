@@ -20,7 +20,7 @@ import numpy as np
 
 from engine.core import Rules
 from engine.store import metrics
-from engine.store.base import StoreBase, check_status, one_row
+from engine.store.base import StoreBase, check_status, columns, one_row
 from engine.store.model import RUN_STATUSES, CheckpointInfo, RunMessage, RunSummary, StoreError
 from engine.store.values import rules_of, seed_text, seed_value, to_json
 
@@ -415,26 +415,21 @@ def _finite_or_none(d: Mapping[str, float]) -> dict[str, float | None]:
     return {k: (v if v is not None and math.isfinite(v) else None) for k, v in d.items()}
 
 
+#: The runs columns a RunSummary takes as stored.
+_RUN_AS_STORED = (
+    "id", "agent", "status", "error", "created", "updated", "n_events", "episodes", "steps", "elapsed", "pid", "host"
+)  # fmt: skip
+
+
 def _run_summary(row: sqlite3.Row) -> RunSummary:
     last = {k: (math.nan if v is None else float(v)) for k, v in json.loads(row["last_metrics"]).items()}
     return RunSummary(
-        id=row["id"],
-        agent=row["agent"],
+        **columns(row, _RUN_AS_STORED),
         config=json.loads(row["config"]),
         rules=Rules.from_dict(json.loads(row["rules"])),
         budget=json.loads(row["budget"]),
         seed=seed_value(row["seed"]),
-        status=row["status"],
-        error=row["error"],
-        created=row["created"],
-        updated=row["updated"],
-        n_events=row["n_events"],
-        episodes=row["episodes"],
-        steps=row["steps"],
-        elapsed=row["elapsed"],
         last_metrics=last,
-        pid=row["pid"],
-        host=row["host"],
     )
 
 

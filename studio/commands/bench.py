@@ -29,7 +29,7 @@ import platform
 import random
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -305,6 +305,24 @@ def _machine() -> dict[str, Any]:
     }
 
 
+def load_average() -> list[float] | None:
+    """The machine's 1, 5 and 15-minute load averages (None where the OS has none): printed with
+    every benchmark's figures, since a busy machine changes them."""
+    return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
+
+
+def with_load(info: dict[str, Any]) -> dict[str, Any]:
+    """``info`` with the load average added (where the OS has one)."""
+    load = load_average()
+    return info if load is None else {**info, "load_average": load}
+
+
+def report_info(info: dict[str, Any], **machine: Any) -> dict[str, Any]:
+    """``info`` with what a report prints after its figures: ``machine`` (Python, numpy, numba, CPU and
+    core count, and the benchmark's own ``machine`` entries, which win) and the load average."""
+    return with_load({**info, "machine": {**_machine(), **machine}})
+
+
 Clock = Callable[[], float]
 
 
@@ -424,21 +442,8 @@ def engine_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchRepo
         fn(0.0)
     warmup = time.perf_counter() - t0
 
-    total = options.rounds * len(paths)
-    progress.total = total
     per_round = options.seconds / options.rounds
-    best: dict[str, tuple[float, int, float]] = {}
-    done = 0
-    for _ in range(options.rounds):
-        for key, label, fn in paths:
-            steps, elapsed = fn(per_round)
-            rate = steps / elapsed
-            if key not in best or rate > best[key][0]:
-                best[key] = (rate, steps, elapsed)
-            done += 1
-            progress.update(done, f"{label}: {rate:,.0f} steps/s")
-    progress.update(total, "done", force=True)
-
+    best = _best_rates(paths, options.rounds, per_round, progress)
     base = best["plain_python"][0]
     measurements = [
         Measurement(
@@ -454,17 +459,40 @@ def engine_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchRepo
         )
         for key, label, _ in paths
     ]
-    info: dict[str, Any] = {
-        "clock": {"cpu": "process CPU time", "wall": "wall clock"}[clock_name],
-        "rounds": options.rounds,
-        "seconds_per_round": round(per_round, 3),
-        "warmup_s": round(warmup, 2),
-        "seed": options.seed,
-        "machine": _machine(),
-    }
-    if hasattr(os, "getloadavg"):
-        info["load_average"] = [round(x, 2) for x in os.getloadavg()]
+    info = report_info(
+        {
+            "clock": {"cpu": "process CPU time", "wall": "wall clock"}[clock_name],
+            "rounds": options.rounds,
+            "seconds_per_round": round(per_round, 3),
+            "warmup_s": round(warmup, 2),
+            "seed": options.seed,
+        }
+    )
     return BenchReport("engine", "steps_per_s", measurements, baseline="plain_python", info=info)
+
+
+def _best_rates(
+    paths: Sequence[tuple[str, str, Callable[[float], tuple[int, float]]]],
+    rounds: int,
+    per_round: float,
+    progress: ProgressLine,
+) -> dict[str, tuple[float, int, float]]:
+    """Each path's best (steps/s, steps, seconds) over ``rounds`` rounds of ``per_round`` seconds, the
+    paths interleaved within a round (a busy moment of the machine hits every path alike)."""
+    total = rounds * len(paths)
+    progress.total = total
+    best: dict[str, tuple[float, int, float]] = {}
+    done = 0
+    for _ in range(rounds):
+        for key, label, fn in paths:
+            steps, elapsed = fn(per_round)
+            rate = steps / elapsed
+            if key not in best or rate > best[key][0]:
+                best[key] = (rate, steps, elapsed)
+            done += 1
+            progress.update(done, f"{label}: {rate:,.0f} steps/s")
+    progress.update(total, "done", force=True)
+    return best
 
 
 if __name__ == "__main__":  # pragma: no cover - python -m studio.commands.bench engine

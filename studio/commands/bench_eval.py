@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from studio.commands.bench import BenchOptions, BenchReport, Measurement, Option, _machine, parse_options
+from studio.commands.bench import BenchOptions, BenchReport, Measurement, Option, parse_options, report_info
 from studio.progress import ProgressLine
 
 OPTIONS = {
@@ -141,17 +141,18 @@ def eval_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchReport
         for k, name in enumerate(names):
             measurements += _measure_agent(name, opts, options, progress, k * options.rounds, Path(tmp))
     threads = limit_threads(1)
-    info: dict[str, Any] = {
-        "rounds": options.rounds,
-        "min_games": opts["games"],
-        "seconds": options.seconds,
-        "workers": opts["workers"],
-        "seed": options.seed,
-        "threads": {k: threads[k] for k in ("torch", "interop", "numba", "OMP_NUM_THREADS")},
-        "machine": {**_machine(), "cpu": cpu_model(), "cpus": cpu_count()},
-    }
-    if hasattr(os, "getloadavg"):
-        info["load_average"] = [round(x, 2) for x in os.getloadavg()]
+    info = report_info(
+        {
+            "rounds": options.rounds,
+            "min_games": opts["games"],
+            "seconds": options.seconds,
+            "workers": opts["workers"],
+            "seed": options.seed,
+            "threads": {k: threads[k] for k in ("torch", "interop", "numba", "OMP_NUM_THREADS")},
+        },
+        cpu=cpu_model(),
+        cpus=cpu_count(),
+    )
     return EvalBenchReport("eval", "games_per_s", measurements, baseline=None, info=info)
 
 

@@ -13,11 +13,10 @@ checkpoint to play with instead of a fresh network).
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
-from studio.commands.bench import BenchOptions, BenchReport, Measurement, Option, _machine, parse_options
+from studio.commands.bench import BenchOptions, BenchReport, Measurement, Option, parse_options, report_info
 from studio.progress import ProgressLine
 
 OPTIONS = {
@@ -32,8 +31,8 @@ OPTIONS = {
 
 def mcts_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchReport:
     from agents.base import Agent
-    from agents.mcts import MCTSAgent, MCTSConfig, SelfPlayTask
-    from agents.mcts.selfplay import GamePool, LocalPool, RayPool, import_ray, make_pool
+    from agents.mcts import MCTSAgent, MCTSConfig
+    from agents.mcts.selfplay import LocalPool, RayPool, import_ray, make_pool
     from agents.nn.state import module_arrays
 
     opts = parse_options("mcts", options.extra, OPTIONS)
@@ -64,50 +63,68 @@ def mcts_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchReport
             paths.append((f"ray_{n}", f"{n} Ray actors (local cluster)", lambda n=n: RayPool(spec, n)))
 
     progress.total = len(paths) * options.rounds
-    measurements: list[Measurement] = []
-    done = 0
-    for key, label, new_pool in paths:
-        pool: GamePool = new_pool()
-        try:
-            progress.update(done, f"{label}: starting workers", force=True)
-            pool.set_weights(weights)
-            # Warm-up: start every worker (spawn, torch import, compiled kernels) before the clock runs.
-            list(pool.run([SelfPlayTask(10_000 + i) for i in range(pool.workers)]))
-            best: tuple[float, int, int, float] | None = None
-            for r in range(options.rounds):
-                tasks = [SelfPlayTask(options.seed * 1_000_003 + r * games + i) for i in range(games)]
-                t0 = time.perf_counter()
-                moves = sum(g.moves for _, g in pool.run(tasks))
-                elapsed = time.perf_counter() - t0
-                rate = games / elapsed * 60.0  # per minute: the report table prints whole numbers
-                if best is None or rate > best[0]:
-                    best = (rate, games, moves, elapsed)
-                done += 1
-                progress.update(done, f"{label}: {rate / 60.0:.3f} games/s")
-        finally:
-            pool.close()
-        assert best is not None
-        detail = {
-            "games_per_s": round(best[0] / 60.0, 4),
-            "moves_per_s": round(best[2] / best[3], 1),
-            "games": best[1],
-            "moves": best[2],
-            "elapsed_s": round(best[3], 2),
-            "pool": type(pool).__name__,
-        }
-        measurements.append(Measurement(key, label, round(best[0], 2), None, detail))
+    measurements = [
+        _measure_pool(k, (key, label, new_pool), weights, games, options, progress)
+        for k, (key, label, new_pool) in enumerate(paths)
+    ]
     base = measurements[0].value
     measurements = [
         Measurement(m.key, m.label, m.value, round(m.value / base, 2), m.detail) for m in measurements
     ]
-    info: dict[str, Any] = {
-        "rounds": options.rounds,
-        "games_per_round": games,
-        "config": {k: getattr(agent.config, k) for k in ("network", "filters", "simulations", "max_moves")},
-        "checkpoint": opts["checkpoint"],
-        "machine": _machine(),
-        "local_pool": LocalPool.__name__,
-    }
-    if hasattr(os, "getloadavg"):
-        info["load_average"] = [round(x, 2) for x in os.getloadavg()]
+    info = report_info(
+        {
+            "rounds": options.rounds,
+            "games_per_round": games,
+            "config": {
+                k: getattr(agent.config, k) for k in ("network", "filters", "simulations", "max_moves")
+            },
+            "checkpoint": opts["checkpoint"],
+            "local_pool": LocalPool.__name__,
+        }
+    )
     return BenchReport("mcts", "games_per_min", measurements, baseline=measurements[0].key, info=info)
+
+
+def _measure_pool(
+    k: int,
+    path: tuple[str, str, Any],
+    weights: dict[str, Any],
+    games: int,
+    options: BenchOptions,
+    progress: ProgressLine,
+) -> Measurement:
+    """The best of ``options.rounds`` rounds of ``games`` self-play games on the ``k``-th pool, in games
+    per minute (the report's table prints whole numbers)."""
+    from agents.mcts import SelfPlayTask
+
+    key, label, new_pool = path
+    done = k * options.rounds
+    pool = new_pool()
+    try:
+        progress.update(done, f"{label}: starting workers", force=True)
+        pool.set_weights(weights)
+        # Warm-up: start every worker (spawn, torch import, compiled kernels) before the clock runs.
+        list(pool.run([SelfPlayTask(10_000 + i) for i in range(pool.workers)]))
+        best: tuple[float, int, int, float] | None = None
+        for r in range(options.rounds):
+            tasks = [SelfPlayTask(options.seed * 1_000_003 + r * games + i) for i in range(games)]
+            t0 = time.perf_counter()
+            moves = sum(g.moves for _, g in pool.run(tasks))
+            elapsed = time.perf_counter() - t0
+            rate = games / elapsed * 60.0
+            if best is None or rate > best[0]:
+                best = (rate, games, moves, elapsed)
+            done += 1
+            progress.update(done, f"{label}: {rate / 60.0:.3f} games/s")
+    finally:
+        pool.close()
+    assert best is not None
+    detail = {
+        "games_per_s": round(best[0] / 60.0, 4),
+        "moves_per_s": round(best[2] / best[3], 1),
+        "games": best[1],
+        "moves": best[2],
+        "elapsed_s": round(best[3], 2),
+        "pool": type(pool).__name__,
+    }
+    return Measurement(key, label, round(best[0], 2), None, detail)

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from studio.commands.bench import BenchOptions, BenchReport, Measurement, Option, parse_options
+from studio.commands.bench import BenchOptions, BenchReport, Measurement, Option, parse_options, with_load
 from studio.progress import ProgressLine
 
 OPTIONS = {"data_dir": Option("text"), "gui": Option("bool", True)}
@@ -163,7 +163,5 @@ def startup_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchRep
         )
         for key, label, goal in rows
     ]
-    info: dict[str, Any] = {"rounds": options.rounds, "python": sys.executable}
-    if hasattr(os, "getloadavg"):
-        info["load_average"] = [round(x, 2) for x in os.getloadavg()]
+    info = with_load({"rounds": options.rounds, "python": sys.executable})
     return StartupReport("startup", "seconds", measurements, info=info)

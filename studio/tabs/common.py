@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QApplication,
     QComboBox,
+    QDoubleSpinBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -227,6 +228,20 @@ def spin(name: str, low: int, high: int, value: int, tip: str = "") -> QSpinBox:
     s = QSpinBox()
     s.setObjectName(name)
     s.setRange(low, high)
+    s.setValue(value)
+    if tip:
+        s.setToolTip(tip)
+    return s
+
+
+def decimal_spin(
+    name: str, low: float, high: float, value: float, tip: str = "", decimals: int = 2
+) -> QDoubleSpinBox:
+    """A decimal spin box with its range, ``decimals``, value and tooltip (the twin of :func:`spin`)."""
+    s = QDoubleSpinBox()
+    s.setObjectName(name)
+    s.setRange(low, high)
+    s.setDecimals(decimals)  # before the value, which it would round
     s.setValue(value)
     if tip:
         s.setToolTip(tip)

@@ -22,6 +22,16 @@ def assert_same_moves(loaded: Agent, agent: Agent, boards: Iterable[np.ndarray])
         assert loaded.move_values(game) == agent.move_values(game)
 
 
+def assert_same_play(a: Agent, b: Agent, *, seed: int, moves: int) -> None:
+    """Along ``a``'s own game from ``seed`` (``moves`` moves at most), both agents value every move alike."""
+    game = Game(seed=seed)
+    for _ in range(moves):
+        if game.game_over:
+            break
+        assert a.move_values(game) == b.move_values(game)
+        game.step(a.act(game))
+
+
 def assert_refused_as(cls: type[Agent], name: str, other: Path) -> None:
     """``other`` (a checkpoint of another agent) is refused by ``cls.load`` and by
     ``load_checkpoint(expect_agent=name)``, both saying it is "not 'name'"."""

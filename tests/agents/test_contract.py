@@ -7,11 +7,9 @@ runs on a plug-in: one definition of "an agent that works" for the built-in agen
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import torch
 
 from agents.conformance import CHECKS, CheckResult, run_check
 from agents.registry import BUILTIN_AGENTS, agent_names, get_agent_class
@@ -19,12 +17,8 @@ from agents.registry import BUILTIN_AGENTS, agent_names, get_agent_class
 AGENTS = list(BUILTIN_AGENTS)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytest_plugins = ("tests.agents.torch_fixtures",)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.mark.parametrize("check", list(CHECKS))

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from agents.base import Agent, Budget, TrainContext
 from agents.imitation import ImitationAgent, ImitationConfig, load_dataset
@@ -27,9 +26,8 @@ FIXED_BOARDS = [
 SMALL = {"teacher": "up-first", "hidden": (64, 32), "batch_size": 128}
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    torch.set_num_threads(1)
+pytest_plugins = ("tests.agents.torch_fixtures",)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def teacher_move(game: Game) -> int:

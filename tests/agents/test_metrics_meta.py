@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import torch
 
 from agents.base import Agent, Budget
 from agents.metrics import (
@@ -25,10 +24,8 @@ from tests.agents.test_mcts import TINY as MCTS_TINY
 from tests.agents.test_policy import TINY as POLICY_TINY
 from tests.agents.test_td_afterstate import TINY as TD_TINY
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    torch.set_num_threads(1)
+pytest_plugins = ("tests.agents.torch_fixtures",)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _emitted(agent: Agent, budget: Budget) -> set[str]:

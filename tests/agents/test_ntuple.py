@@ -14,6 +14,7 @@ from agents.registry import create_agent
 from engine import DIRECTIONS, Direction, Game, Rules, slide
 from engine.core import SpawnRng, seed_to_state, spawn_tiles, to_exponents
 from engine.fast import pack, pack_exponents, unpack
+from tests.agents.checkpoint_checks import assert_same_play
 
 # ----------------------------------------------------------------------------------- slow references
 
@@ -732,12 +733,7 @@ def test_save_load_round_trip_same_move_values(tmp_path):
     loaded = Agent.load(path)
     assert isinstance(loaded, NTupleAgent)
     np.testing.assert_array_equal(loaded.weights, agent.weights)
-    g = Game(seed=9)
-    for _ in range(30):
-        if g.game_over:
-            break
-        assert loaded.move_values(g) == agent.move_values(g)
-        g.step(agent.act(g))
+    assert_same_play(agent, loaded, seed=9, moves=30)
 
 
 def test_sparse_and_dense_storage_both_load(tmp_path):

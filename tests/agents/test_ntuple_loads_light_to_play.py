@@ -14,7 +14,7 @@ from agents.base import Agent, Budget
 from agents.checkpoint import load_checkpoint
 from agents.ntuple import NTupleAgent, NTupleConfig
 from agents.spec import AgentSpec
-from engine import Game
+from tests.agents.checkpoint_checks import assert_same_play
 
 # Four stages of the 4x4 layout: 4 MB of weights, enough that a copy on the way shows in the peak.
 STAGES = (2048, 4096, 8192)
@@ -45,15 +45,6 @@ def peak_bytes(load: Callable[[], Agent]) -> tuple[Agent, int]:
     return agent, peak
 
 
-def same_play(a: NTupleAgent, b: NTupleAgent) -> None:
-    g = Game(seed=4)
-    for _ in range(25):
-        if g.game_over:
-            break
-        assert a.move_values(g) == b.move_values(g)
-        g.step(a.act(g))
-
-
 def test_a_dense_network_loaded_to_play_holds_its_weights_once(tmp_path):
     agent, path = trained(tmp_path, dense=True)
     weights = agent.weights.nbytes
@@ -67,7 +58,7 @@ def test_a_dense_network_loaded_to_play_holds_its_weights_once(tmp_path):
     # zeroed table, which it never touches (no resident memory): 2x.
     assert loaded.weights.flags.writeable and loaded.weights.dtype == np.float32
     assert peak <= 2 * weights + (512 << 10), peak / weights  # + numpy's 256 KB read buffer
-    same_play(loaded, agent)
+    assert_same_play(loaded, agent, seed=4, moves=25)
 
 
 def test_a_sparse_network_loaded_to_play_never_copies_its_index(tmp_path):
@@ -81,7 +72,7 @@ def test_a_sparse_network_loaded_to_play_never_copies_its_index(tmp_path):
     # the weights (and the untouched table of the new agent), the stored index and values (4 + 4
     # bytes an entry) and a chunk of them converted: no int64 copy of the index, no TC sums
     assert peak <= 2 * weights + 16 * nz + (512 << 10), (peak, weights, nz)
-    same_play(loaded, agent)
+    assert_same_play(loaded, agent, seed=4, moves=25)
 
 
 def test_a_run_resumed_from_a_dense_checkpoint_goes_on_exactly(tmp_path):

@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pytest
-import torch
 
 from agents.base import Agent, Budget
 from agents.config import load_preset
@@ -24,9 +23,8 @@ FIXED_BOARDS = [
 TINY = {"batch_size": 4, "forget_interval": 3, "max_moves": 8}
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    torch.set_num_threads(1)
+pytest_plugins = ("tests.agents.torch_fixtures",)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def played(

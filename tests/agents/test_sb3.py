@@ -97,14 +97,8 @@ def _registered(request, monkeypatch):
     monkeypatch.setattr(registry, "_default", registry.default_registry().with_agents(missing))
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One torch thread: the tests' timing does not depend on what else shares the machine's cores."""
-    torch = pytest.importorskip("torch")
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytest_plugins = ("tests.agents.torch_fixtures",)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 # ----------------------------------------------------------------------------- the environment (always)

@@ -18,9 +18,8 @@ from engine.records import GameTrace
 TINY = {"hidden": (16,), "states_per_round": 64, "batch_size": 16, "envs": 2, "gamma_rounds": 4}
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    torch.set_num_threads(1)
+pytest_plugins = ("tests.agents.torch_fixtures",)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def exps(rows: list[list[int]]) -> np.ndarray:

@@ -23,9 +23,8 @@ LADDER = np.array([[0, 2, 4, 8], [16, 32, 64, 128], [256, 512, 1024, 2048], [409
 ONLY_LEFT = np.array([[0, 2, 4, 2], [0, 4, 2, 4], [0, 2, 4, 2], [0, 4, 2, 4]])
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    torch.set_num_threads(1)
+pytest_plugins = ("tests.agents.torch_fixtures",)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def random_exps(rng: np.random.Generator, n: int, rows: int = 4, cols: int = 4, top: int = 6) -> np.ndarray:

@@ -84,6 +84,15 @@ def db_snapshot(path: Path) -> list[list[Any]]:
         con.close()
 
 
+def schema_names(path: Path, kind: str) -> set[str]:
+    """The names of the database file's schema objects of ``kind`` (``table``, ``index``)."""
+    con = sqlite3.connect(path)
+    try:
+        return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = ?", (kind,))}
+    finally:
+        con.close()
+
+
 def assert_current_schema(path: Path) -> None:
     """The store file at ``path`` is at schema 6, says so in its meta table, and is sound."""
     con = sqlite3.connect(path)

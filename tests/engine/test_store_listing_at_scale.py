@@ -13,17 +13,9 @@ import pytest
 from engine.store import GameFilter, GameStore, StoreError
 from engine.store.schema import SCHEMA_VERSION
 from studio.commands.bench_store import synthetic_games
-from tests.engine.exchange_helpers import FIXTURES
+from tests.engine.exchange_helpers import FIXTURES, schema_names
 
 LISTING_INDEXES = {"games_started", "games_status", "games_imported"}
-
-
-def _indexes(path: Path) -> set[str]:
-    con = sqlite3.connect(path)
-    try:
-        return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
-    finally:
-        con.close()
 
 
 def _plan(store: GameStore, match: GameFilter) -> str:
@@ -43,7 +35,7 @@ def _filled(tmp_path: Path, n: int = 300) -> GameStore:
 def test_a_new_store_has_the_listing_indexes_and_uses_them(tmp_path: Path):
     assert SCHEMA_VERSION == 6
     with _filled(tmp_path) as store:
-        assert _indexes(store.path) >= LISTING_INDEXES
+        assert schema_names(store.path, "index") >= LISTING_INDEXES
         for match in (GameFilter(), GameFilter(since="2020-01-01"), GameFilter(status="finished")):
             plan = _plan(store, match)
             # read in start order from an index: no sort of every matching row to show 50
@@ -63,10 +55,10 @@ def test_a_schema_5_store_gains_the_indexes_and_keeps_its_games(tmp_path: Path):
     con.execute("PRAGMA user_version = 5")
     con.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
     con.close()
-    assert not LISTING_INDEXES & _indexes(path)
+    assert not LISTING_INDEXES & schema_names(path, "index")
     with GameStore(path) as store:
         assert [(g.id, g.source, g.score, g.n_moves) for g in store.list_games()] == before
-    assert _indexes(path) >= LISTING_INDEXES
+    assert schema_names(path, "index") >= LISTING_INDEXES
     con = sqlite3.connect(path)
     assert con.execute("PRAGMA user_version").fetchone()[0] == 6
     assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
@@ -79,7 +71,7 @@ def test_the_v1_fixture_opens_with_the_indexes(tmp_path: Path):
     with GameStore(path) as store:
         games = store.list_games()
         assert games and store.count_games() == len(games)
-    assert _indexes(path) >= LISTING_INDEXES
+    assert schema_names(path, "index") >= LISTING_INDEXES
 
 
 def test_pages_in_any_order_match_the_whole_listing_sorted(tmp_path: Path):

@@ -11,7 +11,7 @@ import pytest
 from engine import Game
 from engine.records import GameTrace, play_recorded
 from engine.store import GameStore, ReviewInfo, StoreError
-from tests.engine.exchange_helpers import assert_current_schema
+from tests.engine.exchange_helpers import assert_current_schema, schema_names
 
 
 def _game(store: GameStore, moves: int = 12, seed: int = 1) -> int:
@@ -86,14 +86,6 @@ def test_a_damaged_chunk_is_a_one_line_error(store):
         store.review_values(info.id)
 
 
-def _tables(path: Path) -> set[str]:
-    con = sqlite3.connect(path)
-    try:
-        return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    finally:
-        con.close()
-
-
 @pytest.fixture
 def v3_path(tmp_path: Path) -> Path:
     """A schema-3 store with a game: schema 4 less the review tables, as schema 3's studio made it."""
@@ -106,7 +98,7 @@ def v3_path(tmp_path: Path) -> Path:
     con.execute("PRAGMA user_version = 3")
     con.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     con.close()
-    assert "reviews" not in _tables(path)
+    assert "reviews" not in schema_names(path, "table")
     return path
 
 
@@ -121,7 +113,7 @@ def test_an_older_store_migrates_in_place_to_schema_4(start, request):
         info = store.open_review(gid, "k", {"name": "expectimax"})
         store.add_review_values(info.id, 0, _values(1))
         assert store.get_review(gid, "k").reviewed == 1
-    assert {"reviews", "review_chunks"} <= _tables(path)
+    assert {"reviews", "review_chunks"} <= schema_names(path, "table")
     assert_current_schema(path)
     with GameStore(path) as store:  # opening again changes nothing
         assert store.get_review(gid, "k").reviewed == 1

@@ -87,3 +87,51 @@ def load_preset_with_keys(qtbot, form, name: str) -> None:  # type: ignore[no-un
         qtbot.keyClick(combo, Qt.Key.Key_Down)
     assert combo.currentData() == name
     qtbot.mouseClick(form.presetButton, Qt.MouseButton.LeftButton)
+
+
+def open_window(qtbot, data_dir, settings, *, active: bool = False):
+    """A main window on ``data_dir`` and ``settings``, shown and exposed; with ``active``, also the
+    active window (what a window manager makes a window it opens, which the offscreen platform is not).
+
+    Tests that close a window and open it again build the second one with this, on the same data dir
+    and the same QSettings file, as a person restarting the studio does."""
+    from PySide6.QtWidgets import QApplication
+
+    from studio.app import create_window
+
+    win = create_window(data_dir, settings=settings)
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitExposed(win)
+    if active:
+        win.activateWindow()
+        qtbot.waitUntil(lambda: QApplication.activeWindow() is win, timeout=3000)
+    return win
+
+
+def type_over(qtbot, edit, text: str) -> None:
+    """Into line edit ``edit`` (a spin box's is its ``lineEdit()``): focus it, select what it holds
+    and type ``text`` over it."""
+    edit.setFocus()
+    edit.selectAll()
+    qtbot.keyClicks(edit, text)
+
+
+def retype(qtbot, widget, text: str) -> None:
+    """Select what ``widget`` holds with Ctrl+A and type ``text`` over it, as a person does."""
+    from PySide6.QtCore import Qt
+
+    widget.setFocus()
+    qtbot.keyClick(widget, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
+    qtbot.keyClicks(widget, text)
+
+
+def open_sweep_dialog(qtbot, train):
+    """Click the Train tab's Sweep button: the dialog it opens, once shown."""
+    from PySide6.QtCore import Qt
+
+    qtbot.mouseClick(train.sweepButton, Qt.MouseButton.LeftButton)
+    dialog = train.sweepDialog
+    assert dialog is not None
+    qtbot.waitUntil(dialog.isVisible)
+    return dialog

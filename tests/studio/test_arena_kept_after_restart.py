@@ -8,6 +8,7 @@ from PySide6.QtCore import QSettings, Qt
 
 from agents.arena import evaluate
 from agents.spec import AgentSpec
+from tests.studio.gui_helpers import open_window
 
 CLICK = Qt.MouseButton.LeftButton
 
@@ -19,12 +20,7 @@ def _table(t) -> list[list[str]]:
 
 
 def _open(qtbot, data_dir: Path, settings: QSettings):
-    from studio.app import create_window
-
-    win = create_window(data_dir, settings=settings)
-    qtbot.addWidget(win)
-    win.show()
-    qtbot.waitExposed(win)
+    win = open_window(qtbot, data_dir, settings)
     win.show_tab("Arena")
     return win, win.tab("Arena")
 

@@ -13,16 +13,12 @@ from agents import registry
 from agents.config import ConfigError
 from studio.widgets.config_form import ConfigForm, _ladder_step
 from tests.studio.gui_helpers import load_preset_with_keys
-from tests.studio.train_fakes import FakeConfig, register_fakes
+from tests.studio.train_fakes import FakeConfig, fake_learner_form
 
 
 @pytest.fixture
 def form(qtbot, monkeypatch):
-    register_fakes(monkeypatch)
-    f = ConfigForm(FakeConfig, agent="fake_learner")
-    qtbot.addWidget(f)
-    f.show()
-    return f
+    return fake_learner_form(qtbot, monkeypatch)
 
 
 def test_editor_kinds_ranges_and_tooltips(form):

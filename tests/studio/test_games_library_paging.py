@@ -17,15 +17,17 @@ N_GAMES = 1_300
 
 
 def _library(window) -> list:
+    """The window's store filled with ``N_GAMES`` synthetic games (all of them listed), the Games tab
+    shown and refreshed."""
     window.store.insert_games(synthetic_games(N_GAMES, 10, seed=7))
+    window.show_tab("Games")
+    window.games.refresh()
     return window.store.list_games()
 
 
 def test_the_tab_reads_a_page_and_more_as_the_table_scrolls(qtbot, window):
     games = _library(window)
-    window.show_tab("Games")
     tab = window.games
-    tab.refresh()
     model = tab.model
     assert PAGE < N_GAMES and model.rowCount() == PAGE  # not every game read at once
     assert [model.game(r).id for r in range(3)] == sorted((g.id for g in games), reverse=True)[:3]
@@ -46,9 +48,7 @@ def test_the_tab_reads_a_page_and_more_as_the_table_scrolls(qtbot, window):
 
 def test_a_header_click_sorts_the_whole_library(qtbot, window):
     games = _library(window)
-    window.show_tab("Games")
     tab = window.games
-    tab.refresh()
     model = tab.model
     col = [k for k, _ in model.COLUMNS].index("score")
     header = tab.table.horizontalHeader()

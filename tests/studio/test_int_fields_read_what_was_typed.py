@@ -6,18 +6,12 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-from studio.widgets.config_form import ConfigForm
-from tests.studio.train_fakes import FakeConfig, register_fakes
+from tests.studio.train_fakes import fake_learner_form
 
 
 @pytest.fixture
 def form(qtbot, monkeypatch):
-    register_fakes(monkeypatch)
-    f = ConfigForm(FakeConfig, agent="fake_learner")
-    qtbot.addWidget(f)
-    f.show()
-    qtbot.waitExposed(f)
-    return f
+    return fake_learner_form(qtbot, monkeypatch)
 
 
 def _type_into(qtbot, form, name: str, text: str):

@@ -5,23 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QFileDialog
 
 from engine import Rules
 from studio.tabs.play import CHECKPOINT_ITEM
+from tests.studio.gui_helpers import open_window
 
 pytest_plugins = ("tests.studio.gui_fixtures",)
-
-
-def _open(qtbot, data_dir: Path, qsettings: QSettings):
-    from studio.app import create_window
-
-    win = create_window(data_dir, settings=qsettings)
-    qtbot.addWidget(win)
-    win.show()
-    qtbot.waitExposed(win)
-    return win
 
 
 def _ntuple_checkpoint(path: Path) -> Path:
@@ -52,7 +43,7 @@ def test_a_checkpoint_chosen_in_the_box_is_back_after_reopening(
     picks = iter([str(first), str(chosen)])
     monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (next(picks), "Checkpoints (*.npz)"))
 
-    win = _open(qtbot, data_dir, qsettings)
+    win = open_window(qtbot, data_dir, qsettings)
     combo = win.play.agentCombo
     assert combo.currentText() == "expectimax"
     _click_item(qtbot, combo, CHECKPOINT_ITEM)
@@ -60,7 +51,7 @@ def test_a_checkpoint_chosen_in_the_box_is_back_after_reopening(
     assert win.play.agent_spec.checkpoint == str(chosen)
     win.close()
 
-    again = _open(qtbot, data_dir, qsettings)
+    again = open_window(qtbot, data_dir, qsettings)
     combo = again.play.agentCombo
     assert combo.currentText() == "best.npz (checkpoint)"
     assert again.play.agent_spec.checkpoint == str(chosen)
@@ -78,13 +69,13 @@ def test_a_checkpoint_chosen_in_the_box_is_back_after_reopening(
 
 
 def test_a_registered_agent_chosen_by_keyboard_is_back_after_reopening(qtbot, data_dir, qsettings):
-    win = _open(qtbot, data_dir, qsettings)
+    win = open_window(qtbot, data_dir, qsettings)
     combo = win.play.agentCombo
     combo.setFocus()
     qtbot.keyClicks(combo, "ntu")  # type-ahead in the focused box
     assert combo.currentText() == "ntuple"
     win.close()
-    again = _open(qtbot, data_dir, qsettings)
+    again = open_window(qtbot, data_dir, qsettings)
     assert again.play.agentCombo.currentText() == "ntuple"
     assert again.play.agent_spec.name == "ntuple" and again.play.agent_spec.checkpoint is None
     again.close()
@@ -95,12 +86,12 @@ def test_a_remembered_checkpoint_that_is_gone_falls_back_to_the_first_agent(
 ):
     path = _ntuple_checkpoint(tmp_path / "gone" / "ntuple.npz")
     monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (str(path), ""))
-    win = _open(qtbot, data_dir, qsettings)
+    win = open_window(qtbot, data_dir, qsettings)
     _click_item(qtbot, win.play.agentCombo, CHECKPOINT_ITEM)
     assert win.play.agent_spec.checkpoint == str(path)
     win.close()
     path.unlink()
-    again = _open(qtbot, data_dir, qsettings)
+    again = open_window(qtbot, data_dir, qsettings)
     # Not the untrained "ntuple" of the same kind: the box's first agent.
     assert again.play.agentCombo.currentText() == "expectimax"
     again.close()

@@ -21,6 +21,7 @@ from agents.spec import AgentSpec
 from engine import Direction, Game, Rules
 from engine.store import HUMAN, GameRecorder, GameStore, Player
 from studio.commands.replay import verify
+from tests.studio.gui_helpers import open_window
 
 pytest_plugins = ("tests.studio.gui_fixtures",)
 
@@ -31,16 +32,6 @@ KEY_OF = {
     Direction.RIGHT: Qt.Key.Key_Right,
 }
 CLICK = Qt.MouseButton.LeftButton
-
-
-def _open(qtbot, data_dir, qsettings):
-    from studio.app import create_window
-
-    win = create_window(data_dir, settings=qsettings)
-    qtbot.addWidget(win)
-    win.show()
-    qtbot.waitExposed(win)
-    return win
 
 
 def _press_legal(qtbot, play, n: int) -> None:
@@ -64,7 +55,7 @@ def _replays_from_its_seed(record) -> None:
 
 
 def test_a_game_left_open_goes_on_after_a_restart(qtbot, data_dir, qsettings):
-    win = _open(qtbot, data_dir, qsettings)
+    win = open_window(qtbot, data_dir, qsettings)
     play = win.play
     play.new_game(Rules(), seed=21)
     _press_legal(qtbot, play, 12)
@@ -72,7 +63,7 @@ def test_a_game_left_open_goes_on_after_a_restart(qtbot, data_dir, qsettings):
     assert play.recorder.moves == moves and score > 0
     win.close()
 
-    again = _open(qtbot, data_dir, qsettings)
+    again = open_window(qtbot, data_dir, qsettings)
     play = again.play
     assert play.recorder.game_id == game_id and play.recorder.moves == moves
     assert np.array_equal(play.recorder.board, board) and np.array_equal(play.board.board, board)
@@ -93,7 +84,7 @@ def test_a_game_left_open_goes_on_after_a_restart(qtbot, data_dir, qsettings):
 
 
 def test_new_game_and_game_over_leave_nothing_to_resume(qtbot, data_dir, qsettings):
-    win = _open(qtbot, data_dir, qsettings)
+    win = open_window(qtbot, data_dir, qsettings)
     play = win.play
     play.new_game(Rules(), seed=5)
     _press_legal(qtbot, play, 4)
@@ -106,7 +97,7 @@ def test_new_game_and_game_over_leave_nothing_to_resume(qtbot, data_dir, qsettin
     assert play.recorder.closed
     win.close()
 
-    again = _open(qtbot, data_dir, qsettings)
+    again = open_window(qtbot, data_dir, qsettings)
     assert again.play.recorder.moves == 0 and again.play.recorder.game_id is None
     assert again.play.movesLabel.text() == "Moves: 0"
     assert again.store.get_game(left).status == "abandoned"  # left alone
@@ -126,7 +117,7 @@ def test_a_fresh_profile_resumes_the_last_unfinished_game_of_the_store(qtbot, da
         agent.play(agent.game.legal_moves()[0])
         agent.close()
     assert qsettings.value("play/resume") is None  # nothing said
-    win = _open(qtbot, data_dir, qsettings)
+    win = open_window(qtbot, data_dir, qsettings)
     assert win.play.recorder.game_id == last and np.array_equal(win.play.board.board, board)
     assert win.play.recorder.moves == 8
 
@@ -194,7 +185,7 @@ def test_a_game_that_does_not_replay_from_its_seed_is_not_resumed(data_dir):
 
 
 def test_best_follows_the_score_while_an_agent_plays_your_game_on(qtbot, data_dir, qsettings, rater_agent):
-    win = _open(qtbot, data_dir, qsettings)
+    win = open_window(qtbot, data_dir, qsettings)
     play = win.play
     play.set_agent(AgentSpec(rater_agent))
     play.speedSlider.setValue(40)
@@ -220,7 +211,7 @@ def test_best_follows_the_score_while_an_agent_plays_your_game_on(qtbot, data_di
     win.close()
 
     # After a restart BEST means the same: the mixed game counts, the agent's own does not.
-    again = _open(qtbot, data_dir, qsettings)
+    again = open_window(qtbot, data_dir, qsettings)
     again.play.new_game(Rules(rows=5, cols=5))
     assert again.play.bestLabel.text() == str(mixed_score)
     assert "with or without an agent's help" in again.play.best_box.toolTip()

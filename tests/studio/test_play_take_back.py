@@ -10,13 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 from engine import Direction, Game, Rules
 from engine.store import HUMAN
 from engine.store.recorder import takebacks
-from tests.studio.gui_helpers import ARROW_KEYS
+from tests.studio.gui_helpers import ARROW_KEYS, open_window
 
 pytest_plugins = ("tests.studio.gui_fixtures",)
 
@@ -32,20 +32,8 @@ def _ctrl_z(qtbot, window) -> None:
     _key(qtbot, window, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
 
 
-def _open(qtbot, data_dir: Path, qsettings: QSettings):
-    from studio.app import create_window
-
-    win = create_window(data_dir, settings=qsettings)
-    qtbot.addWidget(win)
-    win.show()
-    qtbot.waitExposed(win)
-    win.activateWindow()
-    qtbot.waitUntil(lambda: QApplication.activeWindow() is win, timeout=2000)
-    return win
-
-
 def test_ctrl_z_takes_back_exactly_and_the_record_keeps_the_moves_that_stood(qtbot, data_dir, qsettings):
-    win = _open(qtbot, data_dir, qsettings)
+    win = open_window(qtbot, data_dir, qsettings, active=True)
     play = win.play
     play.new_game(Rules(), seed=SEED)
     replica = Game(rules=Rules(), seed=SEED)
@@ -102,7 +90,7 @@ def test_ctrl_z_takes_back_exactly_and_the_record_keeps_the_moves_that_stood(qtb
     assert np.array_equal(game.board, rec.final_board)
     assert np.array_equal(rec.final_board, two.board)
 
-    again = _open(qtbot, data_dir, qsettings)
+    again = open_window(qtbot, data_dir, qsettings, active=True)
     assert again.play.recorder.game_id == game_id and again.play.recorder.moves == 3
     assert "2 taken back" in again.play.gameInfoLabel.text()
     # A resumed game's moves can be taken back too: back to the position after two moves.

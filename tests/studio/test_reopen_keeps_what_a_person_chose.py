@@ -9,25 +9,14 @@ test_sweep_dialog_keeps_what_was_typed; a chosen checkpoint: test_play_agent_cho
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QApplication
+
+from tests.studio.gui_helpers import open_window
 
 pytest_plugins = ("tests.studio.gui_fixtures",)
 
 CLICK = Qt.MouseButton.LeftButton
-
-
-def _open(qtbot, data_dir: Path, settings: QSettings):
-    from studio.app import create_window
-
-    win = create_window(data_dir, settings=settings)
-    qtbot.addWidget(win)
-    win.show()
-    win.activateWindow()
-    qtbot.waitActive(win)
-    return win
 
 
 def _tab(qtbot, win, index: int):
@@ -63,7 +52,7 @@ def _type(qtbot, spin, text: str) -> None:
 
 
 def test_every_tab_keeps_what_a_person_chose(qtbot, data_dir, qsettings) -> None:
-    win = _open(qtbot, data_dir, qsettings)
+    win = open_window(qtbot, data_dir, qsettings, active=True)
     # Play: a few moves (a game in the store) and the greedy agent for hints
     play = _tab(qtbot, win, 0)
     before = play.board.board.copy()
@@ -97,7 +86,9 @@ def test_every_tab_keeps_what_a_person_chose(qtbot, data_dir, qsettings) -> None
     qtbot.waitUntil(lambda: not win.isVisible(), timeout=10_000)
     qsettings.sync()
 
-    again = _open(qtbot, data_dir, QSettings(qsettings.fileName(), QSettings.Format.IniFormat))
+    again = open_window(
+        qtbot, data_dir, active=True, settings=QSettings(qsettings.fileName(), QSettings.Format.IniFormat)
+    )
     assert again.tabs.currentIndex() == 4  # the tab in front when it closed
     assert again.play.agentCombo.currentText() == "greedy"
     form2 = again.tab("Train").launch

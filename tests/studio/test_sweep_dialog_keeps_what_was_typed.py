@@ -8,25 +8,11 @@ from PySide6.QtCore import Qt
 
 from studio.app import create_window
 from studio.tabs.train.sweep import FIXED, LIST
+from tests.studio.gui_helpers import open_sweep_dialog, retype
 
 pytest_plugins = ("tests.studio.gui_fixtures",)
 
 CLICK = Qt.MouseButton.LeftButton
-
-
-def _open(qtbot, train):
-    qtbot.mouseClick(train.sweepButton, CLICK)
-    dialog = train.sweepDialog
-    assert dialog is not None
-    qtbot.waitUntil(dialog.isVisible)
-    return dialog
-
-
-def _retype(qtbot, widget, text: str) -> None:
-    """Select what the field holds and type over it, as a person does."""
-    widget.setFocus()
-    qtbot.keyClick(widget, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
-    qtbot.keyClicks(widget, text)
 
 
 def _train_tab(window):
@@ -40,7 +26,7 @@ def test_a_cancelled_sweep_dialog_keeps_its_knobs_and_says_how_to_change_the_for
     qtbot, window, data_dir, qsettings
 ):
     train = _train_tab(window)
-    dialog = _open(qtbot, train)
+    dialog = open_sweep_dialog(qtbot, train)
     words = dialog.budgetLabel.text()
     assert "close this dialog (what you set here is kept for the next time) and edit the form" in words
     assert "(change them in the form)" not in words
@@ -48,13 +34,13 @@ def test_a_cancelled_sweep_dialog_keeps_its_knobs_and_says_how_to_change_the_for
     lr.modeCombo.setFocus()
     qtbot.keyClick(lr.modeCombo, Qt.Key.Key_Down)  # fixed -> list
     assert lr.mode == LIST
-    _retype(qtbot, lr.listEdit, "0.05,0.2")
-    _retype(qtbot, dialog.seedsSpin.lineEdit(), "3")
+    retype(qtbot, lr.listEdit, "0.05,0.2")
+    retype(qtbot, dialog.seedsSpin.lineEdit(), "3")
     assert dialog.trialsLabel.text() == "6 trials planned: a grid of 2 points, 3 seeds each"
     qtbot.keyClick(dialog, Qt.Key.Key_Escape)
     qtbot.waitUntil(lambda: not dialog.isVisible())
 
-    dialog = _open(qtbot, train)  # opened again: all of it is still there
+    dialog = open_sweep_dialog(qtbot, train)  # opened again: all of it is still there
     assert dialog.rows["lr"].mode == LIST
     assert dialog.rows["lr"].listEdit.text() == "0.05,0.2"
     assert dialog.seedsSpin.value() == 3
@@ -65,7 +51,7 @@ def test_a_cancelled_sweep_dialog_keeps_its_knobs_and_says_how_to_change_the_for
 
     # Closed to change the form: a knob the dialog left alone follows it.
     train.launch.form.set_values({"lam": 0.25})
-    dialog = _open(qtbot, train)
+    dialog = open_sweep_dialog(qtbot, train)
     assert dialog.rows["lam"].mode == FIXED
     assert dialog.rows["lam"].modeCombo.itemText(0) == "fixed (0.25)"
     assert dialog.rows["lr"].listEdit.text() == "0.05,0.2"
@@ -79,7 +65,7 @@ def test_a_cancelled_sweep_dialog_keeps_its_knobs_and_says_how_to_change_the_for
     again.show()
     qtbot.waitExposed(again)
     try:
-        dialog = _open(qtbot, _train_tab(again))
+        dialog = open_sweep_dialog(qtbot, _train_tab(again))
         assert dialog.rows["lr"].mode == LIST
         assert dialog.rows["lr"].listEdit.text() == "0.05,0.2"
         assert dialog.seedsSpin.value() == 3

@@ -17,6 +17,7 @@ from engine import Direction, Game
 from studio.cli import main
 from studio.services.sweep import SweepError, SweepPlanned, SweepProgress, parse_grid
 from studio.tabs.train.sweep import LIST, RANGE
+from tests.studio.gui_helpers import open_sweep_dialog, retype
 from tests.studio.tab_fixtures import shown_train_tab
 from tests.studio.train_fakes import FakeConfig, FakeLearner, register_fakes
 
@@ -54,23 +55,19 @@ def tab(qtbot, store, monkeypatch, act_raises):
     yield from shown_train_tab(qtbot, store, monkeypatch)
 
 
-def _open(qtbot, tab):
-    qtbot.mouseClick(tab.sweepButton, CLICK)
-    dialog = tab.sweepDialog
-    assert dialog is not None and dialog.isVisible()
-    return dialog
-
-
-def _retype(qtbot, widget, text: str) -> None:
-    widget.setFocus()
-    qtbot.keyClick(widget, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
-    qtbot.keyClicks(widget, text)
-
-
 def _mode(qtbot, row, presses: int) -> None:
     row.modeCombo.setFocus()
     for _ in range(presses):
         qtbot.keyClick(row.modeCombo, Qt.Key.Key_Down)
+
+
+def _dialog_row(qtbot, tab, agent: str, name: str, presses: int):
+    """The sweep dialog opened for ``agent``, and its row for knob ``name`` ``presses`` modes down."""
+    tab.launch.select_agent(agent)
+    dialog = open_sweep_dialog(qtbot, tab)
+    row = dialog.rows[name]
+    _mode(qtbot, row, presses)
+    return dialog, row
 
 
 # ------------------------------------------------------------------ a sweep whose trials all fail
@@ -115,11 +112,11 @@ def test_the_sweeps_page_shows_why_its_one_trial_failed(qtbot, tab):
     tab.launch.select_agent("test_act_raises")
     tab.launch.form.set_values({"delay_ms": 0.0})
     tab.launch.set_budget(episodes=1)
-    dialog = _open(qtbot, tab)
+    dialog = open_sweep_dialog(qtbot, tab)
     lr = dialog.rows["lr"]
     _mode(qtbot, lr, 1)
-    _retype(qtbot, lr.listEdit, "0.1")
-    _retype(qtbot, dialog.evalGamesSpin.lineEdit(), "1")
+    retype(qtbot, lr.listEdit, "0.1")
+    retype(qtbot, dialog.evalGamesSpin.lineEdit(), "1")
     assert dialog.trialsLabel.text() == "1 trial planned: a grid of 1 point, 1 seed each"
     qtbot.mouseClick(dialog.startButton, CLICK)
     assert tab.wait_sweep(240)
@@ -153,10 +150,7 @@ def test_a_choice_with_commas_is_one_grid_value_quoted_or_not():
 
 
 def test_the_dialog_sweeps_ticked_choices_that_hold_commas(qtbot, tab):
-    tab.launch.select_agent("test_act_raises")
-    dialog = _open(qtbot, tab)
-    row = dialog.rows["tie_break"]
-    _mode(qtbot, row, 1)
+    dialog, row = _dialog_row(qtbot, tab, "test_act_raises", "tie_break", 1)
     assert row.mode == LIST
     qtbot.mouseClick(row.checks[1], CLICK)  # the first is ticked: the form's value
     assert dialog.request is not None
@@ -169,15 +163,12 @@ def test_the_dialog_sweeps_ticked_choices_that_hold_commas(qtbot, tab):
 
 
 def test_counts_of_one_read_in_the_singular(qtbot, tab):
-    tab.launch.select_agent("fake_learner")
-    dialog = _open(qtbot, tab)
-    lr = dialog.rows["lr"]
-    _mode(qtbot, lr, 2)
+    dialog, lr = _dialog_row(qtbot, tab, "fake_learner", "lr", 2)
     assert lr.mode == RANGE
     assert dialog.trialsLabel.text() == "8 trials planned: 8 random points, 1 seed each"
-    _retype(qtbot, dialog.samplesSpin.lineEdit(), "1")
+    retype(qtbot, dialog.samplesSpin.lineEdit(), "1")
     assert dialog.trialsLabel.text() == "1 trial planned: 1 random point, 1 seed each"
-    _retype(qtbot, dialog.seedsSpin.lineEdit(), "2")
+    retype(qtbot, dialog.seedsSpin.lineEdit(), "2")
     assert dialog.trialsLabel.text() == "2 trials planned: 1 random point, 2 seeds each"
     qtbot.keyClick(dialog, Qt.Key.Key_Escape)
     progress = SweepProgress()

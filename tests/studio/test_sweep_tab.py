@@ -13,6 +13,7 @@ from agents.base import Budget
 from studio.services.sweep import KnobRange, rank_sweep
 from studio.tabs.train import TrainTab
 from studio.tabs.train.sweep import LIST, RANGE, SweepDialog
+from tests.studio.gui_helpers import open_sweep_dialog, type_over
 
 pytest_plugins = ("tests.studio.gui_fixtures",)
 
@@ -34,28 +35,16 @@ def tab(qtbot, store, monkeypatch) -> Iterator[TrainTab]:
     t.shutdown()
 
 
-def _type(qtbot, edit, text: str) -> None:
-    edit.selectAll()
-    qtbot.keyClicks(edit, text)
-
-
-def _open(qtbot, tab: TrainTab) -> SweepDialog:
-    qtbot.mouseClick(tab.sweepButton, CLICK)
-    dialog = tab.sweepDialog
-    assert dialog is not None and dialog.isVisible()
-    return dialog
-
-
 def _tiny_lr_grid(qtbot, dialog: SweepDialog, values: str = "0.1,0.01") -> None:
     row = dialog.rows["lr"]
     row.set_mode(LIST)
-    _type(qtbot, row.listEdit, values)
+    type_over(qtbot, row.listEdit, values)
     dialog.evalGamesSpin.setValue(2)
     dialog.workersSpin.setValue(2)
 
 
 def test_the_dialog_builds_the_request_from_lists_ranges_and_seeds(qtbot, tab):
-    dialog = _open(qtbot, tab)
+    dialog = open_sweep_dialog(qtbot, tab)
     # Nothing varies yet: no plan, and the service's reason in red.
     assert not dialog.startButton.isEnabled()
     assert "knobs to vary" in dialog.errorLabel.text()
@@ -63,16 +52,16 @@ def test_the_dialog_builds_the_request_from_lists_ranges_and_seeds(qtbot, tab):
     row = dialog.rows["lr"]
     assert row.listEdit.text() == "1.0"  # prefilled with the form's value
     row.set_mode(LIST)
-    _type(qtbot, row.listEdit, "0.1,0.01,0.001")
+    type_over(qtbot, row.listEdit, "0.1,0.01,0.001")
     assert dialog.trialsLabel.text().startswith("3 trials planned")
     assert dialog.startButton.isEnabled() and not dialog.errorLabel.isVisible()
     # A bad value: the service's message, Start disabled.
-    _type(qtbot, row.listEdit, "0.1,abc")
+    type_over(qtbot, row.listEdit, "0.1,abc")
     assert not dialog.startButton.isEnabled()
     assert dialog.errorLabel.isVisible() and "cannot read 'abc'" in dialog.errorLabel.text()
-    _type(qtbot, row.listEdit, "0.1,5")
+    type_over(qtbot, row.listEdit, "0.1,5")
     assert not dialog.startButton.isEnabled() and "lr" in dialog.errorLabel.text()
-    _type(qtbot, row.listEdit, "0.1,0.01")
+    type_over(qtbot, row.listEdit, "0.1,0.01")
     # A choice knob: ticks of its values; a bool: true / false.
     tc = dialog.rows["tc"]
     tc.set_mode(LIST)
@@ -82,15 +71,15 @@ def test_the_dialog_builds_the_request_from_lists_ranges_and_seeds(qtbot, tab):
     lam = dialog.rows["lam"]
     lam.set_mode(RANGE)
     assert (lam.lowEdit.text(), lam.highEdit.text(), lam.logCheck.isChecked()) == ("0", "1", False)
-    _type(qtbot, lam.highEdit, "0.9")
+    type_over(qtbot, lam.highEdit, "0.9")
     assert dialog.samplesSpin.isEnabled()
     dialog.samplesSpin.setValue(5)
-    _type(qtbot, dialog.seedsSpin.lineEdit(), "3")
+    type_over(qtbot, dialog.seedsSpin.lineEdit(), "3")
     assert dialog.trialsLabel.text().startswith("15 trials planned")
     # A low above the high: refused by the service's parse_range.
-    _type(qtbot, lam.lowEdit, "0.95")
+    type_over(qtbot, lam.lowEdit, "0.95")
     assert not dialog.startButton.isEnabled() and "low < high" in dialog.errorLabel.text()
-    _type(qtbot, lam.lowEdit, "0.1")
+    type_over(qtbot, lam.lowEdit, "0.1")
     req = dialog.sweep_request()
     assert req.agent == "ntuple" and req.budget == Budget(episodes=10)
     assert dict(req.grid) == {"lr": (0.1, 0.01), "tc": (True, False)}
@@ -102,7 +91,7 @@ def test_the_dialog_builds_the_request_from_lists_ranges_and_seeds(qtbot, tab):
 
 
 def test_a_tiny_sweep_runs_ranks_applies_the_best_and_shows_its_trials(qtbot, tab, store):
-    dialog = _open(qtbot, tab)
+    dialog = open_sweep_dialog(qtbot, tab)
     _tiny_lr_grid(qtbot, dialog)
     assert dialog.trialsLabel.text().startswith("2 trials planned")
     with qtbot.waitSignal(tab.sweepFinished, timeout=SWEEP_TIMEOUT_MS) as sig:
@@ -143,7 +132,7 @@ def test_a_tiny_sweep_runs_ranks_applies_the_best_and_shows_its_trials(qtbot, ta
 
 def test_a_stopped_sweep_resumes_to_the_end(qtbot, tab, store):
     tab.launch.set_budget(episodes=400)
-    dialog = _open(qtbot, tab)
+    dialog = open_sweep_dialog(qtbot, tab)
     _tiny_lr_grid(qtbot, dialog, "0.1,0.05,0.01")
     dialog.workersSpin.setValue(1)
     qtbot.mouseClick(dialog.startButton, CLICK)
@@ -168,7 +157,7 @@ def test_a_stopped_sweep_resumes_to_the_end(qtbot, tab, store):
 
 
 def test_closing_the_window_with_a_sweep_asks_and_cancel_keeps_it(qtbot, tab, monkeypatch):
-    dialog = _open(qtbot, tab)
+    dialog = open_sweep_dialog(qtbot, tab)
     _tiny_lr_grid(qtbot, dialog)
     qtbot.mouseClick(dialog.startButton, CLICK)
     assert tab.sweep is not None

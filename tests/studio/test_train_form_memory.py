@@ -6,20 +6,17 @@ from PySide6.QtCore import QSettings, Qt
 
 from agents.base import MetricEvent
 from engine import Rules
+from tests.studio.gui_helpers import open_window, type_over
 from tests.studio.train_fakes import register_fakes
 
 pytest_plugins = ("tests.studio.gui_fixtures",)
 
 CLICK = Qt.MouseButton.LeftButton
+_type_into = type_over  # the name test_train_form_cpu_budget imports it by
 
 
 def _open(qtbot, data_dir, settings):
-    from studio.app import create_window
-
-    win = create_window(data_dir, settings=settings)
-    qtbot.addWidget(win)
-    win.show()
-    qtbot.waitExposed(win)
+    win = open_window(qtbot, data_dir, settings)
     train = win.tab("Train")
 
     def on_train() -> bool:
@@ -29,12 +26,6 @@ def _open(qtbot, data_dir, settings):
 
     qtbot.waitUntil(on_train, timeout=5000)
     return win, train
-
-
-def _type_into(qtbot, line_edit, text: str) -> None:
-    line_edit.setFocus()
-    line_edit.selectAll()
-    qtbot.keyClicks(line_edit, text)
 
 
 def test_budget_agent_settings_and_selected_run_come_back(qtbot, data_dir, qsettings, monkeypatch) -> None:
@@ -61,9 +52,9 @@ def test_budget_agent_settings_and_selected_run_come_back(qtbot, data_dir, qsett
             break
         qtbot.keyClick(combo, Qt.Key.Key_Down)
     assert form.agent_name == "fake_learner"
-    _type_into(qtbot, form.form.field_widget("batch").lineEdit(), "64")
+    type_over(qtbot, form.form.field_widget("batch").lineEdit(), "64")
     qtbot.mouseClick(form.minutesCheck, CLICK)
-    _type_into(qtbot, form.minutesSpin.lineEdit(), "2")
+    type_over(qtbot, form.minutesSpin.lineEdit(), "2")
     qtbot.mouseClick(form.episodesCheck, CLICK)
     table = train.runsTable
     row = next(r for r in range(table.rowCount()) if table.item(r, 0).text() == str(run_id))

@@ -134,3 +134,15 @@ FAKES = {
 def register_fakes(monkeypatch: pytest.MonkeyPatch) -> None:
     """Put the fake agents in the registry for one test (undone by monkeypatch)."""
     monkeypatch.setattr(registry, "_default", registry.default_registry().with_agents(FAKES))
+
+
+def fake_learner_form(qtbot, monkeypatch: pytest.MonkeyPatch):
+    """The settings form of ``fake_learner`` (registered for the test), shown and exposed."""
+    from studio.widgets.config_form import ConfigForm
+
+    register_fakes(monkeypatch)
+    form = ConfigForm(FakeConfig, agent="fake_learner")
+    qtbot.addWidget(form)
+    form.show()
+    qtbot.waitExposed(form)
+    return form
