@@ -161,6 +161,9 @@ class CallWorker(_Worker):
 
     progress = Signal(float, float, str)
     result = Signal(object)
+    #: what the job hands over while it runs (``report(done, total, text, payload)``), e.g. a review so
+    #: far: the GUI thread draws it without reading it back from the store itself
+    partial = Signal(object)
 
     def __init__(self, fn: Callable[[Callable[..., None]], Any], parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -168,10 +171,15 @@ class CallWorker(_Worker):
         self.value: Any = None
 
     def _body(self, loop: _Loop) -> None:
-        def report(done: float, total: float = 0.0, text: str = "", *_: Any) -> None:
+        def report(done: float, total: float = 0.0, text: str = "", payload: object = None, *_: Any) -> None:
             loop.progress.emit(float(done), float(total), str(text))
+            if payload is not None:
+                loop.batch.emit(payload)
 
         loop.result.emit(self._fn(report))
+
+    def _handle_batch(self, events: Any) -> None:
+        self.partial.emit(events)  # the loop's batch signal carries a job's payload here
 
     def _handle_progress(self, done: float, total: float, text: str) -> None:
         self.progress.emit(done, total, text)

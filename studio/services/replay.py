@@ -1,9 +1,8 @@
 """What the Replay tab asks of the store, and the words it shows for a game and a step (Qt-free).
 
 The tab lists games (:func:`list_games`), opens one whole (:func:`open_game`: the record and how many
-moves were taken back in Play), shows a stored review (:func:`shown_review`) or what a running review
-stored so far (:func:`review_so_far`), reviews on a worker thread with that thread's own connection
-(:func:`review_in_thread`), and prepares a reviewer in a child process (:func:`start_preparing`,
+moves were taken back in Play), shows a stored review (:func:`shown_review`), reviews on a worker thread with that thread's own
+connection, handing the review so far to the window as it goes (:func:`review_in_thread`), and prepares a reviewer in a child process (:func:`start_preparing`,
 :func:`follow_preparing`). The texts (:func:`game_label`, :func:`game_title`, :func:`step_text`) are
 plain strings, so they are tested without a window.
 """
@@ -60,17 +59,6 @@ def shown_review(store: GameStore, game_id: int, reviewer: Reviewer) -> GameRevi
         return None
 
 
-def review_so_far(store: GameStore, game_id: int, reviewer: Reviewer) -> GameReview | None:
-    """What a running review of ``game_id`` has stored so far (None: nothing readable yet)."""
-    try:
-        return stored_review(store, game_id, reviewer)
-    except (ValueError, OSError):  # a chunk being written (a busy store's StoreError): the next report
-        return None
-    except Exception:
-        log.exception("reading the review of game %s while it runs", game_id)
-        return None
-
-
 def review_in_thread(
     db_path: str | Path,
     game_id: int,
@@ -79,7 +67,9 @@ def review_in_thread(
     stop: threading.Event,
 ) -> GameReview:
     """Review game ``game_id`` on the calling (worker) thread with its own connection; ``report(done,
-    total, "")`` after each chunk; ends early, keeping what was done, once ``stop`` is set."""
+    total, "")`` after each chunk and ``report(done, total, "", review)`` with the review so far (at most
+    once a second, graded from the values in hand: the window draws it without reading the store on
+    its own thread); ends early, keeping what was done, once ``stop`` is set."""
     from studio.services.review import review_game
 
     with GameStore(db_path) as store:  # SQLite connections stay on the thread that made them
@@ -89,6 +79,7 @@ def review_in_thread(
             reviewer,
             progress=lambda done, total: report(done, total, ""),
             should_stop=stop.is_set,
+            on_partial=lambda review: report(len(review.moves), review.n_moves, "", review),
         )
 
 

@@ -143,6 +143,7 @@ class ReviewingTab(StoreTab):
         self._review_stop = stop
         worker = CallWorker(job, parent=self)
         worker.progress.connect(self._on_review_progress)
+        worker.partial.connect(self._on_review_partial)
         worker.result.connect(self._on_review_result)
         worker.error.connect(self._on_review_error)
         self.review_worker = worker
@@ -150,6 +151,9 @@ class ReviewingTab(StoreTab):
 
     def _on_review_progress(self, done: float, total: float, text: str) -> None:
         raise NotImplementedError
+
+    def _on_review_partial(self, review: object) -> None:
+        """The review so far, handed over by the worker while it runs (a tab may draw it)."""
 
     def _on_review_result(self, value: object) -> None:
         raise NotImplementedError

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +43,6 @@ from studio.services.replay import (
     moves_text,
     open_game,
     review_in_thread,
-    review_so_far,
     shown_review,
     spawn_text,
     step_text,
@@ -93,7 +91,6 @@ class ReplayTab(ReviewingTab):
         self.review: GameReview | None = None
         self._review_game: int | None = None
         self._review_reviewer: Reviewer | None = None
-        self._live_due = 0.0  # when the graph may next be redrawn from the store during a review
         self.position = 0
         self._timer = QTimer(self)
         self._timer.timeout.connect(self._tick)
@@ -392,7 +389,6 @@ class ReplayTab(ReviewingTab):
 
         self._review_game = game_id
         self._review_reviewer = reviewer
-        self._live_due = 0.0
         worker = self._review_worker(job, stop)
         worker.finished.connect(self._update_controls)
         done = len(self.review.moves) if self.review is not None else 0
@@ -407,21 +403,16 @@ class ReplayTab(ReviewingTab):
 
     def _on_review_progress(self, done: float, total: float, _text: str) -> None:
         self.reviewPanel.show_progress(done, total)
-        self._show_live_review()
 
-    def _show_live_review(self) -> None:
-        """While a review runs, draw what it has stored so far; redrawn at most every second, and less
-        often when reading it back takes long (a game of many thousand moves)."""
-        now = time.perf_counter()
-        if now < self._live_due or self._review_reviewer is None or self.record is None:
+    def _on_review_partial(self, review: object) -> None:
+        """While a review runs, draw the review so far that its worker graded (at most once a second):
+        the GUI thread only draws, it reads nothing back from the store."""
+        if not isinstance(review, GameReview) or self.record is None:
             return
-        if self.record.id != self._review_game or self._review_stop is None or self._review_stop.is_set():
+        if review.game_id != self.record.id or self._review_stop is None or self._review_stop.is_set():
             return
-        review = review_so_far(self.store, self.record.id, self._review_reviewer)
-        if review is not None and (self.review is None or len(review.moves) > len(self.review.moves)):
+        if self.review is None or len(review.moves) > len(self.review.moves):
             self._set_review(review)
-        took = time.perf_counter() - now
-        self._live_due = time.perf_counter() + max(1.0, 10 * took)
 
     def _on_review_result(self, value: object) -> None:
         review: GameReview = value  # type: ignore[assignment]

@@ -161,8 +161,9 @@ def test_cancelled_review_is_kept_and_the_next_review_finishes_it(qtbot, slow_re
     assert replay.reviewing and replay.reviewProgress.isVisible()
     assert not replay.reviewButton.isEnabled() and replay.cancelReviewButton.isEnabled()
     qtbot.waitUntil(lambda: replay.reviewProgress.value() >= 2, timeout=20_000)
-    # The graph shows the stored part while the review runs.
-    assert replay.reviewing and replay.graph.isVisible() and replay.graph.n_points >= 2
+    # The graph shows the part reviewed so far while the review runs (its worker hands it over).
+    qtbot.waitUntil(lambda: replay.graph.isVisible() and replay.graph.n_points >= 2, timeout=20_000)
+    assert replay.reviewing
     assert "first" in replay.summaryLabel.text()
     with qtbot.waitSignal(replay.reviewed, timeout=20_000) as blocker:
         qtbot.mouseClick(replay.cancelReviewButton, LEFT)
