@@ -181,7 +181,31 @@ class _Task(QRunnable):
         raise NotImplementedError
 
 
-class _ThinkTask(_Task):
+class _HintTask(_Task):
+    """A task that answers with a :class:`ThinkResult` (a move and maybe its values) in someone's
+    name: the agent that thought, or the reviewer that rated."""
+
+    def _who(self) -> tuple[Any, str]:
+        """The spec and the name the result carries."""
+        raise NotImplementedError
+
+    def _extras(self) -> dict[str, Any]:
+        """Fields every result of this task carries (besides what a call passes)."""
+        return {}
+
+    def _failed(self, error: str, seconds: float) -> ThinkResult:
+        return self._result(None, None, seconds, error=error)
+
+    def _result(
+        self, values: dict[Direction, float] | None, choice: Direction | None, seconds: float, **more: Any
+    ) -> ThinkResult:
+        spec, name = self._who()
+        return ThinkResult(
+            self.ticket, spec, name, self.game.moves, values, choice, seconds, **{**more, **self._extras()}
+        )
+
+
+class _ThinkTask(_HintTask):
     """An agent's move (and its move values when ``want_values``)."""
 
     def __init__(self, thinker: Thinker, ticket: int, spec: AgentSpec, game: Game, want_values: bool):
@@ -215,18 +239,11 @@ class _ThinkTask(_Task):
     def _failure(self) -> str:
         return f"agent {self.agent_name} failed to think about"
 
-    def _failed(self, error: str, seconds: float) -> ThinkResult:
-        return self._result(None, None, seconds, error=error)
-
-    def _result(
-        self, values: dict[Direction, float] | None, choice: Direction | None, seconds: float, **more: Any
-    ) -> ThinkResult:
-        return ThinkResult(
-            self.ticket, self.spec, self.agent_name, self.game.moves, values, choice, seconds, **more
-        )
+    def _who(self) -> tuple[Any, str]:
+        return self.spec, self.agent_name
 
 
-class _ReviewHintTask(_Task):
+class _ReviewHintTask(_HintTask):
     """A hint by the coach's reviewer: its values of the legal moves in points, exactly as
     :func:`studio.services.review.grade_played` reads them for a grade (calibrated, a game's end seen
     one move ahead), so the best move here is the one the coach grades "best"."""
@@ -253,25 +270,11 @@ class _ReviewHintTask(_Task):
     def _failure(self) -> str:
         return f"reviewer {self.reviewer.label} failed to rate"
 
-    def _failed(self, error: str, seconds: float) -> ThinkResult:
-        return self._result(None, None, seconds, error=error)
+    def _who(self) -> tuple[Any, str]:
+        return self.reviewer.spec, self.reviewer.label
 
-    def _result(
-        self, values: dict[Direction, float] | None, choice: Direction | None, seconds: float, **more: Any
-    ) -> ThinkResult:
-        r = self.reviewer
-        return ThinkResult(
-            self.ticket,
-            r.spec,
-            r.label,
-            self.game.moves,
-            values,
-            choice,
-            seconds,
-            **more,
-            value_kind="points",
-            by_reviewer=True,
-        )
+    def _extras(self) -> dict[str, Any]:
+        return {"value_kind": "points", "by_reviewer": True}
 
 
 class _GradeTask(_Task):
