@@ -29,6 +29,13 @@ The studio defaults learn far faster on 2048 (measured in the closing note of th
   is refreshed every 250 of them, every 4,000 moves as before). Double DQN is a switch, off by
   default: it costs another forward pass over the four next afterstates per update, and two runs
   with and without it were within noise of each other over their first 500 games.
+
+``network = ntuple`` (the ``dqn-ntuple`` preset) makes the afterstate value net an n-tuple network:
+one sparse layer summing the weight-table rows that the tuples of the board select under its 8
+symmetries (:class:`agents.nn.networks.NTupleNetwork`), trained by :class:`agents.nn.optimizers.
+RowMeanSGD` on the summed half-squared TD error, so ``lr`` is each row's rate. The same replay and
+batched collection serve it; it is symmetric by construction (no augmentation or symmetric play
+needed) and by far the strongest network here for its CPU time (docs/results.md, issue #48).
 """
 
 from __future__ import annotations
@@ -76,14 +83,16 @@ class DQNConfig(AgentConfig):
     )
     network: str = knob(
         "mlp",
-        "Q-network (simple / dropout / conv: seed 000's three; ntuple: an n-tuple network as one sparse "
-        "layer over the 4x6 tuples' table rows, 4x4 boards, trained by plain SGD)",
+        "Q-network (simple / dropout / conv: seed 000's three; ntuple: an n-tuple network, one sparse "
+        "layer over the table rows of the layout's tuples, 4x4 boards; it learns by SGD on the squared "
+        "TD error, each row by lr x its samples' mean error: loss and grad_clip do not apply)",
         choices=("simple", "dropout", "conv", "mlp", "cnn", "ntuple"),
     )
     layout: str = knob(
         "4x6",
         "tuples of the ntuple network (4x6: Wu et al.'s four 6-cell tuples, 268 MB of weights; 4x4: a tiny one)",
         choices=tuple(LAYOUTS),
+        advanced=True,
     )
     hidden: tuple[int, ...] = knob(
         (128, 128), "hidden layer widths of the mlp network (cnn: filters, head width)", low=1, high=4096
@@ -163,9 +172,6 @@ class DQNConfig(AgentConfig):
     def validate(self) -> None:
         if self.head == "afterstate" and self.n_step != 1:
             raise ConfigError("n_step", "the afterstate head learns one-step targets: set n_step to 1")
-        if self.network == "ntuple" and self.grad_clip > 0:
-            # clip_grad_norm_ cannot read the table's sparse gradients
-            raise ConfigError("grad_clip", "the ntuple network trains without gradient clipping: set 0")
         if self.network == "cnn" and self.encoder != "onehot":
             raise ConfigError("network", "the cnn network reads one-hot planes: set encoder to onehot")
         if self.learning_starts < self.batch_size - 1:
@@ -240,7 +246,10 @@ class DQNAgent(TorchAgent):
         self._nstep: list[deque[tuple[np.ndarray, int, float]]] = []
         self._syms = symmetries(self.rules.rows, self.rules.cols)
         self.afterstate_head = cfg.head == "afterstate"
-        self.symmetric_play = cfg.symmetric_play
+        # The ntuple network reads every board under all 8 symmetries already: averaging its views, or
+        # training on a random one, would give the very same numbers, 8x slower or for nothing.
+        self._symmetric_net = cfg.network == "ntuple"
+        self.symmetric_play = cfg.symmetric_play and not self._symmetric_net
 
     # ------------------------------------------------------------------ pieces
     @property
@@ -360,7 +369,7 @@ class DQNAgent(TorchAgent):
         """One gradient step on a sampled batch; returns (loss, mean Q of the moves taken)."""
         cfg = self.config
         batch = self.buffer.sample(cfg.batch_size, self.rng)
-        if cfg.augment and len(self._syms) > 1:
+        if cfg.augment and len(self._syms) > 1 and not self._symmetric_net:
             batch = self._augment(batch)
         actions_B = self.tensor(batch.actions_B)
         rewards_B = self.tensor(batch.rewards_B)
@@ -409,11 +418,18 @@ class DQNAgent(TorchAgent):
     def _descend(self, pred_B: torch.Tensor, target_B: torch.Tensor) -> tuple[float, float]:
         """One optimiser step on the TD loss; returns (loss, mean prediction)."""
         cfg = self.config
-        if cfg.loss == "mse":
-            loss = F.mse_loss(pred_B, target_B)
+        if cfg.network == "ntuple":
+            # Half the summed squared error: each sample's gradient is its own TD error, and RowMeanSGD
+            # moves each table row by lr x the mean error of the samples that used it (lr is the
+            # classic per-weight rate, alpha / features). Sparse gradients take no norm clipping.
+            self.descend(0.5 * (pred_B - target_B).pow(2).sum())
+            loss = F.mse_loss(pred_B.detach(), target_B)  # what the curves show, as for the others
         else:
-            loss = F.smooth_l1_loss(pred_B, target_B)
-        self.descend(loss, cfg.grad_clip)
+            if cfg.loss == "mse":
+                loss = F.mse_loss(pred_B, target_B)
+            else:
+                loss = F.smooth_l1_loss(pred_B, target_B)
+            self.descend(loss, cfg.grad_clip)
         if self.target_net is not None and self.counters.updates % cfg.target_update == 0:
             self.target_net.load_state_dict(self.net.state_dict())
         return float(loss.item()), float(pred_B.detach().mean().item())
