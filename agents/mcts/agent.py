@@ -398,6 +398,7 @@ class MCTSAgent(TorchAgent):
     """AlphaZero-like MCTS over a policy-value network (seed 004), trained by self-play."""
 
     name = "mcts"
+    encoder: Encoder  # always one-hot planes (never the n-tuple rows a dqn network may read)
     #: a generation of two 25-move games with a 4-filter network takes a second or two on one core
     smoke_config: ClassVar[Mapping[str, Any]] = {
         "filters": 4,

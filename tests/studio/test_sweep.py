@@ -206,7 +206,8 @@ def test_the_store_keeps_a_sweeps_trials_and_links_their_runs(tmp_path):
         assert store.get_sweep(sid).n_finished == 1
         store.delete_run(rid)  # the trial loses its run and would run again
         assert store.sweep_trials(sid)[1].run_id is None
-        store.set_sweep_status(sid, "stopped")  # a running sweep is not deleted (test_sweeps_survive_kills_and_bad_input)
+        # a running sweep is not deleted (test_sweeps_survive_kills_and_bad_input)
+        store.set_sweep_status(sid, "stopped")
         store.delete_sweep(sid)
         assert store.list_sweeps() == []
 
