@@ -59,7 +59,7 @@ from agents.metrics import EPSILON, LOSS, LR, MetricInfo
 from agents.nn.agent import TorchAgent, afterstate_values
 from agents.nn.batch_games import StepOut, training_games
 from agents.nn.device import device_knob, threads_knob, torch_threads
-from agents.nn.encoders import ENCODERS
+from agents.nn.encoders import ENCODERS, check_encoder_fits
 from agents.nn.masking import masked_argmax, masked_max
 from agents.nn.networks import has_dropout
 from agents.nn.optimizers import RowMeanSGD
@@ -172,8 +172,7 @@ class DQNConfig(AgentConfig):
     def validate(self) -> None:
         if self.head == "afterstate" and self.n_step != 1:
             raise ConfigError("n_step", "the afterstate head learns one-step targets: set n_step to 1")
-        if self.network == "cnn" and self.encoder != "onehot":
-            raise ConfigError("network", "the cnn network reads one-hot planes: set encoder to onehot")
+        check_encoder_fits(self.network, self.encoder)
         if self.learning_starts < self.batch_size - 1:
             raise ConfigError(
                 "learning_starts", f"must be at least batch_size - 1 ({self.batch_size - 1}) to fill a batch"

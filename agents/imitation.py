@@ -27,7 +27,7 @@ from agents.config import AgentConfig, ConfigError, knob
 from agents.metrics import GAMES, LOSS, LR, VAL_LOSS, MetricInfo, counter
 from agents.nn.agent import PolicyNetAgent
 from agents.nn.device import device_knob
-from agents.nn.encoders import ENCODERS
+from agents.nn.encoders import ENCODERS, check_encoder_fits
 from agents.nn.masking import masked_argmax, masked_log_softmax
 from agents.review import BLUNDER, INACCURACY, MISTAKE, grade_record
 from engine import Rules, to_exponents
@@ -97,8 +97,7 @@ class ImitationConfig(AgentConfig):
     device: str = device_knob()
 
     def validate(self) -> None:
-        if self.network == "cnn" and self.encoder != "onehot":
-            raise ConfigError("network", "the cnn network reads one-hot planes: set encoder to onehot")
+        check_encoder_fits(self.network, self.encoder)
         for name in ("since", "until"):
             text = getattr(self, name).strip()
             if text:

@@ -27,11 +27,11 @@ from torch import nn
 
 from agents.base import Budget, Control, MetricEvent, TrainContext
 from agents.checkpoint import state_int
-from agents.config import AgentConfig, ConfigError, knob
+from agents.config import AgentConfig, knob
 from agents.metrics import LOSS, LR, MetricInfo, counter
 from agents.nn.agent import PolicyNetAgent
 from agents.nn.device import device_knob
-from agents.nn.encoders import ENCODERS
+from agents.nn.encoders import ENCODERS, check_encoder_fits
 from agents.nn.masking import masked_softmax, sample_from_probs
 from agents.nn.state import draw_seed
 from agents.training import TrainTracker
@@ -88,8 +88,7 @@ class PolicyConfig(AgentConfig):
     device: str = device_knob()
 
     def validate(self) -> None:
-        if self.network == "cnn" and self.encoder != "onehot":
-            raise ConfigError("network", "the cnn network reads one-hot planes: set encoder to onehot")
+        check_encoder_fits(self.network, self.encoder)
 
 
 @dataclass

@@ -23,12 +23,12 @@ import torch
 from torch import nn
 
 from agents.base import Budget, Control, MetricEvent, TrainContext
-from agents.config import AgentConfig, ConfigError, knob
+from agents.config import AgentConfig, knob
 from agents.metrics import LOSS, LR, MetricInfo
 from agents.nn.agent import PolicyNetAgent
 from agents.nn.batch_games import StepOut, TrainingGames, training_games
 from agents.nn.device import device_knob, threads_knob, torch_threads
-from agents.nn.encoders import ENCODERS
+from agents.nn.encoders import ENCODERS, check_encoder_fits
 from agents.nn.masking import masked_log_softmax, masked_softmax, sample_from_probs
 from agents.training import TrainTracker
 from engine import Rules
@@ -67,8 +67,7 @@ class PPOConfig(AgentConfig):
     device: str = device_knob()
 
     def validate(self) -> None:
-        if self.network == "cnn" and self.encoder != "onehot":
-            raise ConfigError("network", "the cnn network reads one-hot planes: set encoder to onehot")
+        check_encoder_fits(self.network, self.encoder)
 
 
 @dataclass

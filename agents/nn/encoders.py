@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from agents.config import ConfigError
 from agents.ntuple.agent import LAYOUTS, symmetry_cells
 
 ENCODERS: tuple[str, ...] = ("log2", "log2_norm", "onehot")
@@ -61,6 +62,13 @@ class Encoder:
         """:meth:`encode` as a torch tensor on :attr:`device` (on the CPU it shares the numpy result's memory)."""
         x = torch.from_numpy(self.encode(exps_BRC))
         return x if self.device is None else x.to(self.device)
+
+
+def check_encoder_fits(network: str, encoder: str) -> None:
+    """ConfigError (field ``network``) for a cnn network over an encoder other than one-hot planes:
+    the one rule every torch learner's config checks about its input."""
+    if network == "cnn" and encoder != "onehot":
+        raise ConfigError("network", "the cnn network reads one-hot planes: set encoder to onehot")
 
 
 def make_encoder(name: str, planes: int = 18) -> Encoder:

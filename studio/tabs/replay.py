@@ -90,7 +90,6 @@ class ReplayTab(ReviewingTab):
         self.record: Any = None
         self.review: GameReview | None = None
         self._review_game: int | None = None
-        self._review_reviewer: Reviewer | None = None
         self.position = 0
         self._timer = QTimer(self)
         self._timer.timeout.connect(self._tick)
@@ -388,7 +387,6 @@ class ReplayTab(ReviewingTab):
             return review_in_thread(db_path, game_id, reviewer, report, stop)
 
         self._review_game = game_id
-        self._review_reviewer = reviewer
         worker = self._review_worker(job, stop)
         worker.finished.connect(self._update_controls)
         done = len(self.review.moves) if self.review is not None else 0
