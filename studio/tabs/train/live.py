@@ -22,7 +22,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 from agents.base import MetricEvent
 from studio.services import messages
 from studio.services.runs import RunEnd, run_end
-from studio.services.runs_model import RunKey, RunsModel, is_live_key
+from studio.services.runs_model import LIVE, RunKey, RunsModel, is_live_key
 from studio.widgets.curves import CurvesPanel, RunSeries
 from studio.worker import RunWorker
 
@@ -48,7 +48,7 @@ class LiveRun:
 
     worker: RunWorker
     series: RunSeries
-    key: tuple[str, int] = field(default_factory=lambda: ("live", next(_tokens)))
+    key: tuple[str, int] = field(default_factory=lambda: (LIVE, next(_tokens)))  # 0 is LIVE_KEY's
     progress: float = 0.0
     episodes: int = 0
     steps: int = 0
