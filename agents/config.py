@@ -433,9 +433,11 @@ def _check_preset(data: Any, label: str) -> None:
         except (TypeError, ValueError) as e:
             raise ValueError(f"preset {label}: its rules make no game: {e}") from None
     budget = data.get("budget") or {}
-    unknown = sorted(set(budget) - {"episodes", "steps", "seconds", "minutes"})
+    unknown = sorted(set(budget) - {"episodes", "steps", "seconds", "minutes", "cpu_seconds"})
     if unknown:
-        raise ValueError(f"preset {label}: budget has no {unknown[0]!r} (episodes, steps, seconds, minutes)")
+        raise ValueError(
+            f"preset {label}: budget has no {unknown[0]!r} (episodes, steps, seconds, minutes, cpu_seconds)"
+        )
     for key, value in budget.items():
         whole = key in ("episodes", "steps")
         ok = isinstance(value, int) if whole else isinstance(value, (int, float)) and math.isfinite(value)

@@ -219,7 +219,7 @@ def resolve(request: RunRequest) -> ResolvedRun:
         raise RunError(f"{name} cannot play these rules: {problem}", "rules")
     budget = request.budget if request.budget is not None else preset_budget(preset)
     if budget is None:
-        raise RunError("give a budget: episodes, minutes or steps", "budget")
+        raise RunError("give a budget: episodes, minutes, steps or CPU-seconds", "budget")
     return ResolvedRun(name, config, rules, budget, request.seed)
 
 

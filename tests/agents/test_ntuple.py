@@ -806,7 +806,7 @@ def test_registry_config_and_rules():
     assert isinstance(hour, NTupleAgent)
     assert (hour.config.layout, hour.config.stage_tiles, hour.config.threads) == ("4x6", (), 2)
     assert hour.config.downgrade_exponent() == 14
-    assert hour._game_u.shape == (2, 3) and preset["budget"] == {"seconds": 3600}
+    assert hour._game_u.shape == (2, 3) and preset["budget"] == {"cpu_seconds": 7200}
 
 
 def test_optimistic_initial_values_value_every_board_at_init_value():

@@ -33,6 +33,14 @@ def test_preset_budgets_of_every_kind() -> None:
     assert preset_budget({"budget": {"minutes": 2}}) == Budget(seconds=120.0)
     assert preset_budget({"budget": {"episodes": 5, "seconds": 9}}) == Budget(episodes=5, seconds=9)
     assert preset_budget({"budget": {}}) is None and preset_budget(None) is None
+    assert preset_budget({"budget": {"cpu_seconds": 14400}}) == Budget(cpu_seconds=14400)
+
+
+def test_the_two_hour_preset_is_two_hours_of_a_2_core_laptop_in_cpu_time() -> None:
+    # "Two hours of a 2-core laptop" must mean the same training on a busy machine, so it is CPU time.
+    assert load_preset("ntuple-2h")["budget"] == {"cpu_seconds": 14400}
+    assert resolve(RunRequest(preset="ntuple-2h")).budget == Budget(cpu_seconds=14400)
+    assert resolve(RunRequest(preset="ntuple-hour")).budget == Budget(cpu_seconds=7200)
 
 
 def test_resolve_merges_defaults_preset_and_request() -> None:
