@@ -8,8 +8,10 @@ the root priors and samples moves from the visit counts at ``temperature`` for t
 
 Training, one generation at a time: the current weights go to the workers as numpy arrays; the workers
 play ``games_per_generation`` self-play games (in this process, in local processes, or as Ray actors:
-:mod:`agents.mcts.selfplay`); their positions join a replay window; the learner (here, in the driver) runs
-``epochs`` passes over the window: policy cross-entropy against the root visit distribution plus value
+:mod:`agents.mcts.selfplay`), each worker ``batch_games`` games at once whose search leaves share one
+network call per simulation step (:func:`play_selfplay_games`: the same games as one at a time,
+about twice the moves per CPU-second); their positions join a replay window; the learner (here, in
+the driver) runs ``epochs`` passes over the window: policy cross-entropy against the root visit distribution plus value
 MSE, SGD with momentum and weight decay, a StepLR schedule over epochs.
 
 Value target. The network's value head predicts ``log(1 + G)``, where ``G`` is the score still to come
@@ -37,9 +39,10 @@ A game cut at ``max_moves`` adds the network's value of its last board to every 
 
 from __future__ import annotations
 
+import collections
 import copy
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -52,7 +55,7 @@ from agents.base import Budget, Control, MetricEvent, TrainContext
 from agents.checkpoint import state_array, state_int
 from agents.config import AgentConfig, ConfigError, knob
 from agents.mcts.nets import build_network, inference_copy
-from agents.mcts.search import Evaluator, FastOps, Node, Search, board_ops
+from agents.mcts.search import NO_OUTPUT, Evaluator, FastOps, Leaf, Node, Search, board_ops
 from agents.mcts.selfplay import WorkerSpec, make_pool
 from agents.metrics import LR, MetricInfo, counter
 from agents.nn.agent import TorchAgent
@@ -120,6 +123,16 @@ class MCTSConfig(AgentConfig):
     )
     # self-play and learning
     games_per_generation: int = knob(4, "self-play games between two learning phases", low=1, high=100_000)
+    # 8: on a 2-core AMD EPYC, self-play moves per CPU-second with 1 / 4 / 8 / 16 games at once were
+    # 114 / 198 / 220 / 208 (the default network; 16 games of 40 moves each, in one run). Beyond ~8
+    # games a pass holds over 100 boards and costs per board what a batch of 1,000 does.
+    batch_games: int = knob(
+        8,
+        "games each self-play worker plays at once; their leaves share one network pass "
+        "(at most games_per_generation / workers)",
+        low=1,
+        high=4096,
+    )
     replay_size: int = knob(40_000, "positions kept for learning (newest first)", low=64, high=10_000_000)
     epochs: int = knob(2, "passes over the replay window per generation", low=1, high=1000)
     batch_size: int = knob(64, "minibatch size", low=1, high=65_536)
@@ -275,6 +288,22 @@ def play_selfplay_game(
         action = search.choose(root, temperature)
         play_recorded(game, action, trace)
         root = search.child(root, action, game.board)
+    return _finished_game(evaluate, rules, seed, game, trace, exps, policies, root_values, t0)
+
+
+def _finished_game(
+    evaluate: Evaluator,
+    rules: Rules,
+    seed: int,
+    game: Game,
+    trace: GameTrace,
+    exps: list[npt.NDArray[np.uint8]],
+    policies: list[npt.NDArray[np.float32]],
+    root_values: list[float],
+    t0: float,
+) -> SelfPlayGame:
+    """The record of a game that ended (or was cut at ``max_moves``: its tail is the network's value of
+    the last board, evaluated alone)."""
     truncated = not game.game_over
     tail = 0.0
     if truncated:
@@ -294,6 +323,159 @@ def play_selfplay_game(
         seconds=time.perf_counter() - t0,
         trace=trace,
     )
+
+
+class _GameInPlay:
+    """One game of :func:`play_selfplay_games`, advanced one network evaluation at a time.
+
+    The same steps, in the same order and on the same random streams, as :func:`play_selfplay_game`:
+    a root (reused subtree or a new one, valued by the network), its noise, ``simulations`` times
+    :meth:`Search.select_leaf` / :meth:`Search.finish`, then a move. Only who calls the network differs.
+    """
+
+    def __init__(self, index: int, seed: int, rules: Rules, config: MCTSConfig) -> None:
+        self.t0 = time.perf_counter()
+        self.index = index
+        self.seed = seed
+        self.rules = rules
+        self.config = config
+        self.game = Game(rules=rules, seed=seed)
+        self.rng = np.random.default_rng(seed)
+        self.trace = GameTrace.start(self.game)
+        self.exps: list[npt.NDArray[np.uint8]] = []
+        self.policies: list[npt.NDArray[np.float32]] = []
+        self.root_values: list[float] = []
+        self.search: Search | None = None
+        self.root: Node | None = None  # None: the next move needs a root
+        self.reuse: Node | None = None  # the subtree kept from the last move
+        self.simulations = 0  # run from the current root so far
+        self.leaf: Leaf | None = None  # waiting for the network
+        self.leaf_is_root = False
+
+    def next_leaf(self, evaluate: Evaluator) -> Leaf | None:
+        """Play on until the network must value something: that leaf, or None once the game has ended."""
+        cfg = self.config
+        while True:
+            if self.root is None:
+                game = self.game
+                if game.game_over or game.moves >= cfg.max_moves:
+                    return None
+                board = game.board
+                search = self.search
+                if search is None or (isinstance(search.ops, FastOps) and not FastOps.fits(board)):
+                    search = self.search = _new_search(self.rules, board, evaluate, self.rng, cfg)
+                    self.reuse = None
+                if self.reuse is not None and search.is_at(self.reuse, board):
+                    self._set_root(self.reuse)
+                else:
+                    self.leaf, self.leaf_is_root = search.root_leaf(board), True
+                    return self.leaf
+            elif self.simulations < cfg.simulations:
+                assert self.search is not None
+                leaf = self.search.select_leaf(self.root)
+                self.simulations += 1
+                if leaf.states:
+                    self.leaf, self.leaf_is_root = leaf, False
+                    return leaf
+                self.search.finish(leaf, *NO_OUTPUT)
+            else:
+                self._move()
+
+    def give(self, logits_N4: npt.NDArray[np.float32], values_N: npt.NDArray[np.float64]) -> None:
+        """The network's output for the states of the leaf :meth:`next_leaf` returned."""
+        leaf, search = self.leaf, self.search
+        assert leaf is not None and search is not None
+        self.leaf = None
+        if self.leaf_is_root:
+            self._set_root(search.finish_root(leaf, logits_N4, values_N))
+        else:
+            search.finish(leaf, logits_N4, values_N)
+
+    def _set_root(self, root: Node) -> None:
+        assert self.search is not None
+        self.root = root
+        self.search.add_noise(root)
+        # Search.run on a root with nothing to search runs no simulation.
+        self.simulations = 0 if self.search.start(root) else self.config.simulations
+
+    def _move(self) -> None:
+        search, root, game = self.search, self.root, self.game
+        assert search is not None and root is not None
+        self.exps.append(to_exponents(game.board))
+        self.policies.append(search.policy(root))
+        self.root_values.append(root.value)
+        temperature = self.config.temperature if game.moves < self.config.temperature_moves else 0.0
+        action = search.choose(root, temperature)
+        play_recorded(game, action, self.trace)
+        self.reuse = search.child(root, action, game.board)
+        self.root = None
+
+    def result(self, evaluate: Evaluator) -> SelfPlayGame:
+        return _finished_game(
+            evaluate,
+            self.rules,
+            self.seed,
+            self.game,
+            self.trace,
+            self.exps,
+            self.policies,
+            self.root_values,
+            self.t0,
+        )
+
+
+def play_selfplay_games(
+    evaluate: Evaluator,
+    rules: Rules,
+    config: MCTSConfig,
+    seeds: Sequence[int],
+    should_stop: Callable[[], bool] | None = None,
+    batch: int | None = None,
+) -> Iterator[tuple[int, SelfPlayGame]]:
+    """Play a self-play game per seed, ``batch`` (default ``config.batch_games``) at once; yield
+    ``(position in seeds, game)`` in seed order as they finish.
+
+    Each round advances every game in flight to its next leaf, values all those leaves in ONE call of
+    ``evaluate``, and hands each game its rows; a finished game's place goes to the next seed. Why: a
+    chance node's outcomes are a dozen boards, where a CPU network call costs mostly its fixed
+    overhead; a batch of several games' leaves shares it. Each game is the one
+    :func:`play_selfplay_game` plays for its seed, up to float rounding in ``evaluate`` (torch's
+    small-batch products may differ from a larger batch's in the last bit).
+
+    ``should_stop`` is asked before every network call; once it says True the games in flight are
+    abandoned (the generator ends).
+    """
+    k = max(1, batch if batch is not None else config.batch_games)
+    todo = collections.deque(enumerate(seeds))
+    playing: list[_GameInPlay] = []
+    done: dict[int, SelfPlayGame] = {}
+    next_out = 0
+    while todo or playing:
+        if should_stop is not None and should_stop():
+            return
+        while len(playing) < k and todo:
+            playing.append(_GameInPlay(*todo.popleft(), rules, config))
+        waiting: list[_GameInPlay] = []
+        leaves: list[Leaf] = []
+        for g in playing:
+            leaf = g.next_leaf(evaluate)
+            if leaf is None:
+                done[g.index] = g.result(evaluate)
+            else:
+                waiting.append(g)
+                leaves.append(leaf)
+        playing = waiting
+        if leaves:
+            exps_NRC = np.concatenate([leaf.exponents() for leaf in leaves])
+            logits_N4, values_N = evaluate(exps_NRC)
+            start = 0
+            for g, leaf in zip(waiting, leaves):
+                end = start + len(leaf.states)
+                g.give(logits_N4[start:end], values_N[start:end])
+                start = end
+        while next_out in done:
+            yield next_out, done.pop(next_out)
+            next_out += 1
 
 
 def _new_search(
@@ -346,6 +528,14 @@ class MCTSWorker:
 
     def play(self, task: SelfPlayTask, should_stop: Callable[[], bool] | None = None) -> SelfPlayGame | None:
         return play_selfplay_game(self.evaluate, self.rules, self.config, task.seed, should_stop)
+
+    def play_many(
+        self, tasks: Sequence[SelfPlayTask], should_stop: Callable[[], bool] | None = None
+    ) -> Iterator[tuple[int, SelfPlayGame]]:
+        """``tasks``' games, ``batch_games`` at once (:func:`play_selfplay_games`): ``(position, game)``
+        in task order."""
+        seeds = [t.seed for t in tasks]
+        return play_selfplay_games(self.evaluate, self.rules, self.config, seeds, should_stop)
 
 
 # ------------------------------------------------------------------------------------ replay window
@@ -530,7 +720,13 @@ class MCTSAgent(TorchAgent):
         context = context if context is not None else TrainContext()
         tracker = self.start_training(budget, control)
         self._weights_changed()
-        pool = make_pool(self._worker_spec(), context.workers, context.backend, context.ray_address)
+        pool = make_pool(
+            self._worker_spec(),
+            context.workers,
+            context.backend,
+            context.ray_address,
+            batch=self.config.batch_games,
+        )
         try:
             yield tracker.event("info", {}, message=f"self-play on {pool.describe()}")
             while tracker.proceed():

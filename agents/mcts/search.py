@@ -310,6 +310,42 @@ class Node:
         return out
 
 
+#: what :meth:`Search.finish` takes for a leaf without states (a descent that ended at a finished game)
+NO_OUTPUT = (np.zeros((0, 4), dtype=np.float32), np.zeros(0, dtype=np.float64))
+
+
+class Leaf:
+    """States a search waits on the network for: a new root's board, or the spawn outcomes of the chance
+    node a simulation is about to build (with the path it descended, to back up once they are valued).
+
+    ``over[k]``: state ``k`` is a finished game, worth 0 whatever the network says.
+    """
+
+    __slots__ = ("ops", "over", "path", "probs", "states")
+
+    def __init__(
+        self,
+        ops: GeneralOps | FastOps,
+        states: list[Any],
+        over: list[bool],
+        path: list[tuple[Node, int, int]] | None = None,
+        probs: list[float] | None = None,
+    ) -> None:
+        self.ops = ops
+        self.states = states
+        self.over = over
+        self.path = path if path is not None else []
+        self.probs = probs if probs is not None else []
+
+    def exponents(self) -> npt.NDArray[np.uint8]:
+        """The network's input: the states' exponent boards ``(n, rows, cols)``."""
+        return self.ops.exponents(self.states)
+
+    def values(self, values_N: npt.NDArray[np.float64]) -> list[float]:
+        """The network's values with finished games set to 0."""
+        return [0.0 if o else v for o, v in zip(self.over, values_N.tolist())]
+
+
 @dataclass(eq=False)
 class Search:
     """PUCT search with expectation chance nodes over one kind of board ops and one evaluator.
@@ -334,9 +370,22 @@ class Search:
         state = self.ops.from_board(board)
         if reuse is not None and self.ops.key(reuse.state) == self.ops.key(state):
             return reuse
+        leaf = self.root_leaf(board)
+        return self.finish_root(leaf, *self.evaluate(leaf.exponents()))
+
+    def root_leaf(self, board: npt.NDArray[np.int64]) -> Leaf:
+        """The evaluation a new root for ``board`` waits on (the tree's Q bounds start afresh); pass the
+        network's answer to :meth:`finish_root`."""
         self.lo, self.hi = math.inf, -math.inf
-        logits_N4, values, over = self._evaluate_states([state], maybe_over=True)
-        return Node(state, logits_N4[0], values[0], over[0])
+        state = self.ops.from_board(board)
+        return Leaf(self.ops, [state], [self.ops.is_over(state)])
+
+    def finish_root(
+        self, leaf: Leaf, logits_N4: npt.NDArray[np.float32], values_N: npt.NDArray[np.float64]
+    ) -> Node:
+        """The root of :meth:`root_leaf` given the network's output for its one state."""
+        values = leaf.values(values_N)
+        return Node(leaf.states[0], logits_N4[0], values[0], leaf.over[0])
 
     def is_at(self, node: Node, board: npt.NDArray[np.int64]) -> bool:
         """True when ``node`` is the position ``board``."""
@@ -354,15 +403,6 @@ class Search:
             if self.ops.key(state) == key:
                 return chance.child(j)
         return None
-
-    def _evaluate_states(
-        self, states: list[Any], maybe_over: bool
-    ) -> tuple[npt.NDArray[np.float32], list[float], list[bool]]:
-        """One network call for ``states``: (logits, values, over); a finished game is worth 0."""
-        over = [self.ops.is_over(s) for s in states] if maybe_over else [False] * len(states)
-        logits_N4, values_N = self.evaluate(self.ops.exponents(states))
-        values = [0.0 if o else v for o, v in zip(over, values_N.tolist())]
-        return logits_N4, values, over
 
     def _make_ready(self, node: Node) -> None:
         """List a node's legal moves and turn its logits into priors (done on the first visit only)."""
@@ -395,14 +435,28 @@ class Search:
 
     # ------------------------------------------------------------------ search
     def run(self, root: Node, simulations: int) -> Node:
-        """Run ``simulations`` simulations from ``root`` (statistics accumulate on the tree)."""
-        if not root.ready:
-            self._make_ready(root)
-        if root.terminal:
+        """Run ``simulations`` simulations from ``root`` (statistics accumulate on the tree).
+
+        The one-search loop over :meth:`select_leaf` / :meth:`finish`: each simulation's leaf is
+        evaluated alone, before the next simulation starts. Batched self-play
+        (:func:`agents.mcts.agent.play_selfplay_games`) drives the same two steps for several games
+        and evaluates their leaves together.
+        """
+        if not self.start(root):
             return root
         for _ in range(simulations):
-            self._simulate(root)
+            leaf = self.select_leaf(root)
+            if leaf.states:
+                self.finish(leaf, *self.evaluate(leaf.exponents()))
+            else:
+                self.finish(leaf, *NO_OUTPUT)
         return root
+
+    def start(self, root: Node) -> bool:
+        """Get ``root`` ready to search; False when there is nothing to search (the game is over)."""
+        if not root.ready:
+            self._make_ready(root)
+        return not root.terminal
 
     def _select(self, node: Node) -> int:
         lo, hi = self.lo, self.hi
@@ -421,27 +475,45 @@ class Search:
                 best, best_score = i, s
         return best
 
-    def _simulate(self, root: Node) -> None:
+    def select_leaf(self, root: Node) -> Leaf:
+        """The first half of a simulation: descend from ``root`` (ready, not terminal) by PUCT to the
+        next move whose chance node is not built yet, and list its spawn outcomes to evaluate.
+
+        No visit count or value changes until :meth:`finish` gets the network's output for
+        ``leaf.states`` (the descent only lists the legal moves of nodes it reaches first, and on
+        large boards draws sampled spawns from ``rng``); a descent that ends at a finished game has no
+        states (finish it with :data:`NO_OUTPUT`). One leaf per search at a time: the next descent must
+        see this one's backup, which keeps the batched games exactly the one-game loop's.
+        """
         path: list[tuple[Node, int, int]] = []  # (decision node, move index, outcome index or -1)
         node = root
         while True:
             if not node.ready:
                 self._make_ready(node)
             if node.terminal:
-                break
+                return Leaf(self.ops, [], [], path)
             i = self._select(node)
             chance = node.chances[i]
             if chance is None:
                 probs, states, maybe_over = self.ops.outcomes(node.afters[i], self.rng)
-                node.chances[i] = Chance(
-                    node.rewards[i], probs, states, *self._evaluate_states(states, maybe_over)
-                )
+                over = [self.ops.is_over(s) for s in states] if maybe_over else [False] * len(states)
                 path.append((node, i, -1))
-                break
+                return Leaf(self.ops, states, over, path, probs)
             j = chance.pick()
             path.append((node, i, j))
             node = chance.child(j)
-        self._backup(path)
+
+    def finish(
+        self, leaf: Leaf, logits_N4: npt.NDArray[np.float32], values_N: npt.NDArray[np.float64]
+    ) -> None:
+        """The second half: build the leaf's chance node from the network's output for
+        ``leaf.states`` (logits ``(n, 4)``, values ``(n,)`` in score units), then back up the path."""
+        if leaf.states:
+            node, i, _ = leaf.path[-1]
+            node.chances[i] = Chance(
+                node.rewards[i], leaf.probs, leaf.states, logits_N4, leaf.values(values_N), leaf.over
+            )
+        self._backup(leaf.path)
 
     def _backup(self, path: list[tuple[Node, int, int]]) -> None:
         for node, i, j in reversed(path):

@@ -10,7 +10,11 @@ One interface, :class:`GamePool`, and three implementations behind :func:`make_p
 
 A worker is whatever ``WorkerSpec.factory`` (``"module:callable"``) builds from ``WorkerSpec.kwargs``: an
 object with ``set_weights(arrays)`` and ``play(task, should_stop=None) -> result`` (``should_stop``, given
-in-process only, is asked between moves; the worker returns None when it gave up). The learner stays in the driver;
+in-process only, is asked between moves; the worker returns None when it gave up) and, for a pool whose ``batch``
+is above 1, ``play_many(tasks, should_stop=None)``: an iterator of ``(position in tasks, result)`` in task
+order, playing several tasks at once (MCTS: their search leaves share one network call). Such a pool hands
+each worker groups of up to ``batch`` consecutive tasks (in this process: all of them, the worker keeps
+``batch`` in flight); results still come back one per task. The learner stays in the driver;
 :meth:`GamePool.set_weights` takes the weights as plain numpy arrays once per generation and every worker
 gets them before its next game (Ray: one ``ray.put``, each actor reads the same object). Results come
 back as they finish, with the index of their task, so callers can restore task order for determinism.
@@ -71,11 +75,14 @@ class GamePool(ABC):
     backend: str = ""
     poll_s: float = 0.1
 
-    def __init__(self, spec: WorkerSpec, workers: int) -> None:
+    def __init__(self, spec: WorkerSpec, workers: int, batch: int = 1) -> None:
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
+        if batch < 1:
+            raise ValueError(f"batch must be >= 1, got {batch}")
         self.spec = spec
         self.workers = workers
+        self.batch = batch
         self._weights: dict[str, np.ndarray] | None = None
         self._version = 0
 
@@ -83,6 +90,15 @@ class GamePool(ABC):
         """Weights for every game started from now on (sent lazily, once per worker and version)."""
         self._weights = {k: np.asarray(v, order="C") for k, v in arrays.items()}  # keeps 0-d arrays 0-d
         self._version += 1
+
+    def groups(self, n: int) -> list[list[int]]:
+        """Task indices ``0..n-1`` cut into the consecutive groups handed to one worker at a time: single
+        tasks when ``batch`` is 1, else up to ``batch`` tasks, fewer when that leaves workers idle
+        (10 tasks, 2 workers, batch 8 -> two groups of 5)."""
+        if self.batch <= 1:
+            return [[i] for i in range(n)]
+        size = max(1, min(self.batch, -(-n // self.workers)))
+        return [list(range(i, min(i + size, n))) for i in range(0, n, size)]
 
     @abstractmethod
     def run(self, tasks: Sequence[Any], keep_going: KeepGoing | None = None) -> Iterator[tuple[int, Any]]:
@@ -116,8 +132,8 @@ class InlinePool(GamePool):
 
     backend = "inline"
 
-    def __init__(self, spec: WorkerSpec, workers: int = 1) -> None:
-        super().__init__(spec, 1)
+    def __init__(self, spec: WorkerSpec, workers: int = 1, batch: int = 1) -> None:
+        super().__init__(spec, 1, batch)
         self._worker: Any = None
         self._has = 0
 
@@ -127,6 +143,13 @@ class InlinePool(GamePool):
         # In this process the worker itself asks between moves: ``play(task, should_stop)`` returns None
         # when it gave up.
         should_stop = None if keep_going is None else (lambda: not keep_going())
+        if self.batch > 1:
+            # One worker here: it gets every task and keeps ``batch`` of them in flight.
+            if self._has != self._version and self._weights is not None:
+                self._worker.set_weights(self._weights)
+                self._has = self._version
+            yield from self._worker.play_many(tasks, should_stop)
+            return
         for i, task in enumerate(tasks):
             if self._has != self._version and self._weights is not None:
                 self._worker.set_weights(self._weights)
@@ -174,8 +197,13 @@ def _process_main(conn: Connection, spec: WorkerSpec, threads: int = 1) -> None:
                 worker.set_weights(msg[1])
             elif kind == "play":
                 conn.send(("done", msg[1], worker.play(msg[2])))
+            elif kind == "play_many":
+                # One message per game as it finishes: the pool counts them down.
+                for i, result in worker.play_many(msg[2]):
+                    conn.send(("done", msg[1][i], result))
         except BaseException:
-            conn.send(("error", msg[1] if kind == "play" else -1, traceback.format_exc()))
+            index = msg[1] if kind == "play" else msg[1][0] if kind == "play_many" else -1
+            conn.send(("error", index, traceback.format_exc()))
 
 
 @dataclass
@@ -184,6 +212,7 @@ class _Proc:
     conn: Connection
     version: int = 0
     task: int | None = None
+    pending: int = 0  # results still to come from the group it plays
 
 
 class LocalPool(GamePool):
@@ -191,8 +220,8 @@ class LocalPool(GamePool):
 
     backend = "local"
 
-    def __init__(self, spec: WorkerSpec, workers: int) -> None:
-        super().__init__(spec, workers)
+    def __init__(self, spec: WorkerSpec, workers: int, batch: int = 1) -> None:
+        super().__init__(spec, workers, batch)
         self._ctx = mp.get_context("spawn")
         self._procs: list[_Proc | None] = [None] * workers
 
@@ -210,13 +239,17 @@ class LocalPool(GamePool):
         self._procs[slot] = proc
         return proc
 
-    def _send(self, slot: int, index: int, task: Any) -> None:
+    def _send(self, slot: int, group: list[int], tasks: Sequence[Any]) -> None:
         proc = self._procs[slot] or self._start(slot)
         if proc.version != self._version and self._weights is not None:
             proc.conn.send(("weights", self._weights))
             proc.version = self._version
-        proc.conn.send(("play", index, task))
-        proc.task = index
+        if self.batch > 1:
+            proc.conn.send(("play_many", group, [tasks[i] for i in group]))
+        else:
+            proc.conn.send(("play", group[0], tasks[group[0]]))
+        proc.task = group[0]
+        proc.pending = len(group)
 
     def _kill(self, slot: int) -> None:
         proc = self._procs[slot]
@@ -229,13 +262,12 @@ class LocalPool(GamePool):
         self._procs[slot] = None
 
     def run(self, tasks: Sequence[Any], keep_going: KeepGoing | None = None) -> Iterator[tuple[int, Any]]:
-        todo = list(range(len(tasks)))[::-1]
+        todo = self.groups(len(tasks))[::-1]
         busy: dict[Connection, int] = {}  # connection -> slot
         try:
             for slot in range(self.workers):
                 if todo:
-                    i = todo.pop()
-                    self._send(slot, i, tasks[i])
+                    self._send(slot, todo.pop(), tasks)
                     busy[self._procs[slot].conn] = slot  # type: ignore[union-attr]
             while busy:
                 ready_conns = wait(list(busy), timeout=self.poll_s)
@@ -254,11 +286,14 @@ class LocalPool(GamePool):
                         raise WorkerError(f"self-play worker process {slot} failed:\n{payload}")
                     proc = self._procs[slot]
                     assert proc is not None
-                    proc.task = None
-                    if todo:
-                        i = todo.pop()
-                        self._send(slot, i, tasks[i])
-                        busy[proc.conn] = slot
+                    proc.pending -= 1
+                    if proc.pending > 0:
+                        busy[proc.conn] = slot  # more of its group to come
+                    else:
+                        proc.task = None
+                        if todo:
+                            self._send(slot, todo.pop(), tasks)
+                            busy[proc.conn] = slot
                     yield index, payload
         finally:
             # Abandoned (or failed) mid-run: the games still in flight would answer the next run.
@@ -306,6 +341,9 @@ class _RayWorker:
     def play(self, task: Any) -> Any:
         return self.worker.play(task)
 
+    def play_many(self, tasks: Sequence[Any]) -> list[tuple[int, Any]]:
+        return list(self.worker.play_many(tasks))
+
 
 class RayPool(GamePool):
     """N Ray actors (1 CPU each). Connects to ``address`` (a running cluster), or to the Ray instance this
@@ -314,8 +352,8 @@ class RayPool(GamePool):
 
     backend = "ray"
 
-    def __init__(self, spec: WorkerSpec, workers: int, address: str | None = None) -> None:
-        super().__init__(spec, workers)
+    def __init__(self, spec: WorkerSpec, workers: int, address: str | None = None, batch: int = 1) -> None:
+        super().__init__(spec, workers, batch)
         ray = init_ray(workers, address)
         self._ray = ray
         self._actor_cls = ray.remote(num_cpus=RAY_TASK_CPUS)(_RayWorker)
@@ -330,7 +368,7 @@ class RayPool(GamePool):
             self._versions[slot] = 0
         return self._actors[slot]
 
-    def _send(self, slot: int, task: Any) -> Any:
+    def _send(self, slot: int, group: list[int], tasks: Sequence[Any]) -> Any:
         actor = self._actor(slot)
         if self._versions[slot] != self._version and self._weights is not None:
             if self._ref_version != self._version:
@@ -338,7 +376,9 @@ class RayPool(GamePool):
                 self._ref_version = self._version
             actor.set_weights.remote(self._weights_ref)  # actor calls run in order: before the game
             self._versions[slot] = self._version
-        return actor.play.remote(task)
+        if self.batch > 1:
+            return actor.play_many.remote([tasks[i] for i in group])
+        return actor.play.remote(tasks[group[0]])
 
     def _kill(self, slot: int) -> None:
         if self._actors[slot] is not None:
@@ -347,29 +387,33 @@ class RayPool(GamePool):
 
     def run(self, tasks: Sequence[Any], keep_going: KeepGoing | None = None) -> Iterator[tuple[int, Any]]:
         ray = self._ray
-        todo = list(range(len(tasks)))[::-1]
-        pending: dict[Any, tuple[int, int]] = {}  # object ref -> (slot, task index)
+        todo = self.groups(len(tasks))[::-1]
+        pending: dict[Any, tuple[int, list[int]]] = {}  # object ref -> (slot, task indices)
         try:
             for slot in range(self.workers):
                 if todo:
-                    i = todo.pop()
-                    pending[self._send(slot, tasks[i])] = (slot, i)
+                    group = todo.pop()
+                    pending[self._send(slot, group, tasks)] = (slot, group)
             while pending:
                 ready, _ = ray.wait(list(pending), num_returns=1, timeout=self.poll_s)
                 if keep_going is not None and not keep_going():
                     return
                 if not ready:
                     continue
-                slot, index = pending.pop(ready[0])
+                slot, group = pending.pop(ready[0])
                 try:
                     result = ray.get(ready[0])
                 except ray.exceptions.RayError as e:
                     self._kill(slot)
                     raise WorkerError(f"self-play Ray actor {slot} failed: {e}") from None
                 if todo:
-                    i = todo.pop()
-                    pending[self._send(slot, tasks[i])] = (slot, i)
-                yield index, result
+                    next_group = todo.pop()
+                    pending[self._send(slot, next_group, tasks)] = (slot, next_group)
+                if self.batch > 1:
+                    for i, one in result:
+                        yield group[i], one
+                else:
+                    yield group[0], result
         finally:
             for slot, _ in list(pending.values()):
                 self._kill(slot)
@@ -383,13 +427,18 @@ class RayPool(GamePool):
 
 
 def make_pool(
-    spec: WorkerSpec, workers: int = 1, backend: str = "local", ray_address: str | None = None
+    spec: WorkerSpec,
+    workers: int = 1,
+    backend: str = "local",
+    ray_address: str | None = None,
+    batch: int = 1,
 ) -> GamePool:
-    """The pool for a :class:`~agents.base.TrainContext`'s ``workers`` / ``backend`` / ``ray_address``."""
+    """The pool for a :class:`~agents.base.TrainContext`'s ``workers`` / ``backend`` / ``ray_address``;
+    ``batch`` > 1: workers play up to that many tasks at once (``play_many``)."""
     if backend == "ray" or ray_address:
-        return RayPool(spec, workers, ray_address)
+        return RayPool(spec, workers, ray_address, batch)
     if backend != "local":
         raise ValueError(f"unknown backend {backend!r}: use 'local' or 'ray'")
     if workers <= 1:
-        return InlinePool(spec)
-    return LocalPool(spec, workers)
+        return InlinePool(spec, batch=batch)
+    return LocalPool(spec, workers, batch)

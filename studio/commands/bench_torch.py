@@ -22,7 +22,9 @@ sb3-contrib imports), ``devices`` (default: all available), ``warmup`` seconds (
 threads during every training run, 1; 0 = torch's own), and any config knob as ``dqn.KNOB=VALUE`` /
 ``ppo.KNOB=VALUE`` / ``mcts.KNOB=VALUE`` / ``sb3-maskppo.KNOB=VALUE`` (``-o dqn.hidden=1024,1024 -o
 dqn.batch_size=1024``: bigger nets favour the GPU). MCTS runs with ``games_per_generation=1`` and
-``max_moves=200`` unless told otherwise, so that short runs learn too.
+``max_moves=200`` unless told otherwise, so that short runs learn too. ``mcts_batches`` (``1,8``)
+measures MCTS once per ``batch_games`` value, side by side (rows ``mcts-b1``, ``mcts-b8``; give
+``mcts.games_per_generation`` at least the largest, or a generation has too few games to batch).
 """
 
 from __future__ import annotations
@@ -48,7 +50,15 @@ OPTIONS = {
     "devices": Option("names", None, what="device"),  # default: every device torch sees here
     "warmup": Option("float", 5.0, 0, 3600),
     "threads": Option("int", 1, 0, 1024),
+    "mcts_batches": Option("ints", None, 1, 4096),  # one mcts row per batch_games value
 }
+#: an mcts row measured at one ``batch_games`` (``mcts_batches``)
+_MCTS_BATCH = "mcts-b"
+
+
+def _agent_name(row: str) -> str:
+    """The registered agent a row measures (``mcts-b8`` -> ``mcts``)."""
+    return "mcts" if row.startswith(_MCTS_BATCH) else row
 
 
 def _default_agents() -> list[str]:
@@ -157,6 +167,12 @@ def torch_benchmark(options: BenchOptions, progress: ProgressLine) -> BenchRepor
     agents: list[str] = opts["agents"] or _default_agents()
     devices, notes = _devices(opts["devices"])
     changes = {a: _config_changes(options.extra, a) for a in agents}
+    if opts["mcts_batches"] and "mcts" in agents:
+        rows = [f"{_MCTS_BATCH}{k}" for k in opts["mcts_batches"]]
+        for row, k in zip(rows, opts["mcts_batches"]):
+            changes[row] = {**changes["mcts"], "batch_games": k}
+        at = agents.index("mcts")
+        agents[at : at + 1] = rows
     best = _measure(agents, devices, changes, (opts["warmup"], opts["threads"]), options, progress)
     measurements = _measurements(best, agents, devices)
     if not measurements:
@@ -227,7 +243,7 @@ def _measure(
     done = 0
     for _round in range(options.rounds):
         for name in agents:
-            cls = get_agent_class(name)
+            cls = get_agent_class(_agent_name(name))
             for d in devices:
                 agent = cls(cls.config_cls.from_dict({**changes[name], "device": d}), seed=options.seed)
                 progress.update(done, f"{name} on {d}: training", force=True)
@@ -249,7 +265,7 @@ def _measure(
                 progress.update(
                     done, f"{name} on {d}: {rate:,.0f} moves/s, {updates / elapsed:,.1f} updates/s"
                 )
-                n, el = _update_run(agent, name, options.seconds)
+                n, el = _update_run(agent, _agent_name(name), options.seconds)
                 if n:
                     detail = {"updates_per_s": round(n / el, 2), "updates": n, "elapsed_s": round(el, 2)}
                     offer((name, d, "updates"), n / el, detail)
