@@ -2,7 +2,8 @@
 
 V(afterstate) is a sum of table lookups: each tuple of cells (e.g. a 2x3 rectangle) indexes a table by
 the exponents it sees, under all 8 symmetries of the board (the 8 views share the tuple's table).
-Self-play is greedy on reward + V(afterstate); at the end of each game every afterstate moves towards
+Self-play is greedy on reward + V(afterstate) (or, with ``train_depth``, an expectimax from a given
+tile on); at the end of each game every afterstate moves towards
 the next reward plus the next afterstate's value (backwards, so the outcome reaches the start in one
 pass). Optional: temporal-coherence learning rates (each weight slows down on its own when its errors
 cancel out) and multi-stage weights (separate tables once a given tile is reached, each started as a
@@ -247,6 +248,23 @@ class NTupleConfig(AgentConfig):
         low=0,
         high=32768,
     )
+    train_depth: int = knob(
+        1,
+        "self-play chooses its moves by expectimax of this depth: 1 = greedy on afterstate values; the "
+        "TD update is the same either way (the chosen move's afterstate); a 2-ply move costs ~17x a "
+        "greedy one, and at equal CPU time 2-ply from 8192 lost (docs/ntuple-studies.md)",
+        low=1,
+        high=3,
+        advanced=True,
+    )
+    train_search_from: int = knob(
+        0,
+        "with train depth > 1, self-play searches only once the board holds this tile (e.g. 8192; "
+        "greedy before, where search costs most and changes least); 0 = from the first move",
+        low=0,
+        high=32768,
+        advanced=True,
+    )
     threads: int = knob(
         1,
         "self-play workers, each on its own core, learning into the same weights without locks "
@@ -267,9 +285,10 @@ class NTupleConfig(AgentConfig):
     tt_bits: int = knob(20, "expectimax transposition table: 2^bits entries", low=10, high=26, advanced=True)
 
     def validate(self) -> None:
-        v = self.downgrade_from
-        if v and (v < 4 or v & (v - 1)):
-            raise ConfigError("downgrade_from", f"must be 0 (off) or a tile value (a power of two), got {v}")
+        for name in ("downgrade_from", "train_search_from"):
+            v = getattr(self, name)
+            if v and (v < 4 or v & (v - 1)):
+                raise ConfigError(name, f"must be 0 (off) or a tile value (a power of two), got {v}")
         for v in self.stage_tiles:
             if v & (v - 1):
                 raise ConfigError("stage_tiles", f"must be tile values (powers of two), got {v}")
@@ -283,6 +302,10 @@ class NTupleConfig(AgentConfig):
     def downgrade_exponent(self) -> int:
         """The exponent tile downgrading starts at (0 = off), as the kernels take it."""
         return int(self.downgrade_from).bit_length() - 1 if self.downgrade_from else 0
+
+    def train_search_exponent(self) -> int:
+        """The exponent from which self-play searches, as the kernels take it (0 = every board)."""
+        return int(self.train_search_from).bit_length() - 1 if self.train_search_from else 0
 
     def policy(self) -> np.ndarray:
         """Depth per free-cell count (one entry = the same depth everywhere)."""
@@ -512,19 +535,20 @@ class NTupleAgent(Agent):
                 self.layout.stage_size, self._stage_thr, lr, float(self.config.lam),
                 float(self.config.restart), float(self.rules.p4), int(self.rules.start_tiles), live,
             )  # fmt: skip
+            search = (int(self.config.train_depth), self.config.train_search_exponent())
             t0 = time.perf_counter()
             if workers == 1:
                 # the single-threaded kernel: no thread pool, and exactly reproducible
                 result = np.array([K.train_steps(
                     *args, self._game_u[0], self._game_i[0], self._buf_board[0], self._buf_after[0],
                     self._buf_reward[0], int(max_steps[0]), out_score[0, : room[0]], out_maxexp[0, : room[0]],
-                    out_moves[0, : room[0]], out_restart[0, : room[0]], acc[0],
+                    out_moves[0, : room[0]], out_restart[0, : room[0]], acc[0], *search,
                 )])  # fmt: skip
             else:
                 result = np.zeros((workers, 2), dtype=np.int64)
                 K.train_steps_parallel(
                     *args, self._game_u, self._game_i, self._buf_board, self._buf_after, self._buf_reward,
-                    max_steps, room, out_score, out_maxexp, out_moves, out_restart, acc, result,
+                    max_steps, room, out_score, out_maxexp, out_moves, out_restart, acc, result, *search,
                 )  # fmt: skip
             dt = time.perf_counter() - t0
             # the games each worker finished, worker by worker

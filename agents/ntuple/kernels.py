@@ -718,6 +718,8 @@ def train_steps(
     out_moves: np.ndarray,
     out_restart: np.ndarray,
     acc: np.ndarray,
+    train_depth: int = 1,
+    search_from_exp: int = 0,
 ) -> tuple[int, int]:
     """Play and learn from self-play games for up to ``max_steps`` moves: ``(games finished, moves)``.
 
@@ -737,6 +739,14 @@ def train_steps(
     Finished games are written to ``out_*`` (score, max exponent, moves, was a restart); the call
     also returns when they are full. Max exponent 16 marks a game truncated by a 65536 merge. ``acc`` gathers
     [sum of |TD error|, updates] for the loss plot.
+
+    Moves are greedy on reward + V(afterstate) (:func:`_greedy`), or with ``train_depth`` > 1 chosen by
+    an expectimax of that depth (:func:`_search_walk`, as :func:`play_games` plays) on boards whose max
+    exponent is at least ``search_from_exp`` (0: every board). Either way the game learns the chosen
+    move's afterstate, so only the moves differ. The search's leaf-value cache and transposition table
+    hold values of the weights they were filled with, and the weights change between moves (at a
+    game's end, and at any time under a second worker), so nothing a search stored is read by the next
+    one: the leaf cache is emptied and the table's stamp bumped before each search.
     """
     step = alpha / (8.0 * tlen.shape[0])  # the step is shared by all 8 * n_tuples features
     n_feat = 8 * tlen.shape[0]
@@ -745,6 +755,17 @@ def train_steps(
     # written at every move: on cache lines of their own when workers run side by side (_private)
     gb = _private(np.zeros(4, dtype=np.uint64))
     gr = _private(np.zeros(4, dtype=np.int64))
+    # the search's scratch, allocated once per call (each worker its own); the table only serves
+    # searches of 3 plies or more (a 2-ply search neither reads nor fills it: see _search_walk)
+    policy = np.full(1, max(train_depth, 1), dtype=np.int64)
+    scratch = search_scratch(policy, tlen.shape[0])
+    lc_key = scratch[9]
+    tt_n = 1 << 16 if train_depth > 2 else 2
+    tt_key = np.zeros(tt_n, dtype=np.uint64)
+    tt_level = np.zeros(tt_n, dtype=np.int64)
+    tt_gen = np.zeros(tt_n, dtype=np.int64)
+    tt_val = np.zeros(tt_n)
+    gen = 0
     n_stages = stage_thr.shape[0] + 1
     steps = 0
     done = 0
@@ -770,7 +791,22 @@ def train_steps(
                         live[0] = n_live + 1
                     n_live = live[0]
                     break
-        d, after, r = _greedy(w, b, ext, tlen, toff, stage_size, stage_thr, n_live, 0, gfeat, gb, gr)
+        if train_depth > 1 and max_exponent(b) >= search_from_exp:
+            for j in range(lc_key.shape[0]):  # leaf values of the weights as they were: forget them
+                lc_key[j] = 0
+            gen += 1  # the table's entries of earlier searches no longer count
+            _search_walk(
+                w, b, policy, p4, ext, tlen, toff, stage_size, stage_thr, n_live, 0,
+                tt_key, tt_level, tt_gen, tt_val, gen, *scratch,
+            )  # fmt: skip
+            d = best_move(scratch[0], step_bits(b) & 15)
+            after = b
+            r = 0
+            if d >= 0:
+                after, merged = move(b, d)
+                r = int(merged)
+        else:
+            d, after, r = _greedy(w, b, ext, tlen, toff, stage_size, stage_thr, n_live, 0, gfeat, gb, gr)
         truncated = d >= 0 and _has15(b) and overflows(b, d)
         if d >= 0 and not truncated:
             n = game_i[I_MOVES]
@@ -853,12 +889,15 @@ def train_steps_parallel(
     out_restart: np.ndarray,
     acc: np.ndarray,
     result: np.ndarray,
+    train_depth: int = 1,
+    search_from_exp: int = 0,
 ) -> None:
     """:func:`train_steps` on one worker per row of the ``game_*`` / ``buf_*`` / ``out_*`` / ``acc``
     arrays, the workers on their own threads and all learning into the same weights without locks
     (Hogwild, Recht et al. 2011). Each worker plays its own games from its own random streams and
     plays at most ``max_steps[k]`` moves and
     records at most ``room[k]`` games; ``result[k]`` = (games finished, moves) of worker ``k``.
+    ``train_depth`` and ``search_from_exp``: each worker's move choice, as :func:`train_steps`'.
 
     Two workers touch the same weight at the same instant rarely (each 6-tuple table holds 16.7M
     weights), and a lost update there is noise of the size TD already copes with; the price is that
@@ -899,6 +938,8 @@ def train_steps_parallel(
             out_moves[k, : room[k]],
             out_restart[k, : room[k]],
             ga,
+            train_depth,
+            search_from_exp,
         )
         game_u[k] = gu
         game_i[k] = gi
@@ -1220,7 +1261,8 @@ def search_scratch(
     walk resets what it reads first.
 
     The leaf cache holds values for the weights, ``dg`` and stages of the searches it serves: one
-    scratch per :func:`play_games` call or :func:`search_values` call, never one across a change."""
+    scratch per :func:`play_games` call or :func:`search_values` call, never one across a change
+    (:func:`train_steps`, whose weights change between moves, empties it before each search)."""
     depth = 1
     for k in range(policy.shape[0]):
         depth = max(depth, policy[k])
