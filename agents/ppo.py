@@ -292,12 +292,16 @@ class PPOAgent(PolicyNetAgent):
             pending = self.learn(roll, games.obs)
             if tracker.clock.call_seconds - live_t >= 1.0:
                 live_t = tracker.clock.call_seconds
-                yield self._live_event(tracker, games, pending)
+                yield self._live_event(tracker, games)
         tracker.clock.tick()
 
-    def _live_event(
-        self, tracker: TrainTracker, games: TrainingGames, stats: Mapping[str, float]
-    ) -> MetricEvent:
-        """A live board for displays, at most once a second (episode events do not depend on timing)."""
-        metrics = {"steps_per_s": tracker.steps_per_s(), **stats}
+    def _live_event(self, tracker: TrainTracker, games: TrainingGames) -> MetricEvent:
+        """A live board for displays, at most once a second (episode events do not depend on timing).
+
+        Without the update's statistics: they go with the first game that ends after it, once. Sent
+        here as well, each loss was recorded twice, and two equal values read as a constant to the
+        curves (folded into a line of text, back to a plot at the next update: the grid re-laid and
+        every plot repainted twice in a run's first seconds, the window's longest stalls).
+        """
+        metrics = {"steps_per_s": tracker.steps_per_s()}
         return tracker.event("update", metrics, board=games.board(0))

@@ -35,7 +35,6 @@ def lay_panel(
 ) -> list[Constant]:
     """Whether panel ``p`` shows, its log axes and its header; its constants: a group whose series
     are all constant is a line of text, not a plot."""
-    any_events = any(run.events for run in runs)
     many = len(runs) > 1
     with_agent = many and len({run.agent for run in runs}) > 1
     mine = [c for c in curves if c.panel == p.name and c.name]
@@ -54,13 +53,16 @@ def lay_panel(
     # A panel of the agent's own metrics stays up before its data comes (DQN's losses start after
     # its first thousand moves): showing it then would re-lay the grid and paint new plots in one
     # frame, the window's longest stall. A standard panel no run fills (imitation plays no
-    # games, so it has no score) goes once events flow.
+    # games, so it has no score) goes once a run has counted episodes without it: the first
+    # events of many games at once (PPO, DQN) are updates, and a score panel hidden then came
+    # back with the first finished games, the grid re-laid twice.
     own = any(m not in STANDARD for m in p.infos)
+    counted = any(run.episodes_counted for run in runs)
     # A panel of evaluations alone waits folded: its first value is a line of text anyway (see
     # above), so a plot shown before it would only be folded at that first value, re-laying the
     # grid (with every plot painted anew) in a run's first second.
     waits_folded = not with_data and bool(evaluations) and len(evaluations) == len(p.infos)
-    p.shown = bool(runs) and not all_const and not waits_folded and (bool(with_data) or not any_events or own)
+    p.shown = bool(runs) and not all_const and not waits_folded and (bool(with_data) or not counted or own)
     found = []
     if all_const:
         info_of = {m.name: m for m in p.infos}

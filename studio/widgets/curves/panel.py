@@ -2,7 +2,8 @@
 declare, with the toolbar, the shared run legend and the constants around them.
 
 Events only append and mark the plots dirty; a QTimer redraws the dirty plots (one per tick, at most
-10 frames a second each), so the cost of drawing does not grow with the event rate.
+10 frames a second each), so the cost of drawing does not grow with the event rate. A re-layout of the
+grid (a panel folded into text, a legend grown) moves many plots at once: those paint one per tick too.
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ class CurvesPanel(QWidget):
         self._x_extent = (math.nan, math.nan, math.nan)  # see data_x_extent
         self._layout_dirty = True
         self._next = 0  # round-robin position of the timer
+        #: plots moved or resized by the last re-layout, painted one per tick (see _stagger_repaints)
+        self._frozen: list[str] = []
         self.redraws = 0  # plot updates made (a plot's curves given new data)
         self.constants: list[str] = []  # "Learning rate = 1 (constant)" lines
         self.smoothing, self.x_axis, self.log_x, self.log_y = saved_choices(settings)
@@ -335,6 +338,7 @@ class CurvesPanel(QWidget):
                 p.box.setParent(None)
                 p.box.deleteLater()
             self._panels = {}
+            self._frozen = []  # those plots are gone
             for title, infos in wanted:
                 p = make_panel(title, infos, self.x_axis, self.x_title, self.gridHost, self._range_changed)
                 self._panels[p.name] = p
@@ -361,7 +365,7 @@ class CurvesPanel(QWidget):
         self._layout_dirty = True
         self._relayout()
         self.mark_dirty()
-        self.redraw()
+        self._push_dirty()
 
     # ------------------------------------------------------------------ layout: constants, log axes
     def _relayout(self) -> None:
@@ -370,6 +374,7 @@ class CurvesPanel(QWidget):
         if not self._layout_dirty:
             return
         self._layout_dirty = False
+        before = self._plot_places()
         if self._update_auto_log_x():
             # The x axis changed to (or from) log by itself: the curves are drawn again on it.
             self._rebuild()
@@ -403,6 +408,47 @@ class CurvesPanel(QWidget):
         self.emptyLabel.setVisible(empty)
         self.gridHost.setVisible(not empty)
         self.gridScroll.setVisible(not empty)
+        self._stagger_repaints(before)
+
+    def _plot_places(self) -> dict[str, tuple[bool, Any, Any]]:
+        """Where each panel's plot is: shown, its box's and its own geometry."""
+        return {n: (p.box.isVisible(), p.box.geometry(), p.plot.geometry()) for n, p in self._panels.items()}
+
+    def _stagger_repaints(self, before: dict[str, tuple[bool, Any, Any]]) -> None:
+        """Plots that the re-layout moved, resized or showed are painted one per tick, not all at once.
+
+        A panel folded into text or back, a header or the constants line growing: the grid re-lays and
+        Qt repaints every plot it moved in one frame (10-25 ms a plot, 60-100 ms of the window's
+        thread on a 2-core machine; 150-180 ms stalls while PPO trained). Each such plot keeps its
+        old pixels (updates off) until the timer lets it paint, one a tick (:meth:`_thaw_one`).
+        """
+        if not self.isVisible():
+            return  # nothing is painted while hidden; the timer catches up when shown
+        # Settle the geometry now (Qt would do it on its next pass), so what moved is known here.
+        layout = self.layout()
+        if layout is not None:
+            layout.activate()
+        self.grid.activate()
+        for p in self._panels.values():  # a header that grew or shrank moves its plot in the box
+            box_layout = p.box.layout()
+            if box_layout is not None:
+                box_layout.activate()
+        after = self._plot_places()
+        for name, p in self._panels.items():
+            if after[name][0] and before.get(name) != after[name] and name not in self._frozen:
+                p.plot.setUpdatesEnabled(False)
+                self._frozen.append(name)
+
+    def _thaw_one(self) -> str | None:
+        """Let the next frozen plot paint (updates back on repaints it whole); its name."""
+        while self._frozen:
+            name = self._frozen.pop(0)
+            panel = self._panels.get(name)
+            if panel is not None:
+                panel.settle()  # its new size changed its range: settled now, or it paints twice
+                panel.plot.setUpdatesEnabled(True)
+                return name
+        return None
 
     def _axes(self) -> tuple[bool, bool, str]:
         """Log y asked, log x now, the x axis's title: how the panels' axes are laid."""
@@ -410,7 +456,14 @@ class CurvesPanel(QWidget):
 
     # ------------------------------------------------------------------ drawing
     def redraw(self) -> None:
-        """Bring every dirty plot up to date now (tests, a re-opened run); the timer does one per tick."""
+        """Bring every dirty plot up to date now and paint them all in the next frame (tests, a run that
+        ended, Fit); the timer does one per tick."""
+        self._push_dirty()
+        while self._thaw_one() is not None:
+            pass
+
+    def _push_dirty(self) -> None:
+        """Every dirty plot's new data, now; the grid laid out (plots it moves paint one a tick)."""
         for name in list(self._panels):
             if name in self._dirty:
                 self._update_plot(name)
@@ -419,6 +472,12 @@ class CurvesPanel(QWidget):
     def _tick(self) -> None:
         names = list(self._panels)
         self._relayout()
+        thawed = self._thaw_one()
+        if thawed is not None:
+            # This tick's paint is that plot, whole: its new data goes in the same frame.
+            if thawed in self._dirty:
+                self._update_plot(thawed)
+            return
         for k in range(len(names)):
             name = names[(self._next + k) % len(names)]
             if name in self._dirty:

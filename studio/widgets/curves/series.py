@@ -202,6 +202,8 @@ class RunSeries:
         self.ma: dict[str, GrowingArray] = {SCORE: GrowingArray(), MAX_TILE: GrowingArray()}
         self._cumsum: dict[str, GrowingArray] = {SCORE: GrowingArray(), MAX_TILE: GrowingArray()}
         self.events = 0
+        #: the run's episode counter, the highest its events said (0: no game counted yet)
+        self.episodes_counted = 0
         self.last_board: np.ndarray | None = None
         #: games in the agent's own rolling mean score (its ``window`` knob; an agent without one
         #: keeps its last 100), see :meth:`set_config`
@@ -312,6 +314,7 @@ class RunSeries:
                 s.note(value)
             if ev.board is not None:
                 self.last_board = ev.board
+            self.episodes_counted = max(self.episodes_counted, int(ev.episode))
         self._extend_ma(before)
 
     def add_columns(self, columns: Mapping[str, np.ndarray]) -> None:
@@ -336,6 +339,8 @@ class RunSeries:
             s.y.extend(col[keep])
             s.note(col[keep])
         self.events += n
+        if n:
+            self.episodes_counted = max(self.episodes_counted, int(np.nanmax(ep, initial=0)))
         self._extend_ma(before)
 
     def _extend_ma(self, before: Mapping[str, int]) -> None:
