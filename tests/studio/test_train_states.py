@@ -162,6 +162,7 @@ def test_being_played_now_only_while_a_run_of_the_window_plays(qtbot, tab, store
     does not show an ended run's board as its own."""
     live_panel = tab.livePanel
     assert live_panel.boardCaption.text() != "Being played now"  # nothing trains yet
+    board_y = live_panel.liveBoard.y()  # the board stays put whatever its caption says
     tab.launch.select_agent("fake_learner")
     tab.launch.form.set_values({"delay_ms": 0.0})
     tab.launch.set_budget(episodes=3)
@@ -172,6 +173,12 @@ def test_being_played_now_only_while_a_run_of_the_window_plays(qtbot, tab, store
     caption = live_panel.boardCaption.text()
     assert caption == f"Last board of run {run_id} (finished)"
     assert live_panel.liveBoard.board.any()  # its last board stays, named as such
+    # Read whole: the caption wraps onto a second line, and the layout gives it the room (its top
+    # line was cut off above the board).
+    label = live_panel.boardCaption
+    assert label.heightForWidth(label.width()) >= 2 * label.fontMetrics().lineSpacing()
+    assert label.height() >= label.heightForWidth(label.width())
+    assert live_panel.liveBoard.y() == board_y
 
     # A sweep begins (its trials train in their own processes): the ended run's board goes.
     tab.launch.select_agent("ntuple")

@@ -190,7 +190,11 @@ class LivePanel(QWidget):
         self.boardCaption = QLabel(IDLE_CAPTION)
         self.boardCaption.setObjectName("boardCaption")
         self.boardCaption.setWordWrap(True)
-        self.boardCaption.setFixedWidth(170)
+        # Two lines always: "Last board of run N (finished)" wraps, and a caption that grows at a run's
+        # end re-laid the tab (the plots repainted) and, mid-run, was squeezed to one line with its
+        # first line cut off. Aligned to the bottom, a one-line caption sits on the board.
+        self.boardCaption.setFixedSize(170, 2 * self.boardCaption.fontMetrics().lineSpacing() + 2)
+        self.boardCaption.setAlignment(Qt.AlignmentFlag.AlignBottom | Qt.AlignmentFlag.AlignLeft)
         side.addWidget(self.boardCaption)
         side.addWidget(self.liveBoard)
         self.statsLabel = QLabel("")
