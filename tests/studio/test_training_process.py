@@ -170,7 +170,9 @@ def test_a_paused_learner_is_not_taken_for_a_stuck_one(store):
 
 def test_a_request_the_child_refuses_comes_back_as_one_line_with_its_field(store):
     proc = TrainingProcess(RunRequest(agent="dqn", budget=None), store.path)
-    assert list(proc.messages()) == [Failed("give a budget: episodes, minutes, steps or CPU-seconds", "budget", "")]
+    assert list(proc.messages()) == [
+        Failed("give a budget: episodes, minutes, steps or CPU-seconds", "budget", "")
+    ]
     assert proc.wait(30) == 2
 
 
