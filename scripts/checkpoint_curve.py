@@ -48,7 +48,12 @@ from agents.spec import AgentSpec  # noqa: E402
 TILES = (16384, 32768)
 
 #: ``--x``: the curves widget's x axis and the caption's words for it.
-X_AXES = {"time": ("elapsed", "training time"), "moves": ("step", "moves trained")}
+X_AXES = {
+    "time": ("elapsed", "training time"),
+    "moves": ("step", "moves trained"),
+    # A run with a CPU-seconds budget on a shared machine: its wall time says how busy the machine was.
+    "cpu": ("elapsed", "training CPU time (all threads)"),
+}
 
 
 class UsageError(Exception):
@@ -94,6 +99,8 @@ def trained(path: Path) -> dict[str, float]:
         "games": int(c.get("episodes", 0)),
         "moves": int(c.get("steps", 0)),
         "seconds": float(c.get("seconds", 0.0)),
+        # older checkpoints did not count CPU time: NaN, not a made-up zero
+        "cpu_seconds": float(c.get("cpu_seconds", math.nan)),
     }
 
 
@@ -242,6 +249,7 @@ def evaluate_runs(
                 {
                     "checkpoint": str(path),
                     "minutes": counters["seconds"] / 60.0,
+                    "cpu_minutes": counters["cpu_seconds"] / 60.0,
                     "moves": counters["moves"],
                     "games_trained": counters["games"],
                     "mean_score": float(result["mean_score"]),
@@ -347,7 +355,9 @@ def draw(
             {
                 "episode": np.array([r["games_trained"] for r in run.rows], dtype=np.float64),
                 "step": np.array([r["moves"] for r in run.rows], dtype=np.float64),
-                "elapsed": np.array([60.0 * r["minutes"] for r in run.rows], dtype=np.float64),
+                "elapsed": np.array(
+                    [60.0 * r["cpu_minutes" if x == "cpu" else "minutes"] for r in run.rows], dtype=np.float64
+                ),
                 "ckpt_mean_score": np.array([r["mean_score"] for r in run.rows]),
                 **{f"ckpt_rate_{t}": np.array([r[f"rate_{t}"] for r in run.rows]) for t in TILES},
             }
@@ -389,7 +399,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", type=Path, default=None, help="JSON-lines file of results kept between calls")
     p.add_argument("--out", type=Path, default=None, help="PNG to draw (default: the table only)")
     p.add_argument(
-        "--x", choices=tuple(X_AXES), default="time", help="x axis of the plot: training time or moves"
+        "--x",
+        choices=tuple(X_AXES),
+        default="time",
+        help="x axis of the plot: training time, moves or CPU time",
     )
     p.add_argument("--size", type=parse_size, default=(1600, 900), help="image size WxH (default 1600x900)")
     p.add_argument("--title", default="", help="title over the plot")

@@ -30,6 +30,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for i, minutes in enumerate(MINUTES):
         list(agent.train(Budget(steps=4000)))
         agent.counters.seconds = 60.0 * minutes
+        agent.counters.cpu_seconds = 30.0 * minutes  # as if it had half a core
         agent.save(d / f"ckpt-{'edcba'[i]}.npz")
     return d
 
@@ -191,6 +192,8 @@ def test_bad_input_is_one_line(
     [
         ("time", "elapsed", "training time", [60.0 * m for m in MINUTES]),
         ("moves", "step", "moves trained", [4000.0 * (i + 1) for i in range(len(MINUTES))]),
+        # --x cpu: a run with a CPU-seconds budget on a busy machine is read against the CPU it used
+        ("cpu", "elapsed", "training CPU time (all threads)", [30.0 * m for m in MINUTES]),
     ],
 )
 def test_the_plot_draws_against_training_time_or_moves(
