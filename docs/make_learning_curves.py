@@ -217,7 +217,7 @@ class Figure(QWidget):
         self.curves = CurvesPanel()
         hide_toolbar(self.curves)
         lay.addWidget(self.curves, 1)
-        shown: list[tuple[object, RunSeries]] = []
+        shown: list[tuple[int, RunSeries]] = []
         for run, chosen in zip(runs, infos, strict=True):
             series = RunSeries(
                 f"run {run.run_id} {run.agent}", agent=run.agent, run_id=run.run_id, infos=chosen
