@@ -311,6 +311,13 @@ def draw(
     from docs.make_learning_curves import hide_toolbar, render
     from studio.widgets.curves import CurvesPanel, RunSeries
 
+    class _CpuTimeCurves(CurvesPanel):
+        """The curves with their time axis named for what it holds here: CPU time, not wall time."""
+
+        @property
+        def x_title(self) -> str:
+            return "CPU time"
+
     infos = (
         MetricInfo(
             "ckpt_mean_score",
@@ -345,7 +352,7 @@ def draw(
     )
     caption.setStyleSheet("color: #555;")
     lay.addWidget(caption)
-    curves = CurvesPanel()
+    curves = _CpuTimeCurves() if x == "cpu" else CurvesPanel()
     hide_toolbar(curves)
     lay.addWidget(curves, 1)
     shown = []

@@ -216,6 +216,7 @@ def test_the_plot_draws_against_training_time_or_moves(
 
     def render(figure, curves, size, out):  # type: ignore[no-untyped-def]
         seen["axis"] = curves.x_axis
+        seen["title"] = curves.x_title
         seen["caption"] = [w.text() for w in figure.findChildren(QLabel) if w.text().startswith("x axis:")]
         drawn = [c for c in curves._curves if c.metric == "ckpt_mean_score"]
         seen["xs"] = [list(c.item.getData()[0]) for c in drawn]
@@ -230,3 +231,4 @@ def test_the_plot_draws_against_training_time_or_moves(
         f"x axis: {words} · each point: a checkpoint playing the same 2 seeded games, 1-ply"
     ]
     assert seen["xs"] == [pytest.approx(xs)]
+    assert (seen["title"] == "CPU time") == (x == "cpu")  # the axis says what it holds
