@@ -756,9 +756,10 @@ def train_steps(
     gb = _private(np.zeros(4, dtype=np.uint64))
     gr = _private(np.zeros(4, dtype=np.int64))
     # the search's scratch, allocated once per call (each worker its own); the table only serves
-    # searches of 3 plies or more (a 2-ply search neither reads nor fills it: see _search_walk)
+    # searches of 3 plies or more (a 2-ply search neither reads nor fills it: see _search_walk), and
+    # greedy training (depth 1, the presets') never searches, so its leaf cache is one slot
     policy = np.full(1, max(train_depth, 1), dtype=np.int64)
-    scratch = search_scratch(policy, tlen.shape[0])
+    scratch = search_scratch(policy, tlen.shape[0], LEAF_CACHE_BITS if train_depth > 1 else 0)
     lc_key = scratch[9]
     tt_n = 1 << 16 if train_depth > 2 else 2
     tt_key = np.zeros(tt_n, dtype=np.uint64)
@@ -1249,7 +1250,7 @@ def search_values(
 
 @njit(cache=True, inline="always")
 def search_scratch(
-    policy: np.ndarray, n_tuples: int
+    policy: np.ndarray, n_tuples: int, cache_bits: int = LEAF_CACHE_BITS
 ) -> tuple[
     np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
     np.ndarray, np.ndarray, np.ndarray,
@@ -1257,8 +1258,9 @@ def search_scratch(
     """What :func:`_search_walk` works in, for searches with depths from ``policy``: the 4 move values,
     the walk's stack (uint64 [2, depth + 2], int64 [7, depth + 2], float64 [3, depth + 2]), two leaf max
     nodes' features, values, boards, rewards and cache slots (rows 0-3 and 4-7: :func:`_leaf_chance`
-    has two in flight), and the leaf-value cache (keys zeroed: empty). Otherwise uninitialised: the
-    walk resets what it reads first.
+    has two in flight), and the leaf-value cache (keys zeroed: empty; 2^``cache_bits`` slots, which
+    a search needs at the full ``LEAF_CACHE_BITS``: a smaller one only serves a caller that never
+    searches). Otherwise uninitialised: the walk resets what it reads first.
 
     The leaf cache holds values for the weights, ``dg`` and stages of the searches it serves: one
     scratch per :func:`play_games` call or :func:`search_values` call, never one across a change
@@ -1278,8 +1280,8 @@ def search_scratch(
         np.empty(8, dtype=np.uint64),
         np.empty(8, dtype=np.int64),
         np.empty(8, dtype=np.int64),
-        np.zeros(1 << LEAF_CACHE_BITS, dtype=np.uint64),
-        np.empty(1 << LEAF_CACHE_BITS),
+        np.zeros(1 << cache_bits, dtype=np.uint64),
+        np.empty(1 << cache_bits),
     )
 
 

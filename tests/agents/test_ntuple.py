@@ -327,34 +327,41 @@ def test_multi_stage_promotion():
     assert not np.array_equal(agent.weights[:stage], agent.weights[stage:])
 
 
-def test_parallel_kernel_with_one_worker_is_the_single_threaded_kernel():
-    # the threaded wrapper only hands rows to train_steps: one row must give the same bits
+def one_worker_both_ways(steps: int, room: int, *search: int) -> int:
+    """Trains one worker of a tiny network through ``train_steps`` and through the threaded wrapper
+    with one row (search settings ``search`` handed on when given), asserts the two give the same
+    bits, and returns the games it finished."""
     layout = TupleLayout("4x4", LAYOUTS["4x4"])
     sh, tlen, toff, thr = layout.arrays()
     outs = []
     for parallel in (False, True):
         w, tc = np.zeros(layout.size, dtype=np.float32), np.zeros(2 * layout.size, dtype=np.float32)
         gu = np.array([[0, seed_to_state(3), seed_to_state(4)]], dtype=np.uint64)
-        gi = np.zeros((1, 7), dtype=np.int64)
-        bufs = [np.zeros((1, 30_000), dtype=t) for t in (np.uint64, np.uint64, np.float32)]
-        res = [np.zeros((1, 100), dtype=t) for t in (np.int64, np.int8, np.int64, np.int8)]
+        gi = np.zeros((1, K.I_COLS), dtype=np.int64)
+        bufs = [np.zeros((1, steps + 10_000), dtype=t) for t in (np.uint64, np.uint64, np.float32)]
+        res = [np.zeros((1, room), dtype=t) for t in (np.int64, np.int8, np.int64, np.int8)]
         acc = np.zeros((1, 2))
-        live = np.array([1])
-        head = (w, tc, True, sh, tlen, toff, layout.stage_size, thr, 1.0, 0.5, 0.5, 0.1, 2, live)
+        head = (w, tc, True, sh, tlen, toff, layout.stage_size, thr, 1.0, 0.5, 0.5, 0.1, 2, np.array([1]))
         if parallel:
             result = np.zeros((1, 2), dtype=np.int64)
             K.train_steps_parallel(
-                *head, gu, gi, *bufs, np.array([20_000]), np.array([100]), *res, acc, result
+                *head, gu, gi, *bufs, np.array([steps]), np.array([room]), *res, acc, result, *search
             )
             done_steps = (int(result[0, 0]), int(result[0, 1]))
         else:
             done_steps = K.train_steps(
-                *head, gu[0], gi[0], *(x[0] for x in bufs), 20_000, *(x[0] for x in res), acc[0]
+                *head, gu[0], gi[0], *(x[0] for x in bufs), steps, *(x[0] for x in res), acc[0], *search
             )
         outs.append((done_steps, w, tc, gu, gi, *res, acc))
-    assert outs[0][0][0] > 5 and outs[0][0] == outs[1][0]
-    for x, y in zip(outs[0][1:], outs[1][1:]):
+    assert outs[0][0] == outs[1][0]
+    for x, y in zip(outs[0][1:], outs[1][1:], strict=True):
         np.testing.assert_array_equal(x, y)
+    return outs[0][0][0]
+
+
+def test_parallel_kernel_with_one_worker_is_the_single_threaded_kernel():
+    # the threaded wrapper only hands rows to train_steps: one row must give the same bits
+    assert one_worker_both_ways(20_000, 100) > 5
 
 
 def test_two_workers_learn_into_one_network():

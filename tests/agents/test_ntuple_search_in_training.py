@@ -19,7 +19,7 @@ from agents.ntuple import kernels as K
 from engine import DIRECTIONS, slide
 from engine.core import seed_to_state, to_exponents
 from engine.fast import pack, unpack
-from tests.agents.test_ntuple import ref_value
+from tests.agents.test_ntuple import one_worker_both_ways, ref_value
 
 P4 = 0.1
 LAYOUT = TupleLayout("4x4", LAYOUTS["4x4"])
@@ -215,30 +215,7 @@ def test_same_seed_same_weights_with_search_and_not_the_greedy_ones():
 
 def test_two_workers_search_in_training():
     # the threaded wrapper hands the search settings on: one worker gives the single kernel's bits
-    runs, tlen, toff, thr = LAYOUT.arrays()
-    outs = []
-    for parallel in (False, True):
-        w, tc = np.zeros(LAYOUT.size, dtype=np.float32), np.zeros(2 * LAYOUT.size, dtype=np.float32)
-        gu = np.array([[0, seed_to_state(3), seed_to_state(4)]], dtype=np.uint64)
-        gi = np.zeros((1, K.I_COLS), dtype=np.int64)
-        bufs = [np.zeros((1, 5000), dtype=t) for t in (np.uint64, np.uint64, np.float32)]
-        res = [np.zeros((1, 50), dtype=t) for t in (np.int64, np.int8, np.int64, np.int8)]
-        acc = np.zeros((1, 2))
-        head = (w, tc, True, runs, tlen, toff, LAYOUT.stage_size, thr, 1.0, 0.5, 0.5, P4, 2, np.array([1]))
-        if parallel:
-            result = np.zeros((1, 2), dtype=np.int64)
-            K.train_steps_parallel(
-                *head, gu, gi, *bufs, np.array([1500]), np.array([50]), *res, acc, result, 2, 6
-            )
-            done_steps = (int(result[0, 0]), int(result[0, 1]))
-        else:
-            done_steps = K.train_steps(
-                *head, gu[0], gi[0], *(x[0] for x in bufs), 1500, *(x[0] for x in res), acc[0], 2, 6
-            )
-        outs.append((done_steps, w, tc, gu, gi, *res, acc))
-    assert outs[0][0] == outs[1][0] and outs[0][0][0] > 3
-    for x, y in zip(outs[0][1:], outs[1][1:], strict=True):
-        np.testing.assert_array_equal(x, y)
+    assert one_worker_both_ways(1500, 50, 2, 6) > 3
     # two workers through the agent: the budget's moves exactly, and both workers' games learnt
     agent = NTupleAgent(NTupleConfig(layout="4x4", threads=2, train_depth=2, train_search_from=64), seed=1)
     list(agent.train(Budget(steps=4001)))
