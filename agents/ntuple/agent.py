@@ -459,6 +459,31 @@ class NTupleAgent(Agent):
         )
         return {d: float(vals[d]) for d in DIRECTIONS if mask[d]}
 
+    def add_stages(self, stage_tiles: tuple[int, ...]) -> None:
+        """Go on with more weight stages than this network was trained with (the continuation studies
+        of docs/ntuple-studies.md): ``stage_tiles`` begins with the network's own stage tiles; each
+        stage it adds starts empty and is promoted from the one before it (its weights copied, its
+        temporal-coherence sums from zero: a rate of its own) when a training game first reaches its
+        tile, as a run with those stages from the start promotes them."""
+        stage_tiles = tuple(int(t) for t in stage_tiles)
+        old = tuple(self.config.stage_tiles)
+        if stage_tiles[: len(old)] != old or len(stage_tiles) == len(old):
+            raise ConfigError(
+                "stage_tiles", f"must add stages after the network's own {list(old)}, got {list(stage_tiles)}"
+            )
+        config = dataclasses.replace(self.config, stage_tiles=stage_tiles)
+        config.validate()
+        layout = config.tuple_layout()
+        weights = np.zeros(layout.size, dtype=np.float32)
+        weights[: self.weights.shape[0]] = self.weights
+        if self._tc is not None:
+            tc = np.zeros((layout.size, 2), dtype=np.float32)
+            tc[: self._tc.shape[0]] = self._tc
+            self._tc = tc
+        self.config, self.layout, self.weights = config, layout, weights
+        _, self._tlen, self._toff, self._stage_thr = layout.arrays()
+        self._weights_shared = False
+
     # ------------------------------------------------------------------ training
     def _training_arrays(self) -> np.ndarray:
         """The TC sums as the kernels take them: flat, error sum and |error| sum of weight i at 2i, 2i+1."""
