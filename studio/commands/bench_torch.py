@@ -95,15 +95,22 @@ def _sync(device: Any) -> None:
 
 def _train_run(agent: Any, warmup: float, seconds: float) -> tuple[int, int, float, float]:
     """(moves, updates, seconds, CPU-seconds) of one ``agent.train`` call, counted from the first event
-    after ``warmup`` seconds (worker start-up, CUDA context, first kernels) to its end ``seconds`` later."""
-    from agents.base import Budget
+    after ``warmup`` seconds (worker start-up, CUDA context, first kernels) to the first event ``seconds``
+    after that. The window starts at an event, not at the call: a learner whose first event comes late
+    (SB3 sends it after building its model and a whole rollout, seconds on a busy machine) still trains
+    for the whole window. A learner with no event for a minute past the window is counted as it stands."""
+    from agents.base import Budget, Control
 
+    control = Control()
     t0, c0 = time.perf_counter(), time.process_time()
     start: tuple[int, int, float, float] | None = None
-    for _ in agent.train(Budget(seconds=warmup + seconds)):
-        if start is None and time.perf_counter() - t0 >= warmup:
+    for _ in agent.train(Budget(seconds=warmup + seconds + 60.0), control):
+        now = time.perf_counter()
+        if start is None and now - t0 >= warmup:
             _sync(agent.device)
             start = (agent.counters.steps, agent.counters.updates, time.perf_counter(), time.process_time())
+        elif start is not None and now - start[2] >= seconds:
+            control.stop()
     _sync(agent.device)
     if start is None:  # no event after the warm-up: count the whole call
         start = (0, 0, t0, c0)
