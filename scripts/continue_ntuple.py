@@ -9,7 +9,8 @@ The checkpoint's network, learning state (temporal-coherence sums, where it kept
 on in a new run of DIR's store (``runs list`` shows it; ``eval --checkpoint`` plays its checkpoints);
 the budget counts from here. ``--set`` changes any n-tuple setting but the layout, e.g. ``restart=1``,
 ``threads=1``, ``lr=0.25``; ``stage_tiles=16384`` adds a weight stage (:meth:`NTupleAgent.add_stages`:
-promoted from the first stage's weights when a game first reaches 16384). Prints the last checkpoint's
+promoted from the first stage's weights when a game first reaches 16384; with ``--promote-now`` a copy
+of the first stage at once, its temporal-coherence sums too). Prints the last checkpoint's
 path. A checkpoint that is not an n-tuple network's, or a setting it refuses, is a one-line error
 (exit status 2).
 """
@@ -36,8 +37,9 @@ class ScriptError(Exception):
     """A one-line error for the user."""
 
 
-def continued(path: str, settings: list[str]) -> NTupleAgent:
-    """The checkpoint's agent with ``settings`` (``KNOB=VALUE`` texts) applied."""
+def continued(path: str, settings: list[str], promote_now: bool = False) -> NTupleAgent:
+    """The checkpoint's agent with ``settings`` (``KNOB=VALUE`` texts) applied; ``promote_now``: added
+    stages start as copies of the last one at once (:meth:`NTupleAgent.add_stages`)."""
     try:
         agent = load_checkpoint(path)
     except (CheckpointError, OSError) as e:
@@ -56,7 +58,7 @@ def continued(path: str, settings: list[str]) -> NTupleAgent:
             spec = NTupleConfig.spec(knob)
             parsed = spec.check(spec.parse(value.strip()))
             if knob == "stage_tiles":
-                agent.add_stages(parsed)
+                agent.add_stages(parsed, promote_now)
             else:
                 setattr(agent.config, knob, parsed)
                 agent.config.validate()
@@ -72,6 +74,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cpu-seconds", type=float, help="train until the process has used this CPU time")
     p.add_argument("--steps", type=int, help="train this many moves")
     p.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE")
+    p.add_argument(
+        "--promote-now",
+        action="store_true",
+        help="stages added with --set stage_tiles=... start as copies of the last stage at once, "
+        "with its temporal-coherence sums (its learning rates so far)",
+    )
     p.add_argument("--checkpoint-every", type=float, default=600.0, metavar="SECONDS")
     args = p.parse_args(argv)
     try:
@@ -81,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             budget = Budget(steps=args.steps, cpu_seconds=args.cpu_seconds)
         except ValueError as e:
             raise ScriptError(str(e)) from None
-        agent = continued(args.checkpoint, args.set)
+        agent = continued(args.checkpoint, args.set, args.promote_now)
     except ScriptError as e:
         print(f"continue_ntuple.py: {e}", file=sys.stderr)
         return 2

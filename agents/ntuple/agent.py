@@ -459,12 +459,14 @@ class NTupleAgent(Agent):
         )
         return {d: float(vals[d]) for d in DIRECTIONS if mask[d]}
 
-    def add_stages(self, stage_tiles: tuple[int, ...]) -> None:
+    def add_stages(self, stage_tiles: tuple[int, ...], promote_now: bool = False) -> None:
         """Go on with more weight stages than this network was trained with (the continuation studies
         of docs/ntuple-studies.md): ``stage_tiles`` begins with the network's own stage tiles; each
         stage it adds starts empty and is promoted from the one before it (its weights copied, its
         temporal-coherence sums from zero: a rate of its own) when a training game first reaches its
-        tile, as a run with those stages from the start promotes them."""
+        tile, as a run with those stages from the start promotes them. ``promote_now``: every stage it
+        adds is a copy of the network's last stage at once, weights and TC sums both, so it goes on at
+        the rates the network had reached."""
         stage_tiles = tuple(int(t) for t in stage_tiles)
         old = tuple(self.config.stage_tiles)
         if stage_tiles[: len(old)] != old or len(stage_tiles) == len(old):
@@ -480,6 +482,14 @@ class NTupleAgent(Agent):
             tc = np.zeros((layout.size, 2), dtype=np.float32)
             tc[: self._tc.shape[0]] = self._tc
             self._tc = tc
+        if promote_now:
+            last = slice((self.layout.n_stages - 1) * layout.stage_size, self.layout.size)
+            for k in range(self.layout.n_stages, layout.n_stages):
+                new = slice(k * layout.stage_size, (k + 1) * layout.stage_size)
+                weights[new] = weights[last]
+                if self._tc is not None:
+                    self._tc[new] = self._tc[last]
+            self.n_live = layout.n_stages
         self.config, self.layout, self.weights = config, layout, weights
         _, self._tlen, self._toff, self._stage_thr = layout.arrays()
         self._weights_shared = False

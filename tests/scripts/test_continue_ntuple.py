@@ -46,6 +46,22 @@ def test_an_added_stage_starts_as_a_copy_of_the_first_when_a_game_reaches_its_ti
         agent.add_stages((128, 256))
 
 
+def test_promoted_now_an_added_stage_is_the_first_one_with_its_rates(checkpoint: Path) -> None:
+    agent = load_checkpoint(checkpoint)
+    assert isinstance(agent, NTupleAgent) and agent._tc is not None
+    first, tc = agent.weights.copy(), agent._tc.copy()
+    stage = agent.layout.stage_size
+    agent.add_stages((64, 128), promote_now=True)
+    assert agent.n_live == 3 and agent.layout.n_stages == 3
+    for k in (1, 2):
+        np.testing.assert_array_equal(agent.weights[k * stage : (k + 1) * stage], first)
+        np.testing.assert_array_equal(agent._tc[k * stage : (k + 1) * stage], tc)
+    # every board values the same as before (each stage holds the same weights)
+    board = np.array([[2, 4, 8, 16], [32, 64, 128, 0], [0, 0, 0, 0], [0, 0, 2, 2]])
+    before = load_checkpoint(checkpoint)
+    assert agent.value(board) == pytest.approx(before.value(board), rel=1e-6)
+
+
 def test_the_script_records_a_new_run_with_the_settings_and_the_counters_going_on(
     checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -70,6 +86,20 @@ def test_the_script_records_a_new_run_with_the_settings_and_the_counters_going_o
     assert agent.counters.steps == 3000 + 2000
     runs = GameStore.open(data).list_runs()
     assert len(runs) == 1 and runs[0].agent == "ntuple"
+    # --promote-now: the added stage is live from the first move
+    argv = [
+        str(checkpoint),
+        "--data-dir",
+        str(data),
+        "--steps",
+        "10",
+        "--set",
+        "stage_tiles=1024",
+        "--promote-now",
+    ]
+    assert script.main(argv) == 0
+    agent = load_checkpoint(Path(capsys.readouterr().out.strip()))
+    assert isinstance(agent, NTupleAgent) and agent.n_live == 2 and agent.config.stage_tiles == (1024,)
 
 
 @pytest.mark.parametrize(
