@@ -517,6 +517,29 @@ class NTupleAgent(Agent):
             reward[:, :old] = self._buf_reward
             self._buf_board, self._buf_after, self._buf_reward = board, after, reward
 
+    def _match_workers(self) -> None:
+        """One row of game state and buffers per ``config.threads`` worker: the setting may change
+        after the agent was made (a checkpoint goes on with other threads), and the rows were sized
+        then. Workers kept keep their games in progress; a dropped worker's unfinished game goes with
+        it, unlearnt (a game is learnt backwards at its end); an added one gets streams of its own,
+        seeded from the moves made so far, so that it does not replay an earlier worker's games."""
+        n, have = int(self.config.threads), self._game_u.shape[0]
+        if n == have:
+            return
+        keep = min(n, have)
+
+        def rows(old: np.ndarray) -> np.ndarray:
+            new = np.zeros((n, *old.shape[1:]), dtype=old.dtype)
+            new[:keep] = old[:keep]
+            return new
+
+        self._game_u, self._game_i = rows(self._game_u), rows(self._game_i)
+        self._buf_board, self._buf_after = rows(self._buf_board), rows(self._buf_after)
+        self._buf_reward = rows(self._buf_reward)
+        base = None if self.seed is None else self.seed + self.counters.steps
+        for k in range(have, n):
+            self._game_u[k, K.U_SPAWN_RNG :] = _worker_rng_states(base, k)
+
     def _record(self, scores: np.ndarray, maxexp: np.ndarray) -> None:
         new = np.stack([scores, maxexp.astype(np.int64)], axis=1)
         self._recent = np.concatenate([self._recent, new])[-self.config.window :]
@@ -545,6 +568,7 @@ class NTupleAgent(Agent):
             self.weights = self.weights.copy()
             self._weights_shared = False
         tc = self._training_arrays()
+        self._match_workers()
         workers = self._game_u.shape[0]
         if workers > 1:
             K.launch_workers_passive()  # idle workers sleep, not spin: see the function

@@ -20,8 +20,8 @@ depth-1``, by default with the studio's trained network exported to it, ``-o cpp
 own; the studio's rows carry the ratio studio / C++ in moves per CPU-second), and times both searches
 on the same boards (every board of ``games`` 1-ply games, at most 5,000: the fairer figure, as each
 program's own games differ in their boards), ``cores`` (the two cores of ``vs_cpp``, default ``0,1``:
-C++ on the first, the studio on the second), ``scaling`` (N: a 1-thread and an N-thread network
-learn in alternation, ``--seconds`` of wall time each per round; each round's moves per wall-second of
+C++ on the first, the studio on the second), ``scaling`` (N: a 1-thread and an N-thread network,
+fresh or two copies of ``checkpoint``, learn in alternation, ``--seconds`` of wall time each per round; each round's moves per wall-second of
 both, their ratio, the cores each got (CPU / wall time) and moves per CPU-second, then the median ratio
 against the goal: 1.8x for 2 threads on 2 cores. On a machine busier than its cores the ratio measures
 the neighbours: the load average is printed beside it).
@@ -93,6 +93,8 @@ def _options(extra: dict[str, str]) -> dict[str, Any]:
     from agents.ntuple import cpp_reference as cpp
 
     opts = parse_options("ntuple", extra, OPTIONS)
+    if opts["checkpoint"] is not None and (opts["layout"] is not None or opts["tc"] is not None):
+        raise ValueError("a checkpoint keeps its own tuples and TC: no layout or tc with it")
     if opts["scaling"] is not None and (opts["vs_cpp"] is not None or opts["threads"] is not None):
         raise ValueError("scaling compares N threads with 1 itself: no threads or vs_cpp with it")
     if opts["vs_cpp"] is None:
@@ -117,7 +119,7 @@ def _fresh_agent(opts: dict[str, Any], seed: int) -> Any:
 
 
 def _first_agent(opts: dict[str, Any], seed: int) -> Any:
-    """The checkpoint's network (``-o checkpoint``), else a fresh one."""
+    """The checkpoint's network (``-o checkpoint``) with the options' threads, else a fresh one."""
     from agents.base import Agent
     from agents.ntuple import NTupleAgent
 
@@ -126,6 +128,8 @@ def _first_agent(opts: dict[str, Any], seed: int) -> Any:
     loaded = Agent.load(opts["checkpoint"])
     if not isinstance(loaded, NTupleAgent):
         raise ValueError(f"{opts['checkpoint']} is not an ntuple checkpoint")
+    if opts["threads"] is not None:  # the workers are a setting of the run, not of the network
+        loaded.config.threads = int(opts["threads"])
     return loaded
 
 
@@ -226,7 +230,10 @@ def _scaling_benchmark(opts: dict[str, Any], options: BenchOptions, progress: Pr
     agents = {}
     for threads in (1, n):
         progress.update(0, f"warming up {threads} thread(s) (compile or cache load)", force=True)
-        agents[threads] = _fresh_agent({**opts, "threads": threads}, options.seed)
+        # With -o checkpoint both sides start from the same trained network (each its own copy), where
+        # games are as long as they will be and the rate is steady: from a fresh one the N-thread side
+        # learns N times faster, so it measures a different network as the rounds go on.
+        agents[threads] = _first_agent({**opts, "threads": threads}, options.seed)
         _learn_for(agents[threads], 1.0)
     load0 = load_average()
     measurements: list[Measurement] = []
@@ -282,6 +289,7 @@ def _scaling_benchmark(opts: dict[str, Any], options: BenchOptions, progress: Pr
         "layout": agents[1].config.layout,
         "tc": agents[1].config.tc,
         "threads": [1, n],
+        "checkpoint": None if opts["checkpoint"] is None else str(opts["checkpoint"]),
         "machine": _machine(),
     }
     load1 = load_average()

@@ -10,6 +10,7 @@ from agents.checkpoint import CheckpointError, load_checkpoint, read_checkpoint
 from agents.config import ConfigError, load_preset
 from agents.ntuple import LAYOUTS, NTupleAgent, NTupleConfig, TupleLayout, symmetry_cells
 from agents.ntuple import kernels as K
+from agents.ntuple.agent import _worker_rng_states
 from agents.registry import create_agent
 from engine import DIRECTIONS, Direction, Game, Rules, slide
 from engine.core import SpawnRng, seed_to_state, spawn_tiles, to_exponents
@@ -415,6 +416,37 @@ def test_two_workers_promote_a_stage_once_and_keep_their_streams(tmp_path):
     assert len({int(x) for x in three._game_u[:, 1]}) == 3
     list(three.train(Budget(episodes=10)))
     assert three.counters.episodes == 10
+
+
+def test_the_threads_setting_changed_after_the_agent_was_made_takes_effect(tmp_path):
+    # a checkpoint loads with the threads it was trained with; `--set threads=1` (continue_ntuple.py)
+    # or `bench ntuple -o checkpoint=CK -o threads=N` changes the setting on the loaded agent
+    made_with_two = NTupleAgent(NTupleConfig(layout="4x4", threads=2), seed=4)
+    made_with_two.config.threads = 1
+    list(made_with_two.train(Budget(steps=3000)))
+    one = NTupleAgent(NTupleConfig(layout="4x4", threads=1), seed=4)
+    list(one.train(Budget(steps=3000)))
+    # worker 0 has the agent's seed: one worker plays exactly a one-thread agent's games
+    np.testing.assert_array_equal(made_with_two.weights, one.weights)
+    assert made_with_two.counters.episodes == one.counters.episodes
+    assert made_with_two._game_u.shape[0] == 1
+
+    one.config.threads = 3
+    events = list(one.train(Budget(episodes=40)))
+    assert one.counters.episodes == 40 + made_with_two.counters.episodes
+    assert sum(ev.metrics["games"] for ev in events) == 40
+    streams = {int(x) for x in one._game_u[:, 1]}
+    assert one._game_u.shape[0] == 3 and len(streams) == 3  # the added workers play games of their own
+    _, meta = one.get_state()
+    assert len(meta["worker_rng_states"]) == 2  # and a checkpoint keeps their streams
+    # seeded from the seed and the moves made so far (not random, not a replay of worker k's start)
+    again = NTupleAgent(NTupleConfig(layout="4x4", threads=1), seed=4)
+    list(again.train(Budget(steps=3000)))
+    again.config.threads = 3
+    again._match_workers()
+    for k in (1, 2):
+        assert [int(x) for x in again._game_u[k, 1:]] == [int(x) for x in _worker_rng_states(4 + 3000, k)]
+        assert again._game_u[k, 0] == 0 and not again._game_i[k].any()  # no game in progress yet
 
 
 # ------------------------------------------------------------------------------------------ play

@@ -127,3 +127,15 @@ def test_a_file_that_is_no_checkpoint_is_one_line(tmp_path: Path, capsys: pytest
     assert load_script("continue_ntuple").main([str(bad), "--data-dir", str(tmp_path), "--steps", "5"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("continue_ntuple.py: ") and "\n" not in err
+
+
+def test_set_threads_changes_the_workers_of_a_checkpoint_trained_with_others(tmp_path: Path) -> None:
+    # the ntuple-2h checkpoints are trained with 2 workers; `--set threads=1` goes on with one
+    path = tmp_path / "two.npz"
+    two = NTupleAgent(NTupleConfig(layout="4x4", threads=2), seed=6)
+    list(two.train(Budget(steps=2000)))
+    two.save(path)
+    agent = load_script("continue_ntuple").continued(str(path), ["threads=1"])
+    assert agent.config.threads == 1
+    list(agent.train(Budget(steps=500)))
+    assert agent._game_u.shape[0] == 1 and agent.counters.steps == 2500

@@ -46,3 +46,39 @@ def test_scaling_refuses_threads_beside_it(capsys: pytest.CaptureFixture[str]) -
     assert "scaling compares N threads with 1 itself" in capsys.readouterr().err
     assert main([*ARGS[:-1], "scaling=1"]) == 2
     assert "scaling must be" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def small_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> str:
+    from agents.base import Budget
+    from agents.ntuple import NTupleAgent, NTupleConfig
+
+    path = tmp_path_factory.mktemp("ck") / "small.npz"
+    agent = NTupleAgent(NTupleConfig(layout="4x4"), seed=3)
+    list(agent.train(Budget(steps=2000)))
+    agent.save(path)
+    return str(path)
+
+
+def test_scaling_from_a_checkpoint_runs_both_sides_on_its_network(
+    small_checkpoint: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Both sides start from the checkpoint's network (its 4x4 layout, not the fresh default 4x6), the
+    N-thread side with N workers whatever the checkpoint was trained with."""
+    args = ["bench", "ntuple", "--seconds", "0.3", "--rounds", "1", "-o", f"checkpoint={small_checkpoint}"]
+    assert main([*args, "-o", "scaling=2", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["info"]["layout"] == "4x4" and report["info"]["checkpoint"] == small_checkpoint
+    results = report["results"]
+    assert results["round_1_1_threads"]["moves"] > 0 and results["round_1_2_threads"]["moves"] > 0
+    # the N-thread side really ran N workers: more than one core busy on average
+    assert results["round_1_2_threads"]["cores"] > 1.0
+
+
+def test_a_checkpoint_refuses_a_layout_or_tc_beside_it(
+    small_checkpoint: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["bench", "ntuple", "--seconds", "0.3", "-o", f"checkpoint={small_checkpoint}"]
+    for extra in ("layout=4x6", "tc=0"):
+        assert main([*base, "-o", extra]) == 2
+        assert "a checkpoint keeps its own tuples and TC" in capsys.readouterr().err
