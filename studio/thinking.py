@@ -215,7 +215,7 @@ class _ThinkTask(_HintTask):
 
     def _work(self, t0: float) -> ThinkResult:
         agent = self.thinker.agent_for(self.spec, self.game.rules)
-        self.agent_name = agent.name
+        self.agent_name = self.spec.label or agent.name  # a labelled one ("n-tuple run 3") by its label
         values: dict[Direction, float] | None = None
         # The base act picks from move_values anyway: asking for them costs nothing and lets a value
         # that is not a number be found (act quietly skips it) before the agent moves on it.

@@ -100,7 +100,7 @@ class PlayTab(QWidget):
         self.board = BoardWidget(self, hint_margin=True)
         self.board.moveRequested.connect(self._on_key_move)
         self.board.newGameRequested.connect(lambda: self.new_game(self.rules))
-        self.panel = side = PlaySidePanel(self.settings, self)
+        self.panel = side = PlaySidePanel(self.settings, self, networks=self._networks)
         # The panel's widgets under the names the window, the menus and the tests know them by.
         self.score_box, self.best_box = side.score_box, side.best_box
         self.scoreLabel, self.bestLabel = side.score_box.value, side.best_box.value
@@ -133,6 +133,12 @@ class PlayTab(QWidget):
         layout.addWidget(self.board, 1)
         layout.addWidget(side, 0, Qt.AlignmentFlag.AlignTop)
         side.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Preferred)
+
+    def _networks(self) -> list[Any]:
+        """The store's trained n-tuple networks the agent box offers (strongest first)."""
+        from studio.services.review import play_networks
+
+        return play_networks(self.store)
 
     # ------------------------------------------------------------------ state
     @property

@@ -6,6 +6,7 @@ Widgets only: the tab connects their signals and decides what they show.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QSettings, Qt
@@ -32,6 +33,7 @@ from studio.thinking import ThinkResult
 
 if TYPE_CHECKING:
     from engine.store import GameRecorder
+    from studio.services.review import PlayNetwork
 
 MAX_SPEED = 60  # the slider's top notch means "as fast as the agent thinks"
 
@@ -62,10 +64,16 @@ class ScoreBox(QFrame):
 class AgentBox(QGroupBox):
     """The agent panel: which agent, its hint (a value per move), the coach, Watch / Step and the speed."""
 
-    def __init__(self, settings: QSettings, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        settings: QSettings,
+        parent: QWidget | None = None,
+        *,
+        networks: Callable[[], list[PlayNetwork]] | None = None,
+    ) -> None:
         super().__init__("Agent", parent)
         grid = QVBoxLayout(self)
-        self.agentCombo = AgentPicker(settings)
+        self.agentCombo = AgentPicker(settings, networks=networks)
         grid.addWidget(self.agentCombo)
         hint_row = QHBoxLayout()
         self.hintButton = QPushButton("Hint")
@@ -194,7 +202,13 @@ class AgentBox(QGroupBox):
 class PlaySidePanel(QWidget):
     """Everything right of the board, 270 pixels wide."""
 
-    def __init__(self, settings: QSettings, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        settings: QSettings,
+        parent: QWidget | None = None,
+        *,
+        networks: Callable[[], list[PlayNetwork]] | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("playSidePanel")
         self.setFixedWidth(270)
@@ -233,7 +247,7 @@ class PlaySidePanel(QWidget):
         game_row.addWidget(self.newGameButton)
         game_row.addWidget(self.takeBackButton)
         col.addLayout(game_row)
-        self.agentBox = agent = AgentBox(settings)
+        self.agentBox = agent = AgentBox(settings, networks=networks)
         col.addWidget(agent)
         keys = QLabel("Arrows or WASD move. Any move of yours takes over from a watched agent.")
         keys.setWordWrap(True)

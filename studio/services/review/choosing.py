@@ -92,6 +92,31 @@ def ntuple_candidates(store: GameStore) -> list[Network]:
     return found
 
 
+@dataclass(frozen=True)
+class PlayNetwork:
+    """One of the store's n-tuple networks a person can take hints from or watch: ``label`` ("n-tuple
+    run 3 · avg 255,422": its games' mean score), its ``spec`` (named as the reviewer of that checkpoint is, so the hint and the
+    coach say which network they are), its ``score`` and whether it is ``strong`` enough to be the
+    Play tab's default (as :func:`default_reviewer` takes the strongest to review)."""
+
+    label: str
+    spec: AgentSpec
+    score: float
+    strong: bool
+
+
+def play_networks(store: GameStore, most: int = 3) -> list[PlayNetwork]:
+    """The store's n-tuple networks (each run's best evaluated checkpoint, else its last), strongest
+    first, ``most`` at most: the Play tab offers them above the untrained agents of the registry."""
+    out = []
+    for net in sorted(ntuple_candidates(store), key=lambda f: (-f.score, -f.run_id))[:most]:
+        name = f"n-tuple run {net.run_id}"
+        label = f"{name} · avg {net.score:,.0f}" if math.isfinite(net.score) else name
+        spec = AgentSpec.from_checkpoint(str(net.path.resolve()), "ntuple", label=name)
+        out.append(PlayNetwork(label, spec, net.score, net.score >= STRONG_SCORE))
+    return out
+
+
 def default_reviewer(store: GameStore | None = None, rules: Rules | None = None) -> Reviewer:
     """The default reviewer for games of ``rules`` (see the package docstring for the rule)."""
     classic = rules is None or (rules.is_classic_shape and rules.spawn_per_move == 1)
