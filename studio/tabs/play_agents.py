@@ -103,7 +103,10 @@ class AgentPicker(QComboBox):
             self.setItemData(i, tip, Qt.ItemDataRole.ToolTipRole)
         self._n_networks = len(found)
         if isinstance(current, AgentSpec):
-            self._select_quietly(current)
+            if self._find(current) >= 0:
+                self._select_quietly(current)
+            else:  # its run is gone from the store: the choice stays, as the file it was
+                self.select(current, remember=False)
         return found[0].spec if found and found[0].strong else None
 
     def _find(self, spec: AgentSpec) -> int:

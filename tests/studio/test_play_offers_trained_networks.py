@@ -143,3 +143,21 @@ def test_a_network_used_in_play_from_a_file_is_listed_once(qtbot, data_dir, qset
     assert labels.count(f"n-tuple run {run} · avg 30,000") == 1 and "best.npz (checkpoint)" not in labels
     assert combo.currentText() == f"n-tuple run {run} · avg 30,000"
     again.close()
+
+
+def test_the_choice_stays_when_its_run_leaves_the_store(qtbot, data_dir, qsettings, tmp_path):
+    store = GameStore.open(data_dir)
+    path = tmp_path / "a" / "best.npz"
+    run = _network_run(store, path, 6, 30_000.0)
+    store.close()
+    win = open_window(qtbot, data_dir, qsettings)
+    play = win.play
+    assert play.agent_spec.checkpoint == str(path.resolve())
+    play.store.delete_run(run)  # e.g. deleted in the Train tab (its checkpoint file kept here)
+    qtbot.mouseClick(play.agentCombo, CLICK)  # the box opens: the list is read again
+    qtbot.waitUntil(play.agentCombo.view().isVisible, timeout=2000)
+    qtbot.keyClick(play.agentCombo.view(), Qt.Key.Key_Escape)
+    assert f"n-tuple run {run} · avg 30,000" not in _items(play.agentCombo)
+    assert play.agent_spec.checkpoint == str(path.resolve())  # not silently another agent
+    assert play.agentCombo.currentText() == "best.npz (checkpoint)"
+    win.close()
