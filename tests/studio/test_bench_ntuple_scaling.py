@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from typing import Any
 
 import pytest
 
@@ -61,18 +62,29 @@ def small_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def test_scaling_from_a_checkpoint_runs_both_sides_on_its_network(
-    small_checkpoint: str, capsys: pytest.CaptureFixture[str]
+    small_checkpoint: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Both sides start from the checkpoint's network (its 4x4 layout, not the fresh default 4x6), the
-    N-thread side with N workers whatever the checkpoint was trained with."""
+    """Both sides start from the checkpoint's network (its 4x4 layout, not the fresh default 4x6), each
+    its own copy, the N-thread side with N workers whatever the checkpoint was trained with."""
+    import studio.commands.bench_ntuple as bench
+
+    learnt: list[tuple[int, int]] = []  # (id of the agent, its self-play workers) for each measurement
+    real = bench._learn_for
+
+    def counting(agent: Any, seconds: float) -> dict[str, float]:
+        result = real(agent, seconds)
+        learnt.append((id(agent), agent._game_u.shape[0]))
+        return result
+
+    monkeypatch.setattr(bench, "_learn_for", counting)
     args = ["bench", "ntuple", "--seconds", "0.3", "--rounds", "1", "-o", f"checkpoint={small_checkpoint}"]
     assert main([*args, "-o", "scaling=2", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["info"]["layout"] == "4x4" and report["info"]["checkpoint"] == small_checkpoint
     results = report["results"]
     assert results["round_1_1_threads"]["moves"] > 0 and results["round_1_2_threads"]["moves"] > 0
-    # the N-thread side really ran N workers: more than one core busy on average
-    assert results["round_1_2_threads"]["cores"] > 1.0
+    # warm-ups and the round: two agents, one with one worker and one with two
+    assert sorted({workers for _, workers in learnt}) == [1, 2] and len({a for a, _ in learnt}) == 2
 
 
 def test_a_checkpoint_refuses_a_layout_or_tc_beside_it(
