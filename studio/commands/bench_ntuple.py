@@ -21,10 +21,10 @@ own; the studio's rows carry the ratio studio / C++ in moves per CPU-second), an
 on the same boards (every board of ``games`` 1-ply games, at most 5,000: the fairer figure, as each
 program's own games differ in their boards), ``cores`` (the two cores of ``vs_cpp``, default ``0,1``:
 C++ on the first, the studio on the second), ``scaling`` (N: a 1-thread and an N-thread network,
-fresh or two copies of ``checkpoint``, learn in alternation, ``--seconds`` of wall time each per round; each round's moves per wall-second of
-both, their ratio, the cores each got (CPU / wall time) and moves per CPU-second, then the median ratio
-against the goal: 1.8x for 2 threads on 2 cores. On a machine busier than its cores the ratio measures
-the neighbours: the load average is printed beside it).
+fresh or two copies of ``checkpoint``, learn in alternation, ``--seconds`` of wall time each per
+round; each round's moves per wall-second of both, their ratio, the cores each got (CPU / wall time)
+and moves per CPU-second, then the median ratio against the goal: 1.8x for 2 threads on 2 cores. On a
+machine busier than its cores the ratio measures the neighbours: the load average is printed beside it).
 """
 
 from __future__ import annotations

@@ -103,10 +103,8 @@ class AgentPicker(QComboBox):
             self.setItemData(i, tip, Qt.ItemDataRole.ToolTipRole)
         self._n_networks = len(found)
         if isinstance(current, AgentSpec):
-            if self._find(current) >= 0:
-                self._select_quietly(current)
-            else:  # its run is gone from the store: the choice stays, as the file it was
-                self.select(current, remember=False)
+            # the choice stays: its item again, or (its run gone from the store) the file it was
+            self.select(current, remember=False)
         return found[0].spec if found and found[0].strong else None
 
     def _find(self, spec: AgentSpec) -> int:
@@ -121,13 +119,6 @@ class AgentPicker(QComboBox):
             if target is not None and file is not None and _real(file) == target:
                 return i
         return -1
-
-    def _select_quietly(self, spec: AgentSpec) -> None:
-        """Show ``spec`` as the choice again after the list changed."""
-        i = self._find(spec)
-        if i >= 0:
-            self.setCurrentIndex(i)
-            self._index = i
 
     def showPopup(self) -> None:
         self._offer_networks()

@@ -6,6 +6,7 @@ untrained network whose hint was the next merge's points, and a trained one had 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from PySide6.QtCore import Qt
@@ -50,11 +51,15 @@ def _click_item(qtbot, combo, text: str) -> None:
     qtbot.waitUntil(lambda: not view.isVisible(), timeout=2000)
 
 
-def _hint(qtbot, play) -> str:
+def _hint_by(qtbot, play, run: int, path: Path) -> None:
+    """Hint (the button) is answered by run ``run``'s network in ``path``, and says so by name: "n-tuple
+    run 2: ← left; …", or "n-tuple run 2 has no preference here" on a board (the game's start is
+    random) where its moves tie."""
     play.last_hint = None
     qtbot.mouseClick(play.hintButton, CLICK)
     qtbot.waitUntil(lambda: play.last_hint is not None, timeout=30000)
-    return play.hintStatus.text()
+    assert play.last_hint.spec.checkpoint == str(path.resolve()) and play.last_hint.error is None
+    assert re.match(rf"n-tuple run {run}(: | has no preference here )", play.hintStatus.text())
 
 
 def test_a_fresh_profile_takes_hints_from_the_strongest_network(qtbot, data_dir, qsettings, tmp_path):
@@ -74,7 +79,7 @@ def test_a_fresh_profile_takes_hints_from_the_strongest_network(qtbot, data_dir,
     ]
     assert combo.currentText() == f"n-tuple run {strong} · avg 30,000"
     assert play.agent_spec.checkpoint == str((tmp_path / "strong" / "best.npz").resolve())
-    assert _hint(qtbot, play).startswith(f"n-tuple run {strong}: ")
+    _hint_by(qtbot, play, strong, tmp_path / "strong" / "best.npz")
     # the coach's reviewer is the same network
     assert play.coach_reviewer.spec.checkpoint == play.agent_spec.checkpoint
     play.grab().save("/tmp/shots/play_offers_trained_networks.png")
@@ -103,7 +108,7 @@ def test_a_network_trained_while_the_window_is_open_is_listed_when_the_box_opens
     assert label not in _items(play.agentCombo)
     _click_item(qtbot, play.agentCombo, label)  # listed once the box opens; the person picks it
     assert play.agentCombo.currentText() == label
-    assert _hint(qtbot, play).startswith(f"n-tuple run {run}: ")
+    _hint_by(qtbot, play, run, tmp_path / "new" / "best.npz")
     assert _items(play.agentCombo).count(label) == 1
     win.close()
 

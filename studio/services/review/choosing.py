@@ -95,9 +95,10 @@ def ntuple_candidates(store: GameStore) -> list[Network]:
 @dataclass(frozen=True)
 class PlayNetwork:
     """One of the store's n-tuple networks a person can take hints from or watch: ``label`` ("n-tuple
-    run 3 · avg 255,422": its games' mean score), its ``spec`` (named as the reviewer of that checkpoint is, so the hint and the
-    coach say which network they are), its ``score`` and whether it is ``strong`` enough to be the
-    Play tab's default (as :func:`default_reviewer` takes the strongest to review)."""
+    run 3 · avg 255,422": its games' mean score), its ``spec`` (named as the reviewer of that
+    checkpoint is, so the hint and the coach say which network they are), its ``score`` and whether
+    it is ``strong`` enough to be the Play tab's default (as :func:`default_reviewer` takes the
+    strongest to review)."""
 
     label: str
     spec: AgentSpec
